@@ -1,0 +1,83 @@
+//! Virtual channels: one bounded FIFO per tenant per engine (MTDA's virtual
+//! channels, OSMOSIS' flow management queues). A full channel refuses the item
+//! and hands it back; the scheduler turns that into a typed, counted rejection.
+
+use std::collections::VecDeque;
+
+/// A bounded FIFO queue.
+#[derive(Debug, Clone)]
+pub struct VirtualChannel<T> {
+    queue: VecDeque<T>,
+    cap: usize,
+}
+
+impl<T> VirtualChannel<T> {
+    /// An empty channel that holds at most `cap` items (`cap` >= 1).
+    pub fn new(cap: usize) -> Self {
+        VirtualChannel {
+            queue: VecDeque::with_capacity(cap.min(64)),
+            cap: cap.max(1),
+        }
+    }
+
+    /// Appends `item`, or gives it back when the channel is full.
+    #[inline]
+    pub fn push(&mut self, item: T) -> Result<(), T> {
+        if self.queue.len() >= self.cap {
+            return Err(item);
+        }
+        self.queue.push_back(item);
+        Ok(())
+    }
+
+    /// Removes and returns the oldest item.
+    #[inline]
+    pub fn pop(&mut self) -> Option<T> {
+        self.queue.pop_front()
+    }
+
+    /// The oldest item.
+    #[inline]
+    pub fn head(&self) -> Option<&T> {
+        self.queue.front()
+    }
+
+    /// Number of queued items.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Whether nothing is queued.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// The channel's capacity.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// Removes every queued item, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.queue.drain(..)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_channel_hands_the_item_back_in_fifo_order() {
+        let mut c = VirtualChannel::new(2);
+        assert!(c.push(1).is_ok());
+        assert!(c.push(2).is_ok());
+        assert_eq!(c.push(3), Err(3));
+        assert_eq!(c.pop(), Some(1));
+        assert!(c.push(3).is_ok());
+        assert_eq!(c.drain().collect::<Vec<_>>(), vec![2, 3]);
+        assert!(c.is_empty());
+    }
+}

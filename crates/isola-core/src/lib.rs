@@ -1,0 +1,57 @@
+//! # isola-core
+//!
+//! The sans-IO heart of Isola: tenants and their SLOs, task descriptors,
+//! per-tenant virtual channels, scheduling policies, rate shapers, cost models
+//! and fairness/SLA metrics. The same [`Scheduler`] is driven by the live
+//! runtime (monotonic clock, real workers) and by the simulator (virtual time,
+//! device models), so a policy written once is tested deterministically,
+//! simulated at line rate and run for real.
+//!
+//! What this crate must not do: read a clock, spawn a thread, perform I/O, or
+//! touch an operator's bytes. Time comes in as an argument (`now: Nanos`),
+//! work comes in as descriptors, decisions go out as values. It depends on
+//! nothing heavy.
+//!
+//! A minimal driver:
+//!
+//! ```
+//! use isola_core::{AffineCost, EngineKind, EngineSpec, OpSpec, SchedulerBuilder, Slo, Task, TaskId};
+//! use std::sync::Arc;
+//!
+//! let mut b = SchedulerBuilder::new();
+//! let acc = b.engine(EngineSpec::new("acc", EngineKind::Accelerator, 1, Arc::new(AffineCost::constant(1_000))));
+//! let a = b.tenant("a", Slo::weighted(1.0));
+//! b.policy("wlbvt", Default::default());
+//! let mut s = b.build().unwrap();
+//! let op = OpSpec::named("generic");
+//! s.submit(0, Task { id: TaskId(1), tenant: a, engine: acc, op, bytes: 64,
+//!                    arrival: 0, deadline: None, predicted_cost: None }).unwrap();
+//! let d = s.next(0, acc).unwrap();
+//! let done = s.complete(1_000, d.id, 1_000).unwrap();
+//! assert_eq!(done.completed - done.arrival, 1_000);
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod channel;
+pub mod cost;
+pub mod engine;
+pub mod metrics;
+pub mod policy;
+pub mod ready_heap;
+pub mod scheduler;
+pub mod shaper;
+pub mod task;
+pub mod tenant;
+pub mod units;
+
+pub use cost::{AffineCost, CostModel, CostModelError, PerOpCost, PiecewiseLinearCost};
+pub use engine::{EngineId, EngineKind, EngineSpec};
+pub use policy::{AtLimit, Charge, Policy, PolicyError, PolicyInfo, POLICIES};
+pub use scheduler::{
+    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, RejectReason, Rejection,
+    Scheduler, SchedulerBuilder, SchedulerError,
+};
+pub use task::{OpSpec, Subtask, Task, TaskId};
+pub use tenant::{LatencyObjective, RateSpec, Slo, Tenant, TenantClass, TenantId};
+pub use units::{Bytes, Nanos, Rate, RateUnit, NANOS_PER_SEC};

@@ -1,0 +1,197 @@
+//! Deficit round robin (Shreedhar and Varghese, SIGCOMM 1995), and round robin
+//! and weighted round robin as its special cases.
+//!
+//! Ready tenants wait in a ring. When a tenant's turn starts it earns a quantum
+//! (times its weight, relative to the smallest weight); it is served while its
+//! head costs no more than its deficit, and the turn passes on when it does or
+//! when the tenant runs out of ready work, which also resets its deficit to 0.
+//!
+//! * `rr`: one task per turn, weights ignored (PsPIN's scheduler, OSMOSIS'
+//!   baseline). With tasks of unequal cost it gives more engine time to the
+//!   tenant with costlier tasks: OSMOSIS' Figure 4.
+//! * `wrr`: `weight / min weight` tasks per turn (fractions carry over).
+//! * `drr`: shares by predicted cost (engine time) or bytes.
+//!
+//! Tasks served outside the ring's order (the scheduler's reservation phase,
+//! at-limit `allow`) are charged to the tenant's deficit all the same, so a
+//! tenant cannot gain service by being reserved.
+
+use super::params::{ParamSpec, PolicyError, PolicyParams};
+use super::registry::{PolicyInfo, PolicySetup};
+use super::{Charge, HeadInfo, Policy, PolicyContext, CHARGE_PARAM};
+use crate::units::Nanos;
+use std::collections::VecDeque;
+
+/// Registry entry for `rr`.
+pub const RR_INFO: PolicyInfo = PolicyInfo {
+    name: "rr",
+    aliases: &[],
+    description: "Round robin over tenants with queued work, one task per turn, whatever its cost.",
+    source: "PsPIN / OSMOSIS baseline",
+    work_conserving: true,
+    params: &[],
+    build: build_rr,
+};
+
+/// Registry entry for `wrr`.
+pub const WRR_INFO: PolicyInfo = PolicyInfo {
+    name: "wrr",
+    aliases: &[],
+    description: "Weighted round robin: weight/min-weight tasks per turn, whatever their cost.",
+    source: "classical WRR (OSMOSIS uses it for DMA and egress)",
+    work_conserving: true,
+    params: &[],
+    build: build_wrr,
+};
+
+const DRR_PARAMS: &[ParamSpec] = &[
+    CHARGE_PARAM,
+    ParamSpec {
+        name: "quantum",
+        default: "auto",
+        description: "deficit earned per turn by the lightest tenant, in the charge's unit; `auto` = the largest head seen, which makes every turn serve at least one task",
+    },
+];
+
+/// Registry entry for `drr`.
+pub const DRR_INFO: PolicyInfo = PolicyInfo {
+    name: "drr",
+    aliases: &["dwrr"],
+    description: "Deficit round robin: weighted shares of predicted engine time (or bytes).",
+    source: "Shreedhar & Varghese, SIGCOMM 1995; OSMOSIS (DWRR)",
+    work_conserving: true,
+    params: DRR_PARAMS,
+    build: build_drr,
+};
+
+fn build_rr(_: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(DeficitRoundRobin::new(s, Charge::Ops, false, Some(1.0))))
+}
+
+fn build_wrr(_: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(DeficitRoundRobin::new(s, Charge::Ops, true, Some(1.0))))
+}
+
+fn build_drr(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    let charge = p.charge()?;
+    let quantum = p.auto_or_positive("quantum")?;
+    Ok(Box::new(DeficitRoundRobin::new(s, charge, true, quantum)))
+}
+
+/// Deficit round robin with a configurable charge and quantum.
+#[derive(Debug, Clone)]
+pub struct DeficitRoundRobin {
+    charge: Charge,
+    /// Quantum of the lightest tenant; `None` while `auto` has seen no head.
+    quantum: Option<f64>,
+    auto_quantum: bool,
+    /// Per tenant: quantum multiplier (weight / min weight, or 1).
+    scale: Vec<f64>,
+    deficit: Vec<f64>,
+    head_amount: Vec<f64>,
+    /// Ring of (tenant, generation); entries whose generation is stale are
+    /// skipped, so a tenant leaving mid-ring costs O(1).
+    ring: VecDeque<(u32, u32)>,
+    generation: Vec<u32>,
+    listed: Vec<bool>,
+    /// Whether the tenant at the front of the ring has been given its quantum.
+    turn_open: bool,
+}
+
+impl DeficitRoundRobin {
+    /// DRR for `setup`'s tenants. `quantum = None` means `auto`.
+    pub fn new(setup: &PolicySetup<'_>, charge: Charge, weighted: bool, quantum: Option<f64>) -> Self {
+        let n = setup.tenants.len();
+        let min_w = setup
+            .tenants
+            .iter()
+            .map(|t| t.weight)
+            .fold(f64::INFINITY, f64::min);
+        let scale = setup
+            .tenants
+            .iter()
+            .map(|t| if weighted { t.weight / min_w } else { 1.0 })
+            .collect();
+        DeficitRoundRobin {
+            charge,
+            quantum,
+            auto_quantum: quantum.is_none(),
+            scale,
+            deficit: vec![0.0; n],
+            head_amount: vec![0.0; n],
+            ring: VecDeque::with_capacity(n),
+            generation: vec![0; n],
+            listed: vec![false; n],
+            turn_open: false,
+        }
+    }
+
+    fn set_head(&mut self, tenant: usize, head: &HeadInfo) {
+        let amount = self.charge.amount(head);
+        self.head_amount[tenant] = amount;
+        if self.auto_quantum && self.quantum.is_none_or(|q| amount > q) {
+            self.quantum = Some(amount);
+        }
+    }
+
+    fn front_is(&self, tenant: usize) -> bool {
+        self.ring.front().is_some_and(|&(t, _)| t as usize == tenant)
+    }
+}
+
+impl Policy for DeficitRoundRobin {
+    fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
+        self.set_head(tenant, head);
+        if !self.listed[tenant] {
+            self.listed[tenant] = true;
+            self.generation[tenant] = self.generation[tenant].wrapping_add(1);
+            self.ring.push_back((tenant as u32, self.generation[tenant]));
+        }
+    }
+
+    fn pick(&mut self, _: Nanos, _: &PolicyContext<'_>) -> Option<usize> {
+        // A zero quantum (every head so far free) would never advance a deficit.
+        let quantum = self.quantum.unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        loop {
+            let &(t, generation) = self.ring.front()?;
+            let t = t as usize;
+            if !self.listed[t] || self.generation[t] != generation {
+                self.ring.pop_front();
+                self.turn_open = false;
+                continue;
+            }
+            if !self.turn_open {
+                self.deficit[t] += quantum * self.scale[t];
+                self.turn_open = true;
+            }
+            if self.head_amount[t] <= self.deficit[t] {
+                return Some(t);
+            }
+            // Not enough deficit for the head: the turn passes on.
+            self.ring.rotate_left(1);
+            self.turn_open = false;
+        }
+    }
+
+    fn on_dispatch(
+        &mut self,
+        _: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        next: Option<&HeadInfo>,
+        _: &PolicyContext<'_>,
+    ) {
+        self.deficit[tenant] -= self.charge.amount(served);
+        match next {
+            Some(h) => self.set_head(tenant, h),
+            None => {
+                self.listed[tenant] = false;
+                self.deficit[tenant] = 0.0;
+                if self.front_is(tenant) {
+                    self.ring.pop_front();
+                    self.turn_open = false;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! mClock (Gulati, Merchant and Varman, OSDI 2010), as in dmClock.
+//!
+//! mClock gives each tenant three tags: reservation (R), limit (L) and
+//! proportional share (P). In Isola the R and L tags are the scheduler's rate
+//! shapers (GCRA, [`crate::shaper`]), which every policy is subject to: a
+//! tenant whose R tag is due is served first (the constraint-based phase), and
+//! a tenant past its L tag is held back. Serving a tenant in that phase does
+//! not count against its weight-based share, and serving it in the weight
+//! phase does not use up its reservation, as in mClock. This struct is the
+//! weight-based phase: P tags and the at-limit behaviour.
+//!
+//! P tags: `P_k = P_(k-1) + charge_k / w`, and the ready tenant with the
+//! smallest P tag goes next (ties: the older task). A tenant that becomes
+//! ready after idling gets `P = max(P_prev + charge / w, min P of ready
+//! tenants)`, which is mClock's idle-tag adjustment (shift every active tag so
+//! the smallest equals now) expressed without shifting: it earns no credit
+//! for the time it was idle. Tags are kept in virtual rather than wall time,
+//! so a backlogged tenant's tags never collapse onto the clock when the tags
+//! advance slower than it (which would turn the weight phase into FIFO).
+//!
+//! `at_limit = allow` is dmClock's limit break: when every tenant with work
+//! is at its limit and a slot is free, the one whose limit frees soonest is
+//! served anyway.
+
+use super::params::{ParamSpec, PolicyError, PolicyParams};
+use super::registry::{PolicyInfo, PolicySetup};
+use super::{AtLimit, Charge, HeadInfo, Policy, PolicyContext, CHARGE_PARAM};
+use crate::ready_heap::{HeapKey, IndexedHeap};
+use crate::units::Nanos;
+
+/// Registry entry.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "mclock",
+    aliases: &["dmclock"],
+    description: "mClock: reservations first, then weighted shares by P tags, limits held (or broken when idle with at_limit=allow).",
+    source: "Gulati, Merchant & Varman, OSDI 2010 (mClock); dmClock",
+    work_conserving: true,
+    params: &[
+        ParamSpec {
+            name: "at_limit",
+            default: "wait",
+            description: "when every tenant with work is at its limit: `wait` (limits are hard) or `allow` (serve anyway)",
+        },
+        CHARGE_PARAM,
+    ],
+    build,
+};
+
+fn build(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    let at_limit = p.choice("at_limit", &[("wait", AtLimit::Wait), ("allow", AtLimit::Allow)])?;
+    let charge = p.charge()?;
+    Ok(Box::new(MClock::new(s, charge, at_limit)))
+}
+
+/// mClock's weight-based phase for one engine.
+#[derive(Debug, Clone)]
+pub struct MClock {
+    charge: Charge,
+    at_limit: AtLimit,
+    weight: Vec<f64>,
+    /// P tag of the tenant's last served task.
+    served_tag: Vec<f64>,
+    /// Ready tenants keyed by their head's P tag.
+    ready: IndexedHeap,
+}
+
+impl MClock {
+    /// mClock for `setup`'s tenants.
+    pub fn new(setup: &PolicySetup<'_>, charge: Charge, at_limit: AtLimit) -> Self {
+        let n = setup.tenants.len();
+        MClock {
+            charge,
+            at_limit,
+            weight: setup.tenants.iter().map(|t| t.weight).collect(),
+            served_tag: vec![0.0; n],
+            ready: IndexedHeap::new(n),
+        }
+    }
+
+    fn next_tag(&self, tenant: usize, head: &HeadInfo) -> f64 {
+        self.served_tag[tenant] + self.charge.amount(head) / self.weight[tenant]
+    }
+}
+
+impl Policy for MClock {
+    fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
+        let floor = self.ready.peek().map_or(f64::NEG_INFINITY, |(_, k)| k.tag());
+        let tag = self.next_tag(tenant, head).max(floor);
+        self.ready.set(tenant, HeapKey::new(tag, head.seq));
+    }
+
+    fn pick(&mut self, _: Nanos, _: &PolicyContext<'_>) -> Option<usize> {
+        self.ready.peek().map(|(t, _)| t)
+    }
+
+    fn on_dispatch(
+        &mut self,
+        _: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        next: Option<&HeadInfo>,
+        _: &PolicyContext<'_>,
+    ) {
+        self.served_tag[tenant] = match self.ready.key(tenant) {
+            Some(k) => k.tag(),
+            // Served without being ready (at-limit allow): charge it all the same.
+            None => self.next_tag(tenant, served),
+        };
+        match next {
+            Some(h) => {
+                let tag = self.next_tag(tenant, h);
+                self.ready.set(tenant, HeapKey::new(tag, h.seq));
+            }
+            None => self.ready.remove(tenant),
+        }
+    }
+
+    fn at_limit(&self) -> AtLimit {
+        self.at_limit
+    }
+}

@@ -1,0 +1,153 @@
+//! The policy registry: every policy by name, with its description, source and
+//! parameters, so scenarios and the CLI can list and build them.
+
+use super::params::{ParamSpec, PolicyError, PolicyParams};
+use super::{bvt, drr, fcfs, mclock, sfq, static_partition, wlbvt, Policy, TenantShare};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What a policy is built for: the engine's tenants and its slot count.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicySetup<'a> {
+    /// Every tenant, by index.
+    pub tenants: &'a [TenantShare],
+    /// Slots of the engine.
+    pub slots: u32,
+}
+
+/// Builds a policy from checked parameters.
+pub type BuildPolicy = fn(&PolicyParams<'_>, &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError>;
+
+/// A registered policy.
+#[derive(Clone, Copy, Serialize)]
+pub struct PolicyInfo {
+    /// Name used in scenarios and on the command line.
+    pub name: &'static str,
+    /// Other names that resolve to this policy.
+    pub aliases: &'static [&'static str],
+    /// One line on what it does.
+    pub description: &'static str,
+    /// Where the algorithm comes from.
+    pub source: &'static str,
+    /// Whether a free slot is never left idle while a ready tenant waits.
+    pub work_conserving: bool,
+    /// Parameters it accepts.
+    pub params: &'static [ParamSpec],
+    /// Constructor.
+    #[serde(skip)]
+    pub build: BuildPolicy,
+}
+
+impl std::fmt::Debug for PolicyInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyInfo")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every registered policy, in the order `isola policies` lists them.
+pub static POLICIES: &[PolicyInfo] = &[
+    fcfs::INFO,
+    drr::RR_INFO,
+    drr::WRR_INFO,
+    drr::DRR_INFO,
+    sfq::INFO,
+    bvt::INFO,
+    wlbvt::INFO,
+    mclock::INFO,
+    static_partition::INFO,
+];
+
+/// The policy registered as `name` (or with `name` as an alias).
+pub fn find_policy(name: &str) -> Result<&'static PolicyInfo, PolicyError> {
+    POLICIES
+        .iter()
+        .find(|p| p.name == name || p.aliases.contains(&name))
+        .ok_or_else(|| PolicyError::UnknownPolicy {
+            name: name.into(),
+            known: POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// Builds policy `name` with `params` (`key -> value`) for `setup`.
+pub fn build_policy(
+    name: &str,
+    params: &BTreeMap<String, String>,
+    setup: &PolicySetup<'_>,
+) -> Result<Box<dyn Policy>, PolicyError> {
+    let info = find_policy(name)?;
+    let checked = PolicyParams::new(info.name, info.params, params)?;
+    (info.build)(&checked, setup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::TenantClass;
+
+    fn setup() -> Vec<TenantShare> {
+        vec![
+            TenantShare {
+                weight: 1.0,
+                class: TenantClass::BestEffort
+            };
+            3
+        ]
+    }
+
+    #[test]
+    fn every_policy_builds_with_defaults_and_names_are_unique() {
+        let t = setup();
+        let s = PolicySetup {
+            tenants: &t,
+            slots: 4,
+        };
+        for p in POLICIES {
+            assert!(build_policy(p.name, &BTreeMap::new(), &s).is_ok(), "{}", p.name);
+            assert!(!p.description.is_empty() && !p.source.is_empty());
+            let same = POLICIES.iter().filter(|q| q.name == p.name).count();
+            assert_eq!(same, 1, "{} registered twice", p.name);
+        }
+        assert_eq!(find_policy("fairnic").unwrap().name, "static");
+    }
+
+    #[test]
+    fn bad_names_and_params_are_typed_errors() {
+        let t = setup();
+        let s = PolicySetup {
+            tenants: &t,
+            slots: 4,
+        };
+        assert!(matches!(
+            build_policy("nope", &BTreeMap::new(), &s),
+            Err(PolicyError::UnknownPolicy { .. })
+        ));
+        let mut p = BTreeMap::new();
+        p.insert("quantum".to_string(), "-3".to_string());
+        let err = build_policy("drr", &p, &s).err().unwrap();
+        assert!(
+            matches!(&err, PolicyError::BadParam { param, .. } if param == "quantum"),
+            "{err}"
+        );
+        p.clear();
+        p.insert("bogus".to_string(), "1".to_string());
+        assert!(matches!(
+            build_policy("fcfs", &p, &s),
+            Err(PolicyError::UnknownParam { .. })
+        ));
+        p.clear();
+        p.insert("at_limit".to_string(), "sometimes".to_string());
+        let err = build_policy("mclock", &p, &s).err().unwrap();
+        assert!(err.to_string().contains("wait, allow"), "{err}");
+        // Static partition needs a slot per tenant.
+        let s1 = PolicySetup {
+            tenants: &t,
+            slots: 2,
+        };
+        assert!(matches!(
+            build_policy("static", &BTreeMap::new(), &s1),
+            Err(PolicyError::Infeasible { .. })
+        ));
+    }
+}

@@ -1,0 +1,106 @@
+//! Start-time fair queuing (Goyal, Vin and Cheng, SIGCOMM 1996), with weights.
+//!
+//! Each task gets a start tag `S = max(v, F_prev)` and a finish tag
+//! `F = S + charge / weight`, where `F_prev` is the finish tag of the tenant's
+//! previous task and `v`, the virtual time, is the start tag of the task most
+//! recently put in service. The ready task with the smallest start tag goes
+//! next (ties: the older task). At the end of a busy period (no tenant ready)
+//! `v` jumps to the largest finish tag handed out, as in the paper.
+//!
+//! Tags are assigned when a task becomes its channel's head rather than at
+//! arrival; for a backlogged tenant that is the same tag (`F_prev >= v`), and a
+//! tenant that was idle starts at `v` either way.
+
+use super::params::{PolicyError, PolicyParams};
+use super::registry::{PolicyInfo, PolicySetup};
+use super::{Charge, HeadInfo, Policy, PolicyContext, CHARGE_PARAM};
+use crate::ready_heap::{HeapKey, IndexedHeap};
+use crate::units::Nanos;
+
+/// Registry entry.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "sfq",
+    aliases: &["wfq"],
+    description: "Start-time fair queuing: weighted fair shares of engine time by virtual start tags.",
+    source: "Goyal, Vin & Cheng, SIGCOMM 1996",
+    work_conserving: true,
+    params: &[CHARGE_PARAM],
+    build,
+};
+
+fn build(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    let charge = p.charge()?;
+    Ok(Box::new(StartTimeFairQueuing::new(s, charge)))
+}
+
+/// SFQ state for one engine.
+#[derive(Debug, Clone)]
+pub struct StartTimeFairQueuing {
+    charge: Charge,
+    weight: Vec<f64>,
+    /// Finish tag of each tenant's last tagged task.
+    finish: Vec<f64>,
+    /// Ready tenants keyed by their head's start tag.
+    ready: IndexedHeap,
+    virtual_time: f64,
+    max_finish: f64,
+}
+
+impl StartTimeFairQueuing {
+    /// SFQ for `setup`'s tenants, advancing tags by `charge`.
+    pub fn new(setup: &PolicySetup<'_>, charge: Charge) -> Self {
+        let n = setup.tenants.len();
+        StartTimeFairQueuing {
+            charge,
+            weight: setup.tenants.iter().map(|t| t.weight).collect(),
+            finish: vec![0.0; n],
+            ready: IndexedHeap::new(n),
+            virtual_time: 0.0,
+            max_finish: 0.0,
+        }
+    }
+
+    fn tag(&mut self, tenant: usize, head: &HeadInfo) {
+        let start = self.virtual_time.max(self.finish[tenant]);
+        self.ready.set(tenant, HeapKey::new(start, head.seq));
+    }
+}
+
+impl Policy for StartTimeFairQueuing {
+    fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
+        if self.ready.is_empty() {
+            self.virtual_time = self.virtual_time.max(self.max_finish);
+        }
+        self.tag(tenant, head);
+    }
+
+    fn pick(&mut self, _: Nanos, _: &PolicyContext<'_>) -> Option<usize> {
+        self.ready.peek().map(|(t, _)| t)
+    }
+
+    fn on_dispatch(
+        &mut self,
+        _: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        next: Option<&HeadInfo>,
+        _: &PolicyContext<'_>,
+    ) {
+        // v is the smallest ready start tag, i.e. the served one unless the
+        // scheduler served someone out of order (reservations).
+        if let Some((_, top)) = self.ready.peek() {
+            self.virtual_time = self.virtual_time.max(top.tag());
+        }
+        let start = self
+            .ready
+            .key(tenant)
+            .map_or(self.virtual_time.max(self.finish[tenant]), |k| k.tag());
+        let finish = start + self.charge.amount(served) / self.weight[tenant];
+        self.finish[tenant] = finish;
+        self.max_finish = self.max_finish.max(finish);
+        match next {
+            Some(h) => self.tag(tenant, h),
+            None => self.ready.remove(tenant),
+        }
+    }
+}

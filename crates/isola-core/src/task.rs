@@ -1,0 +1,121 @@
+//! Task and subtask descriptors: what a tenant asks an engine to do. The core
+//! never sees an operator's bytes, only their size.
+
+use crate::engine::EngineId;
+use crate::tenant::TenantId;
+use crate::units::{Bytes, Nanos};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Unique id of a task, chosen by the driver that submits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TaskId(pub u64);
+
+/// An operator and its parameters (`key=value` pairs, in the order given).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpSpec {
+    /// Operator name, e.g. `ec-encode`, `aes-gcm-encrypt`, `generic`.
+    pub name: String,
+    /// Operator parameters, e.g. `("k", "10")`.
+    pub params: Vec<(String, String)>,
+}
+
+impl OpSpec {
+    /// An operator with no parameters, shared so tasks can clone it cheaply.
+    pub fn named(name: impl Into<String>) -> Arc<OpSpec> {
+        Arc::new(OpSpec {
+            name: name.into(),
+            params: Vec::new(),
+        })
+    }
+}
+
+/// One unit of work a tenant submits to one engine. The tenant sees exactly
+/// one completion per task, never a partial one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// Driver-chosen id, echoed in the dispatch and the completion.
+    pub id: TaskId,
+    /// Who submitted it.
+    pub tenant: TenantId,
+    /// Which engine serves it.
+    pub engine: EngineId,
+    /// What to run (shared: cloning a task does not copy parameters).
+    pub op: Arc<OpSpec>,
+    /// Input size.
+    pub bytes: Bytes,
+    /// When it was submitted.
+    pub arrival: Nanos,
+    /// Optional absolute deadline.
+    pub deadline: Option<Nanos>,
+    /// Predicted service time on its engine. `None` lets the scheduler fill it
+    /// in from the engine's cost model at submit.
+    pub predicted_cost: Option<Nanos>,
+}
+
+/// A contiguous byte range of a task, served as its own dispatch. Subtasks of
+/// one task are reassembled before the tenant sees a completion; `ordered`
+/// subtasks (hash state carried from one to the next) must run in index order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subtask {
+    /// The task this is part of.
+    pub task: TaskId,
+    /// Position among the task's subtasks, from 0.
+    pub index: u32,
+    /// How many subtasks the task was split into.
+    pub count: u32,
+    /// First byte of the range, from the start of the task's input.
+    pub offset: Bytes,
+    /// Length of the range.
+    pub bytes: Bytes,
+    /// Whether subtask `index` may only start after `index - 1` completed.
+    pub ordered: bool,
+}
+
+impl Subtask {
+    /// Splits `task_bytes` bytes into ranges of `chunk` bytes (the last one
+    /// shorter when `chunk` does not divide the size). A zero `chunk`, or one
+    /// at least as large as the task, gives a single subtask.
+    pub fn ranges(task: TaskId, task_bytes: Bytes, chunk: Bytes, ordered: bool) -> Vec<Subtask> {
+        let chunk = if chunk == 0 || chunk >= task_bytes {
+            task_bytes.max(1)
+        } else {
+            chunk
+        };
+        let count = task_bytes.div_ceil(chunk).max(1);
+        (0..count)
+            .map(|i| {
+                let offset = i * chunk;
+                Subtask {
+                    task,
+                    index: i as u32,
+                    count: count as u32,
+                    offset,
+                    bytes: chunk.min(task_bytes - offset.min(task_bytes)),
+                    ordered,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn subtask_ranges_cover_the_task_exactly(bytes in 0u64..100_000, chunk in 0u64..10_000) {
+            let parts = Subtask::ranges(TaskId(1), bytes, chunk, true);
+            let mut next = 0;
+            for (i, p) in parts.iter().enumerate() {
+                prop_assert_eq!(p.index as usize, i);
+                prop_assert_eq!(p.count as usize, parts.len());
+                prop_assert_eq!(p.offset, next);
+                next += p.bytes;
+            }
+            prop_assert_eq!(next, bytes);
+        }
+    }
+}

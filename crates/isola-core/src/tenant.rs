@@ -1,0 +1,190 @@
+//! Tenants and their service-level objectives.
+
+use crate::units::{Nanos, Rate};
+use serde::{Deserialize, Serialize};
+
+/// A tenant's index in the scheduler's tenant table (dense, from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TenantId(pub u32);
+
+impl TenantId {
+    /// The id as an index into per-tenant arrays.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What a tenant cares about, which some policies use to order work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TenantClass {
+    /// Small tasks whose completion time matters (ASTRAEA's LS tenants).
+    LatencySensitive,
+    /// Large tasks whose throughput matters (ASTRAEA's BS tenants).
+    BandwidthSensitive,
+    /// No objective beyond its weighted share.
+    #[default]
+    BestEffort,
+}
+
+/// How long a task of this tenant may take from arrival to completion.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyObjective {
+    /// A fixed bound in nanoseconds.
+    Absolute(Nanos),
+    /// `k` times the task's predicted service time (ASTRAEA's SLA form).
+    ServiceMultiple(f64),
+}
+
+impl LatencyObjective {
+    /// The latency bound for a task whose predicted service time is `predicted`.
+    pub fn bound(self, predicted: Nanos) -> f64 {
+        match self {
+            LatencyObjective::Absolute(ns) => ns as f64,
+            LatencyObjective::ServiceMultiple(k) => k * predicted as f64,
+        }
+    }
+}
+
+/// A rate with the burst it may exceed it by, for shaping.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RateSpec {
+    /// The sustained rate, in bytes/s or ops/s.
+    pub rate: Rate,
+    /// How many units (bytes or ops, the rate's unit) may go at once on top of
+    /// the sustained rate. 0 means strictly paced.
+    pub burst: f64,
+}
+
+/// A tenant's service-level objective. Every field but `weight` is optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    /// Relative share when engines are contended (priority). Positive, finite.
+    pub weight: f64,
+    /// The tenant's class.
+    pub class: TenantClass,
+    /// Minimum rate the tenant is served at while it has work (reservation).
+    pub reservation: Option<RateSpec>,
+    /// Maximum rate the tenant is served at (limit), with its burst.
+    pub limit: Option<RateSpec>,
+    /// Latency objective for each task.
+    pub latency: Option<LatencyObjective>,
+    /// Per-task service-time budget (OSMOSIS' kernel cycle limit): a task whose
+    /// measured service exceeds it is reported as over budget.
+    pub service_budget: Option<Nanos>,
+    /// Maximum number of queued tasks per engine channel; more are rejected.
+    pub queue_cap: usize,
+    /// On-device memory quota in bytes, if any.
+    pub memory_quota: Option<u64>,
+}
+
+/// Default per-channel queue cap when a scenario does not give one.
+pub const DEFAULT_QUEUE_CAP: usize = 1024;
+
+impl Default for Slo {
+    fn default() -> Self {
+        Slo {
+            weight: 1.0,
+            class: TenantClass::BestEffort,
+            reservation: None,
+            limit: None,
+            latency: None,
+            service_budget: None,
+            queue_cap: DEFAULT_QUEUE_CAP,
+            memory_quota: None,
+        }
+    }
+}
+
+impl Slo {
+    /// An SLO with only a weight; everything else default.
+    pub fn weighted(weight: f64) -> Self {
+        Slo {
+            weight,
+            ..Slo::default()
+        }
+    }
+
+    /// Checks the SLO's own consistency; returns the offending field and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !(self.weight.is_finite() && self.weight > 0.0) {
+            return Err(("weight", format!("must be > 0, got {}", self.weight)));
+        }
+        if self.queue_cap == 0 {
+            return Err(("queue_cap", "must be at least 1".into()));
+        }
+        for (field, spec) in [("reservation", self.reservation), ("limit", self.limit)] {
+            if let Some(s) = spec {
+                if !(s.burst.is_finite() && s.burst >= 0.0) {
+                    return Err((field, format!("burst must be >= 0, got {}", s.burst)));
+                }
+            }
+        }
+        if let (Some(r), Some(l)) = (self.reservation, self.limit) {
+            if r.rate.unit() == l.rate.unit() && r.rate.per_sec() > l.rate.per_sec() {
+                return Err((
+                    "reservation",
+                    format!("reservation {} exceeds limit {}", r.rate, l.rate),
+                ));
+            }
+        }
+        if let Some(LatencyObjective::ServiceMultiple(k)) = self.latency {
+            if !(k.is_finite() && k > 0.0) {
+                return Err(("latency", format!("multiple must be > 0, got {k}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A tenant: who it is and what it was promised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tenant {
+    /// Dense id, assigned by the scheduler builder in insertion order.
+    pub id: TenantId,
+    /// Human-readable unique name.
+    pub name: String,
+    /// The tenant's service-level objective.
+    pub slo: Slo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slo_validation_names_the_field() {
+        assert_eq!(Slo::weighted(0.0).validate().unwrap_err().0, "weight");
+        let ops = |r| RateSpec {
+            rate: Rate::ops_per_sec(r).unwrap(),
+            burst: 0.0,
+        };
+        let s = Slo {
+            reservation: Some(ops(10.0)),
+            limit: Some(ops(5.0)),
+            ..Slo::default()
+        };
+        assert_eq!(s.validate().unwrap_err().0, "reservation");
+        let s = Slo {
+            queue_cap: 0,
+            ..Slo::default()
+        };
+        assert_eq!(s.validate().unwrap_err().0, "queue_cap");
+        let s = Slo {
+            limit: Some(RateSpec {
+                burst: -1.0,
+                ..ops(5.0)
+            }),
+            ..Slo::default()
+        };
+        assert_eq!(s.validate().unwrap_err().0, "limit");
+    }
+
+    #[test]
+    fn latency_objective_bounds() {
+        assert_eq!(LatencyObjective::Absolute(500).bound(10), 500.0);
+        assert_eq!(LatencyObjective::ServiceMultiple(2.0).bound(10), 20.0);
+    }
+}

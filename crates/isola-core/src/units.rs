@@ -1,0 +1,117 @@
+//! Time, sizes and rates. Time is [`Nanos`] everywhere; sizes are bytes; a
+//! rate always carries its unit ([`RateUnit`]), because accelerator SLAs come
+//! both in bytes/s and in operations/s (AaaS, observation 7).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A point in time or a duration, in nanoseconds. The core never reads a
+/// clock: drivers pass `now` in, virtual (simulator) or monotonic (runtime).
+pub type Nanos = u64;
+
+/// A size in bytes.
+pub type Bytes = u64;
+
+/// Nanoseconds in one second.
+pub const NANOS_PER_SEC: u64 = 1_000_000_000;
+
+/// What a rate counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateUnit {
+    /// Bytes of task payload per second.
+    BytesPerSec,
+    /// Tasks (operations) per second, whatever their size.
+    OpsPerSec,
+}
+
+impl RateUnit {
+    /// How many units of this kind a task of `bytes` bytes consumes.
+    #[inline]
+    pub fn units_of(self, bytes: Bytes) -> f64 {
+        match self {
+            RateUnit::BytesPerSec => bytes as f64,
+            RateUnit::OpsPerSec => 1.0,
+        }
+    }
+
+    /// The unit's short name, as used in scenario files and tables.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            RateUnit::BytesPerSec => "B/s",
+            RateUnit::OpsPerSec => "ops/s",
+        }
+    }
+}
+
+/// A rate with its unit. Always finite and strictly positive (constructors
+/// enforce it), so `1 / rate` is always defined.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    per_sec: f64,
+    unit: RateUnit,
+}
+
+/// A rate that is zero, negative, infinite or NaN.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("a rate must be finite and greater than zero, got {0}")]
+pub struct InvalidRate(pub f64);
+
+impl Rate {
+    /// A rate of `per_sec` units per second.
+    pub fn new(per_sec: f64, unit: RateUnit) -> Result<Self, InvalidRate> {
+        if per_sec.is_finite() && per_sec > 0.0 {
+            Ok(Rate { per_sec, unit })
+        } else {
+            Err(InvalidRate(per_sec))
+        }
+    }
+
+    /// `per_sec` bytes per second.
+    pub fn bytes_per_sec(per_sec: f64) -> Result<Self, InvalidRate> {
+        Self::new(per_sec, RateUnit::BytesPerSec)
+    }
+
+    /// `per_sec` operations per second.
+    pub fn ops_per_sec(per_sec: f64) -> Result<Self, InvalidRate> {
+        Self::new(per_sec, RateUnit::OpsPerSec)
+    }
+
+    /// Units per second.
+    pub fn per_sec(self) -> f64 {
+        self.per_sec
+    }
+
+    /// The unit this rate counts.
+    pub fn unit(self) -> RateUnit {
+        self.unit
+    }
+
+    /// Nanoseconds it takes this rate to supply one unit.
+    #[inline]
+    pub fn nanos_per_unit(self) -> f64 {
+        NANOS_PER_SEC as f64 / self.per_sec
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.per_sec, self.unit.suffix())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_reject_non_positive_and_non_finite_values() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(Rate::ops_per_sec(bad).is_err(), "{bad} accepted");
+        }
+        let r = Rate::bytes_per_sec(2e9).unwrap();
+        assert_eq!(r.nanos_per_unit(), 0.5);
+        assert_eq!(r.unit().units_of(4096), 4096.0);
+        assert_eq!(RateUnit::OpsPerSec.units_of(4096), 1.0);
+    }
+}

@@ -1,0 +1,117 @@
+//! The scheduler's error paths: every bad call gets a typed answer.
+
+use isola_core::{
+    AffineCost, BuildError, EngineId, EngineKind, EngineSpec, OpSpec, PerOpCost, RejectReason,
+    SchedulerBuilder, SchedulerError, Slo, Task, TaskId, TenantId,
+};
+use std::sync::Arc;
+
+fn task(id: u64, tenant: u32, engine: u32, op: &str) -> Task {
+    Task {
+        id: TaskId(id),
+        tenant: TenantId(tenant),
+        engine: EngineId(engine),
+        op: OpSpec::named(op),
+        bytes: 100,
+        arrival: 0,
+        deadline: None,
+        predicted_cost: None,
+    }
+}
+
+fn scheduler() -> isola_core::Scheduler {
+    let mut b = SchedulerBuilder::new();
+    let model = PerOpCost::new().with_op("crc", AffineCost::new(10.0, 1.0).unwrap());
+    b.engine(EngineSpec::new("e", EngineKind::Accelerator, 1, Arc::new(model)));
+    b.tenant(
+        "a",
+        Slo {
+            queue_cap: 2,
+            service_budget: Some(500),
+            ..Slo::default()
+        },
+    );
+    b.build().unwrap()
+}
+
+#[test]
+fn bad_submissions_come_back_with_a_reason_and_the_task() {
+    let mut s = scheduler();
+    let r = s.submit(0, task(1, 7, 0, "crc")).unwrap_err();
+    assert_eq!(r.reason, RejectReason::UnknownTenant(TenantId(7)));
+    assert_eq!(r.task.id, TaskId(1));
+    let r = s.submit(0, task(2, 0, 3, "crc")).unwrap_err();
+    assert_eq!(r.reason, RejectReason::UnknownEngine(EngineId(3)));
+    let r = s.submit(0, task(3, 0, 0, "sha")).unwrap_err();
+    assert!(matches!(r.reason, RejectReason::NoCostModel { ref op, .. } if op == "sha"));
+    s.submit(0, task(4, 0, 0, "crc")).unwrap();
+    s.submit(0, task(5, 0, 0, "crc")).unwrap();
+    let r = s.submit(0, task(6, 0, 0, "crc")).unwrap_err();
+    assert!(matches!(r.reason, RejectReason::ChannelFull { cap: 2, .. }));
+    assert_eq!(s.stats(EngineId(0), TenantId(0)).unwrap().rejected, 1);
+}
+
+#[test]
+fn cost_is_predicted_completion_is_once_and_budget_is_checked() {
+    let mut s = scheduler();
+    s.submit(0, task(1, 0, 0, "crc")).unwrap();
+    let d = s.next(0, EngineId(0)).unwrap();
+    assert_eq!(d.task.predicted_cost, Some(110));
+    assert!(s.next(0, EngineId(0)).is_none(), "one slot only");
+    let c = s.complete(900, d.id, 900).unwrap();
+    assert!(c.over_budget);
+    assert_eq!((c.arrival, c.dispatched, c.completed), (0, 0, 900));
+    assert_eq!(
+        s.complete(901, d.id, 1),
+        Err(SchedulerError::UnknownDispatch(d.id))
+    );
+    assert_eq!(s.stats(EngineId(0), TenantId(0)).unwrap().over_budget, 1);
+}
+
+#[test]
+fn close_hands_back_queued_work_and_refuses_more() {
+    let mut s = scheduler();
+    s.submit(0, task(1, 0, 0, "crc")).unwrap();
+    s.submit(0, task(2, 0, 0, "crc")).unwrap();
+    let d = s.next(0, EngineId(0)).unwrap();
+    let left = s.close();
+    assert_eq!(left.iter().map(|t| t.id).collect::<Vec<_>>(), vec![TaskId(2)]);
+    assert!(s.next(1, EngineId(0)).is_none());
+    assert_eq!(
+        s.submit(1, task(3, 0, 0, "crc")).unwrap_err().reason,
+        RejectReason::Closed
+    );
+    // The dispatch in service still completes.
+    assert!(s.complete(5, d.id, 5).is_ok());
+}
+
+#[test]
+fn builder_errors_name_what_is_wrong() {
+    let cost = Arc::new(AffineCost::constant(1));
+    let mut b = SchedulerBuilder::new();
+    b.engine(EngineSpec::new("e", EngineKind::Dma, 0, cost.clone()));
+    b.tenant("a", Slo::default());
+    assert_eq!(b.build().unwrap_err(), BuildError::NoSlots("e".into()));
+
+    let mut b = SchedulerBuilder::new();
+    b.engine(EngineSpec::new("e", EngineKind::Dma, 1, cost.clone()));
+    b.tenant("a", Slo::weighted(-1.0));
+    assert!(matches!(
+        b.build().unwrap_err(),
+        BuildError::InvalidSlo { field: "weight", .. }
+    ));
+
+    let mut b = SchedulerBuilder::new();
+    b.engine(EngineSpec::new("e", EngineKind::Dma, 1, cost.clone()));
+    b.tenant("a", Slo::default());
+    b.tenant("a", Slo::default());
+    assert_eq!(b.build().unwrap_err(), BuildError::DuplicateTenant("a".into()));
+
+    let mut b = SchedulerBuilder::new();
+    b.engine(EngineSpec::new("e", EngineKind::Dma, 1, cost));
+    b.tenant("a", Slo::default());
+    b.policy("lottery", Default::default());
+    let err = b.build().unwrap_err();
+    assert!(err.to_string().contains("unknown policy `lottery`"), "{err}");
+    assert!(matches!(SchedulerBuilder::new().build(), Err(BuildError::Empty)));
+}

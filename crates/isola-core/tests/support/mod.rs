@@ -1,0 +1,221 @@
+//! A minimal virtual-time driver for the scheduler, for tests and benchmarks
+//! only (the real simulator is `isola-sim`). One engine; each dispatch takes
+//! exactly its task's predicted cost, so engine time is known in closed form.
+
+#![allow(dead_code)]
+
+use isola_core::metrics::WindowedService;
+use isola_core::{
+    AffineCost, Completed, DispatchId, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, RejectReason,
+    Scheduler, SchedulerBuilder, Slo, Task, TaskId, TenantId,
+};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
+
+/// One task to submit at a given time (open loop).
+#[derive(Debug, Clone, Copy)]
+pub struct Arrival {
+    pub at: Nanos,
+    pub tenant: usize,
+    pub cost: Nanos,
+    pub bytes: u64,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub policy: String,
+    pub params: BTreeMap<String, String>,
+    pub slots: u32,
+    pub slos: Vec<Slo>,
+    /// Closed loop: tasks kept outstanding per tenant (0 = open loop only).
+    pub outstanding: usize,
+    /// Closed loop: each tenant's task cost and size.
+    pub cost: Vec<Nanos>,
+    pub bytes: Vec<u64>,
+    /// Closed loop: each tenant's real service time when it differs from the
+    /// prediction (empty: service takes exactly the predicted cost).
+    pub actual: Vec<Nanos>,
+    /// Stop dispatching after this many dispatches (closed loop).
+    pub max_dispatches: u64,
+    /// Open-loop arrivals, in time order.
+    pub arrivals: Vec<Arrival>,
+    pub window: Nanos,
+}
+
+impl Setup {
+    pub fn closed(policy: &str, slots: u32, weights: &[f64], cost: &[Nanos], dispatches: u64) -> Self {
+        Setup {
+            policy: policy.into(),
+            params: BTreeMap::new(),
+            slots,
+            slos: weights.iter().map(|&w| Slo::weighted(w)).collect(),
+            outstanding: slots as usize + 4,
+            cost: cost.to_vec(),
+            bytes: vec![1000; cost.len()],
+            actual: Vec::new(),
+            max_dispatches: dispatches,
+            arrivals: Vec::new(),
+            window: 100_000,
+        }
+    }
+
+    pub fn param(mut self, k: &str, v: &str) -> Self {
+        self.params.insert(k.into(), v.into());
+        self
+    }
+}
+
+/// What happened.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Time of the last completion.
+    pub end: Nanos,
+    /// Slot-time served per tenant (ns).
+    pub busy: Vec<u64>,
+    pub dispatched: Vec<u64>,
+    /// Dispatch times per tenant.
+    pub dispatch_times: Vec<Vec<Nanos>>,
+    pub completions: Vec<Completed>,
+    /// (task id, reason) of rejected submissions.
+    pub rejected: Vec<(TaskId, RejectReason)>,
+    /// Task ids accepted.
+    pub accepted: Vec<TaskId>,
+    /// Task ids dispatched, in order.
+    pub dispatched_ids: Vec<TaskId>,
+    pub windows: WindowedService,
+    pub scheduler: Scheduler,
+}
+
+impl Outcome {
+    pub fn share(&self, t: usize) -> f64 {
+        self.busy[t] as f64 / self.busy.iter().sum::<u64>() as f64
+    }
+}
+
+pub fn build(setup: &Setup) -> (Scheduler, EngineId, Vec<TenantId>) {
+    let mut b = SchedulerBuilder::new();
+    let e = b.engine(EngineSpec::new(
+        "e",
+        EngineKind::ProcessingUnits,
+        setup.slots,
+        Arc::new(AffineCost::constant(1_000)),
+    ));
+    let ids = setup
+        .slos
+        .iter()
+        .enumerate()
+        .map(|(i, s)| b.tenant(format!("t{i}"), s.clone()))
+        .collect();
+    b.policy(setup.policy.clone(), setup.params.clone());
+    (b.build().expect("valid setup"), e, ids)
+}
+
+pub fn run(setup: &Setup) -> Outcome {
+    let (mut s, e, ids) = build(setup);
+    let n = setup.slos.len();
+    let op = OpSpec::named("generic");
+    let mut out = Outcome {
+        end: 0,
+        busy: vec![0; n],
+        dispatched: vec![0; n],
+        dispatch_times: vec![Vec::new(); n],
+        completions: Vec::new(),
+        rejected: Vec::new(),
+        accepted: Vec::new(),
+        dispatched_ids: Vec::new(),
+        windows: WindowedService::new(setup.window, n),
+        scheduler: build(setup).0,
+    };
+    let mut next_id = 0u64;
+    let mut submit = |s: &mut Scheduler, out: &mut Outcome, now: Nanos, t: usize, cost: Nanos, bytes: u64| {
+        next_id += 1;
+        let task = Task {
+            id: TaskId(next_id),
+            tenant: ids[t],
+            engine: e,
+            op: op.clone(),
+            bytes,
+            arrival: now,
+            deadline: None,
+            predicted_cost: Some(cost),
+        };
+        match s.submit(now, task) {
+            Ok(()) => out.accepted.push(TaskId(next_id)),
+            Err(r) => {
+                if let RejectReason::ChannelFull { cap, .. } = r.reason {
+                    assert_eq!(s.queued(e, ids[t]), cap, "rejected as full while not full");
+                }
+                out.rejected.push((r.task.id, r.reason));
+            }
+        }
+    };
+    let mut now = 0;
+    for t in 0..n {
+        for _ in 0..setup.outstanding {
+            submit(&mut s, &mut out, 0, t, setup.cost[t], setup.bytes[t]);
+        }
+    }
+    // (completion time, sequence) -> (dispatch, tenant, cost)
+    let mut running: BinaryHeap<Reverse<(Nanos, u64)>> = BinaryHeap::new();
+    let mut meta: HashMap<u64, (DispatchId, usize, Nanos)> = HashMap::new();
+    let mut seq = 0u64;
+    let mut arrivals = setup.arrivals.iter().peekable();
+    let mut total = 0u64;
+    loop {
+        while let Some(a) = arrivals.peek().filter(|a| a.at <= now) {
+            submit(&mut s, &mut out, now, a.tenant, a.cost, a.bytes);
+            arrivals.next();
+        }
+        while total < setup.max_dispatches || setup.outstanding == 0 {
+            let Some(d) = s.next(now, e) else { break };
+            let t = d.task.tenant.index();
+            let cost = setup
+                .actual
+                .get(t)
+                .copied()
+                .unwrap_or(d.task.predicted_cost.unwrap());
+            total += 1;
+            out.dispatched[t] += 1;
+            out.dispatch_times[t].push(now);
+            out.dispatched_ids.push(d.task.id);
+            out.windows.add_service(t, now, now + cost);
+            seq += 1;
+            running.push(Reverse((now + cost, seq)));
+            meta.insert(seq, (d.id, t, cost));
+        }
+        let next_completion = running.peek().map(|r| r.0 .0);
+        let next_arrival = arrivals.peek().map(|a| a.at);
+        let wake = s.next_wakeup().filter(|&w| w > now);
+        let Some(t) = [next_completion, next_arrival, wake].into_iter().flatten().min() else {
+            break;
+        };
+        now = t;
+        while let Some(Reverse((at, k))) = running.peek().copied() {
+            if at > now {
+                break;
+            }
+            running.pop();
+            let (id, tenant, cost) = meta.remove(&k).unwrap();
+            let c = s
+                .complete(now, id, cost)
+                .expect("completion of a dispatch in service");
+            out.busy[tenant] += cost;
+            out.end = now;
+            out.completions.push(c);
+            if setup.outstanding > 0 && total < setup.max_dispatches {
+                submit(
+                    &mut s,
+                    &mut out,
+                    now,
+                    tenant,
+                    setup.cost[tenant],
+                    setup.bytes[tenant],
+                );
+            }
+        }
+    }
+    out.scheduler = s;
+    out
+}
