@@ -42,6 +42,12 @@ impl<T> VirtualChannel<T> {
         self.queue.front()
     }
 
+    /// The oldest item, to update in place.
+    #[inline]
+    pub fn head_mut(&mut self) -> Option<&mut T> {
+        self.queue.front_mut()
+    }
+
     /// Number of queued items.
     #[inline]
     pub fn len(&self) -> usize {

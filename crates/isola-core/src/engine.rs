@@ -55,6 +55,10 @@ pub struct EngineSpec {
     pub slots: u32,
     /// Predicts service time; fills in tasks submitted without a prediction.
     pub cost: Arc<dyn CostModel>,
+    /// Serve tasks larger than this as fragments of this size, each its own
+    /// dispatch (OSMOSIS' DMA fragmentation), so a large transfer cannot hold
+    /// the engine for its whole length. `None`: never fragment.
+    pub fragment: Option<u64>,
 }
 
 impl EngineSpec {
@@ -65,6 +69,14 @@ impl EngineSpec {
             kind,
             slots,
             cost,
+            fragment: None,
         }
+    }
+
+    /// The same engine, serving tasks in fragments of at most `bytes` bytes
+    /// (`None` or 0: whole tasks).
+    pub fn with_fragment(mut self, bytes: Option<u64>) -> Self {
+        self.fragment = bytes.filter(|&b| b > 0);
+        self
     }
 }

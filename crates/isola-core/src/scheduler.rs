@@ -25,7 +25,7 @@ use crate::policy::registry::PolicySetup;
 use crate::policy::{build_policy, AtLimit, HeadInfo, Policy, PolicyContext, PolicyError, TenantShare};
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::shaper::RateShaper;
-use crate::task::{Task, TaskId};
+use crate::task::{Subtask, Task, TaskId};
 use crate::tenant::{Slo, Tenant, TenantId};
 use crate::units::{Bytes, Nanos};
 use slab::Slab;
@@ -56,8 +56,13 @@ pub struct Dispatch {
     pub id: DispatchId,
     /// The engine whose slot serves it.
     pub engine: EngineId,
-    /// The task, with `predicted_cost` filled in.
+    /// The task, with `predicted_cost` filled in (for the whole task).
     pub task: Task,
+    /// The byte range this dispatch serves when the engine fragments the
+    /// task; `None` for a whole task.
+    pub fragment: Option<Subtask>,
+    /// Predicted service time of this dispatch (the fragment's, if any).
+    pub predicted: Nanos,
     /// Why it was chosen.
     pub reason: DispatchReason,
 }
@@ -85,6 +90,12 @@ pub struct Completed {
     pub measured: Nanos,
     /// Whether `measured` exceeded the tenant's per-task service budget.
     pub over_budget: bool,
+    /// The byte range this dispatch served, when the task was fragmented.
+    pub fragment: Option<Subtask>,
+    /// Whether this completion finished the task (always, unless it is a
+    /// fragment with others still outstanding). A driver reports the task to
+    /// its tenant exactly once, on the completion where this is true.
+    pub task_done: bool,
 }
 
 /// Why a task was not queued. The task itself is handed back with it.
@@ -179,13 +190,15 @@ pub struct ChannelStats {
     pub submitted: u64,
     /// Tasks refused because the channel was full.
     pub rejected: u64,
-    /// Tasks dispatched.
+    /// Dispatches (tasks, or fragments of tasks).
     pub dispatched: u64,
     /// Tasks dispatched in the reservation phase.
     pub reserved_dispatches: u64,
-    /// Tasks completed.
+    /// Dispatches completed.
     pub completed: u64,
-    /// Bytes of completed tasks.
+    /// Tasks completed (all of their fragments).
+    pub tasks_completed: u64,
+    /// Bytes of completed dispatches.
     pub bytes_completed: u64,
     /// Measured service time of completed tasks (slot x ns).
     pub busy_ns: u64,
@@ -301,10 +314,18 @@ enum ChannelState {
     Throttled,
 }
 
+/// A queued task. When its engine fragments, `sent` bytes of it have
+/// already been dispatched and `head` describes the next fragment.
 #[derive(Debug, Clone)]
 struct Queued {
     task: Task,
     head: HeadInfo,
+    sent: Bytes,
+    /// Index of the next fragment, and how many there are (1: not fragmented).
+    index: u32,
+    count: u32,
+    /// Key of the task's outstanding-fragment counter, once one is dispatched.
+    group: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -315,6 +336,8 @@ struct InService {
     task: TaskId,
     head: HeadInfo,
     dispatched: Nanos,
+    fragment: Option<Subtask>,
+    group: Option<usize>,
 }
 
 struct EngineState {
@@ -332,6 +355,16 @@ struct EngineState {
     in_flight: Vec<u32>,
     busy: u32,
     stats: Vec<ChannelStats>,
+    /// Fragments still in service or queued, per fragmented task in service.
+    fragments_left: Slab<u32>,
+}
+
+/// What `take_head` took off a channel: a whole task or one fragment of it.
+struct Taken {
+    task: Task,
+    head: HeadInfo,
+    fragment: Option<Subtask>,
+    group: Option<usize>,
 }
 
 /// Builds the policy context from an engine's fields (disjoint borrows, so
@@ -365,6 +398,7 @@ impl EngineState {
             in_flight: vec![0; n],
             busy: 0,
             stats: vec![ChannelStats::default(); n],
+            fragments_left: Slab::new(),
             spec,
             policy,
             shares,
@@ -441,19 +475,87 @@ impl EngineState {
         None
     }
 
-    /// Takes the head of ready tenant `t` and updates shapers, state and policy.
-    fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Option<Queued> {
-        let q = self.channels[t].pop()?;
+    /// What the next dispatch of `task` looks like once `sent` bytes of it
+    /// went: the whole task when the engine does not fragment, else the next
+    /// fragment, whose cost comes from the engine's model (or, if it does
+    /// not know the operator, the task's cost pro rata).
+    fn head_for(&self, task: &Task, seq: u64, sent: Bytes) -> HeadInfo {
+        let total = task.predicted_cost.unwrap_or(0);
+        let (bytes, cost) = match self.spec.fragment {
+            Some(f) if task.bytes > f => {
+                let bytes = f.min(task.bytes - sent);
+                let cost = self
+                    .spec
+                    .cost
+                    .predict(&task.op.name, bytes)
+                    .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes as u128) as Nanos);
+                (bytes, cost)
+            }
+            _ => (task.bytes, total),
+        };
+        HeadInfo {
+            seq,
+            arrival: task.arrival,
+            bytes,
+            cost,
+        }
+    }
+
+    /// Takes the head of ready tenant `t` (a whole task or its next fragment)
+    /// and updates shapers, state and policy.
+    fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Option<Taken> {
+        let q = self.channels[t].head()?;
+        let head = q.head;
+        let last = q.index + 1 >= q.count;
+        let taken = if last {
+            let q = self.channels[t].pop()?;
+            let fragment = (q.count > 1).then(|| Subtask {
+                task: q.task.id,
+                index: q.index,
+                count: q.count,
+                offset: q.sent,
+                bytes: head.bytes,
+                ordered: false,
+            });
+            Taken {
+                task: q.task,
+                head,
+                fragment,
+                group: q.group,
+            }
+        } else {
+            let (task, sent, index, count, group) = (q.task.clone(), q.sent, q.index, q.count, q.group);
+            let group = group.unwrap_or_else(|| self.fragments_left.insert(count));
+            let next = self.head_for(&task, head.seq, sent + head.bytes);
+            let q = self.channels[t].head_mut()?;
+            q.sent += head.bytes;
+            q.index += 1;
+            q.group = Some(group);
+            q.head = next;
+            Taken {
+                fragment: Some(Subtask {
+                    task: task.id,
+                    index,
+                    count,
+                    offset: sent,
+                    bytes: head.bytes,
+                    ordered: false,
+                }),
+                task,
+                head,
+                group: Some(group),
+            }
+        };
         // A limit break uses capacity nobody else wanted; it is not held
         // against the tenant by pushing its limit further into the future.
         if reason != DispatchReason::LimitBreak {
             if let Some(l) = &mut self.limit[t] {
-                l.charge(now, q.head.bytes);
+                l.charge(now, head.bytes);
             }
         }
         if reason == DispatchReason::Reservation {
             if let Some(r) = &mut self.reservation[t] {
-                r.charge(now, q.head.bytes);
+                r.charge(now, head.bytes);
             }
             self.stats[t].reserved_dispatches += 1;
         }
@@ -467,20 +569,19 @@ impl EngineState {
             (Some(_), None) => true,
         };
         if stays_ready {
-            self.policy
-                .on_dispatch(now, t, &q.head, next.as_ref(), &cx!(self));
+            self.policy.on_dispatch(now, t, &head, next.as_ref(), &cx!(self));
             if let Some(n) = next {
                 self.key_reservation(t, n.seq);
             }
         } else {
-            self.policy.on_dispatch(now, t, &q.head, None, &cx!(self));
+            self.policy.on_dispatch(now, t, &head, None, &cx!(self));
             self.reservation_due.remove(t);
             self.state[t] = ChannelState::Empty;
             if next.is_some() {
                 self.admit_head(now, t);
             }
         }
-        Some(q)
+        Some(taken)
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
@@ -568,13 +669,20 @@ impl Scheduler {
             }
         };
         task.predicted_cost = Some(cost);
-        let head = HeadInfo {
-            seq: self.next_seq,
-            arrival: task.arrival,
-            bytes: task.bytes,
-            cost,
+        let head = e.head_for(&task, self.next_seq, 0);
+        let count = match e.spec.fragment {
+            Some(f) if task.bytes > f => task.bytes.div_ceil(f).min(u32::MAX as u64) as u32,
+            _ => 1,
         };
-        if let Err(q) = e.channels[t].push(Queued { task, head }) {
+        let queued = Queued {
+            task,
+            head,
+            sent: 0,
+            index: 0,
+            count,
+            group: None,
+        };
+        if let Err(q) = e.channels[t].push(queued) {
             e.stats[t].rejected += 1;
             let reason = RejectReason::ChannelFull {
                 tenant: q.task.tenant,
@@ -602,21 +710,25 @@ impl Scheduler {
             return None;
         }
         let (t, reason) = e.choose(now)?;
-        let q = e.take_head(now, t, reason)?;
+        let taken = e.take_head(now, t, reason)?;
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1);
         let slot = self.in_service.insert(InService {
             generation,
             engine,
-            tenant: q.task.tenant,
-            task: q.task.id,
-            head: q.head,
+            tenant: taken.task.tenant,
+            task: taken.task.id,
+            head: taken.head,
             dispatched: now,
+            fragment: taken.fragment,
+            group: taken.group,
         }) as u32;
         Some(Dispatch {
             id: DispatchId { slot, generation },
             engine,
-            task: q.task,
+            task: taken.task,
+            fragment: taken.fragment,
+            predicted: taken.head.cost,
             reason,
         })
     }
@@ -640,8 +752,24 @@ impl Scheduler {
         e.in_flight[t] -= 1;
         e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
         let over_budget = self.tenants[t].slo.service_budget.is_some_and(|b| measured > b);
+        let task_done = match s.group {
+            None => true,
+            // A group missing after `close` means the rest was handed back.
+            Some(g) => match e.fragments_left.get_mut(g) {
+                Some(left) => {
+                    *left -= 1;
+                    let done = *left == 0;
+                    if done {
+                        e.fragments_left.remove(g);
+                    }
+                    done
+                }
+                None => false,
+            },
+        };
         let st = &mut e.stats[t];
         st.completed += 1;
+        st.tasks_completed += task_done as u64;
         st.bytes_completed += s.head.bytes;
         st.busy_ns += measured;
         st.over_budget += over_budget as u64;
@@ -656,6 +784,8 @@ impl Scheduler {
             predicted: s.head.cost,
             measured,
             over_budget,
+            fragment: s.fragment,
+            task_done,
         })
     }
 
@@ -701,7 +831,14 @@ impl Scheduler {
         let mut out = Vec::new();
         for e in &mut self.engines {
             for (t, c) in e.channels.iter_mut().enumerate() {
-                out.extend(c.drain().map(|q| q.task));
+                for q in c.drain() {
+                    // A partly dispatched task is handed back whole; its
+                    // fragments in service will not report it done.
+                    if let Some(g) = q.group {
+                        e.fragments_left.try_remove(g);
+                    }
+                    out.push(q.task);
+                }
                 e.state[t] = ChannelState::Empty;
             }
             e.throttled = IndexedHeap::new(e.state.len());

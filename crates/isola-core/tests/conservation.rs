@@ -56,7 +56,8 @@ proptest! {
     fn every_accepted_task_is_dispatched_once_and_completes(
         tenants in proptest::collection::vec(tenant(), 1..5),
         slots in 1u32..5,
-        raw in proptest::collection::vec((0u64..200_000, 0usize..8, 1u64..5_000, 1u64..65_536), 0..250),
+        fragment in proptest::option::of(64u64..8_192),
+        raw in proptest::collection::vec((0u64..200_000, 0usize..8, 1u64..5_000, 1u64..20_000), 0..250),
     ) {
         let mut arrivals: Vec<Arrival> = raw
             .iter()
@@ -72,6 +73,7 @@ proptest! {
                 max_dispatches: u64::MAX,
                 arrivals: arrivals.clone(),
                 slos: tenants.iter().map(slo).collect(),
+                fragment,
                 ..Setup::closed(info.name, slots, &[1.0], &[1], 0)
             };
             // The driver asserts that each ChannelFull came from a full channel.
@@ -80,16 +82,31 @@ proptest! {
             for (_, reason) in &out.rejected {
                 prop_assert!(matches!(reason, RejectReason::ChannelFull { .. }), "{}: {:?}", info.name, reason);
             }
-            let mut dispatched: HashMap<TaskId, u32> = HashMap::new();
-            for id in &out.dispatched_ids {
-                *dispatched.entry(*id).or_default() += 1;
+            // Each accepted task is served exactly once: its dispatches
+            // (fragments, or the whole task) tile its bytes, in order.
+            let bytes: HashMap<TaskId, u64> = out.completions.iter().fold(HashMap::new(), |mut m, c| {
+                *m.entry(c.task).or_default() += c.bytes;
+                m
+            });
+            let mut next_offset: HashMap<TaskId, u64> = HashMap::new();
+            for (id, frag) in &out.dispatched_ids {
+                let at = next_offset.entry(*id).or_default();
+                match frag {
+                    None => prop_assert_eq!(*at, 0, "{}: whole task {:?} dispatched twice", info.name, id),
+                    Some(f) => prop_assert_eq!(f.offset, *at, "{}: fragment out of order", info.name),
+                }
+                *at += frag.map_or(bytes.get(id).copied().unwrap_or(0), |f| f.bytes);
             }
-            let completed: HashMap<TaskId, usize> = out.completions.iter().map(|c| (c.task, 1)).collect();
-            prop_assert_eq!(dispatched.len(), out.accepted.len(), "{}", info.name);
-            prop_assert_eq!(out.completions.len(), out.accepted.len(), "{}", info.name);
+            prop_assert_eq!(next_offset.len(), out.accepted.len(), "{}", info.name);
+            let done: Vec<TaskId> = out.completions.iter().filter(|c| c.task_done).map(|c| c.task).collect();
+            let done_once: HashMap<TaskId, usize> = done.iter().fold(HashMap::new(), |mut m, id| {
+                *m.entry(*id).or_default() += 1;
+                m
+            });
+            prop_assert_eq!(done.len(), out.accepted.len(), "{}: task completions", info.name);
             for id in &out.accepted {
-                prop_assert_eq!(dispatched.get(id), Some(&1), "{}: task {:?}", info.name, id);
-                prop_assert!(completed.contains_key(id), "{}: task {:?} never completed", info.name, id);
+                prop_assert_eq!(done_once.get(id), Some(&1), "{}: task {:?}", info.name, id);
+                prop_assert_eq!(next_offset.get(id), bytes.get(id), "{}: bytes of {:?}", info.name, id);
             }
             prop_assert_eq!(out.scheduler.in_service(), 0);
             for t in 0..tenants.len() {

@@ -134,6 +134,8 @@ mod tests {
             predicted: 100,
             measured: 100,
             over_budget: false,
+            fragment: None,
+            task_done: true,
         };
         r.record(&done(0, 150)); // within 2 x 100
         r.record(&done(100, 350)); // 250 > 200: violation

@@ -7,7 +7,7 @@
 use isola_core::metrics::WindowedService;
 use isola_core::{
     AffineCost, Completed, DispatchId, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, RejectReason,
-    Scheduler, SchedulerBuilder, Slo, Task, TaskId, TenantId,
+    Scheduler, SchedulerBuilder, Slo, Subtask, Task, TaskId, TenantId,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -42,6 +42,8 @@ pub struct Setup {
     /// Open-loop arrivals, in time order.
     pub arrivals: Vec<Arrival>,
     pub window: Nanos,
+    /// Fragment size of the engine (`None`: whole tasks).
+    pub fragment: Option<u64>,
 }
 
 impl Setup {
@@ -58,6 +60,7 @@ impl Setup {
             max_dispatches: dispatches,
             arrivals: Vec::new(),
             window: 100_000,
+            fragment: None,
         }
     }
 
@@ -82,8 +85,8 @@ pub struct Outcome {
     pub rejected: Vec<(TaskId, RejectReason)>,
     /// Task ids accepted.
     pub accepted: Vec<TaskId>,
-    /// Task ids dispatched, in order.
-    pub dispatched_ids: Vec<TaskId>,
+    /// Task ids dispatched, in order, with the fragment each dispatch served.
+    pub dispatched_ids: Vec<(TaskId, Option<Subtask>)>,
     pub windows: WindowedService,
     pub scheduler: Scheduler,
 }
@@ -96,12 +99,15 @@ impl Outcome {
 
 pub fn build(setup: &Setup) -> (Scheduler, EngineId, Vec<TenantId>) {
     let mut b = SchedulerBuilder::new();
-    let e = b.engine(EngineSpec::new(
-        "e",
-        EngineKind::ProcessingUnits,
-        setup.slots,
-        Arc::new(AffineCost::constant(1_000)),
-    ));
+    let e = b.engine(
+        EngineSpec::new(
+            "e",
+            EngineKind::ProcessingUnits,
+            setup.slots,
+            Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
+        )
+        .with_fragment(setup.fragment),
+    );
     let ids = setup
         .slos
         .iter()
@@ -179,7 +185,7 @@ pub fn run(setup: &Setup) -> Outcome {
             total += 1;
             out.dispatched[t] += 1;
             out.dispatch_times[t].push(now);
-            out.dispatched_ids.push(d.task.id);
+            out.dispatched_ids.push((d.task.id, d.fragment));
             out.windows.add_service(t, now, now + cost);
             seq += 1;
             running.push(Reverse((now + cost, seq)));
