@@ -509,7 +509,7 @@ impl EngineState {
         let last = q.index + 1 >= q.count;
         let taken = if last {
             let q = self.channels[t].pop()?;
-            let fragment = (q.count > 1).then(|| Subtask {
+            let fragment = (q.count > 1).then_some(Subtask {
                 task: q.task.id,
                 index: q.index,
                 count: q.count,
