@@ -84,9 +84,11 @@ pub struct Completed {
     pub dispatched: Nanos,
     /// When it completed.
     pub completed: Nanos,
-    /// Predicted service time.
+    /// Predicted service time of this dispatch (the fragment's, if any).
     pub predicted: Nanos,
-    /// Measured service time.
+    /// Predicted service time of the whole task.
+    pub task_predicted: Nanos,
+    /// Measured service time of this dispatch.
     pub measured: Nanos,
     /// Whether `measured` exceeded the tenant's per-task service budget.
     pub over_budget: bool,
@@ -338,6 +340,7 @@ struct InService {
     dispatched: Nanos,
     fragment: Option<Subtask>,
     group: Option<usize>,
+    task_predicted: Nanos,
 }
 
 struct EngineState {
@@ -355,6 +358,8 @@ struct EngineState {
     in_flight: Vec<u32>,
     busy: u32,
     stats: Vec<ChannelStats>,
+    /// When each tenant last became ready (its reservation tags start there).
+    ready_since: Vec<Nanos>,
     /// Fragments still in service or queued, per fragmented task in service.
     fragments_left: Slab<u32>,
 }
@@ -399,6 +404,7 @@ impl EngineState {
             busy: 0,
             stats: vec![ChannelStats::default(); n],
             fragments_left: Slab::new(),
+            ready_since: vec![0; n],
             spec,
             policy,
             shares,
@@ -419,6 +425,7 @@ impl EngineState {
             }
             _ => {
                 self.state[t] = ChannelState::Ready;
+                self.ready_since[t] = now;
                 self.policy.on_ready(now, t, &head, &cx!(self));
                 self.key_reservation(t, head.seq);
             }
@@ -449,7 +456,7 @@ impl EngineState {
             self.policy.on_tick(now, &cx!(self));
         }
         if let Some((t, due)) = self.reservation_due.peek() {
-            if due.tag() <= now as f64 {
+            if due.tag() <= now as f64 && self.policy.admits(t, &cx!(self)) {
                 return Some((t, DispatchReason::Reservation));
             }
         }
@@ -467,6 +474,7 @@ impl EngineState {
             if let Some((t, _)) = self.throttled.pop() {
                 // Serve it as if it were ready: the policy sees it arrive and leave.
                 self.state[t] = ChannelState::Ready;
+                self.ready_since[t] = now;
                 let head = self.channels[t].head().map(|q| q.head)?;
                 self.policy.on_ready(now, t, &head, &cx!(self));
                 return Some((t, DispatchReason::LimitBreak));
@@ -479,10 +487,19 @@ impl EngineState {
     /// went: the whole task when the engine does not fragment, else the next
     /// fragment, whose cost comes from the engine's model (or, if it does
     /// not know the operator, the task's cost pro rata).
+    /// The fragment size for a task of `bytes` bytes, if it is fragmented:
+    /// the engine's, enlarged if needed so the count fits in a `u32`.
+    fn fragment_size(&self, bytes: Bytes) -> Option<Bytes> {
+        self.spec
+            .fragment
+            .filter(|&f| bytes > f)
+            .map(|f| f.max(bytes.div_ceil(u32::MAX as u64)))
+    }
+
     fn head_for(&self, task: &Task, seq: u64, sent: Bytes) -> HeadInfo {
         let total = task.predicted_cost.unwrap_or(0);
-        let (bytes, cost) = match self.spec.fragment {
-            Some(f) if task.bytes > f => {
+        let (bytes, cost) = match self.fragment_size(task.bytes) {
+            Some(f) => {
                 let bytes = f.min(task.bytes - sent);
                 let cost = self
                     .spec
@@ -555,7 +572,7 @@ impl EngineState {
         }
         if reason == DispatchReason::Reservation {
             if let Some(r) = &mut self.reservation[t] {
-                r.charge(now, head.bytes);
+                r.charge_from(self.ready_since[t], head.bytes);
             }
             self.stats[t].reserved_dispatches += 1;
         }
@@ -670,10 +687,9 @@ impl Scheduler {
         };
         task.predicted_cost = Some(cost);
         let head = e.head_for(&task, self.next_seq, 0);
-        let count = match e.spec.fragment {
-            Some(f) if task.bytes > f => task.bytes.div_ceil(f).min(u32::MAX as u64) as u32,
-            _ => 1,
-        };
+        let count = e
+            .fragment_size(task.bytes)
+            .map_or(1, |f| task.bytes.div_ceil(f) as u32);
         let queued = Queued {
             task,
             head,
@@ -722,6 +738,7 @@ impl Scheduler {
             dispatched: now,
             fragment: taken.fragment,
             group: taken.group,
+            task_predicted: taken.task.predicted_cost.unwrap_or(taken.head.cost),
         }) as u32;
         Some(Dispatch {
             id: DispatchId { slot, generation },
@@ -771,7 +788,7 @@ impl Scheduler {
         st.completed += 1;
         st.tasks_completed += task_done as u64;
         st.bytes_completed += s.head.bytes;
-        st.busy_ns += measured;
+        st.busy_ns = st.busy_ns.saturating_add(measured);
         st.over_budget += over_budget as u64;
         Ok(Completed {
             task: s.task,
@@ -782,6 +799,7 @@ impl Scheduler {
             dispatched: s.dispatched,
             completed: now,
             predicted: s.head.cost,
+            task_predicted: s.task_predicted,
             measured,
             over_budget,
             fragment: s.fragment,

@@ -53,7 +53,18 @@ impl RateShaper {
     /// Records that a task of `bytes` bytes was served at `now`.
     #[inline]
     pub fn charge(&mut self, now: Nanos, bytes: Bytes) {
-        self.tat = self.tat.max(now as f64) + self.unit.units_of(bytes) * self.nanos_per_unit;
+        self.charge_from(now, bytes);
+    }
+
+    /// Records a task of `bytes` bytes served, spacing it from the later of
+    /// the previous theoretical time and `floor` rather than from now. With
+    /// `floor` = when the tenant last became backlogged, this is mClock's
+    /// reservation tag `R = max(R_prev + 1/r, arrival)`: service that came
+    /// late is caught up while the tenant stays backlogged, and idle time
+    /// still earns nothing.
+    #[inline]
+    pub fn charge_from(&mut self, floor: Nanos, bytes: Bytes) {
+        self.tat = self.tat.max(floor as f64) + self.unit.units_of(bytes) * self.nanos_per_unit;
     }
 }
 

@@ -80,7 +80,8 @@ impl Subtask {
         let chunk = if chunk == 0 || chunk >= task_bytes {
             task_bytes.max(1)
         } else {
-            chunk
+            // Enlarged if needed so the count fits the `u32` index.
+            chunk.max(task_bytes.div_ceil(u32::MAX as u64))
         };
         let count = task_bytes.div_ceil(chunk).max(1);
         (0..count)

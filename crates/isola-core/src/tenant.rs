@@ -80,6 +80,12 @@ pub struct Slo {
     pub memory_quota: Option<u64>,
 }
 
+/// Smallest weight accepted: far enough from zero that `charge / weight`
+/// stays finite for any task.
+pub const MIN_WEIGHT: f64 = 1e-6;
+/// Largest weight accepted.
+pub const MAX_WEIGHT: f64 = 1e6;
+
 /// Default per-channel queue cap when a scenario does not give one.
 pub const DEFAULT_QUEUE_CAP: usize = 1024;
 
@@ -109,8 +115,14 @@ impl Slo {
 
     /// Checks the SLO's own consistency; returns the offending field and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        if !(self.weight.is_finite() && self.weight > 0.0) {
-            return Err(("weight", format!("must be > 0, got {}", self.weight)));
+        if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&self.weight) {
+            return Err((
+                "weight",
+                format!(
+                    "must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {}",
+                    self.weight
+                ),
+            ));
         }
         if self.queue_cap == 0 {
             return Err(("queue_cap", "must be at least 1".into()));

@@ -84,10 +84,7 @@ proptest! {
             }
             // Each accepted task is served exactly once: its dispatches
             // (fragments, or the whole task) tile its bytes, in order.
-            let bytes: HashMap<TaskId, u64> = out.completions.iter().fold(HashMap::new(), |mut m, c| {
-                *m.entry(c.task).or_default() += c.bytes;
-                m
-            });
+            let bytes = &out.submitted_bytes;
             let mut next_offset: HashMap<TaskId, u64> = HashMap::new();
             for (id, frag) in &out.dispatched_ids {
                 let at = next_offset.entry(*id).or_default();

@@ -179,3 +179,35 @@ fn close_hands_back_a_partly_sent_task_once() {
     // The fragment in service completes, but does not finish the task again.
     assert!(!s.complete(512, d.id, 512).unwrap().task_done);
 }
+
+/// A reservation cannot make a tenant take a slot its policy would not give
+/// it: under a static partition, another tenant's owned slot stays its own.
+#[test]
+fn reservation_phase_respects_static_partition() {
+    use isola_core::{Rate, RateSpec};
+    let mut b = SchedulerBuilder::new();
+    b.engine(EngineSpec::new(
+        "e",
+        EngineKind::ProcessingUnits,
+        2,
+        Arc::new(AffineCost::constant(1000)),
+    ));
+    let reserved = Slo {
+        reservation: Some(RateSpec {
+            rate: Rate::ops_per_sec(1e9).unwrap(),
+            burst: 0.0,
+        }),
+        ..Slo::default()
+    };
+    b.tenant("a", reserved);
+    b.tenant("b", Slo::default());
+    b.policy("static", Default::default());
+    let mut s = b.build().unwrap();
+    for i in 0..4 {
+        s.submit(0, task(i, 0, 0, "x")).unwrap();
+    }
+    assert!(s.next(0, EngineId(0)).is_some());
+    assert!(s.next(0, EngineId(0)).is_none(), "tenant a owns one slot");
+    s.submit(1, task(10, 1, 0, "x")).unwrap();
+    assert_eq!(s.next(1, EngineId(0)).unwrap().task.tenant, TenantId(1));
+}

@@ -102,3 +102,13 @@ fn bvt_corrects_predictions_with_measured_time() {
     let out = run(&setup);
     assert!((out.share(0) - 2.0 / 3.0).abs() < 0.01, "sfq: {}", out.share(0));
 }
+
+/// DRR with a quantum far smaller than the tasks still shares by weight (and
+/// decides in O(1) rounds rather than one loop per quantum).
+#[test]
+fn drr_with_a_tiny_quantum_still_shares_by_weight() {
+    let setup = Setup::closed("drr", 1, &[1.0, 3.0], &[100_000, 100_000], 4_000).param("quantum", "0.001");
+    let out = run(&setup);
+    let ratio = out.busy[1] as f64 / out.busy[0] as f64;
+    assert!((ratio / 3.0 - 1.0).abs() <= 0.02, "ratio {ratio}");
+}

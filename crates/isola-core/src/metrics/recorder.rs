@@ -59,17 +59,25 @@ impl TenantRecorder {
         }
     }
 
-    /// Records one completion.
+    /// Records one completion. Bytes and engine time count for every
+    /// dispatch (fragments add up to their task); latency, the task count and
+    /// the SLA only when the completion finishes its task (`task_done`), with
+    /// the SLA judged against the whole task's predicted service time.
     pub fn record(&mut self, c: &Completed) {
         let Some(a) = self.tenants.get_mut(c.tenant.index()) else {
             return;
         };
+        a.bytes += c.bytes;
+        a.busy_ns = a.busy_ns.saturating_add(c.measured);
+        if !c.task_done {
+            return;
+        }
         let latency = c.completed.saturating_sub(c.arrival);
         a.latency.record(latency);
         a.completed += 1;
-        a.bytes += c.bytes;
-        a.busy_ns += c.measured;
-        if a.objective.is_some_and(|o| latency as f64 > o.bound(c.predicted)) {
+        if a.objective
+            .is_some_and(|o| latency as f64 > o.bound(c.task_predicted))
+        {
             a.violations += 1;
         }
         a.first_arrival = Some(a.first_arrival.map_or(c.arrival, |f| f.min(c.arrival)));
@@ -132,6 +140,7 @@ mod tests {
             dispatched: arrival,
             completed,
             predicted: 100,
+            task_predicted: 100,
             measured: 100,
             over_budget: false,
             fragment: None,

@@ -36,6 +36,9 @@ impl WindowedService {
     /// Spreads the interval `[start, end)` of service over the windows it
     /// crosses (one slot busy for that time); marks the tenant active there.
     pub fn add_service(&mut self, tenant: usize, start: Nanos, end: Nanos) {
+        if tenant >= self.tenants {
+            return;
+        }
         self.for_each_window(start, end, |s, w, overlap| {
             s.service[w][tenant] += overlap as f64;
             s.active[w][tenant] = true;
@@ -44,9 +47,14 @@ impl WindowedService {
 
     /// Marks the tenant as wanting service during `[start, end)` (queued work).
     pub fn mark_active(&mut self, tenant: usize, start: Nanos, end: Nanos) {
+        if tenant >= self.tenants {
+            return;
+        }
         self.for_each_window(start, end, |s, w, _| s.active[w][tenant] = true);
     }
 
+    /// Calls `f` for each window `[start, end)` overlaps; tenants outside
+    /// the table are ignored.
     fn for_each_window(&mut self, start: Nanos, end: Nanos, mut f: impl FnMut(&mut Self, usize, Nanos)) {
         if end <= start {
             return;
@@ -56,7 +64,7 @@ impl WindowedService {
         self.grow(last);
         for w in first..=last {
             let lo = start.max(w as Nanos * self.window);
-            let hi = end.min((w as Nanos + 1) * self.window);
+            let hi = end.min((w as Nanos + 1).saturating_mul(self.window));
             f(self, w, hi - lo);
         }
     }

@@ -134,6 +134,32 @@ impl DeficitRoundRobin {
         }
     }
 
+    /// Every listed tenant needs `k_t` more quanta before its head fits;
+    /// gives each `min k - 1` quanta, the rounds in which nobody is served.
+    fn skip_idle_rounds(&mut self, quantum: f64) {
+        let live = |&(t, g): &(u32, u32)| self.listed[t as usize] && self.generation[t as usize] == g;
+        let rounds = self
+            .ring
+            .iter()
+            .filter(|e| live(e))
+            .map(|&(t, _)| {
+                let t = t as usize;
+                ((self.head_amount[t] - self.deficit[t]) / (quantum * self.scale[t])).ceil()
+            })
+            .fold(f64::INFINITY, f64::min);
+        if rounds.is_finite() && rounds > 1.0 {
+            let live: Vec<usize> = self
+                .ring
+                .iter()
+                .filter(|e| live(e))
+                .map(|&(t, _)| t as usize)
+                .collect();
+            for t in live {
+                self.deficit[t] += (rounds - 1.0) * quantum * self.scale[t];
+            }
+        }
+    }
+
     fn front_is(&self, tenant: usize) -> bool {
         self.ring.front().is_some_and(|&(t, _)| t as usize == tenant)
     }
@@ -152,7 +178,16 @@ impl Policy for DeficitRoundRobin {
     fn pick(&mut self, _: Nanos, _: &PolicyContext<'_>) -> Option<usize> {
         // A zero quantum (every head so far free) would never advance a deficit.
         let quantum = self.quantum.unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        let mut misses = 0;
         loop {
+            if misses > 0 && misses >= self.ring.len() {
+                // A whole round passed and nobody could be served: add at once
+                // the quanta of the rounds that would pass the same way, so a
+                // quantum much smaller than the tasks costs one division, not
+                // a loop per round. Same outcome as turning the ring.
+                self.skip_idle_rounds(quantum);
+                misses = 0;
+            }
             let &(t, generation) = self.ring.front()?;
             let t = t as usize;
             if !self.listed[t] || self.generation[t] != generation {
@@ -170,6 +205,7 @@ impl Policy for DeficitRoundRobin {
             // Not enough deficit for the head: the turn passes on.
             self.ring.rotate_left(1);
             self.turn_open = false;
+            misses += 1;
         }
     }
 

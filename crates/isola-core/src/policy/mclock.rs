@@ -4,23 +4,26 @@
 //! proportional share (P). In Isola the R and L tags are the scheduler's rate
 //! shapers (GCRA, [`crate::shaper`]), which every policy is subject to: a
 //! tenant whose R tag is due is served first (the constraint-based phase), and
-//! a tenant past its L tag is held back. Serving a tenant in that phase does
-//! not count against its weight-based share, and serving it in the weight
-//! phase does not use up its reservation, as in mClock. This struct is the
+//! a tenant past its L tag is held back. As in mClock, a task served in the
+//! constraint phase still consumes its P tag (so a tenant gets the larger of
+//! its reservation and its weighted share, not their sum), and a task served
+//! in the weight phase does not use up the reservation. This struct is the
 //! weight-based phase: P tags and the at-limit behaviour.
 //!
 //! P tags: `P_k = P_(k-1) + charge_k / w`, and the ready tenant with the
 //! smallest P tag goes next (ties: the older task). A tenant that becomes
-//! ready after idling gets `P = max(P_prev + charge / w, min P of ready
-//! tenants)`, which is mClock's idle-tag adjustment (shift every active tag so
-//! the smallest equals now) expressed without shifting: it earns no credit
-//! for the time it was idle. Tags are kept in virtual rather than wall time,
+//! ready after idling gets `P = max(P_prev + charge / w, v)`, where `v` is
+//! the smallest P tag among ready tenants, or, when none is ready, the
+//! largest such minimum seen at a dispatch (the virtual time). That is
+//! mClock's idle-tag adjustment (shift every active tag so the smallest
+//! equals now) expressed without shifting: idling earns no credit. Tags are kept in virtual rather than wall time,
 //! so a backlogged tenant's tags never collapse onto the clock when the tags
 //! advance slower than it (which would turn the weight phase into FIFO).
 //!
 //! `at_limit = allow` is dmClock's limit break: when every tenant with work
 //! is at its limit and a slot is free, the one whose limit frees soonest is
-//! served anyway.
+//! served anyway. The limit bound (limit x window + burst + one task) then
+//! holds only while other tenants want the slots; it is exact under `wait`.
 
 use super::params::{ParamSpec, PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
@@ -62,6 +65,9 @@ pub struct MClock {
     served_tag: Vec<f64>,
     /// Ready tenants keyed by their head's P tag.
     ready: IndexedHeap,
+    /// Largest smallest-ready-tag seen at a dispatch: the floor for tenants
+    /// returning when nobody else is ready.
+    virtual_time: f64,
 }
 
 impl MClock {
@@ -74,6 +80,7 @@ impl MClock {
             weight: setup.tenants.iter().map(|t| t.weight).collect(),
             served_tag: vec![0.0; n],
             ready: IndexedHeap::new(n),
+            virtual_time: 0.0,
         }
     }
 
@@ -84,7 +91,7 @@ impl MClock {
 
 impl Policy for MClock {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let floor = self.ready.peek().map_or(f64::NEG_INFINITY, |(_, k)| k.tag());
+        let floor = self.ready.peek().map_or(self.virtual_time, |(_, k)| k.tag());
         let tag = self.next_tag(tenant, head).max(floor);
         self.ready.set(tenant, HeapKey::new(tag, head.seq));
     }
@@ -101,6 +108,9 @@ impl Policy for MClock {
         next: Option<&HeadInfo>,
         _: &PolicyContext<'_>,
     ) {
+        if let Some((_, top)) = self.ready.peek() {
+            self.virtual_time = self.virtual_time.max(top.tag());
+        }
         self.served_tag[tenant] = match self.ready.key(tenant) {
             Some(k) => k.tag(),
             // Served without being ready (at-limit allow): charge it all the same.

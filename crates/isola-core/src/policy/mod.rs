@@ -112,6 +112,14 @@ pub trait Policy: Send {
     /// `tenant` has become ready with `head` as its oldest task.
     fn on_ready(&mut self, now: Nanos, tenant: usize, head: &HeadInfo, cx: &PolicyContext<'_>);
 
+    /// Whether ready tenant `tenant` may take a slot now. The scheduler's
+    /// reservation phase asks before serving a tenant out of the policy's
+    /// order, so reservations cannot break a policy's caps (a static
+    /// partition's owned slots, WLBVT's slot limit). Default: always.
+    fn admits(&self, _tenant: usize, _cx: &PolicyContext<'_>) -> bool {
+        true
+    }
+
     /// Chooses a ready tenant for a free slot, or `None` to leave it idle.
     fn pick(&mut self, now: Nanos, cx: &PolicyContext<'_>) -> Option<usize>;
 

@@ -100,11 +100,15 @@ impl Policy for StaticPartition {
         self.ready[tenant] = true;
     }
 
+    fn admits(&self, tenant: usize, cx: &PolicyContext<'_>) -> bool {
+        cx.in_flight[tenant] < self.owned[tenant]
+    }
+
     fn pick(&mut self, _: Nanos, cx: &PolicyContext<'_>) -> Option<usize> {
         let n = self.owned.len();
         for k in 0..n {
             let t = (self.cursor + k) % n;
-            if self.ready[t] && cx.in_flight[t] < self.owned[t] {
+            if self.ready[t] && self.admits(t, cx) {
                 self.cursor = (t + 1) % n;
                 return Some(t);
             }

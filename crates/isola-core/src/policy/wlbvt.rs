@@ -15,6 +15,9 @@
 //! * The hardware updates every clock cycle; we integrate exactly between
 //!   events, which is the same quantity without the per-cycle work.
 //! * A tenant with no active time yet has `tput = 0`.
+//! * A tenant held back by its rate limit (the scheduler's shaper) counts as
+//!   inactive: it accrues no active time and its weight is left out of the
+//!   limit's sum, as if its queue were empty, since it cannot take a slot.
 //! * Ties (equal `tput / w`, e.g. at start): the tenant whose head task is the
 //!   oldest wins. The listing's strict `<` over FMQ indices would always favour
 //!   the lowest index, an artefact of hardware order we do not copy.
@@ -128,6 +131,11 @@ impl Policy for WeightLimitedBvt {
         f.ready_pos = self.ready.len() as u32;
         self.ready.push(tenant as u32);
         self.ready_weight += f.weight;
+    }
+
+    fn admits(&self, tenant: usize, _: &PolicyContext<'_>) -> bool {
+        let f = &self.fmqs[tenant];
+        f.running as f64 + 1e-9 < self.slots * f.weight / self.ready_weight
     }
 
     fn pick(&mut self, now: Nanos, _: &PolicyContext<'_>) -> Option<usize> {

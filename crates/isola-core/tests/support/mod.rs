@@ -31,6 +31,9 @@ pub struct Setup {
     pub slos: Vec<Slo>,
     /// Closed loop: tasks kept outstanding per tenant (0 = open loop only).
     pub outstanding: usize,
+    /// Tenants that resubmit on each completion even with `outstanding = 0`
+    /// (each starts with one task); mixed open and closed loops.
+    pub closed_loop: Vec<usize>,
     /// Closed loop: each tenant's task cost and size.
     pub cost: Vec<Nanos>,
     pub bytes: Vec<u64>,
@@ -54,6 +57,7 @@ impl Setup {
             slots,
             slos: weights.iter().map(|&w| Slo::weighted(w)).collect(),
             outstanding: slots as usize + 4,
+            closed_loop: Vec::new(),
             cost: cost.to_vec(),
             bytes: vec![1000; cost.len()],
             actual: Vec::new(),
@@ -85,6 +89,8 @@ pub struct Outcome {
     pub rejected: Vec<(TaskId, RejectReason)>,
     /// Task ids accepted.
     pub accepted: Vec<TaskId>,
+    /// Size of every submitted task.
+    pub submitted_bytes: HashMap<TaskId, u64>,
     /// Task ids dispatched, in order, with the fragment each dispatch served.
     pub dispatched_ids: Vec<(TaskId, Option<Subtask>)>,
     pub windows: WindowedService,
@@ -130,6 +136,7 @@ pub fn run(setup: &Setup) -> Outcome {
         completions: Vec::new(),
         rejected: Vec::new(),
         accepted: Vec::new(),
+        submitted_bytes: HashMap::new(),
         dispatched_ids: Vec::new(),
         windows: WindowedService::new(setup.window, n),
         scheduler: build(setup).0,
@@ -147,6 +154,7 @@ pub fn run(setup: &Setup) -> Outcome {
             deadline: None,
             predicted_cost: Some(cost),
         };
+        out.submitted_bytes.insert(TaskId(next_id), bytes);
         match s.submit(now, task) {
             Ok(()) => out.accepted.push(TaskId(next_id)),
             Err(r) => {
@@ -159,7 +167,12 @@ pub fn run(setup: &Setup) -> Outcome {
     };
     let mut now = 0;
     for t in 0..n {
-        for _ in 0..setup.outstanding {
+        let initial = if setup.closed_loop.contains(&t) {
+            1
+        } else {
+            setup.outstanding
+        };
+        for _ in 0..initial {
             submit(&mut s, &mut out, 0, t, setup.cost[t], setup.bytes[t]);
         }
     }
@@ -174,7 +187,7 @@ pub fn run(setup: &Setup) -> Outcome {
             submit(&mut s, &mut out, now, a.tenant, a.cost, a.bytes);
             arrivals.next();
         }
-        while total < setup.max_dispatches || setup.outstanding == 0 {
+        while total < setup.max_dispatches {
             let Some(d) = s.next(now, e) else { break };
             let t = d.task.tenant.index();
             let cost = setup
@@ -210,7 +223,8 @@ pub fn run(setup: &Setup) -> Outcome {
             out.busy[tenant] += cost;
             out.end = now;
             out.completions.push(c);
-            if setup.outstanding > 0 && total < setup.max_dispatches {
+            let closed = setup.outstanding > 0 || setup.closed_loop.contains(&tenant);
+            if closed && c.task_done && total < setup.max_dispatches {
                 submit(
                     &mut s,
                     &mut out,
