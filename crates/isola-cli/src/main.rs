@@ -1,11 +1,14 @@
 //! # isola
 //!
-//! The command-line front end of Isola: lists policies now, and will run
-//! scenarios live and simulated, compare policies and write reports. It parses
+//! The command-line front end of Isola: lists policies, simulates scenarios,
+//! and (as later milestones land) runs them live, compares policies and
+//! writes reports. It parses
 //! arguments, calls the library crates and formats their results; it must not
 //! hold scheduling logic of its own.
 
+mod format;
 mod policies;
+mod sim;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -22,12 +25,15 @@ struct Cli {
 enum Command {
     /// List the scheduling policies, their parameters and where they come from.
     Policies(policies::Args),
+    /// Simulate a scenario under each of its policies and compare the tenants' results.
+    Sim(sim::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Policies(args) => policies::run(&args),
+        Command::Sim(args) => sim::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -50,3 +50,94 @@ fn unknown_command_fails_with_usage() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Usage"));
 }
+
+fn scenario(name: &str) -> String {
+    format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn sim_json_has_the_documented_schema() {
+    let out = isola(&[
+        "sim",
+        &scenario("osmosis-pu-contention.toml"),
+        "--policy",
+        "wlbvt",
+        "--seed",
+        "3",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let policies = v["policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 1);
+    let p = &policies[0];
+    assert_eq!(p["policy"], "wlbvt");
+    assert!(p["jain"].as_f64().unwrap() > 0.9);
+    for t in p["tenants"].as_array().unwrap() {
+        for key in [
+            "completed",
+            "throughput_ops",
+            "throughput_bps",
+            "sla_violation_rate",
+            "engine_time_share",
+        ] {
+            assert!(t[key].is_number(), "{key} missing");
+        }
+        for key in ["mean", "p50", "p99", "p999"] {
+            assert!(t["latency_ns"][key].is_number(), "latency {key} missing");
+        }
+    }
+}
+
+#[test]
+fn sim_tables_and_out_dir() {
+    let dir = std::env::temp_dir().join(format!("isola-cli-out-{}", std::process::id()));
+    let out = isola(&[
+        "sim",
+        &scenario("osmosis-pu-contention.toml"),
+        "--policy",
+        "rr",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("policy rr") && text.contains("congestor") && text.contains("p99.9"),
+        "{text}"
+    );
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["policies"][0]["policy"], "rr");
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    assert!(csv.starts_with("policy,window_start_ns,tenant,throughput_bps,engine_share,jain\n"));
+    assert!(csv.lines().count() > 10);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn sim_reports_scenario_errors_with_location() {
+    let dir = std::env::temp_dir().join(format!("isola-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[run]\nseed = 1\n\n[[engine]]\nname = \"x\"\nkind = \"fpga\"\n",
+    )
+    .unwrap();
+    let out = isola(&["sim", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:6:") && err.contains("key `kind`") && err.contains("unknown engine kind"),
+        "{err}"
+    );
+    let out = isola(&[
+        "sim",
+        &scenario("osmosis-pu-contention.toml"),
+        "--policy",
+        "lottery",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("runs no policy `lottery`"));
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -1,0 +1,154 @@
+//! `isola sim`: simulate a scenario under its policies and print the results.
+
+use crate::format::{duration, table};
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use isola_sim::{simulate, Scenario, SimReport};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Arguments of `isola sim`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The scenario file (TOML; see docs/scenario-format.md).
+    scenario: PathBuf,
+    /// Run only this policy (a label or name from the scenario's [run] policies); repeatable.
+    #[arg(long = "policy", value_name = "NAME")]
+    policies: Vec<String>,
+    /// Seed for every random stream (default: the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print one JSON object with every result to stdout instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Also write results.json and timeseries.csv to this folder.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// Runs `isola sim`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let scenario = Scenario::load(&args.scenario)?;
+    for p in &args.policies {
+        if !scenario
+            .run
+            .policies
+            .iter()
+            .any(|r| &r.label == p || &r.name == p)
+        {
+            let known: Vec<&str> = scenario.run.policies.iter().map(|r| r.label.as_str()).collect();
+            anyhow::bail!(
+                "the scenario runs no policy `{p}` (it runs: {})",
+                known.join(", ")
+            );
+        }
+    }
+    let report = with_progress(|tick| simulate(&scenario, &args.policies, args.seed, tick))?;
+    if let Some(dir) = &args.out {
+        write_out(dir, &report)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        print_tables(&mut out, &report)?;
+        if let Some(dir) = &args.out {
+            writeln!(out, "results written to {}", dir.display())?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` with a progress callback that draws a bar on a terminal once the
+/// work has taken two seconds, and nothing otherwise.
+fn with_progress<T>(f: impl FnOnce(&mut dyn FnMut(usize, usize, f64)) -> T) -> T {
+    let start = Instant::now();
+    let terminal = std::io::stderr().is_terminal();
+    let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>14} [{bar:40}] {percent:>3}% eta {eta}")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    let mut shown = false;
+    let mut tick = |run: usize, runs: usize, frac: f64| {
+        if terminal && !shown && start.elapsed() > Duration::from_secs(2) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_message(format!("run {}/{}", (run + 1).min(runs), runs));
+        bar.set_position((((run as f64 + frac) / runs.max(1) as f64) * 1000.0) as u64);
+    };
+    let result = f(&mut tick);
+    bar.finish_and_clear();
+    result
+}
+
+fn write_out(dir: &PathBuf, report: &SimReport) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let json = dir.join("results.json");
+    let f = std::fs::File::create(&json).with_context(|| format!("creating {}", json.display()))?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(f), report)?;
+    let csv = dir.join("timeseries.csv");
+    let f = std::fs::File::create(&csv).with_context(|| format!("creating {}", csv.display()))?;
+    report.write_series_csv(std::io::BufWriter::new(f))?;
+    Ok(())
+}
+
+fn print_tables(out: &mut impl Write, report: &SimReport) -> std::io::Result<()> {
+    for p in &report.policies {
+        let fair2 = p.fair2.map_or("-".to_string(), |f| format!("{f:.3}"));
+        writeln!(
+            out,
+            "policy {}   Jain {:.4}   Fair1 {:.4}   Fair2 {}   ({} simulated, {} events)",
+            p.policy,
+            p.jain,
+            p.fair1,
+            fair2,
+            duration(p.duration_ns as f64),
+            p.events
+        )?;
+        let rows: Vec<Vec<String>> = p
+            .tenants
+            .iter()
+            .map(|t| {
+                let mut row = vec![
+                    t.name.clone(),
+                    t.completed.to_string(),
+                    format!("{:.3}", t.throughput_bps * 8.0 / 1e9),
+                    format!("{:.4}", t.throughput_ops / 1e6),
+                    duration(t.latency_ns.p50 as f64),
+                    duration(t.latency_ns.p99 as f64),
+                    duration(t.latency_ns.p999 as f64),
+                    format!("{:.2}%", t.sla_violation_rate * 100.0),
+                    format!("{:.3}", t.engine_time_share),
+                ];
+                row.push(t.slowdown.map_or("-".into(), |s| format!("{s:.2}")));
+                let lost = t.rejected + t.aborted;
+                row.push(if lost == 0 {
+                    "-".into()
+                } else {
+                    format!("{}/{}", t.rejected, t.aborted)
+                });
+                row
+            })
+            .collect();
+        let header = [
+            "tenant",
+            "completed",
+            "Gbit/s",
+            "Mops/s",
+            "p50",
+            "p99",
+            "p99.9",
+            "SLA viol",
+            "share",
+            "slowdown",
+            "rej/abort",
+        ];
+        writeln!(out, "{}", table(&header, &rows))?;
+    }
+    Ok(())
+}

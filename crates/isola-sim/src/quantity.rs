@@ -1,0 +1,238 @@
+//! Quantities as people write them in scenario files: durations (`50ms`),
+//! sizes (`4KiB`), rates (`500k/s`, `512Gbit/s`, `2GB/s`) and frequencies
+//! (`1GHz`). Each parses from a string (or a bare number in the base unit)
+//! and refuses negative, zero-where-meaningless and malformed values with a
+//! message that says what was expected; serde reports it at the value's line.
+
+use isola_core::{Nanos, Rate, RateUnit};
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use std::fmt;
+
+/// Splits `text` into its leading number and the unit after it.
+fn split_number(text: &str) -> Result<(f64, &str), String> {
+    let t = text.trim();
+    let b = t.as_bytes();
+    let mut end = 0;
+    while end < b.len()
+        && (b[end].is_ascii_digit() || b[end] == b'.' || b[end] == b'_' || (end == 0 && b[end] == b'-'))
+    {
+        end += 1;
+    }
+    let (num, unit) = t.split_at(end);
+    let value: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a number"))?;
+    if !value.is_finite() {
+        return Err(format!("`{text}` is not a finite number"));
+    }
+    if value < 0.0 {
+        return Err(format!("`{text}` is negative"));
+    }
+    Ok((value, unit.trim()))
+}
+
+fn decimal_prefix(p: &str) -> Option<f64> {
+    Some(match p {
+        "" => 1.0,
+        "k" | "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        _ => return None,
+    })
+}
+
+/// Parses a duration: `ns`, `us` (or `µs`), `ms`, `s`; a bare number is ns.
+pub fn parse_duration(text: &str) -> Result<Nanos, String> {
+    let (v, unit) = split_number(text)?;
+    let scale = match unit {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown time unit `{unit}` (use ns, us, ms or s)"
+            ))
+        }
+    };
+    Ok((v * scale).round() as Nanos)
+}
+
+/// Parses a size: `B`, `KB`/`MB`/`GB` (powers of 1000), `KiB`/`MiB`/`GiB`
+/// (powers of 1024); a bare number is bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (v, unit) = split_number(text)?;
+    let scale = match unit {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown size unit `{unit}` (use B, KB, MB, GB, KiB, MiB or GiB)"
+            ))
+        }
+    };
+    Ok((v * scale).round() as u64)
+}
+
+/// Parses a rate with its unit: operations (`500k/s`, `1M/s`, `10/s`,
+/// `2Mops/s`) or data (`10Gbit/s`, `10Gbps`, `2GB/s`, `1GiB/s`, `800MB/s`).
+pub fn parse_rate(text: &str) -> Result<Rate, String> {
+    let (v, unit) = split_number(text)?;
+    let bad = || {
+        format!("`{text}`: unknown rate unit `{unit}` (use e.g. 500k/s or 1Mops/s for operations, 10Gbit/s, 10Gbps or 2GB/s for data)")
+    };
+    let per_sec_unit = unit
+        .strip_suffix("/s")
+        .map(|u| (u, false))
+        .or_else(|| unit.strip_suffix("bps").map(|u| (u, true)));
+    let Some((body, is_bps)) = per_sec_unit else {
+        return Err(bad());
+    };
+    let (value, rate_unit) = if is_bps {
+        let p = decimal_prefix(body).ok_or_else(bad)?;
+        (v * p / 8.0, RateUnit::BytesPerSec)
+    } else if let Some(p) = body.strip_suffix("bit").and_then(decimal_prefix) {
+        (v * p / 8.0, RateUnit::BytesPerSec)
+    } else if let Some(prefix) = body.strip_suffix("iB") {
+        let p = match prefix {
+            "K" => 1024.0,
+            "M" => 1024.0 * 1024.0,
+            "G" => 1024.0 * 1024.0 * 1024.0,
+            _ => return Err(bad()),
+        };
+        (v * p, RateUnit::BytesPerSec)
+    } else if let Some(p) = body.strip_suffix('B').and_then(decimal_prefix) {
+        (v * p, RateUnit::BytesPerSec)
+    } else if let Some(p) = body.strip_suffix("ops").and_then(decimal_prefix) {
+        (v * p, RateUnit::OpsPerSec)
+    } else if let Some(p) = decimal_prefix(body) {
+        (v * p, RateUnit::OpsPerSec)
+    } else {
+        return Err(bad());
+    };
+    Rate::new(value, rate_unit).map_err(|_| format!("`{text}`: a rate must be greater than zero"))
+}
+
+/// Parses a frequency: `Hz`, `kHz`, `MHz`, `GHz`.
+pub fn parse_frequency(text: &str) -> Result<f64, String> {
+    let (v, unit) = split_number(text)?;
+    let hz = unit
+        .strip_suffix("Hz")
+        .and_then(decimal_prefix)
+        .ok_or_else(|| format!("`{text}`: unknown frequency unit `{unit}` (use Hz, kHz, MHz or GHz)"))?;
+    if v == 0.0 {
+        return Err(format!("`{text}`: a frequency must be greater than zero"));
+    }
+    Ok(v * hz)
+}
+
+/// Deserializes through `parse` from a string, or from a bare number taken
+/// in the base unit.
+struct ParseVisitor<T> {
+    what: &'static str,
+    parse: fn(&str) -> Result<T, String>,
+}
+
+impl<'de, T> Visitor<'de> for ParseVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a {}", self.what)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.parse)(v).map_err(E::custom)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        (self.parse)(&v.to_string()).map_err(E::custom)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        (self.parse)(&v.to_string()).map_err(E::custom)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        (self.parse)(&v.to_string()).map_err(E::custom)
+    }
+}
+
+macro_rules! quantity {
+    ($(#[$doc:meta])* $name:ident($inner:ty), $what:literal, $parse:path) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub struct $name(pub $inner);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(ParseVisitor { what: $what, parse: $parse }).map($name)
+            }
+        }
+    };
+}
+
+quantity!(
+    /// A duration in a scenario file (`"50ms"`, or nanoseconds).
+    Duration(Nanos),
+    "duration such as \"50ms\"",
+    parse_duration
+);
+quantity!(
+    /// A size in a scenario file (`"4KiB"`, or bytes).
+    Size(u64),
+    "size such as \"4KiB\"",
+    parse_size
+);
+quantity!(
+    /// A rate with its unit in a scenario file (`"500k/s"`, `"10Gbit/s"`).
+    RateValue(Rate),
+    "rate such as \"500k/s\" or \"10Gbit/s\"",
+    parse_rate
+);
+quantity!(
+    /// A frequency in a scenario file (`"1GHz"`).
+    Frequency(f64),
+    "frequency such as \"1GHz\"",
+    parse_frequency
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_sizes_rates_and_frequencies() {
+        assert_eq!(parse_duration("50ms"), Ok(50_000_000));
+        assert_eq!(parse_duration("1.5us"), Ok(1500));
+        assert_eq!(parse_duration("250"), Ok(250));
+        assert!(parse_duration("5xs").unwrap_err().contains("unknown time unit"));
+        assert!(parse_duration("-1ms").unwrap_err().contains("negative"));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("64B"), Ok(64));
+        assert_eq!(parse_size("1MB"), Ok(1_000_000));
+        assert!(parse_size("3 apples").is_err());
+        let r = parse_rate("500k/s").unwrap();
+        assert_eq!((r.per_sec(), r.unit()), (500_000.0, RateUnit::OpsPerSec));
+        let r = parse_rate("512Gbit/s").unwrap();
+        assert_eq!((r.per_sec(), r.unit()), (64e9, RateUnit::BytesPerSec));
+        assert_eq!(parse_rate("8Gbps").unwrap().per_sec(), 1e9);
+        assert_eq!(parse_rate("2GB/s").unwrap().per_sec(), 2e9);
+        assert_eq!(parse_rate("1GiB/s").unwrap().per_sec(), 1073741824.0);
+        assert_eq!(parse_rate("3Mops/s").unwrap().per_sec(), 3e6);
+        assert!(parse_rate("0/s").unwrap_err().contains("greater than zero"));
+        assert!(parse_rate("-5k/s").unwrap_err().contains("negative"));
+        assert!(parse_rate("5 furlongs")
+            .unwrap_err()
+            .contains("unknown rate unit"));
+        assert_eq!(parse_frequency("1GHz"), Ok(1e9));
+        assert!(parse_frequency("0GHz").is_err());
+    }
+}

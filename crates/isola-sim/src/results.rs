@@ -1,0 +1,151 @@
+//! Results of simulated runs: one [`PolicyResult`] per policy, serialisable
+//! as JSON (the schema `isola sim --json` prints) and as a per-window CSV.
+
+use isola_core::metrics::LatencySummary;
+use isola_core::Nanos;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// Latency percentiles in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencyStats {
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl From<LatencySummary> for LatencyStats {
+    fn from(s: LatencySummary) -> Self {
+        LatencyStats {
+            mean: s.mean,
+            p50: s.p50,
+            p99: s.p99,
+            p999: s.p999,
+            max: s.max,
+        }
+    }
+}
+
+/// What one tenant got under one policy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TenantResult {
+    /// Tenant name.
+    pub name: String,
+    /// Its weight.
+    pub weight: f64,
+    /// Tasks that went through every stage.
+    pub completed: u64,
+    /// Tasks refused because a channel was full.
+    pub rejected: u64,
+    /// Tasks aborted by the watchdog (over the service budget).
+    pub aborted: u64,
+    /// Packets it generated that no ingress rule matched (dropped at ingress).
+    pub unmatched: u64,
+    /// Tasks still in the system when the run ended.
+    pub incomplete: u64,
+    /// Completed tasks per second.
+    pub throughput_ops: f64,
+    /// Completed payload bytes per second.
+    pub throughput_bps: f64,
+    /// Arrival-to-completion latency.
+    pub latency_ns: LatencyStats,
+    /// Fraction of completed tasks that missed the latency objective.
+    pub sla_violation_rate: f64,
+    /// Share of all engine time (slot x ns) this tenant used.
+    pub engine_time_share: f64,
+    /// Share of each engine's time.
+    pub engine_shares: BTreeMap<String, f64>,
+    /// First arrival to last completion.
+    pub flow_completion_ns: Nanos,
+    /// Mean latency shared / mean latency alone (with `solo`).
+    pub slowdown: Option<f64>,
+}
+
+/// One metrics window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesPoint {
+    /// Window start.
+    pub start_ns: Nanos,
+    /// Jain's index over tenants active in the window, by weight.
+    pub jain: f64,
+    /// Per tenant: completed payload bytes per second in the window.
+    pub throughput_bps: Vec<f64>,
+    /// Per tenant: share of the engine time given in the window.
+    pub engine_share: Vec<f64>,
+}
+
+/// One policy's run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyResult {
+    /// The run's label (the policy name unless the scenario gave a label).
+    pub policy: String,
+    /// The registered policy.
+    pub policy_name: String,
+    /// Jain's index of engine time, normalised by weight, over the run.
+    pub jain: f64,
+    /// MTDA's Fair1 on throughput (bytes/s) against weights.
+    pub fair1: f64,
+    /// MTDA's Fair2 (with `solo`).
+    pub fair2: Option<f64>,
+    /// Length of the measured interval.
+    pub duration_ns: Nanos,
+    /// Time-average number of tasks in the system (for Little's law).
+    pub mean_in_system: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Per tenant.
+    pub tenants: Vec<TenantResult>,
+    /// Per window.
+    pub series: Vec<SeriesPoint>,
+}
+
+/// Every policy's run of one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimReport {
+    /// The scenario file.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// One entry per policy run.
+    pub policies: Vec<PolicyResult>,
+}
+
+impl SimReport {
+    /// Writes the per-window time series as CSV: one row per policy, window
+    /// and tenant, with the window's Jain index on each row.
+    pub fn write_series_csv(&self, out: impl Write) -> csv::Result<()> {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record([
+            "policy",
+            "window_start_ns",
+            "tenant",
+            "throughput_bps",
+            "engine_share",
+            "jain",
+        ])?;
+        for p in &self.policies {
+            for point in &p.series {
+                for (t, tenant) in p.tenants.iter().enumerate() {
+                    w.write_record([
+                        p.policy.clone(),
+                        point.start_ns.to_string(),
+                        tenant.name.clone(),
+                        format!("{:.1}", point.throughput_bps.get(t).copied().unwrap_or(0.0)),
+                        format!("{:.6}", point.engine_share.get(t).copied().unwrap_or(0.0)),
+                        format!("{:.6}", point.jain),
+                    ])?;
+                }
+            }
+        }
+        w.flush()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,693 @@
+//! The simulation loop: drives one `isola_core::Scheduler` per run with
+//! virtual time, feeds its dispatches to device models, and records what each
+//! tenant got.
+//!
+//! Events happen in time order; simultaneous events in the order they were
+//! scheduled (a sequence number breaks ties), so a scenario and a seed give
+//! the same run every time. A tenant's task (a *job*) goes through the
+//! engines of its workload's pipeline one after another; it counts as
+//! completed when the last stage finishes.
+
+use crate::device::{Device, DmaLink, FifoLanes, Finished, Job, ServiceModel, Timer};
+use crate::ingress::{FiveTuple, MatchingEngine};
+use crate::results::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
+use crate::rng::{stream, Purpose};
+use crate::scenario::{ArrivalSpec, DeviceSpec, EngineModel, PolicyRun, Scenario};
+use crate::workload::{ArrivalProcess, NextArrival, SizeSampler};
+use isola_core::metrics::{fair1, jain_normalized, TenantRecorder, WindowedService};
+use isola_core::{
+    BuildError, Completed, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, SchedulerBuilder,
+    Task, TaskId, TenantId, NANOS_PER_SEC,
+};
+use rand_distr::{Distribution, Exp1};
+use rand_pcg::Pcg64Mcg;
+use slab::Slab;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
+
+/// Why a run could not start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The scheduler refused the setup (a policy that cannot serve it, ...).
+    #[error("{0}")]
+    Build(#[from] BuildError),
+}
+
+/// The engine's prediction model, for fragments and tasks without their own.
+#[derive(Debug)]
+struct EngineCost {
+    device: DeviceSpec,
+    default: Option<ServiceModel>,
+}
+
+impl CostModel for EngineCost {
+    fn predict(&self, _op: &str, bytes: u64) -> Option<Nanos> {
+        match &self.device {
+            DeviceSpec::Dma(spec) => {
+                Some(DmaLink::alone(spec, crate::scenario::Direction::Write, bytes) as Nanos)
+            }
+            DeviceSpec::Egress {
+                bytes_per_sec,
+                packet_overhead,
+            } => Some(((bytes + packet_overhead) as f64 * NANOS_PER_SEC as f64 / bytes_per_sec) as Nanos),
+            DeviceSpec::Compute { .. } => self.default.as_ref().map(|m| m.mean(bytes).round() as Nanos),
+        }
+    }
+}
+
+/// A model giving each stage's service time for one tenant.
+#[derive(Debug, Clone)]
+enum StageModel {
+    Compute(ServiceModel),
+    Dma(crate::scenario::DmaSpec),
+    Egress { ns_per_byte: f64, overhead: u64 },
+}
+
+impl StageModel {
+    fn for_stage(engine: &EngineModel, tenant_service: Option<&crate::scenario::ServiceSpec>) -> StageModel {
+        match &engine.device {
+            DeviceSpec::Compute { service, clock_hz } => {
+                // The scenario checked that one of the two exists.
+                let spec = tenant_service
+                    .or(service.as_ref())
+                    .expect("checked: a service model exists");
+                StageModel::Compute(ServiceModel::new(spec, *clock_hz))
+            }
+            DeviceSpec::Dma(spec) => StageModel::Dma(*spec),
+            DeviceSpec::Egress {
+                bytes_per_sec,
+                packet_overhead,
+            } => StageModel::Egress {
+                ns_per_byte: NANOS_PER_SEC as f64 / bytes_per_sec,
+                overhead: *packet_overhead,
+            },
+        }
+    }
+
+    fn predict(&self, bytes: u64, direction: crate::scenario::Direction) -> f64 {
+        match self {
+            StageModel::Compute(m) => m.mean(bytes),
+            StageModel::Dma(spec) => DmaLink::alone(spec, direction, bytes),
+            StageModel::Egress {
+                ns_per_byte,
+                overhead,
+            } => (bytes + overhead) as f64 * ns_per_byte,
+        }
+    }
+
+    fn sample(&self, bytes: u64, unit_exp: f64, direction: crate::scenario::Direction) -> Nanos {
+        match self {
+            StageModel::Compute(m) => m.sample(bytes, unit_exp),
+            other => other.predict(bytes, direction).round() as Nanos,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Arrival { tenant: u32 },
+    Device { engine: u32, token: u64 },
+    Wakeup,
+}
+
+#[derive(Debug, Clone)]
+struct JobState {
+    /// The tenant whose channels serve it.
+    tenant: usize,
+    /// The workload that generated it (differs when ingress rules say so).
+    source: usize,
+    arrival: Nanos,
+    bytes: u64,
+    stage: usize,
+    stage_bytes: u64,
+    op: Arc<OpSpec>,
+    /// Exp(1) draw per stage for exponential service models.
+    unit_exp: f64,
+    predicted_total: f64,
+    busy: Nanos,
+}
+
+struct TenantRun {
+    arrivals: ArrivalProcess,
+    /// The scheduled open-loop arrival (a trace row fixes its size and op).
+    pending: Option<NextArrival>,
+    /// The workload's operator, shared by its tasks.
+    op: Arc<OpSpec>,
+    sizes: SizeSampler,
+    service_rng: Pcg64Mcg,
+    stages: Vec<StageModel>,
+    issued: u64,
+    limit: Option<u64>,
+    closed: bool,
+    rejected: u64,
+    aborted: u64,
+    /// Packets this tenant generated that no ingress rule matched.
+    unmatched: u64,
+    busy_per_engine: Vec<u64>,
+}
+
+/// What to report while a run goes: fraction of the run done, from 0 to 1.
+pub type Progress<'a> = &'a mut dyn FnMut(f64);
+
+/// Runs `scenario` under `policy` with `seed`. With `solo = Some(t)`, only
+/// tenant `t` submits work (for slowdowns).
+pub fn run_policy(
+    scenario: &Scenario,
+    policy: &PolicyRun,
+    seed: u64,
+    solo: Option<usize>,
+    progress: Option<Progress<'_>>,
+) -> Result<PolicyResult, SimError> {
+    Sim::new(scenario, policy, seed, solo)?.run(progress)
+}
+
+struct Sim<'a> {
+    scenario: &'a Scenario,
+    label: String,
+    policy: String,
+    sched: isola_core::Scheduler,
+    devices: Vec<Device>,
+    tenants: Vec<TenantRun>,
+    jobs: Slab<JobState>,
+    events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
+    seq: u64,
+    now: Nanos,
+    horizon: Option<Nanos>,
+    wakeup_at: Option<Nanos>,
+    recorder: TenantRecorder,
+    matching: Option<MatchingEngine>,
+    service: WindowedService,
+    bytes_done: Vec<Vec<f64>>,
+    events_done: u64,
+    timers: Vec<Timer>,
+    finished: Vec<Finished>,
+    last_completion: Nanos,
+    total_jobs: Option<u64>,
+    jobs_done: u64,
+    /// Integral of the number of jobs in the system over time (job x ns).
+    jobs_area: f64,
+    active: Vec<bool>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        scenario: &'a Scenario,
+        policy: &PolicyRun,
+        seed: u64,
+        solo: Option<usize>,
+    ) -> Result<Self, SimError> {
+        let mut b = SchedulerBuilder::new();
+        let mut devices = Vec::new();
+        for e in &scenario.engines {
+            let default = match &e.device {
+                DeviceSpec::Compute { service, clock_hz } => {
+                    service.as_ref().map(|s| ServiceModel::new(s, *clock_hz))
+                }
+                _ => None,
+            };
+            let fragment = match e.kind {
+                EngineKind::Dma | EngineKind::Egress => policy.fragment,
+                _ => None,
+            };
+            let cost = Arc::new(EngineCost {
+                device: e.device.clone(),
+                default,
+            });
+            let slots = match e.kind {
+                EngineKind::Accelerator => e.queue_depth,
+                _ => e.slots,
+            };
+            b.engine(EngineSpec::new(e.name.clone(), e.kind, slots, cost).with_fragment(fragment));
+            devices.push(match &e.device {
+                DeviceSpec::Dma(spec) => Device::Dma(DmaLink::new(*spec)),
+                _ => Device::Lanes(FifoLanes::new(e.slots)),
+            });
+        }
+        let mut tenants = Vec::new();
+        let mut total_jobs = Some(0u64);
+        for (i, t) in scenario.tenants.iter().enumerate() {
+            b.tenant(t.name.clone(), t.slo.clone());
+            let w = &t.workload;
+            let active = solo.is_none_or(|s| s == i);
+            let limit = match (&w.arrival, w.count) {
+                (ArrivalSpec::Trace(rows), c) => {
+                    Some(c.map_or(rows.len() as u64, |c| c.min(rows.len() as u64)))
+                }
+                (_, c) => c,
+            };
+            let limit = if active { limit } else { Some(0) };
+            total_jobs = match (total_jobs, limit) {
+                (Some(a), Some(l)) => Some(a + l),
+                _ => None,
+            };
+            tenants.push(TenantRun {
+                arrivals: ArrivalProcess::new(&w.arrival, w.start, seed, i),
+                pending: None,
+                op: OpSpec::named(w.op.clone()),
+                sizes: SizeSampler::new(&w.size, seed, i),
+                service_rng: stream(seed, i, Purpose::Service),
+                stages: w
+                    .stages
+                    .iter()
+                    .map(|&s| StageModel::for_stage(&scenario.engines[s], w.service.as_ref()))
+                    .collect(),
+                issued: 0,
+                limit,
+                closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
+                rejected: 0,
+                aborted: 0,
+                unmatched: 0,
+                busy_per_engine: vec![0; scenario.engines.len()],
+            });
+        }
+        b.policy(policy.name.clone(), policy.params.clone());
+        let sched = b.build()?;
+        let n = scenario.tenants.len();
+        let mut sim = Sim {
+            scenario,
+            label: policy.label.clone(),
+            policy: policy.name.clone(),
+            recorder: TenantRecorder::new(sched.tenants()),
+            matching: MatchingEngine::new(
+                scenario
+                    .tenants
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (i, t.flow_match)),
+            ),
+            sched,
+            devices,
+            tenants,
+            jobs: Slab::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            horizon: scenario.run.duration,
+            wakeup_at: None,
+            service: WindowedService::new(scenario.run.window, n),
+            bytes_done: Vec::new(),
+            events_done: 0,
+            timers: Vec::new(),
+            finished: Vec::new(),
+            last_completion: 0,
+            total_jobs,
+            jobs_done: 0,
+            jobs_area: 0.0,
+            active: (0..n).map(|i| solo.is_none_or(|s| s == i)).collect(),
+        };
+        for i in 0..n {
+            if !sim.active[i] {
+                continue;
+            }
+            if let ArrivalSpec::Closed(k) = scenario.tenants[i].workload.arrival {
+                let start = scenario.tenants[i].workload.start;
+                for _ in 0..k {
+                    sim.schedule(start, Event::Arrival { tenant: i as u32 });
+                }
+            } else {
+                sim.schedule_next_arrival(i);
+            }
+        }
+        Ok(sim)
+    }
+
+    fn schedule(&mut self, at: Nanos, ev: Event) {
+        self.seq += 1;
+        self.events.push(Reverse((at, self.seq, ev)));
+    }
+
+    fn schedule_next_arrival(&mut self, t: usize) {
+        let run = &mut self.tenants[t];
+        if run.limit.is_some_and(|l| run.issued >= l) {
+            return;
+        }
+        if let Some(next) = run.arrivals.next_arrival() {
+            if self.horizon.is_none_or(|h| next.at < h) {
+                let at = next.at.max(self.now);
+                run.pending = Some(next);
+                self.schedule(at, Event::Arrival { tenant: t as u32 });
+            }
+        }
+    }
+
+    /// A new packet (job) of workload `source` arrives now. Ingress matching
+    /// decides which tenant's channels it goes to (its own without rules).
+    fn arrive(&mut self, source: usize) {
+        let run = &mut self.tenants[source];
+        if run.limit.is_some_and(|l| run.issued >= l) {
+            return;
+        }
+        run.issued += 1;
+        let traced = if run.closed {
+            None
+        } else {
+            run.pending.take().and_then(|p| p.traced)
+        };
+        let (bytes, op) = match traced {
+            Some((bytes, name)) if name == run.op.name => (bytes, run.op.clone()),
+            Some((bytes, name)) => (bytes, OpSpec::named(name)),
+            None => (run.sizes.sample(), run.op.clone()),
+        };
+        let unit_exp: f64 = Exp1.sample(&mut run.service_rng);
+        let closed = run.closed;
+        let seq = run.issued;
+        let t = match &self.matching {
+            None => source,
+            Some(m) => {
+                let flow = self.scenario.tenants[source].workload.flow.as_ref();
+                match m.classify(&FiveTuple::of_packet(flow, source, seq)) {
+                    Some(owner) => owner,
+                    None => {
+                        self.tenants[source].unmatched += 1;
+                        self.jobs_done += 1;
+                        if closed {
+                            self.schedule(
+                                self.now,
+                                Event::Arrival {
+                                    tenant: source as u32,
+                                },
+                            );
+                        } else {
+                            self.schedule_next_arrival(source);
+                        }
+                        return;
+                    }
+                }
+            }
+        };
+        let w = &self.scenario.tenants[t].workload;
+        let predicted_total = self.tenants[t]
+            .stages
+            .iter()
+            .map(|s| s.predict(bytes, w.direction))
+            .sum();
+        let job = JobState {
+            tenant: t,
+            source,
+            arrival: self.now,
+            bytes,
+            stage: 0,
+            stage_bytes: bytes,
+            op,
+            unit_exp,
+            predicted_total,
+            busy: 0,
+        };
+        let key = self.jobs.insert(job);
+        if !closed {
+            self.schedule_next_arrival(source);
+        }
+        self.submit_stage(key);
+    }
+
+    fn submit_stage(&mut self, key: usize) {
+        let job = &self.jobs[key];
+        let t = job.tenant;
+        let w = &self.scenario.tenants[t].workload;
+        let engine = w.stages[job.stage];
+        let predicted = self.tenants[t].stages[job.stage].predict(job.stage_bytes, w.direction);
+        let task = Task {
+            id: TaskId(key as u64),
+            tenant: TenantId(t as u32),
+            engine: EngineId(engine as u32),
+            op: job.op.clone(),
+            bytes: job.stage_bytes,
+            arrival: self.now,
+            deadline: None,
+            predicted_cost: Some(predicted.round() as Nanos),
+        };
+        if self.sched.submit(self.now, task).is_err() {
+            // Typed rejection (a full channel): count it; the job ends here.
+            self.tenants[t].rejected += 1;
+            let job = self.jobs.remove(key);
+            self.job_ended(job.source);
+        } else {
+            self.dispatch(engine);
+        }
+    }
+
+    /// A job generated by workload `t` left the system (completed, rejected
+    /// or aborted): a closed-loop workload issues its next one.
+    fn job_ended(&mut self, t: usize) {
+        self.jobs_done += 1;
+        if self.tenants[t].closed {
+            self.schedule(self.now, Event::Arrival { tenant: t as u32 });
+        }
+    }
+
+    /// Hands dispatches to engine `e`'s device while the scheduler has them.
+    fn dispatch(&mut self, e: usize) {
+        while let Some(d) = self.sched.next(self.now, EngineId(e as u32)) {
+            let key = d.task.id.0 as usize;
+            let job = &self.jobs[key];
+            let t = job.tenant;
+            let w = &self.scenario.tenants[t].workload;
+            let bytes = d.fragment.map_or(d.task.bytes, |f| f.bytes);
+            let service = self.tenants[t].stages[job.stage].sample(bytes, job.unit_exp, w.direction);
+            self.devices[e].start(
+                self.now,
+                Job {
+                    dispatch: d.id,
+                    bytes,
+                    service,
+                    budget: self.scenario.tenants[t].slo.service_budget,
+                    direction: w.direction,
+                },
+                &mut self.timers,
+            );
+            self.flush_timers(e);
+        }
+        self.arm_wakeup();
+    }
+
+    fn flush_timers(&mut self, e: usize) {
+        let timers = std::mem::take(&mut self.timers);
+        for &(at, token) in &timers {
+            self.schedule(
+                at,
+                Event::Device {
+                    engine: e as u32,
+                    token,
+                },
+            );
+        }
+        self.timers = timers;
+        self.timers.clear();
+    }
+
+    fn arm_wakeup(&mut self) {
+        if let Some(w) = self.sched.next_wakeup() {
+            let w = w.max(self.now);
+            if self.wakeup_at.is_none_or(|p| w < p || p < self.now) {
+                self.wakeup_at = Some(w);
+                self.schedule(w, Event::Wakeup);
+            }
+        }
+    }
+
+    fn device_event(&mut self, e: usize, token: u64) {
+        let mut finished = std::mem::take(&mut self.finished);
+        self.devices[e].fire(self.now, token, &mut finished, &mut self.timers);
+        self.flush_timers(e);
+        for f in finished.drain(..) {
+            self.finish(e, f);
+        }
+        self.finished = finished;
+        self.dispatch(e);
+    }
+
+    fn finish(&mut self, e: usize, f: Finished) {
+        let Ok(c) = self.sched.complete(self.now, f.dispatch, f.service) else {
+            // Unreachable by construction: every device job is a live dispatch.
+            return;
+        };
+        let key = c.task.0 as usize;
+        let t = c.tenant.index();
+        self.service.add_service(t, f.started, self.now);
+        self.tenants[t].busy_per_engine[e] += f.service;
+        let job = &mut self.jobs[key];
+        job.busy += f.service;
+        if f.aborted {
+            // OSMOSIS' watchdog: the kernel is killed and the job fails. Its
+            // other fragments, if any, still drain.
+            if c.task_done || c.fragment.is_none() {
+                self.tenants[t].aborted += 1;
+                let job = self.jobs.remove(key);
+                self.job_ended(job.source);
+            }
+            return;
+        }
+        if !c.task_done {
+            return;
+        }
+        job.stage += 1;
+        let w = &self.scenario.tenants[t].workload;
+        if job.stage < w.stages.len() {
+            let ratio = self.scenario.engines[e].egress_ratio;
+            job.stage_bytes = ((job.stage_bytes as f64 * ratio).round() as u64).max(1);
+            self.submit_stage(key);
+            return;
+        }
+        let job = self.jobs.remove(key);
+        let source = job.source;
+        self.record_job(&c, job);
+        self.job_ended(source);
+    }
+
+    fn record_job(&mut self, c: &Completed, job: JobState) {
+        let done = Completed {
+            arrival: job.arrival,
+            completed: self.now,
+            bytes: job.bytes,
+            predicted: job.predicted_total.round() as Nanos,
+            measured: job.busy,
+            ..*c
+        };
+        self.recorder.record(&done);
+        self.last_completion = self.now;
+        let w = (self.now / self.scenario.run.window) as usize;
+        while self.bytes_done.len() <= w {
+            self.bytes_done.push(vec![0.0; self.tenants.len()]);
+        }
+        self.bytes_done[w][job.tenant] += job.bytes as f64;
+    }
+
+    fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
+        while let Some(Reverse((at, _, ev))) = self.events.pop() {
+            if self.horizon.is_some_and(|h| at > h) {
+                break;
+            }
+            self.jobs_area += self.jobs.len() as f64 * (at - self.now) as f64;
+            self.now = at;
+            self.events_done += 1;
+            match ev {
+                Event::Arrival { tenant } => self.arrive(tenant as usize),
+                Event::Device { engine, token } => self.device_event(engine as usize, token),
+                Event::Wakeup => {
+                    self.wakeup_at = None;
+                    for e in 0..self.devices.len() {
+                        self.dispatch(e);
+                    }
+                }
+            }
+            if self.events_done % 65_536 == 0 {
+                if let Some(p) = progress.as_mut() {
+                    let frac = match (self.horizon, self.total_jobs) {
+                        (Some(h), _) => self.now as f64 / h as f64,
+                        (None, Some(total)) if total > 0 => self.jobs_done as f64 / total as f64,
+                        _ => 0.0,
+                    };
+                    p(frac.min(1.0));
+                }
+            }
+        }
+        if let Some(h) = self.horizon {
+            self.jobs_area += self.jobs.len() as f64 * h.saturating_sub(self.now) as f64;
+        }
+        if let Some(p) = progress.as_mut() {
+            p(1.0);
+        }
+        Ok(self.results())
+    }
+
+    fn results(self) -> PolicyResult {
+        let interval = self.horizon.unwrap_or(self.last_completion).max(1);
+        let scenario = self.scenario;
+        let n = scenario.tenants.len();
+        let total_busy: u64 = self
+            .tenants
+            .iter()
+            .map(|t| t.busy_per_engine.iter().sum::<u64>())
+            .sum();
+        let mut in_flight = vec![0u64; n];
+        for (_, j) in &self.jobs {
+            in_flight[j.tenant] += 1;
+        }
+        let mut tenants = Vec::with_capacity(n);
+        for (i, spec) in scenario.tenants.iter().enumerate() {
+            let r = self.recorder.report(i, interval).expect("one report per tenant");
+            let run = &self.tenants[i];
+            let busy: u64 = run.busy_per_engine.iter().sum();
+            let engine_shares: BTreeMap<String, f64> = scenario
+                .engines
+                .iter()
+                .enumerate()
+                .map(|(e, m)| {
+                    let all: u64 = self.tenants.iter().map(|t| t.busy_per_engine[e]).sum();
+                    (
+                        m.name.clone(),
+                        if all == 0 {
+                            0.0
+                        } else {
+                            run.busy_per_engine[e] as f64 / all as f64
+                        },
+                    )
+                })
+                .collect();
+            tenants.push(TenantResult {
+                name: spec.name.clone(),
+                weight: spec.slo.weight,
+                completed: r.completed,
+                rejected: run.rejected,
+                aborted: run.aborted,
+                unmatched: run.unmatched,
+                incomplete: in_flight[i],
+                throughput_ops: r.throughput_ops,
+                throughput_bps: r.throughput_bps,
+                latency_ns: LatencyStats::from(r.latency_ns),
+                sla_violation_rate: r.sla_violation_rate,
+                engine_time_share: if total_busy == 0 {
+                    0.0
+                } else {
+                    busy as f64 / total_busy as f64
+                },
+                engine_shares,
+                flow_completion_ns: r.flow_completion_ns,
+                slowdown: None,
+            });
+        }
+        let active: Vec<usize> = (0..n).filter(|&i| self.active[i]).collect();
+        let busy: Vec<f64> = active
+            .iter()
+            .map(|&i| self.tenants[i].busy_per_engine.iter().sum::<u64>() as f64)
+            .collect();
+        let weights: Vec<f64> = active.iter().map(|&i| scenario.tenants[i].slo.weight).collect();
+        let jain = jain_normalized(&busy, &weights).unwrap_or(1.0);
+        let tput: Vec<f64> = active.iter().map(|&i| tenants[i].throughput_bps).collect();
+        let w_total: f64 = weights.iter().sum();
+        let expected: Vec<f64> = weights.iter().map(|w| w / w_total).collect();
+        let fair1 = fair1(&tput, &expected).unwrap_or(0.0);
+        let jains = self
+            .service
+            .jain_series(&scenario.tenants.iter().map(|t| t.slo.weight).collect::<Vec<_>>());
+        let window = self.service.window();
+        let windows = self.service.windows().max(self.bytes_done.len());
+        let series = (0..windows)
+            .map(|w| {
+                let shares = self.service.shares(w);
+                let bytes = self.bytes_done.get(w);
+                SeriesPoint {
+                    start_ns: w as Nanos * window,
+                    jain: jains.get(w).copied().unwrap_or(1.0),
+                    throughput_bps: (0..n)
+                        .map(|t| bytes.map_or(0.0, |b| b[t]) * NANOS_PER_SEC as f64 / window as f64)
+                        .collect(),
+                    engine_share: shares,
+                }
+            })
+            .collect();
+        PolicyResult {
+            policy: self.label,
+            policy_name: self.policy,
+            jain,
+            fair1,
+            fair2: None,
+            duration_ns: interval,
+            mean_in_system: self.jobs_area / interval as f64,
+            events: self.events_done,
+            tenants,
+            series,
+        }
+    }
+}

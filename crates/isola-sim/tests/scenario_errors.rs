@@ -1,0 +1,206 @@
+//! Malformed scenarios are refused before anything runs, with the file, line
+//! and key of the mistake, never a panic.
+
+use isola_sim::{Scenario, ScenarioError};
+
+/// A valid scenario; each case replaces one line of it.
+const BASE: &str = r#"[run]
+seed = 7
+duration = "1ms"
+policies = ["fcfs", "wlbvt"]
+
+[[engine]]
+name = "acc"
+kind = "accelerator"
+slots = 1
+service = { dist = "exponential", mean = "1us" }
+
+[[tenant]]
+name = "a"
+weight = 1
+[tenant.workload]
+engine = "acc"
+size = "64B"
+arrival = { poisson = "500k/s" }
+"#;
+
+/// Replaces line `line` (1-based) of BASE with `with` and parses the result.
+fn with_line(line: usize, with: &str) -> ScenarioError {
+    let mut lines: Vec<&str> = BASE.lines().collect();
+    lines[line - 1] = with;
+    let text = lines.join("\n");
+    Scenario::parse(&text, "bad.toml").expect_err(&format!("accepted: {with}"))
+}
+
+fn check(err: &ScenarioError, line: usize, key: &str, message: &str) {
+    assert_eq!(err.file, "bad.toml");
+    assert_eq!(err.line, line, "{err}");
+    assert_eq!(err.key.as_deref(), Some(key), "{err}");
+    assert!(err.message.contains(message), "{err}");
+    // The display form is what a person sees.
+    assert!(err.to_string().starts_with(&format!("bad.toml:{line}:")), "{err}");
+}
+
+#[test]
+fn the_base_scenario_is_valid() {
+    assert!(Scenario::parse(BASE, "ok.toml").is_ok());
+}
+
+#[test]
+fn unknown_key() {
+    check(&with_line(9, "slts = 1"), 9, "slts", "unknown field `slts`");
+}
+
+#[test]
+fn wrong_unit() {
+    check(
+        &with_line(10, r#"service = { dist = "exponential", mean = "5xs" }"#),
+        10,
+        "mean",
+        "unknown time unit",
+    );
+}
+
+#[test]
+fn negative_rate() {
+    check(
+        &with_line(18, r#"arrival = { poisson = "-5k/s" }"#),
+        18,
+        "poisson",
+        "negative",
+    );
+}
+
+#[test]
+fn data_rate_where_a_task_rate_is_needed() {
+    check(
+        &with_line(18, r#"arrival = { poisson = "10Gbit/s" }"#),
+        18,
+        "arrival",
+        "tasks per second",
+    );
+}
+
+#[test]
+fn unknown_engine() {
+    let e = with_line(16, r#"engine = "gpu""#);
+    assert_eq!((e.line, e.key.as_deref()), (16, Some("engine")), "{e}");
+    assert!(
+        e.message.contains("no engine named `gpu`") && e.message.contains("acc"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_policy() {
+    check(
+        &with_line(4, r#"policies = ["fcfs", "lottery"]"#),
+        4,
+        "policies",
+        "unknown policy `lottery`",
+    );
+}
+
+#[test]
+fn bad_policy_parameter_value() {
+    let e = with_line(4, r#"policies = [{ name = "drr", params = { quantum = "-3" } }]"#);
+    check(&e, 4, "policies", "quantum");
+}
+
+#[test]
+fn unknown_policy_parameter() {
+    check(
+        &with_line(4, r#"policies = [{ name = "mclock", params = { limit = "x" } }]"#),
+        4,
+        "policies",
+        "no parameter `limit`",
+    );
+}
+
+#[test]
+fn key_of_another_engine_kind() {
+    check(
+        &with_line(9, r#"max_payload = "256B""#),
+        9,
+        "max_payload",
+        "only applies to dma engines",
+    );
+}
+
+#[test]
+fn zero_slots() {
+    check(&with_line(9, "slots = 0"), 9, "slots", "at least 1");
+}
+
+#[test]
+fn negative_weight() {
+    check(&with_line(14, "weight = -2"), 14, "weight", "must be between");
+}
+
+#[test]
+fn unbounded_run() {
+    check(&with_line(3, ""), 18, "count", "never ends");
+}
+
+#[test]
+fn syntax_error() {
+    let e = with_line(6, "[[engine]");
+    assert_eq!(e.line, 6, "{e}");
+}
+
+#[test]
+fn wrong_type() {
+    check(&with_line(9, r#"slots = "many""#), 9, "slots", "invalid type");
+}
+
+#[test]
+fn reservation_above_limit() {
+    let e = with_line(
+        14,
+        r#"reservation = "2M/s"
+limit = "1M/s""#,
+    );
+    assert_eq!(e.key.as_deref(), Some("reservation"), "{e}");
+    assert!(e.message.contains("exceeds limit"), "{e}");
+}
+
+#[test]
+fn missing_trace_and_bad_trace_rows() {
+    let e = with_line(18, r#"arrival = { trace = "does-not-exist.csv" }"#);
+    check(&e, 18, "trace", "cannot read");
+    let dir = std::env::temp_dir().join(format!("isola-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("t.csv"),
+        "time_ns,tenant,op,bytes\n0,a,x,64\n5,a,x,lots\n",
+    )
+    .unwrap();
+    let text = BASE.replace(
+        r#"arrival = { poisson = "500k/s" }"#,
+        r#"arrival = { trace = "t.csv" }"#,
+    );
+    let e = Scenario::parse(&text, dir.join("s.toml")).unwrap_err();
+    assert!(
+        e.file.ends_with("t.csv") && e.line == 3 && e.key.as_deref() == Some("bytes"),
+        "{e}"
+    );
+    std::fs::write(
+        dir.join("t.csv"),
+        "time_ns,tenant,op,bytes\n0,a,x,64\n5,b,x,64\n9,a,y,128\n",
+    )
+    .unwrap();
+    let s = Scenario::parse(&text, dir.join("s.toml")).unwrap();
+    match &s.tenants[0].workload.arrival {
+        isola_sim::scenario::ArrivalSpec::Trace(rows) => assert_eq!(rows.len(), 2, "only tenant a's rows"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn static_partition_with_too_few_slots() {
+    let text = BASE.replace("policies = [\"fcfs\", \"wlbvt\"]", "policies = [\"static\"]")
+        + "\n[[tenant]]\nname = \"b\"\n[tenant.workload]\nengine = \"acc\"\narrival = { poisson = \"1k/s\" }\n";
+    let e = Scenario::parse(&text, "bad.toml").unwrap_err();
+    check(&e, 4, "policies", "every tenant needs a slot");
+}
