@@ -22,7 +22,6 @@ use isola_core::{
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
 use slab::Slab;
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
@@ -104,11 +103,48 @@ impl StageModel {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
     Arrival { tenant: u32 },
     Device { engine: u32, token: u64 },
     Wakeup,
+}
+
+/// A scheduled event. Ordered by one `u128` key, time then insertion
+/// sequence, so simultaneous events keep the order they were scheduled in
+/// and a comparison is a single integer compare (the event queue is the
+/// simulator's hottest structure).
+#[derive(Debug, Clone, Copy)]
+struct Scheduled {
+    key: u128,
+    event: Event,
+}
+
+impl Scheduled {
+    fn at(&self) -> Nanos {
+        (self.key >> 64) as Nanos
+    }
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Scheduled {}
+
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Scheduled {
+    /// Reversed, so `BinaryHeap` (a max-heap) pops the earliest event.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.key.cmp(&self.key)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -170,7 +206,7 @@ struct Sim<'a> {
     devices: Vec<Device>,
     tenants: Vec<TenantRun>,
     jobs: Slab<JobState>,
-    events: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
+    events: BinaryHeap<Scheduled>,
     seq: u64,
     now: Nanos,
     horizon: Option<Nanos>,
@@ -312,9 +348,12 @@ impl<'a> Sim<'a> {
         Ok(sim)
     }
 
-    fn schedule(&mut self, at: Nanos, ev: Event) {
+    fn schedule(&mut self, at: Nanos, event: Event) {
         self.seq += 1;
-        self.events.push(Reverse((at, self.seq, ev)));
+        self.events.push(Scheduled {
+            key: (at as u128) << 64 | self.seq as u128,
+            event,
+        });
     }
 
     fn schedule_next_arrival(&mut self, t: usize) {
@@ -554,7 +593,8 @@ impl<'a> Sim<'a> {
     }
 
     fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
-        while let Some(Reverse((at, _, ev))) = self.events.pop() {
+        while let Some(next) = self.events.pop() {
+            let (at, ev) = (next.at(), next.event);
             if self.horizon.is_some_and(|h| at > h) {
                 break;
             }

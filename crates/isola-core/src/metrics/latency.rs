@@ -1,5 +1,7 @@
-//! Latency percentiles on an HDR histogram (hdrhistogram crate): 3 significant
-//! digits over any range, constant memory, mergeable across runs.
+//! Latency percentiles on an HDR histogram (hdrhistogram crate): 2 significant
+//! digits (every percentile within 1%) over any range, in a few KiB per
+//! histogram so that hundreds of tenants' histograms stay in cache; the mean
+//! is exact (kept as a running sum, not read off the buckets).
 
 use crate::units::Nanos;
 use hdrhistogram::Histogram;
@@ -9,6 +11,8 @@ use serde::Serialize;
 #[derive(Debug, Clone)]
 pub struct LatencyHistogram {
     hist: Histogram<u64>,
+    /// Exact sum of the samples, for the mean.
+    sum: u128,
 }
 
 /// Percentiles of a latency histogram, in nanoseconds.
@@ -37,13 +41,14 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     /// An empty histogram that grows to any value.
     pub fn new() -> Self {
-        // 3 significant digits is a constant the crate always accepts.
-        let hist = Histogram::new(3).expect("3 significant figures is within 0..=5");
-        LatencyHistogram { hist }
+        // 2 significant digits is a constant the crate always accepts.
+        let hist = Histogram::new(2).expect("2 significant figures is within 0..=5");
+        LatencyHistogram { hist, sum: 0 }
     }
 
     /// Records one latency.
     pub fn record(&mut self, ns: Nanos) {
+        self.sum += ns as u128;
         // Histogram::new auto-resizes, so `record` only fails for values past
         // what a u64 histogram can track; clamp those to the largest bucket.
         if self.hist.record(ns).is_err() {
@@ -55,6 +60,7 @@ impl LatencyHistogram {
     pub fn merge(&mut self, other: &LatencyHistogram) {
         // Both histograms auto-resize, so adding cannot run out of range.
         let _ = self.hist.add(&other.hist);
+        self.sum += other.sum;
     }
 
     /// Number of samples.
@@ -78,7 +84,7 @@ impl LatencyHistogram {
         }
         LatencySummary {
             count: self.hist.len(),
-            mean: self.hist.mean(),
+            mean: self.sum as f64 / self.hist.len() as f64,
             p50: self.quantile(0.5),
             p99: self.quantile(0.99),
             p999: self.quantile(0.999),
@@ -99,14 +105,14 @@ mod tests {
         }
         let s = h.summary();
         assert_eq!(s.count, 10_000);
-        // Within HDR's 3 significant digits of the exact order statistics.
+        // Within HDR's 2 significant digits (1%) of the exact order statistics.
         for (got, want) in [(s.p50, 5000), (s.p99, 9900), (s.p999, 9990), (s.max, 10_000)] {
             assert!(
-                (got as f64 - want as f64).abs() <= want as f64 * 1e-3,
+                (got as f64 - want as f64).abs() <= want as f64 * 1e-2,
                 "{got} vs {want}"
             );
         }
-        assert!((s.mean - 5000.5).abs() < 5.0);
+        assert_eq!(s.mean, 5000.5, "the mean is exact");
         assert_eq!(LatencyHistogram::new().summary(), LatencySummary::default());
     }
 }
