@@ -108,6 +108,12 @@ impl IndexedHeap {
         self.heap.first().map(|&(k, i)| (i as usize, k))
     }
 
+    /// The smallest tag in the heap.
+    #[inline]
+    pub fn min_tag(&self) -> Option<f64> {
+        self.heap.first().map(|&(k, _)| k.tag())
+    }
+
     /// Inserts `item` with `key`, or changes its key if it is already there.
     pub fn set(&mut self, item: usize, key: HeapKey) {
         match self.pos[item] {

@@ -90,7 +90,7 @@ impl BorrowedVirtualTime {
 
 impl Policy for BorrowedVirtualTime {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let svt = self.by_actual.peek().map_or(self.svt, |(_, k)| k.tag());
+        let svt = self.by_actual.min_tag().unwrap_or(self.svt);
         self.actual[tenant] = self.actual[tenant].max(svt);
         self.head_seq[tenant] = head.seq;
         self.key(tenant);
@@ -108,9 +108,7 @@ impl Policy for BorrowedVirtualTime {
         next: Option<&HeadInfo>,
         _: &PolicyContext<'_>,
     ) {
-        if let Some((_, k)) = self.by_actual.peek() {
-            self.svt = self.svt.max(k.tag());
-        }
+        self.svt = self.by_actual.min_tag().map_or(self.svt, |t| self.svt.max(t));
         self.actual[tenant] += served.cost as f64 / self.weight[tenant];
         match next {
             Some(h) => {

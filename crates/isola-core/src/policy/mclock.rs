@@ -91,7 +91,7 @@ impl MClock {
 
 impl Policy for MClock {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let floor = self.ready.peek().map_or(self.virtual_time, |(_, k)| k.tag());
+        let floor = self.ready.min_tag().unwrap_or(self.virtual_time);
         let tag = self.next_tag(tenant, head).max(floor);
         self.ready.set(tenant, HeapKey::new(tag, head.seq));
     }
@@ -108,9 +108,10 @@ impl Policy for MClock {
         next: Option<&HeadInfo>,
         _: &PolicyContext<'_>,
     ) {
-        if let Some((_, top)) = self.ready.peek() {
-            self.virtual_time = self.virtual_time.max(top.tag());
-        }
+        self.virtual_time = self
+            .ready
+            .min_tag()
+            .map_or(self.virtual_time, |t| self.virtual_time.max(t));
         self.served_tag[tenant] = match self.ready.key(tenant) {
             Some(k) => k.tag(),
             // Served without being ready (at-limit allow): charge it all the same.

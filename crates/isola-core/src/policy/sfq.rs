@@ -88,9 +88,10 @@ impl Policy for StartTimeFairQueuing {
     ) {
         // v is the smallest ready start tag, i.e. the served one unless the
         // scheduler served someone out of order (reservations).
-        if let Some((_, top)) = self.ready.peek() {
-            self.virtual_time = self.virtual_time.max(top.tag());
-        }
+        self.virtual_time = self
+            .ready
+            .min_tag()
+            .map_or(self.virtual_time, |t| self.virtual_time.max(t));
         let start = self
             .ready
             .key(tenant)
