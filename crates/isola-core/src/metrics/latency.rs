@@ -1,7 +1,7 @@
 //! Latency percentiles on an HDR histogram (hdrhistogram crate): 2 significant
 //! digits (every percentile within 1%) over any range, in a few KiB per
 //! histogram so that hundreds of tenants' histograms stay in cache; the mean
-//! is exact (kept as a running sum, not read off the buckets).
+//! and the maximum are exact (kept beside the buckets, not read off them).
 
 use crate::units::Nanos;
 use hdrhistogram::Histogram;
@@ -13,6 +13,8 @@ pub struct LatencyHistogram {
     hist: Histogram<u64>,
     /// Exact sum of the samples, for the mean.
     sum: u128,
+    /// Exact largest sample.
+    max: u64,
 }
 
 /// Percentiles of a latency histogram, in nanoseconds.
@@ -43,12 +45,13 @@ impl LatencyHistogram {
     pub fn new() -> Self {
         // 2 significant digits is a constant the crate always accepts.
         let hist = Histogram::new(2).expect("2 significant figures is within 0..=5");
-        LatencyHistogram { hist, sum: 0 }
+        LatencyHistogram { hist, sum: 0, max: 0 }
     }
 
     /// Records one latency.
     pub fn record(&mut self, ns: Nanos) {
         self.sum += ns as u128;
+        self.max = self.max.max(ns);
         // Histogram::new auto-resizes, so `record` only fails for values past
         // what a u64 histogram can track; clamp those to the largest bucket.
         if self.hist.record(ns).is_err() {
@@ -61,6 +64,7 @@ impl LatencyHistogram {
         // Both histograms auto-resize, so adding cannot run out of range.
         let _ = self.hist.add(&other.hist);
         self.sum += other.sum;
+        self.max = self.max.max(other.max);
     }
 
     /// Number of samples.
@@ -88,7 +92,7 @@ impl LatencyHistogram {
             p50: self.quantile(0.5),
             p99: self.quantile(0.99),
             p999: self.quantile(0.999),
-            max: self.hist.max(),
+            max: self.max,
         }
     }
 }
