@@ -37,6 +37,7 @@ pub mod channel;
 pub mod cost;
 pub mod engine;
 pub mod metrics;
+pub mod params;
 pub mod policy;
 pub mod ready_heap;
 pub mod scheduler;

@@ -8,8 +8,9 @@
 //! that do not apply to an engine's kind, and unbounded runs.
 
 use crate::quantity::{parse_size, Duration, Frequency, RateValue, Size};
+use isola_core::params::Params;
 use isola_core::policy::registry::PolicySetup;
-use isola_core::policy::{build_policy, find_policy, PolicyParams, TenantShare};
+use isola_core::policy::{build_policy, find_policy, TenantShare};
 use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
 use isola_core::{EngineKind, LatencyObjective, Nanos, RateSpec, RateUnit, Slo, TenantClass, POLICIES};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -668,7 +669,7 @@ fn check_run(
                 let p = p.into_inner();
                 let info = find_policy(&p.name)
                     .map_err(|e| src.at(span.clone(), Some("policies"), e.to_string()))?;
-                PolicyParams::new(info.name, info.params, &p.params)
+                Params::new(format!("policy `{}`", info.name), info.params, &p.params)
                     .map_err(|e| src.at(span.clone(), Some("policies"), e.to_string()))?;
                 spans.push(span.clone());
                 let label = p.label.unwrap_or_else(|| p.name.clone());

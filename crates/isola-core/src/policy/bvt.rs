@@ -13,9 +13,10 @@
 //! Left out, because tasks run to completion: the context-switch allowance
 //! and the warp time limit that bound preemption in the paper.
 
-use super::params::{ParamSpec, PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
 use super::{HeadInfo, Policy, PolicyContext};
+use crate::params::{ParamSpec, Params};
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::tenant::TenantClass;
 use crate::units::Nanos;
@@ -35,7 +36,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     let warp = p.f64_at_least("warp", 0.0)?;
     Ok(Box::new(BorrowedVirtualTime::new(s, warp)))
 }

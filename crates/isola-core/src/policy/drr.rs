@@ -16,9 +16,10 @@
 //! at-limit `allow`) are charged to the tenant's deficit all the same, so a
 //! tenant cannot gain service by being reserved.
 
-use super::params::{ParamSpec, PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
 use super::{Charge, HeadInfo, Policy, PolicyContext, CHARGE_PARAM};
+use crate::params::{ParamSpec, Params};
 use crate::units::Nanos;
 use std::collections::VecDeque;
 
@@ -64,15 +65,15 @@ pub const DRR_INFO: PolicyInfo = PolicyInfo {
     build: build_drr,
 };
 
-fn build_rr(_: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build_rr(_: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     Ok(Box::new(DeficitRoundRobin::new(s, Charge::Ops, false, Some(1.0))))
 }
 
-fn build_wrr(_: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build_wrr(_: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     Ok(Box::new(DeficitRoundRobin::new(s, Charge::Ops, true, Some(1.0))))
 }
 
-fn build_drr(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build_drr(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     let charge = p.charge()?;
     let quantum = p.auto_or_positive("quantum")?;
     Ok(Box::new(DeficitRoundRobin::new(s, charge, true, quantum)))

@@ -2,9 +2,10 @@
 //! whoever submitted it. This is what a DPU accelerator or DOCA/DPDK queue
 //! does natively, and the baseline every isolation policy is compared with.
 
-use super::params::{PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
 use super::{HeadInfo, Policy, PolicyContext};
+use crate::params::Params;
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::units::Nanos;
 
@@ -19,7 +20,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(_: &PolicyParams<'_>, setup: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build(_: &Params<'_>, setup: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     Ok(Box::new(Fcfs::new(setup.tenants.len())))
 }
 

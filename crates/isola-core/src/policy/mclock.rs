@@ -25,9 +25,10 @@
 //! served anyway. The limit bound (limit x window + burst + one task) then
 //! holds only while other tenants want the slots; it is exact under `wait`.
 
-use super::params::{ParamSpec, PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
 use super::{AtLimit, Charge, HeadInfo, Policy, PolicyContext, CHARGE_PARAM};
+use crate::params::{ParamSpec, Params};
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::units::Nanos;
 
@@ -49,7 +50,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     let at_limit = p.choice("at_limit", &[("wait", AtLimit::Wait), ("allow", AtLimit::Allow)])?;
     let charge = p.charge()?;
     Ok(Box::new(MClock::new(s, charge, at_limit)))

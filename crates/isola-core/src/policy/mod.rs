@@ -19,7 +19,6 @@ pub mod bvt;
 pub mod drr;
 pub mod fcfs;
 pub mod mclock;
-pub mod params;
 pub mod registry;
 pub mod sfq;
 pub mod static_partition;
@@ -28,7 +27,8 @@ pub mod wlbvt;
 use crate::tenant::TenantClass;
 use crate::units::{Bytes, Nanos};
 
-pub use params::{ParamSpec, PolicyError, PolicyParams};
+pub use crate::params::{ParamSpec, Params};
+pub use registry::PolicyError;
 pub use registry::{build_policy, find_policy, PolicyInfo, POLICIES};
 
 /// What a policy may know of a queued task.

@@ -1,10 +1,34 @@
 //! The policy registry: every policy by name, with its description, source and
 //! parameters, so scenarios and the CLI can list and build them.
 
-use super::params::{ParamSpec, PolicyError, PolicyParams};
 use super::{bvt, drr, fcfs, mclock, sfq, static_partition, wlbvt, Policy, TenantShare};
+use crate::params::{ParamError, ParamSpec, Params};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// Why a policy could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// No policy has this name.
+    #[error("unknown policy `{name}`; known policies: {known}")]
+    UnknownPolicy {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated registered names.
+        known: String,
+    },
+    /// A parameter is unknown, missing or invalid.
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// The policy cannot serve this engine and these tenants.
+    #[error("policy `{policy}` cannot be used here: {reason}")]
+    Infeasible {
+        /// Policy name.
+        policy: String,
+        /// Why.
+        reason: String,
+    },
+}
 
 /// What a policy is built for: the engine's tenants and its slot count.
 #[derive(Debug, Clone, Copy)]
@@ -16,7 +40,7 @@ pub struct PolicySetup<'a> {
 }
 
 /// Builds a policy from checked parameters.
-pub type BuildPolicy = fn(&PolicyParams<'_>, &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError>;
+pub type BuildPolicy = fn(&Params<'_>, &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError>;
 
 /// A registered policy.
 #[derive(Clone, Copy, Serialize)]
@@ -77,7 +101,7 @@ pub fn build_policy(
     setup: &PolicySetup<'_>,
 ) -> Result<Box<dyn Policy>, PolicyError> {
     let info = find_policy(name)?;
-    let checked = PolicyParams::new(info.name, info.params, params)?;
+    let checked = Params::new(format!("policy `{}`", info.name), info.params, params)?;
     (info.build)(&checked, setup)
 }
 
@@ -127,14 +151,14 @@ mod tests {
         p.insert("quantum".to_string(), "-3".to_string());
         let err = build_policy("drr", &p, &s).err().unwrap();
         assert!(
-            matches!(&err, PolicyError::BadParam { param, .. } if param == "quantum"),
+            matches!(&err, PolicyError::Param(ParamError::Bad { param, .. }) if param == "quantum"),
             "{err}"
         );
         p.clear();
         p.insert("bogus".to_string(), "1".to_string());
         assert!(matches!(
             build_policy("fcfs", &p, &s),
-            Err(PolicyError::UnknownParam { .. })
+            Err(PolicyError::Param(ParamError::Unknown { .. }))
         ));
         p.clear();
         p.insert("at_limit".to_string(), "sometimes".to_string());

@@ -11,9 +11,10 @@
 //! arrival; for a backlogged tenant that is the same tag (`F_prev >= v`), and a
 //! tenant that was idle starts at `v` either way.
 
-use super::params::{PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
 use super::{Charge, HeadInfo, Policy, PolicyContext, CHARGE_PARAM};
+use crate::params::Params;
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::units::Nanos;
 
@@ -28,7 +29,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     let charge = p.charge()?;
     Ok(Box::new(StartTimeFairQueuing::new(s, charge)))
 }

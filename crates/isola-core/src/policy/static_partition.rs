@@ -7,9 +7,10 @@
 //! otherwise its work could never run: such a setup is refused. Among tenants
 //! with a free slot of their own, turns go round robin.
 
-use super::params::{PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
 use super::{HeadInfo, Policy, PolicyContext};
+use crate::params::Params;
 use crate::units::Nanos;
 
 /// Registry entry.
@@ -24,9 +25,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(p: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build(_: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     let owned = partition(s).map_err(|reason| PolicyError::Infeasible {
-        policy: p.policy().into(),
+        policy: INFO.name.into(),
         reason,
     })?;
     Ok(Box::new(StaticPartition {

@@ -26,9 +26,10 @@
 //!   hardware does the same scan with a comparator tree; cost is O(ready
 //!   tenants) per decision (see docs/perf.md).
 
-use super::params::{PolicyError, PolicyParams};
 use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
 use super::{HeadInfo, Policy, PolicyContext};
+use crate::params::Params;
 use crate::units::Nanos;
 
 /// Registry entry.
@@ -42,7 +43,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build,
 };
 
-fn build(_: &PolicyParams<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+fn build(_: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
     Ok(Box::new(WeightLimitedBvt::new(s)))
 }
 
