@@ -7,6 +7,7 @@
 //! hold scheduling logic of its own.
 
 mod format;
+mod op;
 mod policies;
 mod sim;
 
@@ -27,6 +28,8 @@ enum Command {
     Policies(policies::Args),
     /// Simulate a scenario under each of its policies and compare the tenants' results.
     Sim(sim::Args),
+    /// Run one operator on a file (optionally as subtasks), or list the operators.
+    Op(op::Args),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Policies(args) => policies::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Op(args) => op::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -141,3 +141,42 @@ fn sim_reports_scenario_errors_with_location() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("runs no policy `lottery`"));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn op_runs_an_operator_whole_and_split() {
+    let dir = std::env::temp_dir().join(format!("isola-cli-op-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("in.bin");
+    std::fs::write(&input, b"123456789").unwrap();
+    for split in [None, Some("4")] {
+        let out = dir.join("crc");
+        let mut args = vec![
+            "op",
+            "crc32c",
+            "--in",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(s) = split {
+            args.extend(["--split", s]);
+        }
+        let run = isola(&args);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert_eq!(std::fs::read(&out).unwrap(), 0xE306_9283u32.to_be_bytes());
+    }
+    let bad = isola(&[
+        "op",
+        "sha256",
+        "--param",
+        "key=00",
+        "--in",
+        input.to_str().unwrap(),
+        "--out",
+        "/dev/null",
+    ]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("has no parameter `key`"));
+    let list = String::from_utf8(isola(&["op", "--list"]).stdout).unwrap();
+    assert!(list.contains("inet-checksum") && list.contains("sha3-256"));
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -1,0 +1,80 @@
+//! `isola op`: run one operator on a file, like `openssl` or `lz4` would.
+
+use crate::format::table;
+use anyhow::{bail, Context};
+use isola_ops::{build_operator, run_split, OPERATORS};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Arguments of `isola op`.
+#[derive(Debug, clap::Args)]
+#[command(arg_required_else_help = true)]
+pub struct Args {
+    /// The operator (see --list).
+    name: Option<String>,
+    /// List the operators, their category and parameters.
+    #[arg(long, conflicts_with = "name")]
+    list: bool,
+    /// An operator parameter; repeatable.
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
+    /// Input file.
+    #[arg(long = "in", value_name = "FILE", required_unless_present = "list")]
+    input: Option<PathBuf>,
+    /// Output file.
+    #[arg(long = "out", value_name = "FILE", required_unless_present = "list")]
+    output: Option<PathBuf>,
+    /// Run as subtasks of this many bytes and reassemble the result.
+    #[arg(long, value_name = "BYTES")]
+    split: Option<usize>,
+}
+
+/// Runs `isola op`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    if args.list {
+        let rows: Vec<Vec<String>> = OPERATORS
+            .iter()
+            .map(|o| {
+                let params: Vec<String> = o.params.iter().map(|p| p.name.to_string()).collect();
+                vec![
+                    o.name.to_string(),
+                    o.category.to_string(),
+                    if o.splittable { "yes" } else { "no" }.to_string(),
+                    if params.is_empty() {
+                        "-".into()
+                    } else {
+                        params.join(",")
+                    },
+                    o.description.to_string(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            table(&["operator", "category", "split", "params", "description"], &rows)
+        );
+        return Ok(());
+    }
+    let name = args.name.as_deref().context("name an operator, or pass --list")?;
+    let mut params = BTreeMap::new();
+    for p in &args.params {
+        let Some((k, v)) = p.split_once('=') else {
+            bail!("--param `{p}`: expected KEY=VALUE");
+        };
+        params.insert(k.to_string(), v.to_string());
+    }
+    let op = build_operator(name, &params)?;
+    // clap requires both unless --list.
+    let (input, output) = (
+        args.input.as_ref().expect("required"),
+        args.output.as_ref().expect("required"),
+    );
+    let data = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
+    let result = match args.split {
+        Some(0) => bail!("--split must be at least 1 byte"),
+        Some(chunk) => run_split(op.as_ref(), &data, chunk)?,
+        None => op.run(&data)?,
+    };
+    std::fs::write(output, result).with_context(|| format!("writing {}", output.display()))?;
+    Ok(())
+}

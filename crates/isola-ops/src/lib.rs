@@ -1,0 +1,22 @@
+//! # isola-ops
+//!
+//! Real operators for the live runtime: the work a DPU offloads (DPUBench's
+//! operator set and the accelerator task types), each on a well-kept crate,
+//! behind one [`Operator`] trait and a registry by name. Operators that can be
+//! split into subtasks (ASTRAEA's task splitting) say how through
+//! [`Splitter`]; the reassembled result is identical to running the operator
+//! on the whole input, which the property tests prove for every such
+//! operator.
+//!
+//! What it must not do: schedule, keep time or spawn threads (that is the
+//! runtime's), or copy the input to split it: subtasks work on slices.
+
+#![warn(missing_docs)]
+
+pub mod checksum;
+pub mod hash;
+pub mod operator;
+pub mod registry;
+
+pub use operator::{run_split, Carry, OpError, Operator, Splitter};
+pub use registry::{build_operator, find_operator, OperatorInfo, OPERATORS};

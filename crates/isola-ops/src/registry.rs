@@ -1,0 +1,141 @@
+//! The operator registry: every operator by name, with its category,
+//! description and parameters, so scenarios, the runtime and the CLI can list
+//! and build them.
+
+use crate::checksum::{CrcOp, InetChecksum};
+use crate::hash::HashOp;
+use crate::operator::{OpError, Operator};
+use isola_core::params::{ParamSpec, Params};
+use std::collections::BTreeMap;
+
+/// Builds an operator from checked parameters.
+pub type BuildOperator = fn(&Params<'_>) -> Result<Box<dyn Operator>, OpError>;
+
+/// A registered operator.
+#[derive(Clone, Copy)]
+pub struct OperatorInfo {
+    /// Name used by tasks, scenarios and the CLI.
+    pub name: &'static str,
+    /// DPUBench's category: network, storage or security.
+    pub category: &'static str,
+    /// One line on what it computes and what it outputs.
+    pub description: &'static str,
+    /// Whether it can run as subtasks and be reassembled.
+    pub splittable: bool,
+    /// Parameters it accepts.
+    pub params: &'static [ParamSpec],
+    /// Constructor.
+    pub build: BuildOperator,
+}
+
+impl std::fmt::Debug for OperatorInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorInfo")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Registry entry for an operator that takes no parameters.
+macro_rules! plain {
+    ($name:literal, $category:literal, $description:literal, $op:expr) => {
+        OperatorInfo {
+            name: $name,
+            category: $category,
+            description: $description,
+            splittable: true,
+            params: &[],
+            build: |_| Ok(Box::new($op)),
+        }
+    };
+}
+
+/// Every registered operator, in the order `isola op --list` shows them.
+pub static OPERATORS: &[OperatorInfo] = &[
+    plain!(
+        "crc32",
+        "network",
+        "CRC-32/ISO-HDLC (Ethernet, zlib); outputs 4 bytes, big-endian",
+        CrcOp::CRC32
+    ),
+    plain!(
+        "crc32c",
+        "network",
+        "CRC-32C/Castagnoli (iSCSI, NVMe); outputs 4 bytes, big-endian",
+        CrcOp::CRC32C
+    ),
+    plain!(
+        "inet-checksum",
+        "network",
+        "Internet checksum (RFC 1071); outputs 2 bytes, big-endian",
+        InetChecksum
+    ),
+    plain!(
+        "md5",
+        "security",
+        "MD5 digest (RFC 1321); outputs 16 bytes",
+        HashOp::<md5::Md5>::new("md5")
+    ),
+    plain!(
+        "sha1",
+        "security",
+        "SHA-1 digest (FIPS 180-4); outputs 20 bytes",
+        HashOp::<sha1::Sha1>::new("sha1")
+    ),
+    plain!(
+        "sha256",
+        "security",
+        "SHA-256 digest (FIPS 180-4); outputs 32 bytes",
+        HashOp::<sha2::Sha256>::new("sha256")
+    ),
+    plain!(
+        "sha3-256",
+        "security",
+        "SHA3-256 digest (FIPS 202); outputs 32 bytes",
+        HashOp::<sha3::Sha3_256>::new("sha3-256")
+    ),
+];
+
+/// The operator registered as `name`.
+pub fn find_operator(name: &str) -> Result<&'static OperatorInfo, OpError> {
+    OPERATORS
+        .iter()
+        .find(|o| o.name == name)
+        .ok_or_else(|| OpError::Unknown {
+            name: name.into(),
+            known: OPERATORS.iter().map(|o| o.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// Builds operator `name` with `params` (`key -> value`).
+pub fn build_operator(name: &str, params: &BTreeMap<String, String>) -> Result<Box<dyn Operator>, OpError> {
+    let info = find_operator(name)?;
+    let checked = Params::new(format!("operator `{}`", info.name), info.params, params)?;
+    (info.build)(&checked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operator_builds_and_says_if_it_splits() {
+        for info in OPERATORS {
+            let op = build_operator(info.name, &BTreeMap::new()).unwrap();
+            assert_eq!(op.name(), info.name);
+            assert_eq!(op.splitter().is_some(), info.splittable, "{}", info.name);
+        }
+        assert!(matches!(
+            build_operator("frobnicate", &BTreeMap::new()),
+            Err(OpError::Unknown { .. })
+        ));
+        let mut p = BTreeMap::new();
+        p.insert("key".to_string(), "00".to_string());
+        let err = build_operator("sha256", &p).err().unwrap();
+        assert!(
+            err.to_string()
+                .contains("operator `sha256` has no parameter `key`"),
+            "{err}"
+        );
+    }
+}
