@@ -87,7 +87,7 @@ impl<'a> Params<'a> {
     }
 
     /// The raw value of `name`, given or default.
-    fn raw(&self, name: &str) -> &str {
+    pub fn raw(&self, name: &str) -> &str {
         if let Some(v) = self.given.get(name) {
             return v;
         }

@@ -5,7 +5,7 @@
 //! combination of its parts' CRCs (`checksum_combine`). Outputs are the raw
 //! value, big-endian: 4 bytes for CRCs, 2 for the Internet checksum.
 
-use crate::operator::{downcast, Carry, OpError, Operator, Splitter};
+use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Splitter};
 use crc_fast::{checksum, checksum_combine, CrcAlgorithm};
 use isola_core::Subtask;
 
@@ -52,7 +52,8 @@ impl Splitter for CrcOp {
         false
     }
 
-    fn run_part(&self, _: &Subtask, slice: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
+    fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
+        let slice = part_slice(part, input);
         Ok(Box::new((self.value(slice), slice.len() as u64)))
     }
 
@@ -122,8 +123,8 @@ impl Splitter for InetChecksum {
         false
     }
 
-    fn run_part(&self, part: &Subtask, slice: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        let sum = ones_sum(slice);
+    fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
+        let sum = ones_sum(part_slice(part, input));
         let contribution = if part.offset % 2 == 1 {
             sum.swap_bytes()
         } else {

@@ -6,7 +6,7 @@
 //! finalised. The digest equals the one-shot digest by construction of the
 //! Merkle-Damgard (and sponge) constructions; the property tests check it.
 
-use crate::operator::{downcast, Carry, OpError, Operator, Splitter};
+use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Splitter};
 use isola_core::Subtask;
 use sha2::Digest;
 use std::marker::PhantomData;
@@ -47,12 +47,12 @@ impl<D: Digest + Clone + Send + 'static> Splitter for HashOp<D> {
         true
     }
 
-    fn run_part(&self, _: &Subtask, slice: &[u8], previous: Option<Carry>) -> Result<Carry, OpError> {
+    fn run_part(&self, part: &Subtask, input: &[u8], previous: Option<Carry>) -> Result<Carry, OpError> {
         let mut state = match previous {
             Some(c) => downcast::<D>(self.name, c)?,
             None => D::new(),
         };
-        state.update(slice);
+        state.update(part_slice(part, input));
         Ok(Box::new(state))
     }
 

@@ -14,9 +14,10 @@
 #![warn(missing_docs)]
 
 pub mod checksum;
+pub mod erasure;
 pub mod hash;
 pub mod operator;
 pub mod registry;
 
 pub use operator::{run_split, Carry, OpError, Operator, Splitter};
-pub use registry::{build_operator, find_operator, OperatorInfo, OPERATORS};
+pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};

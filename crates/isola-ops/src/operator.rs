@@ -82,31 +82,40 @@ pub trait Splitter: Send + Sync {
         Ok(Subtask::ranges(task, len as u64, chunk as u64, self.ordered()))
     }
 
-    /// Runs subtask `part` on `slice`, its range of the input. Ordered
-    /// subtasks get the previous subtask's carry (`None` for the first).
-    fn run_part(&self, part: &Subtask, slice: &[u8], previous: Option<Carry>) -> Result<Carry, OpError>;
+    /// Runs subtask `part` of the task whose whole input is `input` (the
+    /// subtask reads only its own range: [`part_slice`] for operators whose
+    /// parts are contiguous). Ordered subtasks get the previous subtask's
+    /// carry (`None` for the first).
+    fn run_part(&self, part: &Subtask, input: &[u8], previous: Option<Carry>) -> Result<Carry, OpError>;
 
     /// Builds the task's output from the carries of every subtask in index
     /// order (for ordered splitters, only the last one's).
     fn reassemble(&self, parts: Vec<Carry>) -> Result<Vec<u8>, OpError>;
 }
 
-/// Runs `op` on `input` as subtasks of `chunk` bytes, one after another, and
-/// reassembles: what the runtime does with workers, without them.
+/// The contiguous range of `input` that subtask `part` covers (empty if the
+/// part lies outside the input).
+pub fn part_slice<'a>(part: &Subtask, input: &'a [u8]) -> &'a [u8] {
+    let start = (part.offset as usize).min(input.len());
+    let end = (part.offset + part.bytes).min(input.len() as u64) as usize;
+    &input[start..end.max(start)]
+}
+
+/// Runs `op` on `input` as subtasks of about `chunk` bytes, one after
+/// another, and reassembles: what the runtime does with workers, without them.
 pub fn run_split(op: &dyn Operator, input: &[u8], chunk: usize) -> Result<Vec<u8>, OpError> {
     let split = op.splitter().ok_or(OpError::NotSplittable { op: op.name() })?;
     let parts = split.plan(TaskId(0), input.len(), chunk)?;
-    let slice = |p: &Subtask| &input[p.offset as usize..(p.offset + p.bytes) as usize];
     if split.ordered() {
         let mut carry = None;
         for p in &parts {
-            carry = Some(split.run_part(p, slice(p), carry)?);
+            carry = Some(split.run_part(p, input, carry)?);
         }
         split.reassemble(carry.into_iter().collect())
     } else {
         let outs = parts
             .iter()
-            .map(|p| split.run_part(p, slice(p), None))
+            .map(|p| split.run_part(p, input, None))
             .collect::<Result<Vec<_>, _>>()?;
         split.reassemble(outs)
     }

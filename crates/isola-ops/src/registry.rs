@@ -3,6 +3,7 @@
 //! and build them.
 
 use crate::checksum::{CrcOp, InetChecksum};
+use crate::erasure::{EcEncode, EcRecover};
 use crate::hash::HashOp;
 use crate::operator::{OpError, Operator};
 use isola_core::params::{ParamSpec, Params};
@@ -70,6 +71,49 @@ pub static OPERATORS: &[OperatorInfo] = &[
         "Internet checksum (RFC 1071); outputs 2 bytes, big-endian",
         InetChecksum
     ),
+    OperatorInfo {
+        name: "ec-encode",
+        category: "storage",
+        description: "Reed-Solomon encode: k equal data shards in, m parity shards out (GF(2^8))",
+        splittable: true,
+        params: &[
+            ParamSpec {
+                name: "k",
+                default: "",
+                description: "data shards, 1 to 128",
+            },
+            ParamSpec {
+                name: "m",
+                default: "",
+                description: "parity shards, 1 to 32",
+            },
+        ],
+        build: EcEncode::build,
+    },
+    OperatorInfo {
+        name: "ec-recover",
+        category: "storage",
+        description: "Reed-Solomon recover: all k + m shards in (lost ones ignored), the k data shards out",
+        splittable: false,
+        params: &[
+            ParamSpec {
+                name: "k",
+                default: "",
+                description: "data shards, 1 to 128",
+            },
+            ParamSpec {
+                name: "m",
+                default: "",
+                description: "parity shards, 1 to 32",
+            },
+            ParamSpec {
+                name: "lost",
+                default: "",
+                description: "comma-separated indices of lost shards (data first, from 0), at most m",
+            },
+        ],
+        build: EcRecover::build,
+    },
     plain!(
         "md5",
         "security",
@@ -114,6 +158,20 @@ pub fn build_operator(name: &str, params: &BTreeMap<String, String>) -> Result<B
     (info.build)(&checked)
 }
 
+/// Parameters every operator builds with (required ones filled in), for
+/// tests and benchmarks that go over the whole registry.
+pub fn sample_params(name: &str) -> BTreeMap<String, String> {
+    let pairs: &[(&str, &str)] = match name {
+        "ec-encode" => &[("k", "4"), ("m", "2")],
+        "ec-recover" => &[("k", "4"), ("m", "2"), ("lost", "1,4")],
+        _ => &[],
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,7 +179,7 @@ mod tests {
     #[test]
     fn every_operator_builds_and_says_if_it_splits() {
         for info in OPERATORS {
-            let op = build_operator(info.name, &BTreeMap::new()).unwrap();
+            let op = build_operator(info.name, &sample_params(info.name)).unwrap();
             assert_eq!(op.name(), info.name);
             assert_eq!(op.splitter().is_some(), info.splittable, "{}", info.name);
         }
@@ -137,5 +195,11 @@ mod tests {
                 .contains("operator `sha256` has no parameter `key`"),
             "{err}"
         );
+        let err = build_operator("ec-encode", &BTreeMap::new()).err().unwrap();
+        assert!(err.to_string().contains("needs parameter `k`"), "{err}");
+        let mut p = sample_params("ec-recover");
+        p.insert("lost".into(), "0,1,2".into());
+        let err = build_operator("ec-recover", &p).err().unwrap();
+        assert!(err.to_string().contains("parameter `lost`"), "{err}");
     }
 }

@@ -1,0 +1,40 @@
+//! Operator throughput, one-shot and split into 64 KiB subtasks (run one
+//! after another on one core: the cost of splitting itself).
+//!
+//! Run: `cargo bench -p isola-ops --bench ops`
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use isola_ops::{build_operator, run_split};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ops");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let cases: [(&str, &[(&str, &str)], usize); 3] = [
+        ("ec-encode", &[("k", "10"), ("m", "4")], 10 << 20),
+        ("crc32c", &[], 10 << 20),
+        ("sha256", &[], 10 << 20),
+    ];
+    for (name, params, len) in cases {
+        let p: BTreeMap<String, String> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let op = build_operator(name, &p).expect("valid");
+        let input: Vec<u8> = (0..len).map(|i| (i * 2654435761usize >> 13) as u8).collect();
+        g.throughput(Throughput::Bytes(len as u64));
+        g.bench_function(BenchmarkId::new(name, "one-shot"), |b| {
+            b.iter(|| op.run(&input).unwrap())
+        });
+        g.bench_function(BenchmarkId::new(name, "split-64KiB"), |b| {
+            b.iter(|| run_split(op.as_ref(), &input, 64 * 1024).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
