@@ -13,7 +13,9 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    let cases: [(&str, &[(&str, &str)], usize); 3] = [
+    // (operator, parameters, input bytes)
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], usize);
+    let cases: [Case; 3] = [
         ("ec-encode", &[("k", "10"), ("m", "4")], 10 << 20),
         ("crc32c", &[], 10 << 20),
         ("sha256", &[], 10 << 20),
@@ -24,7 +26,7 @@ fn bench(c: &mut Criterion) {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let op = build_operator(name, &p).expect("valid");
-        let input: Vec<u8> = (0..len).map(|i| (i * 2654435761usize >> 13) as u8).collect();
+        let input: Vec<u8> = (0..len).map(|i| ((i * 2654435761usize) >> 13) as u8).collect();
         g.throughput(Throughput::Bytes(len as u64));
         g.bench_function(BenchmarkId::new(name, "one-shot"), |b| {
             b.iter(|| op.run(&input).unwrap())
