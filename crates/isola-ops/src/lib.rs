@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod checksum;
+pub mod compress;
 pub mod erasure;
 pub mod hash;
 pub mod operator;

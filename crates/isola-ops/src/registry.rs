@@ -3,6 +3,7 @@
 //! and build them.
 
 use crate::checksum::{CrcOp, InetChecksum};
+use crate::compress::{Codec, Compress, Decompress};
 use crate::erasure::{EcEncode, EcRecover};
 use crate::hash::HashOp;
 use crate::operator::{OpError, Operator};
@@ -23,6 +24,10 @@ pub struct OperatorInfo {
     pub description: &'static str,
     /// Whether it can run as subtasks and be reassembled.
     pub splittable: bool,
+    /// The operator that undoes it (a compressor's decompressor). A split
+    /// run of an operator with an inverse gives an equivalent stream (same
+    /// content once inverted); without one, the identical output.
+    pub inverse: Option<&'static str>,
     /// Parameters it accepts.
     pub params: &'static [ParamSpec],
     /// Constructor.
@@ -45,11 +50,54 @@ macro_rules! plain {
             category: $category,
             description: $description,
             splittable: true,
+            inverse: None,
             params: &[],
             build: |_| Ok(Box::new($op)),
         }
     };
 }
+
+/// Registry entry for a compressor of `codec`.
+macro_rules! compressor {
+    ($name:literal, $inverse:literal, $what:literal, $codec:expr, $split:expr, $params:expr) => {
+        OperatorInfo {
+            name: $name,
+            category: "storage",
+            description: concat!("compress: ", $what),
+            splittable: $split,
+            inverse: Some($inverse),
+            params: $params,
+            build: |p| Compress::build($name, $codec, p),
+        }
+    };
+}
+
+/// Registry entry for a decompressor of `codec`.
+macro_rules! decompressor {
+    ($name:literal, $what:literal, $codec:expr) => {
+        OperatorInfo {
+            name: $name,
+            category: "storage",
+            description: concat!("decompress: ", $what, "; corrupt input is an error"),
+            splittable: false,
+            inverse: None,
+            params: &[],
+            build: |_| Ok(Box::new(Decompress::new($name, $codec))),
+        }
+    };
+}
+
+const NO_LEVEL: &[ParamSpec] = &[];
+const LEVEL_0_9: &[ParamSpec] = &[ParamSpec {
+    name: "level",
+    default: "6",
+    description: "compression level, 0 (store) to 9 (smallest)",
+}];
+const LEVEL_ZSTD: &[ParamSpec] = &[ParamSpec {
+    name: "level",
+    default: "3",
+    description: "compression level, 1 (fastest) to 19 (smallest)",
+}];
 
 /// Every registered operator, in the order `isola op --list` shows them.
 pub static OPERATORS: &[OperatorInfo] = &[
@@ -76,6 +124,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
         category: "storage",
         description: "Reed-Solomon encode: k equal data shards in, m parity shards out (GF(2^8))",
         splittable: true,
+        inverse: None,
         params: &[
             ParamSpec {
                 name: "k",
@@ -95,6 +144,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
         category: "storage",
         description: "Reed-Solomon recover: all k + m shards in (lost ones ignored), the k data shards out",
         splittable: false,
+        inverse: None,
         params: &[
             ParamSpec {
                 name: "k",
@@ -114,6 +164,59 @@ pub static OPERATORS: &[OperatorInfo] = &[
         ],
         build: EcRecover::build,
     },
+    compressor!(
+        "deflate",
+        "inflate",
+        "raw deflate (RFC 1951)",
+        Codec::Deflate,
+        false,
+        LEVEL_0_9
+    ),
+    decompressor!("inflate", "raw deflate (RFC 1951)", Codec::Deflate),
+    compressor!(
+        "gzip",
+        "gunzip",
+        "gzip members (RFC 1952); splits into concatenated members",
+        Codec::Gzip,
+        true,
+        LEVEL_0_9
+    ),
+    decompressor!(
+        "gunzip",
+        "gzip (RFC 1952), concatenated members included",
+        Codec::Gzip
+    ),
+    compressor!(
+        "lz4",
+        "unlz4",
+        "LZ4 frame format; splits into concatenated frames",
+        Codec::Lz4,
+        true,
+        NO_LEVEL
+    ),
+    decompressor!(
+        "unlz4",
+        "LZ4 frame format, concatenated frames included",
+        Codec::Lz4
+    ),
+    compressor!(
+        "zstd",
+        "unzstd",
+        "Zstandard frames; splits into concatenated frames",
+        Codec::Zstd,
+        true,
+        LEVEL_ZSTD
+    ),
+    decompressor!("unzstd", "Zstandard, concatenated frames included", Codec::Zstd),
+    compressor!(
+        "snappy",
+        "unsnappy",
+        "Snappy framing format; splits into concatenated streams",
+        Codec::Snappy,
+        true,
+        NO_LEVEL
+    ),
+    decompressor!("unsnappy", "Snappy framing format", Codec::Snappy),
     plain!(
         "md5",
         "security",

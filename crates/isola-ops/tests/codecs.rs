@@ -1,0 +1,153 @@
+//! Compressors and decompressors against the stock tools, both ways, whole
+//! and split; and every decoder turns random or truncated bytes into an
+//! error, never a panic.
+
+use isola_ops::{build_operator, run_split, sample_params};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn tool(cmd: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd} must be installed (.ci/run installs it): {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Compressible but not trivial: text-like runs with noise.
+fn sample(n: usize) -> Vec<u8> {
+    let words: [&[u8]; 6] = [
+        b"tenant ",
+        b"isolation ",
+        b"dpu ",
+        b"accelerator ",
+        b"queue ",
+        b"\n",
+    ];
+    let mut x = 88172645463325252u64;
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if x % 5 == 0 {
+            out.push(x as u8);
+        } else {
+            out.extend_from_slice(words[(x >> 8) as usize % words.len()]);
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+#[test]
+fn stock_tools_decompress_our_output_whole_and_split() {
+    for (op, cmd) in [("gzip", "gzip"), ("lz4", "lz4"), ("zstd", "zstd")] {
+        let enc = build_operator(op, &BTreeMap::new()).unwrap();
+        for n in [0, 1, 1000, 300_000] {
+            let data = sample(n);
+            let whole = enc.run(&data).unwrap();
+            assert_eq!(
+                tool(cmd, &["-d", "-c"], &whole),
+                data,
+                "{cmd} -d of our {op}, {n} bytes"
+            );
+            for chunk in [4096, 65_537] {
+                let split = run_split(enc.as_ref(), &data, chunk).unwrap();
+                assert_eq!(
+                    tool(cmd, &["-d", "-c"], &split),
+                    data,
+                    "{cmd} -d of our split {op}, {n} bytes"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn we_decompress_the_stock_tools_output() {
+    for (cmd, args, op) in [
+        ("gzip", &["-c", "-n"][..], "gunzip"),
+        ("lz4", &["-c"][..], "unlz4"),
+        ("zstd", &["-c", "-q"][..], "unzstd"),
+    ] {
+        let dec = build_operator(op, &BTreeMap::new()).unwrap();
+        for n in [0, 17, 250_000] {
+            let data = sample(n);
+            let theirs = tool(cmd, args, &data);
+            assert_eq!(
+                dec.run(&theirs).unwrap(),
+                data,
+                "our {op} of {cmd} output, {n} bytes"
+            );
+        }
+    }
+}
+
+#[test]
+fn round_trips_of_every_codec() {
+    for (enc, dec) in [
+        ("deflate", "inflate"),
+        ("gzip", "gunzip"),
+        ("lz4", "unlz4"),
+        ("zstd", "unzstd"),
+        ("snappy", "unsnappy"),
+    ] {
+        let data = sample(100_000);
+        let c = build_operator(enc, &BTreeMap::new()).unwrap().run(&data).unwrap();
+        assert!(
+            c.len() < data.len() / 2,
+            "{enc} compresses: {} -> {}",
+            data.len(),
+            c.len()
+        );
+        assert_eq!(
+            build_operator(dec, &BTreeMap::new()).unwrap().run(&c).unwrap(),
+            data,
+            "{enc}/{dec}"
+        );
+    }
+    let mut p = BTreeMap::new();
+    p.insert("level".to_string(), "42".to_string());
+    let err = build_operator("zstd", &p).err().unwrap();
+    assert!(
+        err.to_string().contains("`level`") && err.to_string().contains("1 to 19"),
+        "{err}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Random bytes, and valid streams cut short or with a flipped byte.
+    #[test]
+    fn decoders_reject_garbage_without_panicking(garbage in proptest::collection::vec(any::<u8>(), 0..3_000), cut in 0usize..4_000, flip in any::<(usize, u8)>()) {
+        for (enc, dec) in [("deflate", "inflate"), ("gzip", "gunzip"), ("lz4", "unlz4"), ("zstd", "unzstd"), ("snappy", "unsnappy")] {
+            let d = build_operator(dec, &sample_params(dec)).unwrap();
+            let _ = d.run(&garbage);
+            let valid = build_operator(enc, &BTreeMap::new()).unwrap().run(&sample(5_000)).unwrap();
+            if cut < valid.len() {
+                let _ = d.run(&valid[..cut]);
+            }
+            let mut flipped = valid.clone();
+            let i = flip.0 % flipped.len();
+            flipped[i] ^= flip.1 | 1;
+            let _ = d.run(&flipped);
+        }
+    }
+}
