@@ -15,7 +15,14 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     // (operator, parameters, input bytes)
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], usize);
-    let cases: [Case; 3] = [
+    const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+    let cases: [Case; 5] = [
+        (
+            "aes-gcm-encrypt",
+            &[("key", KEY), ("iv", "cafebabefacedbaddecaf888")],
+            10 << 20,
+        ),
+        ("lz4", &[], 10 << 20),
         ("ec-encode", &[("k", "10"), ("m", "4")], 10 << 20),
         ("crc32c", &[], 10 << 20),
         ("sha256", &[], 10 << 20),

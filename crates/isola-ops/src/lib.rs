@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod aead;
 pub mod checksum;
 pub mod compress;
 pub mod erasure;

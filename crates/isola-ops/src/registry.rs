@@ -2,6 +2,7 @@
 //! description and parameters, so scenarios, the runtime and the CLI can list
 //! and build them.
 
+use crate::aead::{GcmDecrypt, GcmEncrypt};
 use crate::checksum::{CrcOp, InetChecksum};
 use crate::compress::{Codec, Compress, Decompress};
 use crate::erasure::{EcEncode, EcRecover};
@@ -88,6 +89,23 @@ macro_rules! decompressor {
 }
 
 const NO_LEVEL: &[ParamSpec] = &[];
+const GCM_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "key",
+        default: "",
+        description: "AES key, hex, 16 or 32 bytes (AES-128 or AES-256)",
+    },
+    ParamSpec {
+        name: "iv",
+        default: "",
+        description: "IV, hex, 12 bytes",
+    },
+    ParamSpec {
+        name: "aad",
+        default: "",
+        description: "additional authenticated data, hex (default none)",
+    },
+];
 const LEVEL_0_9: &[ParamSpec] = &[ParamSpec {
     name: "level",
     default: "6",
@@ -217,6 +235,24 @@ pub static OPERATORS: &[OperatorInfo] = &[
         NO_LEVEL
     ),
     decompressor!("unsnappy", "Snappy framing format", Codec::Snappy),
+    OperatorInfo {
+        name: "aes-gcm-encrypt",
+        category: "security",
+        description: "AES-GCM encrypt (SP 800-38D); outputs ciphertext then the 16-byte tag",
+        splittable: true,
+        inverse: None,
+        params: GCM_PARAMS,
+        build: GcmEncrypt::build,
+    },
+    OperatorInfo {
+        name: "aes-gcm-decrypt",
+        category: "security",
+        description: "AES-GCM decrypt of ciphertext then tag; a tag that does not authenticate is an error",
+        splittable: false,
+        inverse: None,
+        params: GCM_PARAMS,
+        build: GcmDecrypt::build,
+    },
     plain!(
         "md5",
         "security",
@@ -267,6 +303,14 @@ pub fn sample_params(name: &str) -> BTreeMap<String, String> {
     let pairs: &[(&str, &str)] = match name {
         "ec-encode" => &[("k", "4"), ("m", "2")],
         "ec-recover" => &[("k", "4"), ("m", "2"), ("lost", "1,4")],
+        "aes-gcm-encrypt" | "aes-gcm-decrypt" => &[
+            (
+                "key",
+                "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+            ),
+            ("iv", "cafebabefacedbaddecaf888"),
+            ("aad", "feedfacedeadbeef"),
+        ],
         _ => &[],
     };
     pairs
