@@ -13,8 +13,14 @@ pub fn duration(ns: f64) -> String {
     }
 }
 
-/// Renders rows as a left-aligned first column and right-aligned others.
+/// Renders rows as a left-aligned first column and right-aligned others
+/// (names, then numbers).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    table_with(header, rows, 1)
+}
+
+/// Renders rows with the first `left` columns left-aligned, the rest right-aligned.
+pub fn table_with(header: &[&str], rows: &[Vec<String>], left: usize) -> String {
     let cols = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in rows {
@@ -25,10 +31,11 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
-            if i == 0 {
-                s.push_str(&format!("{c:<w$}", w = width[0]));
+            let sep = if i == 0 { "" } else { "  " };
+            if i < left {
+                s.push_str(&format!("{sep}{c:<w$}", w = width[i]));
             } else {
-                s.push_str(&format!("  {c:>w$}", w = width[i]));
+                s.push_str(&format!("{sep}{c:>w$}", w = width[i]));
             }
         }
         s.trim_end().to_string()

@@ -1,6 +1,6 @@
 //! `isola op`: run one operator on a file, like `openssl` or `lz4` would.
 
-use crate::format::table;
+use crate::format::table_with;
 use anyhow::{bail, Context};
 use isola_ops::{build_operator, run_split, OPERATORS};
 use std::collections::BTreeMap;
