@@ -51,7 +51,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .collect();
         print!(
             "{}",
-            table(&["operator", "category", "split", "params", "description"], &rows)
+            table_with(
+                &["operator", "category", "split", "params", "description"],
+                &rows,
+                5
+            )
         );
         return Ok(());
     }
