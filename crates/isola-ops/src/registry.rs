@@ -89,6 +89,16 @@ macro_rules! decompressor {
 }
 
 const NO_LEVEL: &[ParamSpec] = &[];
+const EC_K: ParamSpec = ParamSpec {
+    name: "k",
+    default: "",
+    description: "data shards, 1 to 128",
+};
+const EC_M: ParamSpec = ParamSpec {
+    name: "m",
+    default: "",
+    description: "parity shards, 1 to 32",
+};
 const GCM_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "key",
@@ -143,18 +153,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "Reed-Solomon encode: k equal data shards in, m parity shards out (GF(2^8))",
         splittable: true,
         inverse: None,
-        params: &[
-            ParamSpec {
-                name: "k",
-                default: "",
-                description: "data shards, 1 to 128",
-            },
-            ParamSpec {
-                name: "m",
-                default: "",
-                description: "parity shards, 1 to 32",
-            },
-        ],
+        params: &[EC_K, EC_M],
         build: EcEncode::build,
     },
     OperatorInfo {
@@ -164,16 +163,8 @@ pub static OPERATORS: &[OperatorInfo] = &[
         splittable: false,
         inverse: None,
         params: &[
-            ParamSpec {
-                name: "k",
-                default: "",
-                description: "data shards, 1 to 128",
-            },
-            ParamSpec {
-                name: "m",
-                default: "",
-                description: "parity shards, 1 to 32",
-            },
+            EC_K,
+            EC_M,
             ParamSpec {
                 name: "lost",
                 default: "",
