@@ -1,5 +1,6 @@
-//! Operator throughput, one-shot and split into 64 KiB subtasks (run one
-//! after another on one core: the cost of splitting itself).
+//! Operator throughput, one-shot and split into 64 KiB and 640 KiB subtasks
+//! (run one after another on one core: the cost of splitting itself; for a
+//! 10-shard EC code, 640 KiB is 64 KiB of every shard).
 //!
 //! Run: `cargo bench -p isola-ops --bench ops`
 
@@ -40,6 +41,10 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function(BenchmarkId::new(name, "split-64KiB"), |b| {
             b.iter(|| run_split(op.as_ref(), &input, 64 * 1024).unwrap())
+        });
+        // For EC, 64 KiB of every one of the 10 shards per subtask.
+        g.bench_function(BenchmarkId::new(name, "split-640KiB"), |b| {
+            b.iter(|| run_split(op.as_ref(), &input, 640 * 1024).unwrap())
         });
     }
     g.finish();

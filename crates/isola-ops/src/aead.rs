@@ -14,12 +14,15 @@
 //! one-shot encryption. The combination (GF(2^128) multiply and powers of H)
 //! is written by hand: no crate exposes GHASH's field arithmetic.
 
-use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Splitter};
+use crate::operator::{
+    downcast, part_slice, placed_reassemble, placed_run_part, Carry, OpError, Operator, Placement, Splitter,
+};
 use aes::cipher::{BlockCipherEncrypt, KeyInit, KeyIvInit, StreamCipher, StreamCipherSeek};
 use aes_gcm::aead::{Aead, Payload};
 use ghash::universal_hash::UniversalHash;
 use isola_core::params::Params;
 use isola_core::{Subtask, TaskId};
+use std::ops::Range;
 
 /// Tag length in bytes.
 pub const TAG_BYTES: usize = 16;
@@ -222,6 +225,10 @@ impl Operator for GcmEncrypt {
     fn splitter(&self) -> Option<&dyn Splitter> {
         Some(self)
     }
+
+    fn placement(&self) -> Option<&dyn Placement> {
+        Some(self)
+    }
 }
 
 impl Operator for GcmDecrypt {
@@ -234,13 +241,6 @@ impl Operator for GcmDecrypt {
     }
 }
 
-/// One subtask's result: its ciphertext, its GHASH alone, and its length.
-struct GcmPart {
-    ciphertext: Vec<u8>,
-    ghash: u128,
-    len: u64,
-}
-
 impl Splitter for GcmEncrypt {
     fn ordered(&self) -> bool {
         false
@@ -248,51 +248,77 @@ impl Splitter for GcmEncrypt {
 
     /// Ranges aligned to 16-byte blocks (the chunk is rounded up to a multiple of 16).
     fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
-        let chunk = chunk.div_ceil(16).max(1) * 16;
+        let chunk = chunk.min(usize::MAX / 2).div_ceil(16).max(1) * 16;
         Ok(Subtask::ranges(task, len as u64, chunk as u64, false))
     }
 
     fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        if part.offset % 16 != 0 {
-            return Err(OpError::Input {
-                op: "aes-gcm-encrypt",
-                reason: format!("subtask offset {} is not on a 16-byte block", part.offset),
-            });
-        }
-        let mut ciphertext = part_slice(part, input).to_vec();
-        self.0.ctr_at(part.offset, &mut ciphertext);
-        let ghash = self.0.ghash(&ciphertext);
-        let len = ciphertext.len() as u64;
-        Ok(Box::new(GcmPart {
-            ciphertext,
-            ghash,
-            len,
-        }))
+        placed_run_part(self, part, input)
     }
 
-    fn reassemble(&self, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
-        let parts: Vec<GcmPart> = parts
-            .into_iter()
-            .map(|c| downcast("aes-gcm-encrypt", c))
-            .collect::<Result<_, _>>()?;
+    fn reassemble(&self, input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+        placed_reassemble(self, "aes-gcm-encrypt", input_len, parts)
+    }
+}
+
+impl Placement for GcmEncrypt {
+    fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
+        Ok(input_len + TAG_BYTES)
+    }
+
+    /// The subtask's own range of the ciphertext.
+    fn regions(&self, part: &Subtask, _: usize) -> Vec<Range<usize>> {
+        vec![part.offset as usize..(part.offset + part.bytes) as usize]
+    }
+
+    /// Encrypts the range with the keystream from its block offset and
+    /// hashes its ciphertext alone: the carry is (GHASH, length).
+    fn run_part_into(
+        &self,
+        part: &Subtask,
+        input: &[u8],
+        regions: &mut [&mut [u8]],
+    ) -> Result<Carry, OpError> {
+        let plaintext = part_slice(part, input);
+        let [out] = regions else {
+            return Err(OpError::WrongCarry {
+                op: "aes-gcm-encrypt",
+            });
+        };
+        if part.offset % 16 != 0 || out.len() != plaintext.len() {
+            return Err(OpError::Input {
+                op: "aes-gcm-encrypt",
+                reason: format!(
+                    "subtask at {} is not a whole range on a 16-byte block",
+                    part.offset
+                ),
+            });
+        }
+        out.copy_from_slice(plaintext);
+        self.0.ctr_at(part.offset, out);
+        Ok(Box::new((self.0.ghash(out), out.len() as u64)))
+    }
+
+    /// Horner over segments (AAD, each subtask's ciphertext, the length
+    /// block) gives GHASH of the whole; the tag follows the ciphertext.
+    fn finish(&self, carries: Vec<Carry>, out: &mut [u8]) -> Result<(), OpError> {
         let h = u128::from_be_bytes(self.0.h());
         let aad = &self.0.aad;
-        // Horner over segments: AAD, each part's ciphertext, the length block.
         let mut s = self.0.ghash(aad);
         let mut total = 0u64;
-        for p in &parts {
-            s = gf_mul(s, gf_pow(h, p.len.div_ceil(16))) ^ p.ghash;
-            total += p.len;
+        for c in carries {
+            let (ghash, len): (u128, u64) = downcast("aes-gcm-encrypt", c)?;
+            s = gf_mul(s, gf_pow(h, len.div_ceil(16))) ^ ghash;
+            total += len;
         }
         let lengths = ((aad.len() as u128 * 8) << 64) | (total as u128 * 8);
         s = gf_mul(s ^ lengths, h);
         let tag = s ^ u128::from_be_bytes(self.0.encrypt_block(self.0.counter(1)));
-        let mut out = Vec::with_capacity(total as usize + TAG_BYTES);
-        for p in parts {
-            out.extend_from_slice(&p.ciphertext);
-        }
-        out.extend_from_slice(&tag.to_be_bytes());
-        Ok(out)
+        let at = out.len().checked_sub(TAG_BYTES).ok_or(OpError::WrongCarry {
+            op: "aes-gcm-encrypt",
+        })?;
+        out[at..].copy_from_slice(&tag.to_be_bytes());
+        Ok(())
     }
 }
 

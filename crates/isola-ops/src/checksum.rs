@@ -57,7 +57,7 @@ impl Splitter for CrcOp {
         Ok(Box::new((self.value(slice), slice.len() as u64)))
     }
 
-    fn reassemble(&self, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+    fn reassemble(&self, _input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
         let mut acc: Option<u64> = None;
         for part in parts {
             let (crc, len) = downcast::<(u32, u64)>(self.name, part)?;
@@ -133,7 +133,7 @@ impl Splitter for InetChecksum {
         Ok(Box::new(contribution))
     }
 
-    fn reassemble(&self, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+    fn reassemble(&self, _input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
         let mut total: u64 = 0;
         for part in parts {
             total += downcast::<u16>("inet-checksum", part)? as u64;

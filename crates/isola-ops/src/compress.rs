@@ -158,7 +158,7 @@ impl Splitter for Compress {
         Ok(Box::new(self.compress(part_slice(part, input))?))
     }
 
-    fn reassemble(&self, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+    fn reassemble(&self, _input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
         let parts: Vec<Vec<u8>> = parts
             .into_iter()
             .map(|c| downcast(self.name, c))

@@ -9,10 +9,13 @@
 //! only on data byte i of each shard), so the parity of each range,
 //! concatenated, is the one-shot parity byte for byte.
 
-use crate::operator::{downcast, Carry, OpError, Operator, Splitter};
+use crate::operator::{
+    placed_reassemble, placed_run_part, run_split, Carry, OpError, Operator, Placement, Splitter,
+};
 use isola_core::params::Params;
 use isola_core::{Subtask, TaskId};
 use reed_solomon_erasure::galois_8::ReedSolomon;
+use std::ops::Range;
 
 /// Largest number of data shards.
 pub const MAX_DATA_SHARDS: u64 = 128;
@@ -53,31 +56,6 @@ impl EcEncode {
         }
         Ok(len / self.k)
     }
-
-    /// Writes the parity of bytes `[off, off + len)` of every data shard (of
-    /// size `shard`) into `out`, m parity ranges of `len` bytes back to back.
-    fn encode_range_into(
-        &self,
-        input: &[u8],
-        shard: usize,
-        off: usize,
-        len: usize,
-        out: &mut [u8],
-    ) -> Result<(), OpError> {
-        if len == 0 {
-            return Ok(());
-        }
-        let data: Vec<&[u8]> = (0..self.k)
-            .map(|i| &input[i * shard + off..i * shard + off + len])
-            .collect();
-        let mut parity: Vec<&mut [u8]> = out.chunks_mut(len).collect();
-        self.rs
-            .encode_sep(&data, &mut parity)
-            .map_err(|e| OpError::Input {
-                op: "ec-encode",
-                reason: format!("{e:?}"),
-            })
-    }
 }
 
 impl Operator for EcEncode {
@@ -85,11 +63,13 @@ impl Operator for EcEncode {
         "ec-encode"
     }
 
+    fn placement(&self) -> Option<&dyn Placement> {
+        Some(self)
+    }
+
+    /// One subtask covering the whole shards: the same path as a split run.
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        let shard = self.shard_size(input.len())?;
-        let mut out = vec![0u8; self.m * shard];
-        self.encode_range_into(input, shard, 0, shard, &mut out)?;
-        Ok(out)
+        run_split(self, input, input.len().max(1))
     }
 
     fn splitter(&self) -> Option<&dyn Splitter> {
@@ -111,33 +91,56 @@ impl Splitter for EcEncode {
     }
 
     fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        let shard = self.shard_size(input.len())?;
-        let (off, len) = (part.offset as usize, part.bytes as usize);
-        if off + len > shard {
-            return Err(OpError::Input {
-                op: "ec-encode",
-                reason: format!("subtask range {off}+{len} is outside the {shard}-byte shards"),
-            });
-        }
-        let mut parity = vec![0u8; self.m * len];
-        self.encode_range_into(input, shard, off, len, &mut parity)?;
-        Ok(Box::new(parity))
+        placed_run_part(self, part, input)
     }
 
-    fn reassemble(&self, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
-        // Each part holds its range of every parity shard, back to back.
-        let parts: Vec<Vec<u8>> = parts
-            .into_iter()
-            .map(|c| downcast("ec-encode", c))
-            .collect::<Result<_, _>>()?;
-        let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-        for j in 0..self.m {
-            for p in &parts {
-                let len = p.len() / self.m;
-                out.extend_from_slice(&p[j * len..(j + 1) * len]);
-            }
+    fn reassemble(&self, input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+        placed_reassemble(self, "ec-encode", input_len, parts)
+    }
+}
+
+impl Placement for EcEncode {
+    fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
+        Ok(self.m * self.shard_size(input_len)?)
+    }
+
+    /// The subtask's range of each of the m parity shards.
+    fn regions(&self, part: &Subtask, input_len: usize) -> Vec<Range<usize>> {
+        let shard = input_len / self.k;
+        let (off, len) = (part.offset as usize, part.bytes as usize);
+        (0..self.m)
+            .map(|j| j * shard + off..j * shard + off + len)
+            .collect()
+    }
+
+    fn run_part_into(
+        &self,
+        part: &Subtask,
+        input: &[u8],
+        regions: &mut [&mut [u8]],
+    ) -> Result<Carry, OpError> {
+        let shard = self.shard_size(input.len())?;
+        let (off, len) = (part.offset as usize, part.bytes as usize);
+        if off + len > shard || regions.len() != self.m || regions.iter().any(|r| r.len() != len) {
+            return Err(OpError::Input {
+                op: "ec-encode",
+                reason: format!("subtask range {off}+{len} does not fit {shard}-byte shards"),
+            });
         }
-        Ok(out)
+        if len > 0 {
+            let data: Vec<&[u8]> = (0..self.k)
+                .map(|i| &input[i * shard + off..i * shard + off + len])
+                .collect();
+            self.rs.encode_sep(&data, regions).map_err(|e| OpError::Input {
+                op: "ec-encode",
+                reason: format!("{e:?}"),
+            })?;
+        }
+        Ok(Box::new(()))
+    }
+
+    fn finish(&self, _: Vec<Carry>, _: &mut [u8]) -> Result<(), OpError> {
+        Ok(())
     }
 }
 

@@ -56,7 +56,7 @@ impl<D: Digest + Clone + Send + 'static> Splitter for HashOp<D> {
         Ok(Box::new(state))
     }
 
-    fn reassemble(&self, mut parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+    fn reassemble(&self, _input_len: usize, mut parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
         let state = match parts.pop() {
             Some(c) => downcast::<D>(self.name, c)?,
             None => D::new(),

@@ -21,5 +21,5 @@ pub mod hash;
 pub mod operator;
 pub mod registry;
 
-pub use operator::{run_split, Carry, OpError, Operator, Splitter};
+pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
 pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};

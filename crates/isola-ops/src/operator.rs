@@ -4,6 +4,7 @@ use isola_core::params::ParamError;
 use isola_core::Subtask;
 use isola_core::TaskId;
 use std::any::Any;
+use std::ops::Range;
 
 /// Why an operator could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,6 +56,98 @@ pub fn downcast<T: 'static>(op: &'static str, carry: Carry) -> Result<T, OpError
         .map_err(|_| OpError::WrongCarry { op })
 }
 
+/// Splitting whose subtasks write their output in place, into disjoint
+/// regions of one preallocated task output: no per-subtask buffers and no
+/// reassembly copy. `run_split` (and the runtime) prefer it when an operator
+/// offers it.
+pub trait Placement: Send + Sync {
+    /// Length of the task's output for an input of `input_len` bytes.
+    fn output_len(&self, input_len: usize) -> Result<usize, OpError>;
+
+    /// The output ranges subtask `part` writes, in order; the ranges of
+    /// different subtasks of one task never overlap.
+    fn regions(&self, part: &Subtask, input_len: usize) -> Vec<Range<usize>>;
+
+    /// Runs `part`, writing its output into `regions` (the slices of the task
+    /// output for the ranges `regions()` gave, in that order), and returns
+    /// what [`Placement::finish`] needs of it.
+    fn run_part_into(
+        &self,
+        part: &Subtask,
+        input: &[u8],
+        regions: &mut [&mut [u8]],
+    ) -> Result<Carry, OpError>;
+
+    /// Completes the task output (e.g. an authentication tag) from every
+    /// subtask's carry, in index order.
+    fn finish(&self, carries: Vec<Carry>, out: &mut [u8]) -> Result<(), OpError>;
+}
+
+/// Disjoint mutable slices of `out` for sorted, non-overlapping `ranges`.
+pub fn carve<'a>(mut out: &'a mut [u8], ranges: &[Range<usize>]) -> Result<Vec<&'a mut [u8]>, OpError> {
+    let mut slices = Vec::with_capacity(ranges.len());
+    let mut at = 0;
+    for r in ranges {
+        if r.start < at || r.end < r.start || r.end - at > out.len() {
+            return Err(OpError::Input {
+                op: "split",
+                reason: format!("output region {r:?} overlaps or lies outside the output"),
+            });
+        }
+        let rest = std::mem::take(&mut out);
+        let (_, tail) = rest.split_at_mut(r.start - at);
+        let (slice, tail) = tail.split_at_mut(r.end - r.start);
+        slices.push(slice);
+        out = tail;
+        at = r.end;
+    }
+    Ok(slices)
+}
+
+/// [`Splitter::run_part`] for an operator with a [`Placement`]: the subtask
+/// writes into buffers of its own, handed back with the carry.
+pub fn placed_run_part(p: &dyn Placement, part: &Subtask, input: &[u8]) -> Result<Carry, OpError> {
+    let ranges = p.regions(part, input.len());
+    let mut buffers: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0u8; r.len()]).collect();
+    let mut slices: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
+    let carry = p.run_part_into(part, input, &mut slices)?;
+    Ok(Box::new(PlacedPart {
+        ranges,
+        buffers,
+        carry,
+    }))
+}
+
+/// [`Splitter::reassemble`] for an operator with a [`Placement`]: copies
+/// each subtask's buffers into place, then finishes.
+pub fn placed_reassemble(
+    p: &dyn Placement,
+    op: &'static str,
+    input_len: usize,
+    parts: Vec<Carry>,
+) -> Result<Vec<u8>, OpError> {
+    let mut out = vec![0u8; p.output_len(input_len)?];
+    let mut carries = Vec::with_capacity(parts.len());
+    for part in parts {
+        let part: PlacedPart = downcast(op, part)?;
+        for (r, b) in part.ranges.iter().zip(&part.buffers) {
+            out.get_mut(r.clone())
+                .ok_or(OpError::WrongCarry { op })?
+                .copy_from_slice(b);
+        }
+        carries.push(part.carry);
+    }
+    p.finish(carries, &mut out)?;
+    Ok(out)
+}
+
+/// A placed subtask run on its own buffers.
+struct PlacedPart {
+    ranges: Vec<Range<usize>>,
+    buffers: Vec<Vec<u8>>,
+    carry: Carry,
+}
+
 /// A configured operator (parameters already checked).
 pub trait Operator: Send + Sync {
     /// The registered name.
@@ -65,6 +158,11 @@ pub trait Operator: Send + Sync {
 
     /// How the operator splits into subtasks, if it can.
     fn splitter(&self) -> Option<&dyn Splitter> {
+        None
+    }
+
+    /// How its subtasks write in place, if they can.
+    fn placement(&self) -> Option<&dyn Placement> {
         None
     }
 }
@@ -88,9 +186,10 @@ pub trait Splitter: Send + Sync {
     /// carry (`None` for the first).
     fn run_part(&self, part: &Subtask, input: &[u8], previous: Option<Carry>) -> Result<Carry, OpError>;
 
-    /// Builds the task's output from the carries of every subtask in index
-    /// order (for ordered splitters, only the last one's).
-    fn reassemble(&self, parts: Vec<Carry>) -> Result<Vec<u8>, OpError>;
+    /// Builds the output of a task whose input was `input_len` bytes from the
+    /// carries of every subtask in index order (for ordered splitters, only
+    /// the last one's).
+    fn reassemble(&self, input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError>;
 }
 
 /// The contiguous range of `input` that subtask `part` covers (empty if the
@@ -106,17 +205,28 @@ pub fn part_slice<'a>(part: &Subtask, input: &'a [u8]) -> &'a [u8] {
 pub fn run_split(op: &dyn Operator, input: &[u8], chunk: usize) -> Result<Vec<u8>, OpError> {
     let split = op.splitter().ok_or(OpError::NotSplittable { op: op.name() })?;
     let parts = split.plan(TaskId(0), input.len(), chunk)?;
+    if let Some(place) = op.placement() {
+        let mut out = vec![0u8; place.output_len(input.len())?];
+        let mut carries = Vec::with_capacity(parts.len());
+        for p in &parts {
+            let ranges = place.regions(p, input.len());
+            let mut slices = carve(&mut out, &ranges)?;
+            carries.push(place.run_part_into(p, input, &mut slices)?);
+        }
+        place.finish(carries, &mut out)?;
+        return Ok(out);
+    }
     if split.ordered() {
         let mut carry = None;
         for p in &parts {
             carry = Some(split.run_part(p, input, carry)?);
         }
-        split.reassemble(carry.into_iter().collect())
+        split.reassemble(input.len(), carry.into_iter().collect())
     } else {
         let outs = parts
             .iter()
             .map(|p| split.run_part(p, input, None))
             .collect::<Result<Vec<_>, _>>()?;
-        split.reassemble(outs)
+        split.reassemble(input.len(), outs)
     }
 }
