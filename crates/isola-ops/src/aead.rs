@@ -268,7 +268,7 @@ impl Placement for GcmEncrypt {
 
     /// The subtask's own range of the ciphertext.
     fn regions(&self, part: &Subtask, _: usize) -> Vec<Range<usize>> {
-        vec![part.offset as usize..(part.offset + part.bytes) as usize]
+        Vec::from([part.offset as usize..(part.offset + part.bytes) as usize])
     }
 
     /// Encrypts the range with the keystream from its block offset and
