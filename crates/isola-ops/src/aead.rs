@@ -268,7 +268,8 @@ impl Placement for GcmEncrypt {
 
     /// The subtask's own range of the ciphertext.
     fn regions(&self, part: &Subtask, _: usize) -> Vec<Range<usize>> {
-        Vec::from([part.offset as usize..(part.offset + part.bytes) as usize])
+        let range = part.offset as usize..(part.offset + part.bytes) as usize;
+        std::iter::once(range).collect()
     }
 
     /// Encrypts the range with the keystream from its block offset and
