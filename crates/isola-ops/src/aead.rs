@@ -14,9 +14,7 @@
 //! one-shot encryption. The combination (GF(2^128) multiply and powers of H)
 //! is written by hand: no crate exposes GHASH's field arithmetic.
 
-use crate::operator::{
-    downcast, part_slice, placed_reassemble, placed_run_part, Carry, OpError, Operator, Placement, Splitter,
-};
+use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Placement, Splitter};
 use aes::cipher::{BlockCipherEncrypt, KeyInit, KeyIvInit, StreamCipher, StreamCipherSeek};
 use aes_gcm::aead::{Aead, Payload};
 use ghash::universal_hash::UniversalHash;
@@ -241,27 +239,13 @@ impl Operator for GcmDecrypt {
     }
 }
 
-impl Splitter for GcmEncrypt {
-    fn ordered(&self) -> bool {
-        false
-    }
-
+impl Placement for GcmEncrypt {
     /// Ranges aligned to 16-byte blocks (the chunk is rounded up to a multiple of 16).
     fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
         let chunk = chunk.min(usize::MAX / 2).div_ceil(16).max(1) * 16;
         Ok(Subtask::ranges(task, len as u64, chunk as u64, false))
     }
 
-    fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        placed_run_part(self, part, input)
-    }
-
-    fn reassemble(&self, input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
-        placed_reassemble(self, "aes-gcm-encrypt", input_len, parts)
-    }
-}
-
-impl Placement for GcmEncrypt {
     fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
         Ok(input_len + TAG_BYTES)
     }

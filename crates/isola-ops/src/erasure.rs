@@ -9,9 +9,7 @@
 //! only on data byte i of each shard), so the parity of each range,
 //! concatenated, is the one-shot parity byte for byte.
 
-use crate::operator::{
-    placed_reassemble, placed_run_part, run_split, Carry, OpError, Operator, Placement, Splitter,
-};
+use crate::operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
 use isola_core::params::Params;
 use isola_core::{Subtask, TaskId};
 use reed_solomon_erasure::galois_8::ReedSolomon;
@@ -77,11 +75,7 @@ impl Operator for EcEncode {
     }
 }
 
-impl Splitter for EcEncode {
-    fn ordered(&self) -> bool {
-        false
-    }
-
+impl Placement for EcEncode {
     /// Ranges of the shard size: a subtask of `chunk` input bytes covers
     /// `chunk / k` bytes of every shard.
     fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
@@ -90,16 +84,6 @@ impl Splitter for EcEncode {
         Ok(Subtask::ranges(task, shard as u64, per_shard as u64, false))
     }
 
-    fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        placed_run_part(self, part, input)
-    }
-
-    fn reassemble(&self, input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
-        placed_reassemble(self, "ec-encode", input_len, parts)
-    }
-}
-
-impl Placement for EcEncode {
     fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
         Ok(self.m * self.shard_size(input_len)?)
     }

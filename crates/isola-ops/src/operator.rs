@@ -58,9 +58,13 @@ pub fn downcast<T: 'static>(op: &'static str, carry: Carry) -> Result<T, OpError
 
 /// Splitting whose subtasks write their output in place, into disjoint
 /// regions of one preallocated task output: no per-subtask buffers and no
-/// reassembly copy. `run_split` (and the runtime) prefer it when an operator
-/// offers it.
-pub trait Placement: Send + Sync {
+/// reassembly copy. `run_split` (and the runtime) prefer it; every placed
+/// operator is also a [`Splitter`] (independent subtasks) through the
+/// blanket implementation below, for drivers without a shared output.
+pub trait Placement: Operator {
+    /// Subtasks for an input of `len` bytes in chunks of about `chunk` bytes.
+    fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError>;
+
     /// Length of the task's output for an input of `input_len` bytes.
     fn output_len(&self, input_len: usize) -> Result<usize, OpError>;
 
@@ -104,48 +108,52 @@ pub fn carve<'a>(mut out: &'a mut [u8], ranges: &[Range<usize>]) -> Result<Vec<&
     Ok(slices)
 }
 
-/// [`Splitter::run_part`] for an operator with a [`Placement`]: the subtask
-/// writes into buffers of its own, handed back with the carry.
-pub fn placed_run_part(p: &dyn Placement, part: &Subtask, input: &[u8]) -> Result<Carry, OpError> {
-    let ranges = p.regions(part, input.len());
-    let mut buffers: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0u8; r.len()]).collect();
-    let mut slices: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
-    let carry = p.run_part_into(part, input, &mut slices)?;
-    Ok(Box::new(PlacedPart {
-        ranges,
-        buffers,
-        carry,
-    }))
-}
-
-/// [`Splitter::reassemble`] for an operator with a [`Placement`]: copies
-/// each subtask's buffers into place, then finishes.
-pub fn placed_reassemble(
-    p: &dyn Placement,
-    op: &'static str,
-    input_len: usize,
-    parts: Vec<Carry>,
-) -> Result<Vec<u8>, OpError> {
-    let mut out = vec![0u8; p.output_len(input_len)?];
-    let mut carries = Vec::with_capacity(parts.len());
-    for part in parts {
-        let part: PlacedPart = downcast(op, part)?;
-        for (r, b) in part.ranges.iter().zip(&part.buffers) {
-            out.get_mut(r.clone())
-                .ok_or(OpError::WrongCarry { op })?
-                .copy_from_slice(b);
-        }
-        carries.push(part.carry);
-    }
-    p.finish(carries, &mut out)?;
-    Ok(out)
-}
-
-/// A placed subtask run on its own buffers.
+/// A placed subtask run on buffers of its own.
 struct PlacedPart {
     ranges: Vec<Range<usize>>,
     buffers: Vec<Vec<u8>>,
     carry: Carry,
+}
+
+impl<T: Placement> Splitter for T {
+    fn ordered(&self) -> bool {
+        false
+    }
+
+    fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
+        Placement::plan(self, task, len, chunk)
+    }
+
+    /// The subtask writes into buffers of its own, handed back with its carry.
+    fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
+        let ranges = self.regions(part, input.len());
+        let mut buffers: Vec<Vec<u8>> = ranges.iter().map(|r| vec![0u8; r.len()]).collect();
+        let mut slices: Vec<&mut [u8]> = buffers.iter_mut().map(Vec::as_mut_slice).collect();
+        let carry = self.run_part_into(part, input, &mut slices)?;
+        Ok(Box::new(PlacedPart {
+            ranges,
+            buffers,
+            carry,
+        }))
+    }
+
+    /// Copies each subtask's buffers into place, then finishes.
+    fn reassemble(&self, input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+        let op = self.name();
+        let mut out = vec![0u8; self.output_len(input_len)?];
+        let mut carries = Vec::with_capacity(parts.len());
+        for part in parts {
+            let part: PlacedPart = downcast(op, part)?;
+            for (r, b) in part.ranges.iter().zip(&part.buffers) {
+                out.get_mut(r.clone())
+                    .ok_or(OpError::WrongCarry { op })?
+                    .copy_from_slice(b);
+            }
+            carries.push(part.carry);
+        }
+        self.finish(carries, &mut out)?;
+        Ok(out)
+    }
 }
 
 /// A configured operator (parameters already checked).

@@ -12,7 +12,7 @@ use isola_core::params::Params;
 use isola_core::policy::registry::PolicySetup;
 use isola_core::policy::{build_policy, find_policy, TenantShare};
 use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
-use isola_core::{EngineKind, LatencyObjective, Nanos, RateSpec, RateUnit, Slo, TenantClass, POLICIES};
+use isola_core::{EngineKind, LatencyObjective, Nanos, RateSpec, RateUnit, Slo, TenantClass};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -754,63 +754,30 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
             ))
         }
     };
-    // Keys that only some kinds take.
-    let only = |present: bool, span: Option<Range<usize>>, key: &str, kinds: &[EngineKind]| {
-        if present && !kinds.contains(&kind) {
-            let names: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
-            Err(src.at(
-                span.unwrap_or(0..0),
-                Some(key),
-                format!("only applies to {} engines, not {kind}", names.join("/")),
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    use EngineKind::*;
-    only(
-        raw.queue_depth.is_some(),
-        raw.queue_depth.as_ref().map(|s| s.span()),
-        "queue_depth",
-        &[Accelerator],
-    )?;
-    only(
-        raw.service.is_some(),
-        raw.service.as_ref().map(|s| s.span()),
-        "service",
-        &[Accelerator, ProcessingUnits],
-    )?;
-    only(
-        raw.clock.is_some(),
-        raw.clock.as_ref().map(|s| s.span()),
-        "clock",
-        &[ProcessingUnits],
-    )?;
-    only(
-        raw.bandwidth.is_some(),
-        raw.bandwidth.as_ref().map(|s| s.span()),
-        "bandwidth",
-        &[Dma, Egress],
-    )?;
-    for (key, v) in [
-        ("max_payload", &raw.max_payload),
-        ("max_read_request", &raw.max_read_request),
-        ("tlp_overhead", &raw.tlp_overhead),
-    ] {
-        only(v.is_some(), v.as_ref().map(|s| s.span()), key, &[Dma])?;
+    // Keys that only some kinds take: (key, where it is written if present, kinds).
+    fn at<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
+        v.as_ref().map(Spanned::span)
     }
-    only(
-        raw.tlp_rate.is_some(),
-        raw.tlp_rate.as_ref().map(|s| s.span()),
-        "tlp_rate",
-        &[Dma],
-    )?;
-    only(
-        raw.packet_overhead.is_some(),
-        raw.packet_overhead.as_ref().map(|s| s.span()),
-        "packet_overhead",
-        &[Egress],
-    )?;
+    use EngineKind::*;
+    type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
+    let kind_keys: [KindKey; 9] = [
+        ("queue_depth", at(&raw.queue_depth), &[Accelerator]),
+        ("service", at(&raw.service), &[Accelerator, ProcessingUnits]),
+        ("clock", at(&raw.clock), &[ProcessingUnits]),
+        ("bandwidth", at(&raw.bandwidth), &[Dma, Egress]),
+        ("max_payload", at(&raw.max_payload), &[Dma]),
+        ("max_read_request", at(&raw.max_read_request), &[Dma]),
+        ("tlp_overhead", at(&raw.tlp_overhead), &[Dma]),
+        ("tlp_rate", at(&raw.tlp_rate), &[Dma]),
+        ("packet_overhead", at(&raw.packet_overhead), &[Egress]),
+    ];
+    for (key, span, kinds) in kind_keys {
+        if let Some(span) = span.filter(|_| !kinds.contains(&kind)) {
+            let names: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+            let message = format!("only applies to {} engines, not {kind}", names.join("/"));
+            return Err(src.at(span, Some(key), message));
+        }
+    }
 
     let slots = match raw.slots {
         Some(s) if *s.get_ref() == 0 => return Err(src.at(s.span(), Some("slots"), "must be at least 1")),
@@ -1207,9 +1174,4 @@ fn check_tenant(
             flow: w.flow,
         },
     })
-}
-
-/// Names of every registered policy, for help texts.
-pub fn policy_names() -> Vec<&'static str> {
-    POLICIES.iter().map(|p| p.name).collect()
 }

@@ -399,15 +399,8 @@ impl<'a> Sim<'a> {
                     Some(owner) => owner,
                     None => {
                         self.tenants[source].unmatched += 1;
-                        self.jobs_done += 1;
-                        if closed {
-                            self.schedule(
-                                self.now,
-                                Event::Arrival {
-                                    tenant: source as u32,
-                                },
-                            );
-                        } else {
+                        self.job_ended(source);
+                        if !closed {
                             self.schedule_next_arrival(source);
                         }
                         return;

@@ -59,14 +59,6 @@ impl LatencyHistogram {
         }
     }
 
-    /// Adds every sample of `other`.
-    pub fn merge(&mut self, other: &LatencyHistogram) {
-        // Both histograms auto-resize, so adding cannot run out of range.
-        let _ = self.hist.add(&other.hist);
-        self.sum += other.sum;
-        self.max = self.max.max(other.max);
-    }
-
     /// Number of samples.
     pub fn count(&self) -> u64 {
         self.hist.len()

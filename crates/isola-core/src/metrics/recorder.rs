@@ -105,11 +105,6 @@ impl TenantRecorder {
             },
         })
     }
-
-    /// Tenant `index`'s latency histogram.
-    pub fn latency(&self, index: usize) -> Option<&LatencyHistogram> {
-        self.tenants.get(index).map(|a| &a.latency)
-    }
 }
 
 #[cfg(test)]

@@ -89,13 +89,6 @@ pub struct StaticPartition {
     cursor: usize,
 }
 
-impl StaticPartition {
-    /// Slots owned by each tenant.
-    pub fn owned(&self) -> &[u32] {
-        &self.owned
-    }
-}
-
 impl Policy for StaticPartition {
     fn on_ready(&mut self, _: Nanos, tenant: usize, _: &HeadInfo, _: &PolicyContext<'_>) {
         self.ready[tenant] = true;
