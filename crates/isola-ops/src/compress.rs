@@ -9,7 +9,10 @@
 //! their slice independently; the concatenation is a valid stream that the
 //! stock `lz4 -d`, `zstd -d` and `gzip -d` turn back into the original (the
 //! tests check it). Raw deflate cannot be concatenated and does not split.
-//! Decoders turn corrupt or truncated input into an error, never a panic.
+//! Decoders turn corrupt or truncated input into an error, never a panic,
+//! with one limit of the Snappy framing format: it has no end marker, so a
+//! stream cut exactly between chunks is a valid shorter stream (its per-chunk
+//! CRC catches any other damage).
 
 use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Splitter};
 use isola_core::params::Params;
@@ -37,11 +40,12 @@ impl Codec {
         !matches!(self, Codec::Deflate)
     }
 
-    /// The compression levels it takes, and its default, if any.
-    pub fn levels(self) -> Option<(std::ops::RangeInclusive<u64>, u64)> {
+    /// The compression levels it takes, if any (the default is the
+    /// `level` parameter's, in the registry).
+    pub fn levels(self) -> Option<std::ops::RangeInclusive<u64>> {
         match self {
-            Codec::Deflate | Codec::Gzip => Some((0..=9, 6)),
-            Codec::Zstd => Some((1..=19, 3)),
+            Codec::Deflate | Codec::Gzip => Some(0..=9),
+            Codec::Zstd => Some(1..=19),
             Codec::Lz4 | Codec::Snappy => None,
         }
     }
@@ -84,16 +88,14 @@ impl Codec {
                 flate2::read::MultiGzDecoder::new(input).read_to_end(&mut out)?;
             }
             Codec::Lz4 => {
-                // One frame after another until the input is used up.
+                // One frame after another until the input is used up; each
+                // must be complete (lz4_flex ends a frame quietly at end of
+                // input, even without its end mark).
                 let mut rest = input;
                 while !rest.is_empty() {
-                    let mut d = lz4_flex::frame::FrameDecoder::new(rest);
-                    d.read_to_end(&mut out)?;
-                    let used = rest.len() - d.get_ref().len();
-                    if used == 0 {
-                        return Err(std::io::Error::other("trailing bytes are not an LZ4 frame"));
-                    }
-                    rest = &rest[used..];
+                    let len = lz4_frame_len(rest)?;
+                    lz4_flex::frame::FrameDecoder::new(&rest[..len]).read_to_end(&mut out)?;
+                    rest = &rest[len..];
                 }
             }
             Codec::Zstd => {
@@ -105,6 +107,44 @@ impl Codec {
         }
         Ok(out)
     }
+}
+
+/// Length of the LZ4 frame (or skippable frame) at the start of `bytes`, by
+/// walking its structure (LZ4 Frame Format 1.6: header, blocks, end mark,
+/// optional checksums); an error if it is cut short or not a frame.
+/// Written by hand because lz4_flex accepts a frame whose end is missing.
+fn lz4_frame_len(bytes: &[u8]) -> Result<usize, std::io::Error> {
+    let short = || std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "LZ4 frame cut short");
+    let u32_at = |at: usize| -> Result<u32, std::io::Error> {
+        let b = bytes.get(at..at + 4).ok_or_else(short)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let magic = u32_at(0)?;
+    if (0x184D_2A50..=0x184D_2A5F).contains(&magic) {
+        let len = 8 + u32_at(4)? as usize;
+        return if bytes.len() >= len { Ok(len) } else { Err(short()) };
+    }
+    if magic != 0x184D_2204 {
+        return Err(std::io::Error::other("not an LZ4 frame (bad magic number)"));
+    }
+    let flg = *bytes.get(4).ok_or_else(short)?;
+    let (block_checksum, content_size, content_checksum, dict_id) =
+        (flg & 0x10 != 0, flg & 0x08 != 0, flg & 0x04 != 0, flg & 0x01 != 0);
+    // Magic, FLG, BD, optional content size and dictionary id, header checksum.
+    let mut at = 4 + 2 + if content_size { 8 } else { 0 } + if dict_id { 4 } else { 0 } + 1;
+    loop {
+        let size = u32_at(at)?;
+        at += 4;
+        if size == 0 {
+            break;
+        }
+        at += (size & 0x7FFF_FFFF) as usize + if block_checksum { 4 } else { 0 };
+    }
+    at += if content_checksum { 4 } else { 0 };
+    if bytes.len() < at {
+        return Err(short());
+    }
+    Ok(at)
 }
 
 /// Compresses with a codec.
@@ -119,7 +159,7 @@ impl Compress {
     /// Builds `name` for `codec`, reading `level` if the codec has levels.
     pub fn build(name: &'static str, codec: Codec, p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         let level = match codec.levels() {
-            Some((range, _)) => p.u64_in("level", range)? as u32,
+            Some(range) => p.u64_in("level", range)? as u32,
             None => 0,
         };
         Ok(Box::new(Compress { name, codec, level }))
