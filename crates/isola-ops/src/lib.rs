@@ -20,6 +20,8 @@ pub mod erasure;
 pub mod hash;
 pub mod operator;
 pub mod registry;
+pub mod sample;
 
 pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
 pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};
+pub use sample::{text_payload, valid_input};
