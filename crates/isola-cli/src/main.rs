@@ -6,10 +6,13 @@
 //! arguments, calls the library crates and formats their results; it must not
 //! hold scheduling logic of its own.
 
+mod bench;
 mod format;
 mod op;
 mod policies;
+mod progress;
 mod sim;
+mod svg;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -30,6 +33,8 @@ enum Command {
     Sim(sim::Args),
     /// Run one operator on a file (optionally as subtasks), or list the operators.
     Op(op::Args),
+    /// Measure operators: `isola bench ops` sweeps sizes and thread counts.
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
         Command::Policies(args) => policies::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Op(args) => op::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,12 +1,11 @@
 //! `isola sim`: simulate a scenario under its policies and print the results.
 
 use crate::format::{duration, table};
+use crate::progress::Progress;
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use isola_sim::{simulate, Scenario, SimReport};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 /// Arguments of `isola sim`.
 #[derive(Debug, clap::Args)]
@@ -61,29 +60,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `f` with a progress callback that draws a bar on a terminal once the
-/// work has taken two seconds, and nothing otherwise.
+/// Runs `f` with a progress callback `(run, runs, fraction of run done)`.
 fn with_progress<T>(f: impl FnOnce(&mut dyn FnMut(usize, usize, f64)) -> T) -> T {
-    let start = Instant::now();
-    let terminal = std::io::stderr().is_terminal();
-    let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::hidden());
-    bar.set_style(
-        ProgressStyle::with_template("{msg:>14} [{bar:40}] {percent:>3}% eta {eta}")
-            .expect("the template is valid")
-            .progress_chars("=> "),
-    );
-    let mut shown = false;
+    let mut progress = Progress::new(1000);
     let mut tick = |run: usize, runs: usize, frac: f64| {
-        if terminal && !shown && start.elapsed() > Duration::from_secs(2) {
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-            shown = true;
-        }
-        bar.set_message(format!("run {}/{}", (run + 1).min(runs), runs));
-        bar.set_position((((run as f64 + frac) / runs.max(1) as f64) * 1000.0) as u64);
+        let position = ((run as f64 + frac) / runs.max(1) as f64) * 1000.0;
+        progress.update(position as u64, format!("run {}/{}", (run + 1).min(runs), runs));
     };
-    let result = f(&mut tick);
-    bar.finish_and_clear();
-    result
+    f(&mut tick)
 }
 
 fn write_out(dir: &PathBuf, report: &SimReport) -> anyhow::Result<()> {

@@ -180,3 +180,82 @@ fn op_runs_an_operator_whole_and_split() {
     assert!(list.contains("inet-checksum") && list.contains("sha3-256"));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn bench_ops_sweeps_sizes_and_threads_and_writes_plots() {
+    let dir = std::env::temp_dir().join(format!("isola-bench-{}", std::process::id()));
+    let out = isola(&[
+        "bench",
+        "ops",
+        "--ops",
+        "crc32,unlz4",
+        "--sizes",
+        "64,4KiB",
+        "--threads",
+        "1,2",
+        "--seconds",
+        "0.02",
+        "--json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2 * 2 * 2);
+    for p in points {
+        for field in ["ops_per_s", "mb_per_s", "latency_ns", "seconds"] {
+            assert!(p[field].as_f64().unwrap() > 0.0, "{field} in {p}");
+        }
+        assert!(p["operations"].as_u64().unwrap() > 0);
+        let size = p["size_bytes"].as_f64().unwrap();
+        let mb = p["ops_per_s"].as_f64().unwrap() * size / 1e6;
+        assert!((p["mb_per_s"].as_f64().unwrap() - mb).abs() <= 1e-6 * mb.max(1.0));
+    }
+    // The decompressor reads compressed input but is credited the payload size.
+    let unlz4 = points
+        .iter()
+        .find(|p| p["op"] == "unlz4" && p["size_bytes"] == 4096)
+        .unwrap();
+    assert!(unlz4["input_bytes"].as_u64().unwrap() < 4096);
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 8);
+    for op in ["crc32", "unlz4"] {
+        let svg = std::fs::read_to_string(dir.join(format!("{op}.svg"))).unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 2, "one line per thread count");
+    }
+
+    let table = isola(&[
+        "bench",
+        "ops",
+        "--ops",
+        "sha256",
+        "--sizes",
+        "1KiB",
+        "--seconds",
+        "0.01",
+    ]);
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.starts_with("operator") && text.contains("sha256") && text.contains("MB/s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bench_ops_rejects_bad_arguments() {
+    for (args, says) in [
+        (&["--ops", "frobnicate"][..], "known operators"),
+        (&["--sizes", "0"][..], "at least one byte"),
+        (&["--sizes", "12parsecs"][..], "unknown size unit"),
+        (&["--threads", "0"][..], "--threads"),
+        (&["--seconds", "0"][..], "--seconds"),
+    ] {
+        let mut all = vec!["bench", "ops"];
+        all.extend_from_slice(args);
+        let out = isola(&all);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

@@ -17,10 +17,19 @@ fn bench(c: &mut Criterion) {
     // (operator, parameters, input bytes)
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], usize);
     const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         (
             "aes-gcm-encrypt",
             &[("key", KEY), ("iv", "cafebabefacedbaddecaf888")],
+            10 << 20,
+        ),
+        (
+            "aes-gcm-encrypt",
+            &[
+                ("key", KEY),
+                ("iv", "cafebabefacedbaddecaf888"),
+                ("split", "independent"),
+            ],
             10 << 20,
         ),
         ("lz4", &[], 10 << 20),
@@ -34,16 +43,21 @@ fn bench(c: &mut Criterion) {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let op = build_operator(name, &p).expect("valid");
+        // A non-default split mode is part of the benchmark's name.
+        let name = match p.get("split") {
+            Some(mode) => format!("{name}[{mode}]"),
+            None => name.to_string(),
+        };
         let input: Vec<u8> = (0..len).map(|i| ((i * 2654435761usize) >> 13) as u8).collect();
         g.throughput(Throughput::Bytes(len as u64));
-        g.bench_function(BenchmarkId::new(name, "one-shot"), |b| {
+        g.bench_function(BenchmarkId::new(&name, "one-shot"), |b| {
             b.iter(|| op.run(&input).unwrap())
         });
-        g.bench_function(BenchmarkId::new(name, "split-64KiB"), |b| {
+        g.bench_function(BenchmarkId::new(&name, "split-64KiB"), |b| {
             b.iter(|| run_split(op.as_ref(), &input, 64 * 1024).unwrap())
         });
         // For EC, 64 KiB of every one of the 10 shards per subtask.
-        g.bench_function(BenchmarkId::new(name, "split-640KiB"), |b| {
+        g.bench_function(BenchmarkId::new(&name, "split-640KiB"), |b| {
             b.iter(|| run_split(op.as_ref(), &input, 640 * 1024).unwrap())
         });
     }

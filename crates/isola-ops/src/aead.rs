@@ -1,11 +1,17 @@
 //! AES-GCM (NIST SP 800-38D) with 128- or 256-bit keys and 96-bit IVs, on
-//! RustCrypto's `aes-gcm` (AES-NI and CLMUL where the CPU has them).
+//! AWS-LC (`aws-lc-rs`: OpenSSL's assembly, AES-NI/VAES and carry-less
+//! multiply) with RustCrypto's GHASH for split subtasks.
 //!
 //! `aes-gcm-encrypt` outputs the ciphertext followed by the 16-byte tag;
 //! `aes-gcm-decrypt` takes that layout and outputs the plaintext, or fails
 //! when the tag does not authenticate the input.
 //!
-//! Splitting encryption (ASTRAEA): subtasks cover 16-byte-aligned ranges.
+//! Splitting encryption (ASTRAEA), parameter `split`:
+//! - `chained` (default): ordered subtasks that hand AWS-LC's streaming GCM
+//!   state from one to the next; every part runs the fused kernel.
+//! - `independent`: subtasks that may run in any order on any engine.
+//!
+//! Independent subtasks cover 16-byte-aligned ranges.
 //! Each encrypts its range with the CTR keystream from its block offset and
 //! computes GHASH over its own ciphertext alone. Reassembly concatenates the
 //! ciphertext and combines the partial hashes by Horner's rule over segments,
@@ -15,8 +21,6 @@
 //! is written by hand: no crate exposes GHASH's field arithmetic.
 
 use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Placement, Splitter};
-use aes::cipher::{BlockCipherEncrypt, KeyInit, KeyIvInit, StreamCipher, StreamCipherSeek};
-use aes_gcm::aead::{Aead, Payload};
 use ghash::universal_hash::UniversalHash;
 use isola_core::params::Params;
 use isola_core::{Subtask, TaskId};
@@ -54,66 +58,94 @@ fn gf_pow(h: u128, mut n: u64) -> u128 {
     result
 }
 
-#[derive(Clone)]
-enum Cipher {
-    Aes128(Box<aes_gcm::Aes128Gcm>, aes::Aes128),
-    Aes256(Box<aes_gcm::Aes256Gcm>, aes::Aes256),
-}
-
 /// An AES-GCM key, IV and AAD, shared by the encrypt and decrypt operators.
-#[derive(Clone)]
+///
+/// Encryption (one-shot and chained subtasks) and decryption run AWS-LC's
+/// fused AES-GCM (the same stitched AES-NI/VAES + carry-less-multiply
+/// assembly as OpenSSL). Independent subtasks cannot use it (its counter
+/// always starts at the IV's), so they run AWS-LC's AES-CTR from their own
+/// counter block and RustCrypto's GHASH.
 struct Gcm {
+    /// The raw key, for AWS-LC's streaming context (chained subtasks).
     key: Vec<u8>,
+    key_bits: usize,
     iv: [u8; 12],
     aad: Vec<u8>,
-    cipher: Cipher,
+    /// The fused one-shot cipher, for decryption.
+    aead: aws_lc_rs::aead::LessSafeKey,
+    /// AES-CTR over the same key, for subtasks.
+    ctr: aws_lc_rs::cipher::EncryptingKey,
+    /// `H = E_K(0^128)`, GHASH's key.
+    h: [u8; 16],
+    /// `E_K(IV || 1)`, which masks the tag.
+    tag_mask: [u8; 16],
+    /// GHASH of the AAD alone.
+    aad_hash: u128,
 }
 
 impl std::fmt::Debug for Gcm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the key.
         f.debug_struct("Gcm")
-            .field("key_bits", &(self.key.len() * 8))
+            .field("key_bits", &self.key_bits)
             .finish_non_exhaustive()
     }
 }
 
 impl Gcm {
     fn from_params(p: &Params<'_>) -> Result<Gcm, OpError> {
+        use aws_lc_rs::{aead, cipher};
         let key = p.hex_bytes("key", &[16, 32])?;
         let iv: [u8; 12] = p
             .hex_bytes("iv", &[12])?
             .try_into()
             .map_err(|_| p.bad("iv", "12 hex bytes"))?;
         let aad = p.hex_bytes("aad", &[])?;
-        // Lengths were checked above, so the key constructors cannot fail.
-        let cipher = if key.len() == 16 {
-            Cipher::Aes128(
-                Box::new(
-                    aes_gcm::Aes128Gcm::new_from_slice(&key).map_err(|_| p.bad("key", "16 or 32 bytes"))?,
-                ),
-                aes::Aes128::new_from_slice(&key).map_err(|_| p.bad("key", "16 or 32 bytes"))?,
-            )
+        let bad_key = |_| p.bad("key", "16 or 32 bytes");
+        let (aead_alg, aes_alg) = if key.len() == 16 {
+            (&aead::AES_128_GCM, &cipher::AES_128)
         } else {
-            Cipher::Aes256(
-                Box::new(
-                    aes_gcm::Aes256Gcm::new_from_slice(&key).map_err(|_| p.bad("key", "16 or 32 bytes"))?,
-                ),
-                aes::Aes256::new_from_slice(&key).map_err(|_| p.bad("key", "16 or 32 bytes"))?,
-            )
+            (&aead::AES_256_GCM, &cipher::AES_256)
         };
-        Ok(Gcm { key, iv, aad, cipher })
+        let aead = aead::LessSafeKey::new(aead::UnboundKey::new(aead_alg, &key).map_err(bad_key)?);
+        let ctr = cipher::EncryptingKey::ctr(cipher::UnboundCipherKey::new(aes_alg, &key).map_err(bad_key)?)
+            .map_err(bad_key)?;
+        // H and the tag mask are one AES block each: CTR over a zero block
+        // from the chosen counter block is exactly E_K(counter block).
+        let encrypt_block = |block: [u8; 16]| -> Result<[u8; 16], OpError> {
+            let mut out = [0u8; 16];
+            ctr.less_safe_encrypt(&mut out, cipher::EncryptionContext::Iv128(block.into()))
+                .map_err(|_| p.bad("key", "an AES key"))?;
+            Ok(out)
+        };
+        let h = encrypt_block([0u8; 16])?;
+        let tag_mask = encrypt_block(counter_block(&iv, 1))?;
+        let aad_hash = ghash(&h, &aad);
+        Ok(Gcm {
+            key_bits: key.len() * 8,
+            key,
+            iv,
+            aad,
+            aead,
+            ctr,
+            h,
+            tag_mask,
+            aad_hash,
+        })
     }
 
-    fn encrypt(&self, msg: &[u8]) -> Vec<u8> {
-        let payload = Payload { msg, aad: &self.aad };
-        let nonce = (&self.iv).into();
-        // AES-GCM encryption fails only for messages over 2^36 bytes.
-        match &self.cipher {
-            Cipher::Aes128(c, _) => c.encrypt(nonce, payload),
-            Cipher::Aes256(c, _) => c.encrypt(nonce, payload),
-        }
-        .unwrap_or_default()
+    fn nonce(&self) -> aws_lc_rs::aead::Nonce {
+        aws_lc_rs::aead::Nonce::assume_unique_for_key(self.iv)
+    }
+
+    /// One-shot encryption. The streaming interface reads the plaintext and
+    /// writes the ciphertext in one pass (sealing in place would first copy
+    /// the plaintext into the output), and it is the chained subtasks' path,
+    /// so splitting costs only the calls.
+    fn encrypt(&self, msg: &[u8]) -> Result<Vec<u8>, OpError> {
+        let mut stream = GcmStream::start(self, msg.len())?;
+        stream.update(msg)?;
+        stream.finish()
     }
 
     fn decrypt(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
@@ -123,84 +155,94 @@ impl Gcm {
                 reason: format!("{} bytes cannot hold the 16-byte tag", input.len()),
             });
         }
-        let payload = Payload {
-            msg: input,
-            aad: &self.aad,
-        };
-        let nonce = (&self.iv).into();
-        match &self.cipher {
-            Cipher::Aes128(c, _) => c.decrypt(nonce, payload),
-            Cipher::Aes256(c, _) => c.decrypt(nonce, payload),
-        }
-        .map_err(|_| OpError::Input {
-            op: "aes-gcm-decrypt",
-            reason: "the tag does not authenticate this ciphertext (wrong key, IV, AAD, or corrupt data)"
-                .into(),
-        })
+        let mut out = input.to_vec();
+        let plain_len = self
+            .aead
+            .open_in_place(self.nonce(), aws_lc_rs::aead::Aad::from(&self.aad), &mut out)
+            .map_err(|_| OpError::Input {
+                op: "aes-gcm-decrypt",
+                reason: "the tag does not authenticate this ciphertext (wrong key, IV, AAD, or corrupt data)"
+                    .into(),
+            })?
+            .len();
+        out.truncate(plain_len);
+        Ok(out)
     }
 
-    /// `E_K(block)`.
-    fn encrypt_block(&self, block: [u8; 16]) -> [u8; 16] {
-        let mut b = block.into();
-        match &self.cipher {
-            Cipher::Aes128(_, a) => a.encrypt_block(&mut b),
-            Cipher::Aes256(_, a) => a.encrypt_block(&mut b),
-        }
-        b.into()
+    /// Encrypts `data`, which starts `offset` bytes (a multiple of 16) into
+    /// the plaintext, in place: CTR from counter block `IV || 2 + offset/16`.
+    fn ctr_at(&self, offset: u64, data: &mut [u8]) -> Result<(), OpError> {
+        let block = u32::try_from(offset / 16 + 2).map_err(|_| OpError::Input {
+            op: "aes-gcm-encrypt",
+            reason: format!("offset {offset} is past AES-GCM's 2^32 - 2 blocks"),
+        })?;
+        let context = aws_lc_rs::cipher::EncryptionContext::Iv128(counter_block(&self.iv, block).into());
+        self.ctr
+            .less_safe_encrypt(data, context)
+            .map(drop)
+            .map_err(|_| OpError::Input {
+                op: "aes-gcm-encrypt",
+                reason: "AES-CTR failed".into(),
+            })
     }
+}
 
-    /// The counter block `IV || n` (big-endian 32-bit counter).
-    fn counter(&self, n: u32) -> [u8; 16] {
-        let mut j = [0u8; 16];
-        j[..12].copy_from_slice(&self.iv);
-        j[12..].copy_from_slice(&n.to_be_bytes());
-        j
-    }
+/// The counter block `IV || n` (big-endian 32-bit counter).
+fn counter_block(iv: &[u8; 12], n: u32) -> [u8; 16] {
+    let mut j = [0u8; 16];
+    j[..12].copy_from_slice(iv);
+    j[12..].copy_from_slice(&n.to_be_bytes());
+    j
+}
 
-    /// Encrypts `slice`, which starts `offset` bytes into the plaintext, in place.
-    fn ctr_at(&self, offset: u64, data: &mut [u8]) {
-        let start = self.counter(2);
-        // Key and IV lengths are fixed by construction, so this cannot fail.
-        match &self.cipher {
-            Cipher::Aes128(..) => {
-                if let Ok(mut c) = ctr::Ctr32BE::<aes::Aes128>::new_from_slices(&self.key, &start) {
-                    c.seek(offset);
-                    c.apply_keystream(data);
-                }
-            }
-            Cipher::Aes256(..) => {
-                if let Ok(mut c) = ctr::Ctr32BE::<aes::Aes256>::new_from_slices(&self.key, &start) {
-                    c.seek(offset);
-                    c.apply_keystream(data);
-                }
-            }
-        }
-    }
+/// GHASH under key `h` of `data` (zero-padded to whole blocks) alone.
+fn ghash(h: &[u8; 16], data: &[u8]) -> u128 {
+    let mut g = ghash::GHash::new(&(*h).into());
+    g.update_padded(data);
+    u128::from_be_bytes(g.finalize().into())
+}
 
-    fn h(&self) -> [u8; 16] {
-        self.encrypt_block([0u8; 16])
-    }
-
-    /// GHASH of `data` (zero-padded to whole blocks) alone.
-    fn ghash(&self, data: &[u8]) -> u128 {
-        let mut g = ghash::GHash::new(&self.h().into());
-        g.update_padded(data);
-        u128::from_be_bytes(g.finalize().into())
-    }
+/// How `aes-gcm-encrypt` splits into subtasks (parameter `split`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcmSplit {
+    /// Ordered subtasks carrying AWS-LC's streaming GCM state: the fused
+    /// AES-GCM kernel runs on every part, so splitting costs almost nothing.
+    Chained,
+    /// Independent subtasks (any order, any engine): CTR from each part's
+    /// block offset and GHASH partials combined at the end. Slower, since
+    /// no library runs the fused kernel from an arbitrary counter.
+    Independent,
 }
 
 /// `aes-gcm-encrypt`.
 #[derive(Debug)]
-pub struct GcmEncrypt(Gcm);
+pub struct GcmEncrypt {
+    independent: IndependentGcm,
+    split: GcmSplit,
+}
+
+/// `aes-gcm-encrypt` split into independent subtasks that write in place.
+#[derive(Debug)]
+pub struct IndependentGcm(Gcm);
 
 /// `aes-gcm-decrypt`.
 #[derive(Debug)]
 pub struct GcmDecrypt(Gcm);
 
 impl GcmEncrypt {
-    /// Builds from `key`, `iv` and `aad`.
+    /// Builds from `key`, `iv`, `aad` and `split`.
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
-        Ok(Box::new(GcmEncrypt(Gcm::from_params(p)?)))
+        let split = p.choice(
+            "split",
+            &[
+                ("chained", GcmSplit::Chained),
+                ("independent", GcmSplit::Independent),
+            ],
+        )?;
+        Ok(Box::new(GcmEncrypt {
+            independent: IndependentGcm(Gcm::from_params(p)?),
+            split,
+        }))
     }
 }
 
@@ -217,7 +259,31 @@ impl Operator for GcmEncrypt {
     }
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        Ok(self.0.encrypt(input))
+        self.independent.0.encrypt(input)
+    }
+
+    fn splitter(&self) -> Option<&dyn Splitter> {
+        match self.split {
+            GcmSplit::Chained => Some(self),
+            GcmSplit::Independent => Some(&self.independent),
+        }
+    }
+
+    fn placement(&self) -> Option<&dyn Placement> {
+        match self.split {
+            GcmSplit::Chained => None,
+            GcmSplit::Independent => Some(&self.independent),
+        }
+    }
+}
+
+impl Operator for IndependentGcm {
+    fn name(&self) -> &'static str {
+        "aes-gcm-encrypt"
+    }
+
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        self.0.encrypt(input)
     }
 
     fn splitter(&self) -> Option<&dyn Splitter> {
@@ -239,7 +305,176 @@ impl Operator for GcmDecrypt {
     }
 }
 
-impl Placement for GcmEncrypt {
+/// AWS-LC's streaming AES-GCM encryption (an `EVP_CIPHER_CTX`) and the
+/// ciphertext so far: the carry between chained subtasks.
+///
+/// Written against the raw `aws-lc-sys` bindings because `aws-lc-rs` only
+/// offers one-shot AEAD; the streaming EVP interface runs the same fused
+/// AES-GCM assembly on each part.
+struct GcmStream {
+    ctx: std::ptr::NonNull<aws_lc_sys::EVP_CIPHER_CTX>,
+    ciphertext: Vec<u8>,
+}
+
+// SAFETY: the context is memory owned by this value alone (no shared or
+// thread-local state), so it may move to another thread between subtasks.
+unsafe impl Send for GcmStream {}
+
+impl Drop for GcmStream {
+    fn drop(&mut self) {
+        // SAFETY: `ctx` came from EVP_CIPHER_CTX_new and is freed once, here.
+        unsafe { aws_lc_sys::EVP_CIPHER_CTX_free(self.ctx.as_ptr()) }
+    }
+}
+
+/// An error of AWS-LC's streaming interface (it fails only on allocation
+/// or misuse).
+fn stream_error(what: &str) -> OpError {
+    OpError::Input {
+        op: "aes-gcm-encrypt",
+        reason: format!("AWS-LC streaming AES-GCM failed in {what}"),
+    }
+}
+
+impl GcmStream {
+    /// A context keyed and IV'd, with the AAD absorbed, for a plaintext of
+    /// `len` bytes.
+    fn start(gcm: &Gcm, len: usize) -> Result<GcmStream, OpError> {
+        // SAFETY: FFI calls with valid pointers: the key and IV have the
+        // lengths the cipher expects (checked when the parameters were
+        // parsed); the context is non-null once created.
+        unsafe {
+            let ctx = std::ptr::NonNull::new(aws_lc_sys::EVP_CIPHER_CTX_new())
+                .ok_or_else(|| stream_error("EVP_CIPHER_CTX_new"))?;
+            let stream = GcmStream {
+                ctx,
+                ciphertext: Vec::with_capacity(len + TAG_BYTES),
+            };
+            let cipher = if gcm.key.len() == 16 {
+                aws_lc_sys::EVP_aes_128_gcm()
+            } else {
+                aws_lc_sys::EVP_aes_256_gcm()
+            };
+            if aws_lc_sys::EVP_EncryptInit_ex(
+                ctx.as_ptr(),
+                cipher,
+                std::ptr::null_mut(),
+                gcm.key.as_ptr(),
+                gcm.iv.as_ptr(),
+            ) != 1
+            {
+                return Err(stream_error("EVP_EncryptInit_ex"));
+            }
+            for piece in gcm.aad.chunks(1 << 30) {
+                let mut written = 0;
+                if aws_lc_sys::EVP_EncryptUpdate(
+                    ctx.as_ptr(),
+                    std::ptr::null_mut(),
+                    &mut written,
+                    piece.as_ptr(),
+                    piece.len() as std::ffi::c_int,
+                ) != 1
+                {
+                    return Err(stream_error("EVP_EncryptUpdate (AAD)"));
+                }
+            }
+            Ok(stream)
+        }
+    }
+
+    /// Encrypts the next `plaintext` bytes, appending their ciphertext.
+    fn update(&mut self, plaintext: &[u8]) -> Result<(), OpError> {
+        for piece in plaintext.chunks(1 << 30) {
+            self.ciphertext.reserve(piece.len() + 16);
+            let mut written: std::ffi::c_int = 0;
+            // SAFETY: the output has room for the piece plus a block
+            // (reserved above; GCM writes exactly the piece's length) and
+            // `written` bytes are initialised when the call succeeds.
+            unsafe {
+                let end = self.ciphertext.as_mut_ptr().add(self.ciphertext.len());
+                if aws_lc_sys::EVP_EncryptUpdate(
+                    self.ctx.as_ptr(),
+                    end,
+                    &mut written,
+                    piece.as_ptr(),
+                    piece.len() as std::ffi::c_int,
+                ) != 1
+                    || written as usize > piece.len() + 16
+                {
+                    return Err(stream_error("EVP_EncryptUpdate"));
+                }
+                self.ciphertext.set_len(self.ciphertext.len() + written as usize);
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes: the ciphertext followed by the tag.
+    fn finish(mut self) -> Result<Vec<u8>, OpError> {
+        let mut tag = [0u8; TAG_BYTES];
+        let mut written: std::ffi::c_int = 0;
+        let mut scratch = [0u8; 16];
+        // SAFETY: GCM's final step writes no data (the scratch block has
+        // room anyway) and the tag buffer holds the 16 bytes asked for.
+        unsafe {
+            if aws_lc_sys::EVP_EncryptFinal_ex(self.ctx.as_ptr(), scratch.as_mut_ptr(), &mut written) != 1
+                || written != 0
+            {
+                return Err(stream_error("EVP_EncryptFinal_ex"));
+            }
+            if aws_lc_sys::EVP_CIPHER_CTX_ctrl(
+                self.ctx.as_ptr(),
+                aws_lc_sys::EVP_CTRL_GCM_GET_TAG,
+                TAG_BYTES as std::ffi::c_int,
+                tag.as_mut_ptr().cast(),
+            ) != 1
+            {
+                return Err(stream_error("EVP_CTRL_GCM_GET_TAG"));
+            }
+        }
+        let mut out = std::mem::take(&mut self.ciphertext);
+        out.extend_from_slice(&tag);
+        Ok(out)
+    }
+}
+
+impl Splitter for GcmEncrypt {
+    /// Chained subtasks run in order, each continuing the previous one's
+    /// stream.
+    fn ordered(&self) -> bool {
+        true
+    }
+
+    fn run_part(&self, part: &Subtask, input: &[u8], previous: Option<Carry>) -> Result<Carry, OpError> {
+        let mut stream = match previous {
+            Some(carry) => downcast::<GcmStream>("aes-gcm-encrypt", carry)?,
+            None => GcmStream::start(&self.independent.0, input.len())?,
+        };
+        if stream.ciphertext.len() as u64 != part.offset {
+            return Err(OpError::WrongCarry {
+                op: "aes-gcm-encrypt",
+            });
+        }
+        stream.update(part_slice(part, input))?;
+        Ok(Box::new(stream))
+    }
+
+    fn reassemble(&self, input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+        let stream = match parts.into_iter().last() {
+            Some(carry) => downcast::<GcmStream>("aes-gcm-encrypt", carry)?,
+            // No subtasks: an empty plaintext.
+            None => GcmStream::start(&self.independent.0, 0)?,
+        };
+        if stream.ciphertext.len() != input_len {
+            return Err(OpError::WrongCarry {
+                op: "aes-gcm-encrypt",
+            });
+        }
+        stream.finish()
+    }
+}
+
+impl Placement for IndependentGcm {
     /// Ranges aligned to 16-byte blocks (the chunk is rounded up to a multiple of 16).
     fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
         let chunk = chunk.min(usize::MAX / 2).div_ceil(16).max(1) * 16;
@@ -280,25 +515,33 @@ impl Placement for GcmEncrypt {
             });
         }
         out.copy_from_slice(plaintext);
-        self.0.ctr_at(part.offset, out);
-        Ok(Box::new((self.0.ghash(out), out.len() as u64)))
+        self.0.ctr_at(part.offset, out)?;
+        Ok(Box::new((ghash(&self.0.h, out), out.len() as u64)))
     }
 
     /// Horner over segments (AAD, each subtask's ciphertext, the length
     /// block) gives GHASH of the whole; the tag follows the ciphertext.
     fn finish(&self, carries: Vec<Carry>, out: &mut [u8]) -> Result<(), OpError> {
-        let h = u128::from_be_bytes(self.0.h());
-        let aad = &self.0.aad;
-        let mut s = self.0.ghash(aad);
+        let h = u128::from_be_bytes(self.0.h);
+        let mut s = self.0.aad_hash;
         let mut total = 0u64;
+        // Subtasks have equal lengths but the last: H^n is computed once
+        // per distinct length, and each subtask costs one multiply.
+        let mut power: Option<(u64, u128)> = None;
         for c in carries {
             let (ghash, len): (u128, u64) = downcast("aes-gcm-encrypt", c)?;
-            s = gf_mul(s, gf_pow(h, len.div_ceil(16))) ^ ghash;
+            let blocks = len.div_ceil(16);
+            let h_n = match power {
+                Some((n, h_n)) if n == blocks => h_n,
+                _ => gf_pow(h, blocks),
+            };
+            power = Some((blocks, h_n));
+            s = gf_mul(s, h_n) ^ ghash;
             total += len;
         }
-        let lengths = ((aad.len() as u128 * 8) << 64) | (total as u128 * 8);
+        let lengths = ((self.0.aad.len() as u128 * 8) << 64) | (total as u128 * 8);
         s = gf_mul(s ^ lengths, h);
-        let tag = s ^ u128::from_be_bytes(self.0.encrypt_block(self.0.counter(1)));
+        let tag = s ^ u128::from_be_bytes(self.0.tag_mask);
         let at = out.len().checked_sub(TAG_BYTES).ok_or(OpError::WrongCarry {
             op: "aes-gcm-encrypt",
         })?;

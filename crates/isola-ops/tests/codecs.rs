@@ -155,3 +155,36 @@ proptest! {
         }
     }
 }
+
+/// Huffman-only deflate: a raw deflate stream that the stock zlib (Python's
+/// `zlib` module, windowBits -15) inflates, and that uses no LZ77 matches:
+/// a repeated 3-byte pattern costs at least its entropy, log2(3) bits a
+/// byte, where ordinary deflate shrinks it to almost nothing.
+#[test]
+fn huffman_only_is_raw_deflate_without_matches() {
+    let huffman = build_operator("huffman", &BTreeMap::new()).unwrap();
+    for data in [sample(200_000), b"abc".repeat(10_000), Vec::new()] {
+        let packed = huffman.run(&data).unwrap();
+        let inflated = tool(
+            "python3",
+            &[
+                "-c",
+                "import sys, zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read(), -15))",
+            ],
+            &packed,
+        );
+        assert_eq!(inflated, data, "zlib inflate of our huffman output");
+    }
+    let repeated = b"abc".repeat(10_000);
+    let huffman_len = huffman.run(&repeated).unwrap().len();
+    let deflate_len = build_operator("deflate", &BTreeMap::new())
+        .unwrap()
+        .run(&repeated)
+        .unwrap()
+        .len();
+    assert!(
+        huffman_len * 8 >= repeated.len() * 3 / 2,
+        "{huffman_len} bytes: matches were used"
+    );
+    assert!(deflate_len < 200, "deflate {deflate_len}");
+}

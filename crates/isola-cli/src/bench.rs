@@ -1,0 +1,319 @@
+//! `isola bench ops`: DPUBench's operator sweep. Throughput (MB/s and
+//! operations/s) of every operator for every input size and thread count,
+//! as a table, JSON, CSV and one SVG plot per operator.
+
+use crate::format::{duration, table_with};
+use crate::progress::Progress;
+use crate::svg::{bytes_binary, LineChart, Series};
+use anyhow::{bail, Context};
+use isola_ops::{
+    build_operator, find_operator, sample_params, text_payload, valid_input, Operator, OPERATORS,
+};
+use isola_sim::quantity::parse_size;
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Arguments of `isola bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum What {
+    /// Throughput of every operator for each input size and thread count
+    /// (DPUBench's sweep). Each operator runs on its own valid input: a
+    /// compressible text payload of the given size, compressed for
+    /// decompressors, signed for verifiers, packetised for packet operators.
+    Ops(OpsArgs),
+}
+
+/// Arguments of `isola bench ops`.
+#[derive(Debug, clap::Args)]
+pub struct OpsArgs {
+    /// Operators to measure, comma-separated (default: all; see `isola op --list`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    ops: Vec<String>,
+    /// Payload sizes, comma-separated, in bytes or with a unit (KiB, MiB, KB, MB).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "64,256,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB"
+    )]
+    sizes: Vec<String>,
+    /// Thread counts, comma-separated; each thread runs the operator on its own.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "1")]
+    threads: Vec<usize>,
+    /// Seconds of measurement per operator, size and thread count.
+    #[arg(long, value_name = "S", default_value_t = 0.2)]
+    seconds: f64,
+    /// Print one JSON object with every point to stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write results.json, results.csv and one SVG plot per operator here.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Write each size's payload to DIR/payload-SIZE.bin, so that other
+    /// tools (`lz4 -b`, `zstd -b`, `openssl`) can be measured on the same bytes.
+    #[arg(long, value_name = "DIR")]
+    save_payloads: Option<PathBuf>,
+}
+
+/// One measured operator, size and thread count.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Operator name.
+    pub op: String,
+    /// DPUBench category.
+    pub category: String,
+    /// Payload bytes per operation (what throughput counts).
+    pub size_bytes: u64,
+    /// Bytes the operator actually read per operation (payload plus framing,
+    /// or compressed size for a decompressor).
+    pub input_bytes: u64,
+    /// Threads running the operator at once.
+    pub threads: usize,
+    /// Operations completed.
+    pub operations: u64,
+    /// Wall-clock seconds measured.
+    pub seconds: f64,
+    /// Operations per second, all threads together.
+    pub ops_per_s: f64,
+    /// Payload megabytes (10^6) per second, all threads together.
+    pub mb_per_s: f64,
+    /// Mean time of one operation on one thread, in ns.
+    pub latency_ns: f64,
+}
+
+/// The whole sweep, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct Sweep {
+    seconds_per_point: f64,
+    cpus: usize,
+    points: Vec<Point>,
+}
+
+/// Runs `isola bench`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    match &args.what {
+        What::Ops(a) => run_ops(a),
+    }
+}
+
+fn run_ops(args: &OpsArgs) -> anyhow::Result<()> {
+    let ops: Vec<&str> = if args.ops.is_empty() {
+        OPERATORS.iter().map(|o| o.name).collect()
+    } else {
+        args.ops
+            .iter()
+            .map(|n| find_operator(n.trim()).map(|o| o.name))
+            .collect::<Result<_, _>>()?
+    };
+    let sizes: Vec<u64> = args
+        .sizes
+        .iter()
+        .map(|s| match parse_size(s) {
+            Ok(0) => bail!("--sizes: a size must be at least one byte"),
+            Ok(n) => Ok(n),
+            Err(e) => bail!("--sizes: {e}"),
+        })
+        .collect::<Result<_, _>>()?;
+    if let Some(t) = args.threads.iter().find(|&&t| t == 0 || t > 1024) {
+        bail!("--threads: {t} is not a thread count from 1 to 1024");
+    }
+    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
+        bail!("--seconds: {} is not between 0 and 3600", args.seconds);
+    }
+    if let Some(dir) = &args.save_payloads {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        for &size in &sizes {
+            let path = dir.join(format!("payload-{size}.bin"));
+            std::fs::write(&path, payload_of(size)).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    let total = (ops.len() * sizes.len() * args.threads.len()) as u64;
+    let mut progress = Progress::new(total);
+    let mut points = Vec::new();
+    for name in &ops {
+        let params = sample_params(name);
+        let op = build_operator(name, &params)?;
+        let category = find_operator(name)?.category;
+        for &size in &sizes {
+            let payload = payload_of(size);
+            let input = valid_input(name, &params, &payload)
+                .with_context(|| format!("making a {size}-byte input for {name}"))?;
+            op.run(&input)
+                .with_context(|| format!("{name} failed on its own valid {size}-byte input"))?;
+            for &threads in &args.threads {
+                progress.update(
+                    points.len() as u64,
+                    format!("{name} {} x{threads}", bytes_binary(size as f64)),
+                );
+                let (operations, seconds) = measure(op.as_ref(), &input, threads, args.seconds);
+                let ops_per_s = operations as f64 / seconds;
+                points.push(Point {
+                    op: name.to_string(),
+                    category: category.to_string(),
+                    size_bytes: size,
+                    input_bytes: input.len() as u64,
+                    threads,
+                    operations,
+                    seconds,
+                    ops_per_s,
+                    mb_per_s: ops_per_s * size as f64 / 1e6,
+                    latency_ns: seconds * threads as f64 / operations.max(1) as f64 * 1e9,
+                });
+            }
+        }
+    }
+    drop(progress);
+    let sweep = Sweep {
+        seconds_per_point: args.seconds,
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        points,
+    };
+    if let Some(dir) = &args.out {
+        write_out(dir, &sweep)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &sweep)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", render_table(&sweep.points))?;
+        if let Some(dir) = &args.out {
+            writeln!(out, "results and plots written to {}", dir.display())?;
+        }
+    }
+    Ok(())
+}
+
+/// The payload of `size` bytes every operator gets (seeded by its size).
+fn payload_of(size: u64) -> Vec<u8> {
+    text_payload(size as usize, size)
+}
+
+/// Runs `op` on `input` on `threads` threads for about `seconds`; returns
+/// the operations completed by all threads and the wall-clock time.
+///
+/// Each thread times batches of operations sized to about a millisecond,
+/// so reading the clock costs nothing next to the operations.
+fn measure(op: &dyn Operator, input: &[u8], threads: usize, seconds: f64) -> (u64, f64) {
+    let single = {
+        let t = Instant::now();
+        std::hint::black_box(op.run(input).ok());
+        t.elapsed().as_secs_f64().max(1e-8)
+    };
+    let batch = ((1e-3 / single) as u64).clamp(1, 1 << 20);
+    let budget = Duration::from_secs_f64(seconds);
+    let start = Instant::now();
+    let operations: u64 = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(move || {
+                    let mut done = 0u64;
+                    while start.elapsed() < budget {
+                        for _ in 0..batch {
+                            std::hint::black_box(op.run(std::hint::black_box(input)).ok());
+                        }
+                        done += batch;
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
+    });
+    (operations, start.elapsed().as_secs_f64())
+}
+
+fn render_table(points: &[Point]) -> String {
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            vec![
+                p.op.clone(),
+                p.category.clone(),
+                bytes_binary(p.size_bytes as f64),
+                p.threads.to_string(),
+                format!("{:.1}", p.mb_per_s),
+                format!("{:.0}", p.ops_per_s),
+                duration(p.latency_ns),
+            ]
+        })
+        .collect();
+    table_with(
+        &[
+            "operator", "category", "size", "threads", "MB/s", "ops/s", "latency",
+        ],
+        &rows,
+        2,
+    )
+}
+
+fn write_out(dir: &Path, sweep: &Sweep) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let create = |name: &str| {
+        let path = dir.join(name);
+        std::fs::File::create(&path)
+            .map(std::io::BufWriter::new)
+            .with_context(|| format!("creating {}", path.display()))
+    };
+    serde_json::to_writer_pretty(create("results.json")?, sweep)?;
+    let mut csv = create("results.csv")?;
+    writeln!(
+        csv,
+        "op,category,size_bytes,input_bytes,threads,operations,seconds,ops_per_s,mb_per_s,latency_ns"
+    )?;
+    for p in &sweep.points {
+        writeln!(
+            csv,
+            "{},{},{},{},{},{},{:.6},{:.3},{:.3},{:.1}",
+            p.op,
+            p.category,
+            p.size_bytes,
+            p.input_bytes,
+            p.threads,
+            p.operations,
+            p.seconds,
+            p.ops_per_s,
+            p.mb_per_s,
+            p.latency_ns
+        )?;
+    }
+    csv.flush()?;
+    let mut names: Vec<&str> = sweep.points.iter().map(|p| p.op.as_str()).collect();
+    names.dedup();
+    for name in names {
+        let mine: Vec<&Point> = sweep.points.iter().filter(|p| p.op == name).collect();
+        let mut threads: Vec<usize> = mine.iter().map(|p| p.threads).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let series = threads
+            .iter()
+            .map(|&t| Series {
+                name: format!("{t} thread{}", if t == 1 { "" } else { "s" }),
+                points: mine
+                    .iter()
+                    .filter(|p| p.threads == t)
+                    .map(|p| (p.size_bytes as f64, p.mb_per_s))
+                    .collect(),
+            })
+            .collect();
+        let chart = LineChart {
+            title: format!("{name}: throughput by input size"),
+            x_label: "payload bytes per operation".into(),
+            y_label: "MB/s".into(),
+            x_log2: true,
+            x_format: bytes_binary,
+            series,
+        };
+        let path = dir.join(format!("{name}.svg"));
+        std::fs::write(&path, chart.render()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,228 @@
+//! The LZ4 frame format (LZ4 Frame Format Description 1.6.x) over
+//! `lz4_flex`'s block codec.
+//!
+//! Written by hand, over the crate's block functions: `lz4_flex`'s own frame
+//! codec measured 8-10x slower than its block codec on this machine
+//! (decoding 1 MiB: ~300 MB/s against ~3.8 GB/s, below the stock `lz4`
+//! tool's ~2.7 GB/s), and it accepts a frame whose end mark is missing.
+//! The frame layer is only headers, block sizes and xxHash-32 checksums.
+//!
+//! Encoding writes one frame: independent 64 KiB blocks and a content
+//! checksum, as `lz4 -BD`-less defaults would (blocks that do not shrink are
+//! stored). Decoding reads any sequence of frames and skippable frames:
+//! independent or linked blocks, block and content checksums, content
+//! size; anything cut short, malformed or failing a checksum is an error.
+
+use std::io::{Error, ErrorKind};
+use twox_hash::XxHash32;
+
+const MAGIC: u32 = 0x184D_2204;
+/// Skippable frames use magic numbers 0x184D2A50 to 0x184D2A5F.
+const SKIPPABLE: std::ops::RangeInclusive<u32> = 0x184D_2A50..=0x184D_2A5F;
+/// The block size this encoder writes (BD code 4).
+const BLOCK: usize = 64 * 1024;
+/// How far back linked blocks may refer.
+const WINDOW: usize = 64 * 1024;
+/// Block size field: the high bit marks a stored (uncompressed) block.
+const STORED: u32 = 0x8000_0000;
+
+const FLG_VERSION: u8 = 0b0100_0000;
+const FLG_INDEPENDENT: u8 = 0b0010_0000;
+const FLG_BLOCK_CHECKSUM: u8 = 0b0001_0000;
+const FLG_CONTENT_SIZE: u8 = 0b0000_1000;
+const FLG_CONTENT_CHECKSUM: u8 = 0b0000_0100;
+const FLG_DICT_ID: u8 = 0b0000_0001;
+
+fn corrupt(what: &str) -> Error {
+    Error::new(ErrorKind::InvalidData, format!("LZ4 frame: {what}"))
+}
+
+fn short() -> Error {
+    Error::new(ErrorKind::UnexpectedEof, "LZ4 frame cut short")
+}
+
+/// The header checksum byte: the second byte of xxHash-32 of the descriptor.
+fn header_checksum(descriptor: &[u8]) -> u8 {
+    (XxHash32::oneshot(0, descriptor) >> 8) as u8
+}
+
+/// `input` as one LZ4 frame.
+pub fn compress(input: &[u8]) -> Vec<u8> {
+    let blocks = input.len().div_ceil(BLOCK);
+    let mut out = Vec::with_capacity(7 + blocks * (4 + lz4_flex::block::get_maximum_output_size(BLOCK)) + 8);
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    let descriptor = [FLG_VERSION | FLG_INDEPENDENT | FLG_CONTENT_CHECKSUM, 4 << 4];
+    out.extend_from_slice(&descriptor);
+    out.push(header_checksum(&descriptor));
+    for block in input.chunks(BLOCK) {
+        let at = out.len();
+        out.resize(at + 4 + lz4_flex::block::get_maximum_output_size(block.len()), 0);
+        let packed = lz4_flex::block::compress_into(block, &mut out[at + 4..]).unwrap_or(usize::MAX);
+        let size = if packed < block.len() {
+            out.truncate(at + 4 + packed);
+            packed as u32
+        } else {
+            out.truncate(at + 4);
+            out.extend_from_slice(block);
+            block.len() as u32 | STORED
+        };
+        out[at..at + 4].copy_from_slice(&size.to_le_bytes());
+    }
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&XxHash32::oneshot(0, input).to_le_bytes());
+    out
+}
+
+/// A little-endian u32 at `at`.
+fn u32_at(bytes: &[u8], at: usize) -> Result<u32, Error> {
+    let b = bytes
+        .get(at..at.checked_add(4).ok_or_else(short)?)
+        .ok_or_else(short)?;
+    Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Decodes every frame of `input`, one after another.
+pub fn decompress(input: &[u8]) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < input.len() {
+        at = decode_frame(input, at, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Decodes the frame at `at`, appending its content to `out`; returns where
+/// the next frame starts.
+fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>) -> Result<usize, Error> {
+    let magic = u32_at(input, at)?;
+    if SKIPPABLE.contains(&magic) {
+        let len = u32_at(input, at + 4)? as usize;
+        let end = (at + 8).checked_add(len).ok_or_else(short)?;
+        return if end <= input.len() { Ok(end) } else { Err(short()) };
+    }
+    if magic != MAGIC {
+        return Err(corrupt("bad magic number"));
+    }
+    let descriptor_start = at + 4;
+    let flg = *input.get(descriptor_start).ok_or_else(short)?;
+    let bd = *input.get(descriptor_start + 1).ok_or_else(short)?;
+    if flg & 0b1100_0000 != FLG_VERSION || flg & 0b10 != 0 || bd & 0b1000_1111 != 0 {
+        return Err(corrupt("unsupported version or reserved bits set"));
+    }
+    if flg & FLG_DICT_ID != 0 {
+        return Err(corrupt("frames that need a dictionary are not supported"));
+    }
+    let max_block = match bd >> 4 {
+        4 => 64 << 10,
+        5 => 256 << 10,
+        6 => 1 << 20,
+        7 => 4 << 20,
+        _ => return Err(corrupt("invalid block maximum size")),
+    };
+    let descriptor_len = 2 + if flg & FLG_CONTENT_SIZE != 0 { 8 } else { 0 };
+    let descriptor = input
+        .get(descriptor_start..descriptor_start + descriptor_len)
+        .ok_or_else(short)?;
+    let content_size = (flg & FLG_CONTENT_SIZE != 0).then(|| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&descriptor[2..10]);
+        u64::from_le_bytes(b)
+    });
+    at = descriptor_start + descriptor_len;
+    if *input.get(at).ok_or_else(short)? != header_checksum(descriptor) {
+        return Err(corrupt("header checksum mismatch"));
+    }
+    at += 1;
+    let frame_start = out.len();
+    let linked = flg & FLG_INDEPENDENT == 0;
+    loop {
+        let size = u32_at(input, at)?;
+        at += 4;
+        if size == 0 {
+            break;
+        }
+        let len = (size & !STORED) as usize;
+        if len > max_block {
+            return Err(corrupt("block larger than the frame's maximum"));
+        }
+        let data = input.get(at..at + len).ok_or_else(short)?;
+        at += len;
+        if flg & FLG_BLOCK_CHECKSUM != 0 {
+            if u32_at(input, at)? != XxHash32::oneshot(0, data) {
+                return Err(corrupt("block checksum mismatch"));
+            }
+            at += 4;
+        }
+        if size & STORED != 0 {
+            out.extend_from_slice(data);
+            continue;
+        }
+        let start = out.len();
+        out.resize(start + max_block, 0);
+        let (before, space) = out.split_at_mut(start);
+        let written = if linked {
+            // Linked blocks may refer into this frame's earlier output.
+            let dict = &before[frame_start.max(start.saturating_sub(WINDOW))..];
+            lz4_flex::block::decompress_into_with_dict(data, space, dict)
+        } else {
+            lz4_flex::block::decompress_into(data, space)
+        }
+        .map_err(|e| corrupt(&format!("bad block: {e}")))?;
+        out.truncate(start + written);
+    }
+    let content = &out[frame_start..];
+    if content_size.is_some_and(|n| n != content.len() as u64) {
+        return Err(corrupt("content size mismatch"));
+    }
+    if flg & FLG_CONTENT_CHECKSUM != 0 {
+        if u32_at(input, at)? != XxHash32::oneshot(0, content) {
+            return Err(corrupt("content checksum mismatch"));
+        }
+        at += 4;
+    }
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_across_block_boundaries() {
+        for n in [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 17] {
+            let data: Vec<u8> = (0..n).map(|i| (i % 251) as u8 ^ (i / 1000) as u8).collect();
+            assert_eq!(decompress(&compress(&data)).unwrap(), data, "{n} bytes");
+        }
+        // Incompressible data is stored.
+        let noise: Vec<u8> = (0..BLOCK as u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
+            .collect();
+        let packed = compress(&noise);
+        assert!(packed.len() < noise.len() + 32);
+        assert_eq!(decompress(&packed).unwrap(), noise);
+    }
+
+    #[test]
+    fn damage_is_an_error() {
+        let packed = compress(&b"tenant isolation ".repeat(10_000));
+        for cut in [
+            1,
+            4,
+            6,
+            7,
+            11,
+            packed.len() / 2,
+            packed.len() - 5,
+            packed.len() - 1,
+        ] {
+            assert!(decompress(&packed[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = packed.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert!(decompress(&bad).is_err(), "content checksum");
+        let mut bad = packed;
+        bad[6] ^= 1;
+        assert!(decompress(&bad).is_err(), "header checksum");
+    }
+}

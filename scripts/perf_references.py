@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Isola's operators against the fastest reference tools on this machine.
+
+Runs `isola bench ops` and, on the same payload bytes, `openssl speed -evp`
+(AES-256-GCM, SHA-256), `lz4 -b` and `zstd -b`, then prints one table of
+MB/s with the ratio ours / reference (1.00 = as fast). CRC-32C has no stock
+tool here: its reference is crc-fast itself called directly through
+`cargo bench -p isola-ops --bench ops` (see docs/perf.md).
+
+Usage: scripts/perf_references.py [--seconds S] [--sizes 16KiB,1MiB]
+Needs: a release build (`cargo build --release -p isola-cli`), openssl, lz4, zstd.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ISOLA = os.path.join(os.path.dirname(__file__), "..", "target", "release", "isola")
+
+
+def run(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+
+def openssl_speed(alg, size, seconds):
+    """MB/s (10^6) of `openssl speed -evp ALG` at one block size."""
+    out = run(["openssl", "speed", "-mr", "-evp", alg, "-bytes", str(size), "-seconds", str(seconds)])
+    # Machine-readable: "+F:<n>:<name>:<bytes per second at each size>".
+    for line in (out.stdout + out.stderr).splitlines():
+        if line.startswith("+F:"):
+            return float(line.split(":")[3]) / 1e6
+    raise RuntimeError(f"no result from openssl speed {alg}: {out.stdout}{out.stderr}")
+
+
+def bench_tool(tool, level, path, seconds):
+    """(compress MB/s, decompress MB/s) of `lz4 -b` / `zstd -b` on one file."""
+    out = run([tool, f"-b{level}", f"-i{max(1, int(seconds))}", path])
+    text = out.stdout + out.stderr
+    speeds = re.findall(r"([0-9.]+) MB/s", text)
+    if len(speeds) < 2:
+        raise RuntimeError(f"cannot read {tool} -b output: {text}")
+    return float(speeds[-2]), float(speeds[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=2.0, help="seconds per measurement")
+    ap.add_argument("--sizes", default="16KiB,1MiB", help="payload sizes (isola bench syntax)")
+    args = ap.parse_args()
+    if not os.path.exists(ISOLA):
+        sys.exit("build first: cargo build --release -p isola-cli")
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = json.loads(
+            run(
+                [ISOLA, "bench", "ops", "--ops", "aes-gcm-encrypt,sha256,lz4,unlz4,zstd,unzstd",
+                 "--sizes", args.sizes, "--seconds", str(args.seconds), "--json", "--save-payloads", tmp]
+            ).stdout
+        )
+        mine = {(p["op"], p["size_bytes"]): p["mb_per_s"] for p in ours["points"]}
+        rows = []
+        for size in sorted({p["size_bytes"] for p in ours["points"]}):
+            payload = os.path.join(tmp, f"payload-{size}.bin")
+            rows.append(("aes-256-gcm encrypt", size, mine[("aes-gcm-encrypt", size)],
+                         "openssl speed -evp aes-256-gcm", openssl_speed("aes-256-gcm", size, int(args.seconds))))
+            rows.append(("sha256", size, mine[("sha256", size)],
+                         "openssl speed -evp sha256", openssl_speed("sha256", size, int(args.seconds))))
+            for tool, op, level in [("lz4", "lz4", 1), ("zstd", "zstd", 3)]:
+                comp, decomp = bench_tool(tool, level, payload, args.seconds)
+                rows.append((f"{op} compress", size, mine[(op, size)], f"{tool} -b{level}", comp))
+                rows.append((f"{op} decompress", size, mine[(f"un{op}", size)], f"{tool} -b{level}", decomp))
+    print(f"{'operation':<22}{'size':>9}{'ours MB/s':>12}{'reference MB/s':>16}  {'ratio':>6}  reference")
+    for name, size, us, ref_name, ref in rows:
+        print(f"{name:<22}{size:>9}{us:>12.0f}{ref:>16.0f}  {us / ref:>6.2f}  {ref_name}")
+
+
+if __name__ == "__main__":
+    main()
