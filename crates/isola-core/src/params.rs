@@ -136,11 +136,14 @@ impl<'a> Params<'a> {
             let l: Vec<String> = lengths.iter().map(|n| n.to_string()).collect();
             format!("hex bytes, {} bytes long", l.join(" or "))
         };
+        // Byte by byte: slicing the text could split a multi-byte
+        // character, and `from_str_radix` would accept a sign.
+        let digit = |b: &u8| (*b as char).to_digit(16).map(|d| d as u8);
         let bytes = (raw.len() % 2 == 0)
             .then(|| {
-                (0..raw.len())
-                    .step_by(2)
-                    .map(|i| u8::from_str_radix(&raw[i..i + 2], 16).ok())
+                raw.as_bytes()
+                    .chunks_exact(2)
+                    .map(|pair| Some(digit(&pair[0])? << 4 | digit(&pair[1])?))
                     .collect::<Option<Vec<u8>>>()
             })
             .flatten();
@@ -198,5 +201,38 @@ impl<'a> Params<'a> {
     /// What the parameters belong to, for errors (e.g. "policy `drr`").
     pub fn owner(&self) -> &str {
         &self.owner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &[ParamSpec] = &[ParamSpec {
+        name: "key",
+        default: "",
+        description: "hex",
+    }];
+
+    fn hex(value: &str, lengths: &[usize]) -> Result<Vec<u8>, ParamError> {
+        let given: BTreeMap<String, String> = [("key".to_string(), value.to_string())].into();
+        Params::new("test", SPEC, &given)
+            .unwrap()
+            .hex_bytes("key", lengths)
+    }
+
+    #[test]
+    fn hex_bytes_decode_and_reject_anything_else() {
+        assert_eq!(hex("00ff7A", &[]).unwrap(), vec![0x00, 0xff, 0x7a]);
+        assert_eq!(hex("", &[]).unwrap(), Vec::<u8>::new());
+        assert!(hex("abc", &[]).is_err(), "odd length");
+        assert!(hex("0g", &[]).is_err(), "not a digit");
+        // Signs are not digits (from_str_radix would take "+f").
+        assert!(hex("+f+f", &[]).is_err());
+        // A multi-byte character is an error, not a panic.
+        assert!(hex("aéa", &[]).is_err());
+        assert!(hex("éé", &[]).is_err());
+        let err = hex("0011", &[16, 32]).unwrap_err().to_string();
+        assert!(err.contains("`key`") && err.contains("16 or 32 bytes"), "{err}");
     }
 }

@@ -20,7 +20,10 @@
 //! one-shot encryption. The combination (GF(2^128) multiply and powers of H)
 //! is written by hand: no crate exposes GHASH's field arithmetic.
 
-use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Placement, Splitter};
+use crate::evp::{EvpCipher, EvpContext, EvpError};
+use crate::operator::{
+    aligned_plan, copy_part, downcast, own_range, part_slice, Carry, OpError, Operator, Placement, Splitter,
+};
 use ghash::universal_hash::UniversalHash;
 use isola_core::params::Params;
 use isola_core::{Subtask, TaskId};
@@ -28,6 +31,9 @@ use std::ops::Range;
 
 /// Tag length in bytes.
 pub const TAG_BYTES: usize = 16;
+
+/// The longest plaintext AES-GCM allows: 2^32 - 2 blocks (SP 800-38D).
+pub const MAX_PLAINTEXT: u64 = (1 << 36) - 32;
 
 /// Multiplies two GF(2^128) elements in GCM's bit order (SP 800-38D,
 /// algorithm 1): bit 0 of a block is the most significant bit of the u128.
@@ -305,34 +311,19 @@ impl Operator for GcmDecrypt {
     }
 }
 
-/// AWS-LC's streaming AES-GCM encryption (an `EVP_CIPHER_CTX`) and the
-/// ciphertext so far: the carry between chained subtasks.
-///
-/// Written against the raw `aws-lc-sys` bindings because `aws-lc-rs` only
-/// offers one-shot AEAD; the streaming EVP interface runs the same fused
-/// AES-GCM assembly on each part.
+/// AWS-LC's streaming AES-GCM encryption and the ciphertext so far: the
+/// carry between chained subtasks.
 struct GcmStream {
-    ctx: std::ptr::NonNull<aws_lc_sys::EVP_CIPHER_CTX>,
+    ctx: EvpContext,
     ciphertext: Vec<u8>,
 }
 
-// SAFETY: the context is memory owned by this value alone (no shared or
-// thread-local state), so it may move to another thread between subtasks.
-unsafe impl Send for GcmStream {}
-
-impl Drop for GcmStream {
-    fn drop(&mut self) {
-        // SAFETY: `ctx` came from EVP_CIPHER_CTX_new and is freed once, here.
-        unsafe { aws_lc_sys::EVP_CIPHER_CTX_free(self.ctx.as_ptr()) }
-    }
-}
-
-/// An error of AWS-LC's streaming interface (it fails only on allocation
-/// or misuse).
-fn stream_error(what: &str) -> OpError {
+/// An error of AWS-LC's streaming interface (it fails only on allocation,
+/// misuse, or a message over AES-GCM's length limit).
+fn stream_error(e: EvpError) -> OpError {
     OpError::Input {
         op: "aes-gcm-encrypt",
-        reason: format!("AWS-LC streaming AES-GCM failed in {what}"),
+        reason: format!("{e} (messages are limited to 2^36 - 32 bytes)"),
     }
 }
 
@@ -340,98 +331,29 @@ impl GcmStream {
     /// A context keyed and IV'd, with the AAD absorbed, for a plaintext of
     /// `len` bytes.
     fn start(gcm: &Gcm, len: usize) -> Result<GcmStream, OpError> {
-        // SAFETY: FFI calls with valid pointers: the key and IV have the
-        // lengths the cipher expects (checked when the parameters were
-        // parsed); the context is non-null once created.
-        unsafe {
-            let ctx = std::ptr::NonNull::new(aws_lc_sys::EVP_CIPHER_CTX_new())
-                .ok_or_else(|| stream_error("EVP_CIPHER_CTX_new"))?;
-            let stream = GcmStream {
-                ctx,
-                ciphertext: Vec::with_capacity(len + TAG_BYTES),
-            };
-            let cipher = if gcm.key.len() == 16 {
-                aws_lc_sys::EVP_aes_128_gcm()
-            } else {
-                aws_lc_sys::EVP_aes_256_gcm()
-            };
-            if aws_lc_sys::EVP_EncryptInit_ex(
-                ctx.as_ptr(),
-                cipher,
-                std::ptr::null_mut(),
-                gcm.key.as_ptr(),
-                gcm.iv.as_ptr(),
-            ) != 1
-            {
-                return Err(stream_error("EVP_EncryptInit_ex"));
-            }
-            for piece in gcm.aad.chunks(1 << 30) {
-                let mut written = 0;
-                if aws_lc_sys::EVP_EncryptUpdate(
-                    ctx.as_ptr(),
-                    std::ptr::null_mut(),
-                    &mut written,
-                    piece.as_ptr(),
-                    piece.len() as std::ffi::c_int,
-                ) != 1
-                {
-                    return Err(stream_error("EVP_EncryptUpdate (AAD)"));
-                }
-            }
-            Ok(stream)
-        }
+        let cipher = if gcm.key.len() == 16 {
+            EvpCipher::Aes128Gcm
+        } else {
+            EvpCipher::Aes256Gcm
+        };
+        let mut ctx = EvpContext::new(cipher, &gcm.key, &gcm.iv, true).map_err(stream_error)?;
+        ctx.aad(&gcm.aad).map_err(stream_error)?;
+        Ok(GcmStream {
+            ctx,
+            ciphertext: Vec::with_capacity(len.saturating_add(TAG_BYTES)),
+        })
     }
 
     /// Encrypts the next `plaintext` bytes, appending their ciphertext.
     fn update(&mut self, plaintext: &[u8]) -> Result<(), OpError> {
-        for piece in plaintext.chunks(1 << 30) {
-            self.ciphertext.reserve(piece.len() + 16);
-            let mut written: std::ffi::c_int = 0;
-            // SAFETY: the output has room for the piece plus a block
-            // (reserved above; GCM writes exactly the piece's length) and
-            // `written` bytes are initialised when the call succeeds.
-            unsafe {
-                let end = self.ciphertext.as_mut_ptr().add(self.ciphertext.len());
-                if aws_lc_sys::EVP_EncryptUpdate(
-                    self.ctx.as_ptr(),
-                    end,
-                    &mut written,
-                    piece.as_ptr(),
-                    piece.len() as std::ffi::c_int,
-                ) != 1
-                    || written as usize > piece.len() + 16
-                {
-                    return Err(stream_error("EVP_EncryptUpdate"));
-                }
-                self.ciphertext.set_len(self.ciphertext.len() + written as usize);
-            }
-        }
-        Ok(())
+        self.ctx
+            .update_append(plaintext, &mut self.ciphertext)
+            .map_err(stream_error)
     }
 
     /// Finishes: the ciphertext followed by the tag.
     fn finish(mut self) -> Result<Vec<u8>, OpError> {
-        let mut tag = [0u8; TAG_BYTES];
-        let mut written: std::ffi::c_int = 0;
-        let mut scratch = [0u8; 16];
-        // SAFETY: GCM's final step writes no data (the scratch block has
-        // room anyway) and the tag buffer holds the 16 bytes asked for.
-        unsafe {
-            if aws_lc_sys::EVP_EncryptFinal_ex(self.ctx.as_ptr(), scratch.as_mut_ptr(), &mut written) != 1
-                || written != 0
-            {
-                return Err(stream_error("EVP_EncryptFinal_ex"));
-            }
-            if aws_lc_sys::EVP_CIPHER_CTX_ctrl(
-                self.ctx.as_ptr(),
-                aws_lc_sys::EVP_CTRL_GCM_GET_TAG,
-                TAG_BYTES as std::ffi::c_int,
-                tag.as_mut_ptr().cast(),
-            ) != 1
-            {
-                return Err(stream_error("EVP_CTRL_GCM_GET_TAG"));
-            }
-        }
+        let tag = self.ctx.gcm_tag().map_err(stream_error)?;
         let mut out = std::mem::take(&mut self.ciphertext);
         out.extend_from_slice(&tag);
         Ok(out)
@@ -475,10 +397,17 @@ impl Splitter for GcmEncrypt {
 }
 
 impl Placement for IndependentGcm {
-    /// Ranges aligned to 16-byte blocks (the chunk is rounded up to a multiple of 16).
+    /// Ranges aligned to 16-byte blocks (the chunk is rounded up to a
+    /// multiple of 16); over AES-GCM's length limit is an error, since past
+    /// it the 32-bit counter would wrap.
     fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
-        let chunk = chunk.min(usize::MAX / 2).div_ceil(16).max(1) * 16;
-        Ok(Subtask::ranges(task, len as u64, chunk as u64, false))
+        if len as u64 > MAX_PLAINTEXT {
+            return Err(OpError::Input {
+                op: "aes-gcm-encrypt",
+                reason: format!("{len} bytes is over AES-GCM's limit of 2^36 - 32"),
+            });
+        }
+        Ok(aligned_plan(task, len, chunk, 16))
     }
 
     fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
@@ -487,8 +416,7 @@ impl Placement for IndependentGcm {
 
     /// The subtask's own range of the ciphertext.
     fn regions(&self, part: &Subtask, _: usize) -> Vec<Range<usize>> {
-        let range = part.offset as usize..(part.offset + part.bytes) as usize;
-        std::iter::once(range).collect()
+        own_range(part)
     }
 
     /// Encrypts the range with the keystream from its block offset and
@@ -499,22 +427,7 @@ impl Placement for IndependentGcm {
         input: &[u8],
         regions: &mut [&mut [u8]],
     ) -> Result<Carry, OpError> {
-        let plaintext = part_slice(part, input);
-        let [out] = regions else {
-            return Err(OpError::WrongCarry {
-                op: "aes-gcm-encrypt",
-            });
-        };
-        if part.offset % 16 != 0 || out.len() != plaintext.len() {
-            return Err(OpError::Input {
-                op: "aes-gcm-encrypt",
-                reason: format!(
-                    "subtask at {} is not a whole range on a 16-byte block",
-                    part.offset
-                ),
-            });
-        }
-        out.copy_from_slice(plaintext);
+        let out = copy_part("aes-gcm-encrypt", part, input, regions, 16)?;
         self.0.ctr_at(part.offset, out)?;
         Ok(Box::new((ghash(&self.0.h, out), out.len() as u64)))
     }
@@ -538,6 +451,13 @@ impl Placement for IndependentGcm {
             power = Some((blocks, h_n));
             s = gf_mul(s, h_n) ^ ghash;
             total += len;
+        }
+        // The carries must cover the whole ciphertext (a driver that lost
+        // or repeated a subtask would otherwise get a wrong tag silently).
+        if total as usize != out.len().saturating_sub(TAG_BYTES) {
+            return Err(OpError::WrongCarry {
+                op: "aes-gcm-encrypt",
+            });
         }
         let lengths = ((self.0.aad.len() as u128 * 8) << 64) | (total as u128 * 8);
         s = gf_mul(s ^ lengths, h);

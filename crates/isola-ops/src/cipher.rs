@@ -10,7 +10,9 @@
 //! big-endian integer, as `openssl enc -aes-*-ctr` does; it is its own
 //! inverse.
 //!
-//! `aes-xts` runs on RustCrypto's `xts-mode` over `aes`. The input is sectors
+//! `aes-xts` runs on AWS-LC for AES-256 keys (its VAES/AVX-512 assembly)
+//! and on RustCrypto's `xts-mode` over `aes` for AES-128 ones (AWS-LC has
+//! no AES-128-XTS). The input is sectors
 //! back to back; sector `n`'s tweak is `n` as a 128-bit little-endian integer
 //! (Linux dm-crypt's `plain64`, `openssl enc -aes-*-xts -iv`). The last
 //! sector may be shorter than the others (ciphertext stealing) but not
@@ -21,8 +23,9 @@
 //! (`iv + offset / 16`); XTS subtasks cover whole sectors and compute their
 //! sector numbers. Either way the result is bit-identical to one-shot.
 
-use crate::operator::{part_slice, Carry, OpError, Operator, Placement, Splitter};
-use aes::cipher::{consts::U16, BlockCipherDecrypt, BlockCipherEncrypt, BlockSizeUser, KeyInit};
+use crate::evp::{EvpCipher, EvpContext};
+use crate::operator::{aligned_plan, copy_part, own_range, Carry, OpError, Operator, Placement, Splitter};
+use aes::cipher::KeyInit;
 use aws_lc_rs::cipher::{EncryptingKey, EncryptionContext, UnboundCipherKey, AES_128, AES_256};
 use isola_core::params::{ParamSpec, Params};
 use isola_core::{Subtask, TaskId};
@@ -69,49 +72,6 @@ pub const XTS_PARAMS: &[ParamSpec] = &[
         description: "encrypt or decrypt",
     },
 ];
-
-/// Subtasks of an input of `len` bytes in chunks of about `chunk` bytes,
-/// every one starting on a multiple of `unit` (a block or a sector).
-fn aligned_plan(task: TaskId, len: usize, chunk: usize, unit: usize) -> Vec<Subtask> {
-    let unit = unit.max(1) as u64;
-    // At least `len / u32::MAX` so that `Subtask::ranges` need not enlarge
-    // (and so misalign) the chunk to fit the count in its `u32` index.
-    let chunk = (chunk as u64).max((len as u64).div_ceil(u32::MAX as u64));
-    let chunk = chunk.min(u64::MAX / 2).div_ceil(unit).max(1) * unit;
-    Subtask::ranges(task, len as u64, chunk, false)
-}
-
-/// The subtask's own range of an output as long as the input.
-fn own_range(part: &Subtask) -> Vec<Range<usize>> {
-    let range = part.offset as usize..(part.offset + part.bytes) as usize;
-    std::iter::once(range).collect()
-}
-
-/// Copies subtask `part`'s range of `input` into its single output region,
-/// checking that the part starts on a multiple of `unit`.
-fn copy_part<'o>(
-    op: &'static str,
-    part: &Subtask,
-    input: &[u8],
-    regions: &'o mut [&mut [u8]],
-    unit: usize,
-) -> Result<&'o mut [u8], OpError> {
-    let data = part_slice(part, input);
-    let [out] = regions else {
-        return Err(OpError::WrongCarry { op });
-    };
-    if part.offset % unit as u64 != 0 || out.len() != data.len() {
-        return Err(OpError::Input {
-            op,
-            reason: format!(
-                "subtask at {} is not a whole range starting on a {unit}-byte boundary",
-                part.offset
-            ),
-        });
-    }
-    out.copy_from_slice(data);
-    Ok(out)
-}
 
 /// `aes-ctr`: AES-CTR encryption, which is also its decryption.
 pub struct AesCtr {
@@ -231,19 +191,11 @@ pub enum Direction {
 
 /// An XTS key pair over AES-128 or AES-256.
 enum XtsKey {
+    /// AES-128-XTS on RustCrypto's `xts-mode` (AWS-LC offers only
+    /// AES-256-XTS).
     Aes128(Box<Xts128<aes::Aes128>>),
-    Aes256(Box<Xts128<aes::Aes256>>),
-}
-
-/// One sector through `xts` in place (`sector` holds at least one block).
-fn xts_sector<C>(xts: &Xts128<C>, sector: &mut [u8], tweak: [u8; 16], direction: Direction)
-where
-    C: BlockSizeUser<BlockSize = U16> + BlockCipherEncrypt + BlockCipherDecrypt,
-{
-    match direction {
-        Direction::Encrypt => xts.encrypt_sector(sector, tweak.into()),
-        Direction::Decrypt => xts.decrypt_sector(sector, tweak.into()),
-    }
+    /// AES-256-XTS on AWS-LC (VAES/AVX-512 assembly): `key1 || key2`.
+    Aes256(Box<[u8; 64]>),
 }
 
 impl XtsKey {
@@ -252,30 +204,57 @@ impl XtsKey {
     /// rejects those too, and FIPS 140 requires it: the tweak key would be
     /// the data key, which XTS's security proof excludes).
     fn new(key: &[u8]) -> Option<XtsKey> {
-        fn pair<C: KeyInit + BlockSizeUser<BlockSize = U16>>(key: &[u8]) -> Option<Box<Xts128<C>>> {
-            let (k1, k2) = key.split_at(key.len() / 2);
-            if k1 == k2 {
-                return None;
-            }
-            Some(Box::new(Xts128::new(
-                C::new_from_slice(k1).ok()?,
-                C::new_from_slice(k2).ok()?,
-            )))
+        let (k1, k2) = key.split_at(key.len() / 2);
+        if k1 == k2 {
+            return None;
         }
         match key.len() {
-            32 => pair(key).map(XtsKey::Aes128),
-            64 => pair(key).map(XtsKey::Aes256),
+            32 => Some(XtsKey::Aes128(Box::new(Xts128::new(
+                aes::Aes128::new_from_slice(k1).ok()?,
+                aes::Aes128::new_from_slice(k2).ok()?,
+            )))),
+            64 => Some(XtsKey::Aes256(Box::new(key.try_into().ok()?))),
             _ => None,
         }
     }
 
-    /// One sector in place; the caller checks it holds at least one block
-    /// (`xts-mode` panics otherwise).
-    fn sector(&self, sector: &mut [u8], tweak: [u8; 16], direction: Direction) {
+    /// Runs whole sectors of `sector_size` bytes in place (the last may be
+    /// shorter; the caller checks every one holds at least one block), the
+    /// first with tweak `first`, the next `first + 1`, and so on.
+    fn sectors(
+        &self,
+        data: &mut [u8],
+        sector_size: usize,
+        first: u128,
+        direction: Direction,
+    ) -> Result<(), OpError> {
+        let tweaks = (0u128..).map(|i| first.wrapping_add(i).to_le_bytes());
         match self {
-            XtsKey::Aes128(x) => xts_sector(x, sector, tweak, direction),
-            XtsKey::Aes256(x) => xts_sector(x, sector, tweak, direction),
+            XtsKey::Aes128(xts) => {
+                for (sector, tweak) in data.chunks_mut(sector_size).zip(tweaks) {
+                    match direction {
+                        Direction::Encrypt => xts.encrypt_sector(sector, tweak.into()),
+                        Direction::Decrypt => xts.decrypt_sector(sector, tweak.into()),
+                    }
+                }
+            }
+            XtsKey::Aes256(key) => {
+                let failed = |e: crate::evp::EvpError| OpError::Input {
+                    op: AesXts::NAME,
+                    reason: e.to_string(),
+                };
+                let encrypt = direction == Direction::Encrypt;
+                let mut ctx = EvpContext::new(EvpCipher::Aes256Xts, &key[..], &first.to_le_bytes(), encrypt)
+                    .map_err(failed)?;
+                for (i, (sector, tweak)) in data.chunks_mut(sector_size).zip(tweaks).enumerate() {
+                    if i > 0 {
+                        ctx.set_iv(&tweak).map_err(failed)?;
+                    }
+                    ctx.update_in_place(sector).map_err(failed)?;
+                }
+            }
         }
+        Ok(())
     }
 }
 
@@ -349,11 +328,7 @@ impl AesXts {
     /// sectors but the last), in place.
     fn apply(&self, first: u128, data: &mut [u8]) -> Result<(), OpError> {
         self.check(data)?;
-        for (i, sector) in data.chunks_mut(self.sector_size).enumerate() {
-            let tweak = first + i as u128;
-            self.key.sector(sector, tweak.to_le_bytes(), self.direction);
-        }
-        Ok(())
+        self.key.sectors(data, self.sector_size, first, self.direction)
     }
 }
 
@@ -434,8 +409,8 @@ pub fn xts_with_tweak(
             reason: format!("{} bytes is shorter than one 16-byte block", data.len()),
         });
     }
-    key.sector(data, tweak, direction);
-    Ok(())
+    // One data unit: the whole of `data` as one sector.
+    key.sectors(data, data.len(), u128::from_le_bytes(tweak), direction)
 }
 
 /// `payload` made a valid `aes-xts` input for `params`: a last sector

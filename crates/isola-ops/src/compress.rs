@@ -17,6 +17,7 @@
 use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Splitter};
 use isola_core::params::Params;
 use isola_core::Subtask;
+use std::cell::RefCell;
 use std::io::{Read, Write};
 
 /// A compressed format.
@@ -85,7 +86,7 @@ impl Codec {
                 e.finish()
             }
             Codec::Lz4 => Ok(crate::lz4_frame::compress(input)),
-            Codec::Zstd => zstd::bulk::compress(input, level as i32),
+            Codec::Zstd => zstd_compress(input, level as i32),
             Codec::Snappy => {
                 let mut e = snap::write::FrameEncoder::new(Vec::new());
                 e.write_all(input)?;
@@ -113,7 +114,7 @@ impl Codec {
                 out = crate::lz4_frame::decompress(input)?;
             }
             Codec::Zstd => {
-                out = zstd::stream::decode_all(input)?;
+                out = zstd_decompress(input)?;
             }
             Codec::Snappy => {
                 snap::read::FrameDecoder::new(input).read_to_end(&mut out)?;
@@ -121,6 +122,68 @@ impl Codec {
         }
         Ok(out)
     }
+}
+
+thread_local! {
+    /// Zstandard contexts, one per thread and reused: making a context (and
+    /// its tables) costs about as much as compressing a few KiB.
+    static ZSTD_COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// One Zstandard frame of `input` at `level`, on this thread's context.
+fn zstd_compress(input: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+    ZSTD_COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match &mut *slot {
+            Some(c) => c,
+            None => slot.insert(zstd::bulk::Compressor::new(level)?),
+        };
+        compressor.set_compression_level(level)?;
+        compressor.compress(input)
+    })
+}
+
+/// Decodes every frame of `input`. A frame that states its content size
+/// (ours and the stock tool's on files do) is decoded in one call on this
+/// thread's context straight into the output; others are streamed.
+fn zstd_decompress(input: &[u8]) -> std::io::Result<Vec<u8>> {
+    use zstd::zstd_safe;
+    let mut out = Vec::new();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let len = zstd_safe::find_frame_compressed_size(rest)
+            .map_err(|code| std::io::Error::other(zstd_safe::get_error_name(code)))?;
+        let (frame, after) = rest.split_at(len.min(rest.len()));
+        // A stated size is trusted only as far as it is plausible for the
+        // frame's length, so a forged header cannot make us reserve memory
+        // the data could never fill (larger ones are streamed instead).
+        let plausible = (frame.len() as u64).saturating_mul(1024).max(1 << 20);
+        match zstd_safe::get_frame_content_size(frame) {
+            Ok(Some(n)) if n <= plausible => {
+                let start = out.len();
+                out.reserve(n as usize);
+                let mut cursor = std::io::Cursor::new(&mut out);
+                cursor.set_position(start as u64);
+                let written = ZSTD_DECOMPRESSOR.with(|cell| {
+                    let mut slot = cell.borrow_mut();
+                    let decompressor = match &mut *slot {
+                        Some(d) => d,
+                        None => slot.insert(zstd::bulk::Decompressor::new()?),
+                    };
+                    decompressor.decompress_to_buffer(frame, &mut cursor)
+                })?;
+                if written as u64 != n {
+                    return Err(std::io::Error::other("zstd frame content size mismatch"));
+                }
+            }
+            _ => {
+                zstd::stream::copy_decode(frame, &mut out)?;
+            }
+        }
+        rest = after;
+    }
+    Ok(out)
 }
 
 /// Compresses with a codec.

@@ -18,6 +18,7 @@ pub mod checksum;
 pub mod cipher;
 pub mod compress;
 pub mod erasure;
+pub mod evp;
 pub mod hash;
 pub mod lpm;
 pub mod lz4_frame;

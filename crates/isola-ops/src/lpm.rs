@@ -267,7 +267,8 @@ where
         let seed = p.u64_in("seed", 0..=u64::MAX)?;
         return Ok(Table::random(count, seed));
     }
-    let text = std::fs::read_to_string(path)
+    // 256 MiB: several full Internet tables.
+    let text = crate::operator::read_text_file(path, 256 << 20)
         .map_err(|e| p.bad("routes", &format!("a readable route file ({e})")))?;
     Table::parse(&text).map_err(|(line, what)| {
         p.bad(

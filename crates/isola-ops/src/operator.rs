@@ -156,6 +156,69 @@ impl<T: Placement> Splitter for T {
     }
 }
 
+// Helpers for operators whose subtasks cover aligned ranges of the input
+// and write the same range of an output as long as the input.
+
+/// Subtasks of an input of `len` bytes in chunks of about `chunk` bytes,
+/// every one starting on a multiple of `unit` (a block or a sector).
+pub fn aligned_plan(task: TaskId, len: usize, chunk: usize, unit: usize) -> Vec<Subtask> {
+    let unit = unit.max(1) as u64;
+    // At least `len / u32::MAX` so that `Subtask::ranges` need not enlarge
+    // (and so misalign) the chunk to fit the count in its `u32` index.
+    let chunk = (chunk as u64).max((len as u64).div_ceil(u32::MAX as u64));
+    let chunk = chunk.min(u64::MAX / 2).div_ceil(unit).max(1) * unit;
+    Subtask::ranges(task, len as u64, chunk, false)
+}
+
+/// The subtask's own range of an output as long as the input.
+pub fn own_range(part: &Subtask) -> Vec<Range<usize>> {
+    let range = part.offset as usize..(part.offset + part.bytes) as usize;
+    std::iter::once(range).collect()
+}
+
+/// Copies subtask `part`'s range of `input` into its single output region,
+/// checking that the part starts on a multiple of `unit`.
+pub fn copy_part<'o>(
+    op: &'static str,
+    part: &Subtask,
+    input: &[u8],
+    regions: &'o mut [&mut [u8]],
+    unit: usize,
+) -> Result<&'o mut [u8], OpError> {
+    let data = part_slice(part, input);
+    let [out] = regions else {
+        return Err(OpError::WrongCarry { op });
+    };
+    if part.offset % unit as u64 != 0 || out.len() != data.len() {
+        return Err(OpError::Input {
+            op,
+            reason: format!(
+                "subtask at {} is not a whole range starting on a {unit}-byte boundary",
+                part.offset
+            ),
+        });
+    }
+    out.copy_from_slice(data);
+    Ok(out)
+}
+
+/// The text of the file a parameter names (a key, a route table, a pattern
+/// set), read at most `limit` bytes, so that a wrong path such as a device
+/// or a huge file cannot exhaust memory.
+pub fn read_text_file(path: &str, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(limit.saturating_add(1))
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "larger than the {limit}-byte limit"
+        )));
+    }
+    Ok(text)
+}
+
 /// A configured operator (parameters already checked).
 pub trait Operator: Send + Sync {
     /// The registered name.
@@ -236,5 +299,23 @@ pub fn run_split(op: &dyn Operator, input: &[u8], chunk: usize) -> Result<Vec<u8
             .map(|p| split.run_part(p, input, None))
             .collect::<Result<Vec<_>, _>>()?;
         split.reassemble(input.len(), outs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_files_are_read_up_to_a_limit() {
+        let path = std::env::temp_dir().join(format!("isola-read-limit-{}", std::process::id()));
+        std::fs::write(&path, "0123456789").unwrap();
+        let path = path.to_str().unwrap();
+        assert_eq!(read_text_file(path, 10).unwrap(), "0123456789");
+        assert!(read_text_file(path, 9)
+            .unwrap_err()
+            .to_string()
+            .contains("9-byte limit"));
+        assert!(read_text_file("/nonexistent/isola", 10).is_err());
     }
 }

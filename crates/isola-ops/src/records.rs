@@ -6,7 +6,7 @@
 //! that write their results in place ([`Placement`]): record `i` of the input
 //! gives bytes `4 i .. 4 i + 4` of the output, whichever subtask computes it.
 
-use crate::operator::{part_slice, run_split, Carry, OpError, Operator, Placement, Splitter};
+use crate::operator::{aligned_plan, part_slice, run_split, Carry, OpError, Operator, Placement, Splitter};
 use isola_core::{Subtask, TaskId};
 use std::ops::Range;
 
@@ -69,9 +69,7 @@ impl<M: RecordMap> Placement for PerRecord<M> {
     /// Ranges of whole records (the chunk is rounded up to a whole record).
     fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
         self.records(len)?;
-        let size = self.0.record_len().max(1);
-        let chunk = chunk.min(usize::MAX / 2).div_ceil(size).max(1) * size;
-        Ok(Subtask::ranges(task, len as u64, chunk as u64, false))
+        Ok(aligned_plan(task, len, chunk, self.0.record_len()))
     }
 
     fn output_len(&self, input_len: usize) -> Result<usize, OpError> {

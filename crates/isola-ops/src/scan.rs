@@ -6,8 +6,10 @@
 //! (a lazy DFA with literal prefilters such as Aho-Corasick/Teddy): one pass
 //! over the input finds every pattern. Matches are leftmost-first and do not
 //! overlap, and at one position an earlier pattern wins over a later one:
-//! the matches of the alternation `p0|p1|...` in order, which is what
-//! Python's `re.finditer` and PCRE report for it. The output is one line per
+//! the matches of the alternation `p0|p1|...` in order, as Python's
+//! `re.finditer` and PCRE report them, with one difference of Rust's
+//! `regex` semantics: an empty match right where the previous match ended
+//! is not reported (Python 3.7+ reports it). The output is one line per
 //! match, `start end pattern` (byte offsets, end exclusive; pattern index
 //! from 0), so any tool can read it.
 //!
@@ -41,15 +43,16 @@ pub struct RegexScan {
 }
 
 impl RegexScan {
-    /// Builds from `patterns` (a file of one regular expression per line, as
-    /// `grep -f` reads; empty lines are skipped), or the built-in set.
+    /// Builds from `patterns` (a file of one regular expression per line, at
+    /// most 16 MiB; empty lines are skipped, where `grep -f` would match
+    /// everything), or the built-in set.
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         let path = p.raw("patterns");
         let from_file;
         let patterns: Vec<&str> = if path.is_empty() {
             DEFAULT_PATTERNS.to_vec()
         } else {
-            from_file = std::fs::read_to_string(path)
+            from_file = crate::operator::read_text_file(path, 16 << 20)
                 .map_err(|e| p.bad("patterns", &format!("a readable file of patterns ({e})")))?;
             from_file.lines().filter(|l| !l.is_empty()).collect()
         };

@@ -26,7 +26,7 @@
 //! does not offer, on RustCrypto's `dsa`. Signatures cover the whole
 //! message, so none of these operators splits.
 
-use crate::operator::{OpError, Operator};
+use crate::operator::{read_text_file, OpError, Operator};
 use crate::registry::build_operator;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{
@@ -321,21 +321,6 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The text of key file `path`: at most 1 MiB (PEM keys are a few KiB), so
-/// that a wrong path such as a device cannot exhaust memory.
-fn read_key_file(path: &str) -> std::io::Result<String> {
-    use std::io::Read;
-    const LIMIT: u64 = 1 << 20;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(LIMIT + 1)
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > LIMIT {
-        return Err(std::io::Error::other("over 1 MiB, too large for a PEM key"));
-    }
-    Ok(text)
-}
-
 /// The `key` parameter's PEM block: its label and DER contents.
 fn key_block(p: &Params<'_>, demo_pem: &'static str, expected: &str) -> Result<(String, Vec<u8>), OpError> {
     let path = p.raw("key");
@@ -343,7 +328,8 @@ fn key_block(p: &Params<'_>, demo_pem: &'static str, expected: &str) -> Result<(
         std::borrow::Cow::Borrowed(demo_pem)
     } else {
         std::borrow::Cow::Owned(
-            read_key_file(path).map_err(|e| p.bad("key", &format!("{expected} (cannot read it: {e})")))?,
+            read_text_file(path, 1 << 20)
+                .map_err(|e| p.bad("key", &format!("{expected} (cannot read it: {e})")))?,
         )
     };
     let (label, der) = pem_decode(&text).map_err(|e| p.bad("key", &format!("{expected} ({e})")))?;

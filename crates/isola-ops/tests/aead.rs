@@ -132,3 +132,26 @@ proptest! {
         prop_assert!(dec.run(&bad).is_err());
     }
 }
+
+/// Independent subtasks: a plan past AES-GCM's length limit is refused,
+/// and finishing without every subtask's carry is an error, not a wrong tag.
+#[test]
+fn independent_split_refuses_oversize_plans_and_missing_parts() {
+    let ops = encryptors(&[1u8; 32], &[2u8; 12], b"");
+    let place = ops[1].placement().expect("independent mode writes in place");
+    assert!(place.plan(isola_core::TaskId(0), 1 << 37, 1 << 20).is_err());
+    let input = vec![5u8; 100];
+    let parts = place.plan(isola_core::TaskId(0), input.len(), 32).unwrap();
+    assert_eq!(parts.len(), 4);
+    let mut out = vec![0u8; place.output_len(input.len()).unwrap()];
+    let mut carries = Vec::new();
+    for p in parts.iter().filter(|p| p.index != 2) {
+        let ranges = place.regions(p, input.len());
+        let mut slices = isola_ops::operator::carve(&mut out, &ranges).unwrap();
+        carries.push(place.run_part_into(p, &input, &mut slices).unwrap());
+    }
+    assert!(matches!(
+        place.finish(carries, &mut out),
+        Err(isola_ops::OpError::WrongCarry { .. })
+    ));
+}

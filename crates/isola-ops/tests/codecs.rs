@@ -84,6 +84,9 @@ fn we_decompress_the_stock_tools_output() {
     for (cmd, args, op) in [
         ("gzip", &["-c", "-n"][..], "gunzip"),
         ("lz4", &["-c"][..], "unlz4"),
+        // Linked blocks, block checksums, 64 KiB blocks.
+        ("lz4", &["-c", "-BD"][..], "unlz4"),
+        ("lz4", &["-c", "-BX", "-B4"][..], "unlz4"),
         ("zstd", &["-c", "-q"][..], "unzstd"),
     ] {
         let dec = build_operator(op, &BTreeMap::new()).unwrap();
@@ -96,6 +99,29 @@ fn we_decompress_the_stock_tools_output() {
                 "our {op} of {cmd} output, {n} bytes"
             );
         }
+    }
+}
+
+/// Frames that state their content size (lz4 writes it only for files).
+#[test]
+fn we_decompress_stock_frames_with_content_sizes() {
+    let dir = std::env::temp_dir().join(format!("isola-codecs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = sample(300_000);
+    let file = dir.join("data.txt");
+    std::fs::write(&file, &data).unwrap();
+    let path = file.to_str().unwrap();
+    for (cmd, args, op) in [
+        ("lz4", vec!["-c", "--content-size", path], "unlz4"),
+        ("zstd", vec!["-c", "-q", path], "unzstd"),
+    ] {
+        let theirs = tool(cmd, &args, &[]);
+        let dec = build_operator(op, &BTreeMap::new()).unwrap();
+        assert_eq!(dec.run(&theirs).unwrap(), data, "our {op} of {cmd} {args:?}");
+        // The stated size is checked against what the blocks hold.
+        let mut wrong = theirs.clone();
+        wrong.truncate(wrong.len() - 8);
+        assert!(dec.run(&wrong).is_err(), "{op} accepted a truncated frame");
     }
 }
 

@@ -114,7 +114,9 @@ proptest! {
         let routes: Vec<(u128, u32, u32)> = routes
             .into_iter()
             .map(|(b, len, hop)| {
-                let len = len.min(width);
+                // Spread over the family's lengths (not clamped, which would
+                // make most IPv4 routes /32).
+                let len = len % (width + 1);
                 (bases[b % bases.len()] & mask(width, len), len, hop)
             })
             .collect();
@@ -128,7 +130,7 @@ proptest! {
         let addrs: Vec<u128> = near
             .into_iter()
             .map(|(b, noise, keep)| {
-                let keep = keep.min(width);
+                let keep = keep % (width + 1);
                 let base = bases[b % bases.len()];
                 (base & mask(width, keep)) | (fit(noise) & !mask(width, keep) & mask(width, width))
             })

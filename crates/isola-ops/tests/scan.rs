@@ -114,3 +114,13 @@ fn a_pattern_file_and_its_errors() {
         "{err}"
     );
 }
+
+/// The one documented difference from Python: an empty match where the
+/// previous match ended is not reported (Rust `regex` semantics).
+#[test]
+fn empty_matches_follow_rust_semantics() {
+    let scan = isola_ops::scan::RegexScan::new(&["a*"]).unwrap();
+    let ours = String::from_utf8(isola_ops::Operator::run(&scan, b"baaab").unwrap()).unwrap();
+    assert_eq!(ours, "0 0 0\n1 4 0\n5 5 0\n");
+    assert_eq!(python_matches(&["a*"], b"baaab"), "0 0 0\n1 4 0\n4 4 0\n5 5 0\n");
+}
