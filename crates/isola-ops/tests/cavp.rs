@@ -1,6 +1,9 @@
 //! NIST CAVP vectors (see tests/data/cavp/README.md): the digests and
 //! AES-GCM operators, whole and split into subtasks, give NIST's answers.
 
+mod common;
+
+use common::unhex;
 use isola_ops::{build_operator, run_split};
 use std::collections::BTreeMap;
 
@@ -26,12 +29,6 @@ fn records(file: &str) -> Vec<BTreeMap<String, String>> {
         }
     }
     out
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2)
-        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
-        .collect()
 }
 
 #[test]

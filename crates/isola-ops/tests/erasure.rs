@@ -1,6 +1,9 @@
 //! Reed-Solomon: whatever up to m shards are lost, ec-recover gives back the
 //! data shards ec-encode was given; malformed input is an error, never a panic.
 
+mod common;
+
+use common::random_bytes;
 use isola_ops::{build_operator, run_split, Operator};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -16,26 +19,14 @@ fn op(name: &str, k: usize, m: usize, lost: &[usize]) -> Box<dyn Operator> {
     build_operator(name, &p).unwrap()
 }
 
-fn bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Encodes `data`, overwrites the `lost` shards with garbage, recovers.
 fn roundtrip(k: usize, m: usize, shard: usize, lost: &[usize], seed: u64) {
-    let data = bytes(k * shard, seed);
+    let data = random_bytes(k * shard, seed);
     let parity = op("ec-encode", k, m, &[]).run(&data).unwrap();
     assert_eq!(parity.len(), m * shard);
     let mut all = [data.clone(), parity].concat();
     for &i in lost {
-        all[i * shard..(i + 1) * shard].copy_from_slice(&bytes(shard, seed ^ 0xdead));
+        all[i * shard..(i + 1) * shard].copy_from_slice(&random_bytes(shard, seed ^ 0xdead));
     }
     let got = op("ec-recover", k, m, lost).run(&all).unwrap();
     assert_eq!(got, data, "k={k} m={m} shard={shard} lost={lost:?}");
@@ -82,7 +73,7 @@ fn large_codes_recover_from_random_loss_patterns() {
 
 #[test]
 fn split_encoding_of_a_10_plus_4_code_is_byte_identical() {
-    let data = bytes(10 * 100_003, 9);
+    let data = random_bytes(10 * 100_003, 9);
     let enc = op("ec-encode", 10, 4, &[]);
     let whole = enc.run(&data).unwrap();
     for chunk in [64 * 1024, 10_000, 999, 1] {

@@ -4,6 +4,9 @@
 //! defragmentation, `tcp-segment` against etherparse's parsing and checksums;
 //! and malformed input is an error, never a panic.
 
+mod common;
+
+use common::TempFile;
 use etherparse::defrag::IpDefragPool;
 use etherparse::{
     IpFragOffset, IpHeaders, IpNumber, Ipv4Header, Ipv4HeaderSlice, Ipv4Options, PacketBuilder, SlicedPacket,
@@ -13,8 +16,6 @@ use isola_ops::{build_operator, run_split, text_payload, valid_input, OpError, O
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -28,32 +29,6 @@ fn op(name: &str, pairs: &[(&str, &str)]) -> Box<dyn Operator> {
 }
 
 // ---------------------------------------------------------------- lpm
-
-/// A file of its own in the temporary directory, removed when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(text: &str) -> TempFile {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "isola-net-test-{}-{}.routes",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, text).unwrap();
-        TempFile(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// The first `len` bits of a `width`-bit address (right-aligned in a u128).
 fn mask(width: u32, len: u32) -> u128 {
@@ -124,7 +99,7 @@ proptest! {
         for &(prefix, len, hop) in &routes {
             file.push_str(&format!("{}/{len} {hop}  # route\n", addr_text(v6, prefix)));
         }
-        let file = TempFile::new(&file);
+        let file = TempFile::new(file.as_bytes());
         let lpm = op("lpm", &[("family", if v6 { "ipv6" } else { "ipv4" }), ("routes", file.path())]);
         // Near a base: its first `keep` bits, the rest random.
         let addrs: Vec<u128> = near
@@ -145,7 +120,7 @@ proptest! {
 
 #[test]
 fn lpm_route_file_errors_name_the_file_and_line() {
-    let file = TempFile::new("# routes\n10.0.0.0/8 1\n\n10.1.0.0/16 2 # ok\n10.2.0.0/40 3\n");
+    let file = TempFile::new(b"# routes\n10.0.0.0/8 1\n\n10.1.0.0/16 2 # ok\n10.2.0.0/40 3\n");
     let err = build_operator("lpm", &params(&[("routes", file.path())]))
         .err()
         .unwrap()
@@ -162,14 +137,14 @@ fn lpm_route_file_errors_name_the_file_and_line() {
         "10.0.0.0/8 1 2\n",
         "2001:db8::/32 1\n",
     ] {
-        let file = TempFile::new(&format!("1.0.0.0/8 1\n{bad}"));
+        let file = TempFile::new(format!("1.0.0.0/8 1\n{bad}").as_bytes());
         let err = build_operator("lpm", &params(&[("routes", file.path())]))
             .err()
             .unwrap()
             .to_string();
         assert!(err.contains("line 2"), "{bad:?}: {err}");
     }
-    let file = TempFile::new("2001:db8::/32 1\n10.0.0.0/8 1\n");
+    let file = TempFile::new(b"2001:db8::/32 1\n10.0.0.0/8 1\n");
     let err = build_operator("lpm", &params(&[("family", "ipv6"), ("routes", file.path())]))
         .err()
         .unwrap()
@@ -193,7 +168,7 @@ fn lpm_route_file_errors_name_the_file_and_line() {
 
 #[test]
 fn lpm_known_routes_and_bad_lengths() {
-    let file = TempFile::new("0.0.0.0/0 9\n192.0.2.0/24 1\n192.0.2.128/25 2\n192.0.2.7/32 3\n");
+    let file = TempFile::new(b"0.0.0.0/0 9\n192.0.2.0/24 1\n192.0.2.128/25 2\n192.0.2.7/32 3\n");
     let lpm = op("lpm", &[("routes", file.path())]);
     let input = [[192, 0, 2, 7], [192, 0, 2, 6], [192, 0, 2, 200], [8, 8, 8, 8]].concat();
     assert_eq!(

