@@ -1,5 +1,5 @@
 //! Compression: deflate (raw RFC 1951) and gzip (RFC 1952) on `flate2` with
-//! the zlib-rs backend, Huffman-only deflate on zlib-rs directly, LZ4 (the standard frame format, see [`crate::lz4_frame`]) on `lz4_flex`'s block codec,
+//! the zlib-rs backend, Huffman-only deflate on zlib-rs directly, LZ4 (the standard frame format, see [`crate::lz4_frame`]) on the C liblz4's block codec (lz4-sys),
 //! Zstandard on `zstd` (libzstd), and Snappy (the framing format) on `snap`.
 //! One generic compressor and one generic decompressor, parameterised by the
 //! codec.

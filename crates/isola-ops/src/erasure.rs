@@ -177,8 +177,13 @@ impl Operator for EcRecover {
         if shard == 0 {
             return Ok(Vec::new());
         }
-        let mut shards: Vec<Option<Vec<u8>>> = (0..n)
-            .map(|i| (!self.lost.contains(&i)).then(|| input[i * shard..(i + 1) * shard].to_vec()))
+        // One copy of all the shards, rebuilt in place: the data shards
+        // come first, so the output is the copy's first k shards.
+        let mut work = input.to_vec();
+        let mut shards: Vec<(&mut [u8], bool)> = work
+            .chunks_mut(shard)
+            .enumerate()
+            .map(|(i, s)| (s, !self.lost.contains(&i)))
             .collect();
         self.rs
             .reconstruct_data(&mut shards)
@@ -186,11 +191,7 @@ impl Operator for EcRecover {
                 op: "ec-recover",
                 reason: format!("{e:?}"),
             })?;
-        let mut out = Vec::with_capacity(self.k * shard);
-        for s in shards.iter().take(self.k) {
-            // reconstruct_data fills every data shard or returns an error.
-            out.extend_from_slice(s.as_deref().unwrap_or_default());
-        }
-        Ok(out)
+        work.truncate(self.k * shard);
+        Ok(work)
     }
 }
