@@ -7,7 +7,7 @@
 //! frame whose end mark was missing; on `lz4_flex` blocks with this frame
 //! layer, compression reached 0.88 and decompression 0.84 of `lz4 -b`
 //! (its safe API needs zero-filled output). liblz4 writes blocks straight
-//! into the output's spare capacity; the unsafe calls are in [`block`].
+//! into the output's spare capacity; the unsafe calls are in the `block` module.
 //!
 //! Encoding writes one frame of independent 4 MiB blocks (blocks that do
 //! not shrink are stored), the content size (so the decoder sizes its
