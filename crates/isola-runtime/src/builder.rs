@@ -1,0 +1,183 @@
+//! Configuring a runtime: engines, tenants and the scheduling mode.
+
+use crate::runtime::Runtime;
+use isola_core::{CostModel, EngineId, Slo, TenantId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One engine: a pool of worker threads behind a short FIFO queue, standing
+/// for a DPU accelerator (or a cluster of its cores).
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// Unique name.
+    pub name: String,
+    /// Operators it serves (registry names); empty: every operator.
+    pub ops: Vec<String>,
+    /// Worker threads (the engine's parallel lanes); at least 1.
+    pub workers: usize,
+    /// Dispatched tasks that may wait in the engine's own FIFO queue beyond
+    /// those running: the depth of a hardware queue. Isolation policies keep
+    /// it short so that their decisions, not the queue, set the order.
+    pub queue_depth: usize,
+    /// Predicts service time from operator and size (profiled on this
+    /// machine; `isola profile`).
+    pub cost: Arc<dyn CostModel>,
+    /// Run tasks of splittable operators larger than this as subtasks of
+    /// about this many bytes (ASTRAEA's task splitting); `None`: never split.
+    /// Native mode never splits.
+    pub split_bytes: Option<u64>,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("name", &self.name)
+            .field("ops", &self.ops)
+            .field("workers", &self.workers)
+            .field("queue_depth", &self.queue_depth)
+            .field("split_bytes", &self.split_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineConfig {
+    /// An engine serving `ops` (empty: all) on `workers` threads, with a
+    /// queue depth of 1 and no splitting.
+    pub fn new(name: impl Into<String>, ops: &[&str], workers: usize, cost: Arc<dyn CostModel>) -> Self {
+        EngineConfig {
+            name: name.into(),
+            ops: ops.iter().map(|s| s.to_string()).collect(),
+            workers,
+            queue_depth: 1,
+            cost,
+            split_bytes: None,
+        }
+    }
+
+    /// Sets the queue depth.
+    pub fn with_queue_depth(mut self, depth: usize) -> Self {
+        self.queue_depth = depth;
+        self
+    }
+
+    /// Splits tasks larger than `bytes` into subtasks of about that size.
+    pub fn with_split(mut self, bytes: u64) -> Self {
+        self.split_bytes = Some(bytes);
+        self
+    }
+
+    /// Whether it serves operator `op`.
+    pub(crate) fn serves(&self, op: &str) -> bool {
+        self.ops.is_empty() || self.ops.iter().any(|o| o == op)
+    }
+}
+
+/// How tasks reach the engines.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// Straight to the engines' FIFO queues, unsplit, first come first
+    /// served: what an application gets on a DPU without Isola.
+    Native,
+    /// Through the isolation core with this policy (a registry name) and
+    /// parameters.
+    Isolated {
+        /// Policy name (see `isola policies`).
+        policy: String,
+        /// Its parameters.
+        params: BTreeMap<String, String>,
+    },
+}
+
+/// Why a runtime could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// No engine was configured.
+    #[error("a runtime needs at least one engine")]
+    NoEngines,
+    /// No tenant was configured.
+    #[error("a runtime needs at least one tenant")]
+    NoTenants,
+    /// An engine has no workers.
+    #[error("engine `{0}` needs at least one worker")]
+    NoWorkers(String),
+    /// An engine serves an operator the registry does not have.
+    #[error("engine `{engine}`: {source}")]
+    UnknownOperator {
+        /// The engine.
+        engine: String,
+        /// The registry's error, listing the known operators.
+        source: isola_ops::OpError,
+    },
+    /// The isolation core refused the configuration (bad policy or
+    /// parameters, duplicate names, invalid SLO).
+    #[error(transparent)]
+    Scheduler(#[from] isola_core::BuildError),
+    /// A thread could not be started.
+    #[error("could not start a thread: {0}")]
+    Thread(String),
+}
+
+/// Builds a [`Runtime`].
+#[derive(Debug)]
+pub struct RuntimeBuilder {
+    pub(crate) engines: Vec<EngineConfig>,
+    pub(crate) tenants: Vec<(String, Slo)>,
+    pub(crate) mode: Mode,
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RuntimeBuilder {
+    /// An empty configuration in native mode.
+    pub fn new() -> Self {
+        RuntimeBuilder {
+            engines: Vec::new(),
+            tenants: Vec::new(),
+            mode: Mode::Native,
+        }
+    }
+
+    /// Adds an engine.
+    pub fn engine(&mut self, config: EngineConfig) -> EngineId {
+        self.engines.push(config);
+        EngineId(self.engines.len() as u32 - 1)
+    }
+
+    /// Adds a tenant with its SLO.
+    pub fn tenant(&mut self, name: impl Into<String>, slo: Slo) -> TenantId {
+        self.tenants.push((name.into(), slo));
+        TenantId(self.tenants.len() as u32 - 1)
+    }
+
+    /// Sets the mode (native, or isolated under a policy).
+    pub fn mode(&mut self, mode: Mode) -> &mut Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Starts the runtime's threads.
+    pub fn start(self) -> Result<Runtime, BuildError> {
+        if self.engines.is_empty() {
+            return Err(BuildError::NoEngines);
+        }
+        if self.tenants.is_empty() {
+            return Err(BuildError::NoTenants);
+        }
+        for e in &self.engines {
+            if e.workers == 0 {
+                return Err(BuildError::NoWorkers(e.name.clone()));
+            }
+            for op in &e.ops {
+                isola_ops::find_operator(op).map_err(|source| BuildError::UnknownOperator {
+                    engine: e.name.clone(),
+                    source,
+                })?;
+            }
+        }
+        Runtime::start(self)
+    }
+}

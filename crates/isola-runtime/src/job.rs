@@ -1,0 +1,128 @@
+//! A submitted task's life: its shared input, its subtasks' results, and
+//! the one completion its tenant receives.
+
+use isola_core::{Nanos, TenantId};
+use isola_ops::{Carry, OpError, Operator};
+use std::sync::Arc;
+
+/// Why a task did not produce its output.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TaskError {
+    /// The operator refused the input (corrupt data, wrong length...).
+    #[error(transparent)]
+    Operator(#[from] OpError),
+    /// The operator panicked; the runtime caught it and carried on.
+    #[error("operator `{op}` panicked: {message}")]
+    Panicked {
+        /// Operator name.
+        op: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The isolation core refused the task (a bug guard: the handle checks
+    /// everything the core would).
+    #[error("the scheduler refused the task: {0}")]
+    Rejected(String),
+    /// The runtime shut down before the task ran.
+    #[error("cancelled: the runtime shut down before the task ran")]
+    Cancelled,
+}
+
+/// Why a task was not accepted (no completion will follow).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SubmitError {
+    /// The operator or its parameters are invalid.
+    #[error(transparent)]
+    Operator(#[from] OpError),
+    /// No engine serves the operator.
+    #[error("no engine serves operator `{0}`")]
+    NoEngine(String),
+    /// The engine's cost model cannot predict the operator (profile it).
+    #[error("engine `{engine}` has no cost model for operator `{op}` (run `isola profile`)")]
+    NoCostModel {
+        /// Operator name.
+        op: String,
+        /// Engine name.
+        engine: String,
+    },
+    /// The tenant already has `cap` tasks waiting or running.
+    #[error("tenant `{tenant}` has {cap} tasks outstanding, its queue cap")]
+    ChannelFull {
+        /// Tenant name.
+        tenant: String,
+        /// Its queue cap.
+        cap: usize,
+    },
+    /// The runtime is shutting down or gone.
+    #[error("the runtime is shut down")]
+    ShutDown,
+}
+
+/// The one completion of a submitted task.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    /// The id `submit` returned (in the ticket).
+    pub task: u64,
+    /// Who submitted it.
+    pub tenant: TenantId,
+    /// Operator name.
+    pub op: String,
+    /// Input size in bytes.
+    pub bytes: u64,
+    /// The output, or why there is none.
+    pub result: Result<Vec<u8>, TaskError>,
+    /// When it was submitted, in ns since the runtime started.
+    pub submitted_ns: Nanos,
+    /// When its first (sub)task started running, if it ran.
+    pub started_ns: Option<Nanos>,
+    /// When the completion was produced.
+    pub finished_ns: Nanos,
+    /// Measured service time, summed over its subtasks.
+    pub service_ns: Nanos,
+    /// Predicted service time of the whole task (the engine's cost model).
+    pub predicted_ns: Nanos,
+    /// How many subtasks it ran as (1: unsplit).
+    pub subtasks: u32,
+    /// Whether its service time exceeded the tenant's per-task budget.
+    pub over_budget: bool,
+}
+
+impl Completion {
+    /// Submission to completion, in ns.
+    pub fn latency_ns(&self) -> Nanos {
+        self.finished_ns.saturating_sub(self.submitted_ns)
+    }
+}
+
+/// Where a completion goes.
+#[derive(Debug, Clone)]
+pub(crate) enum Reply {
+    /// The ticket's own channel.
+    Ticket(crossbeam_channel::Sender<Completion>),
+    /// A channel the tenant chose.
+    Channel(crossbeam_channel::Sender<Completion>),
+}
+
+impl Reply {
+    pub(crate) fn send(&self, c: Completion) {
+        // A receiver that went away no longer wants the completion.
+        let _ = match self {
+            Reply::Ticket(s) | Reply::Channel(s) => s.send(c),
+        };
+    }
+}
+
+/// What workers share of a job: the operator and the input, read in place
+/// by every subtask.
+pub(crate) struct JobInput {
+    pub op: Arc<dyn Operator>,
+    pub input: Vec<u8>,
+}
+
+/// The result of running one (sub)task.
+pub(crate) enum PartOutput {
+    /// A whole task's output.
+    Whole(Vec<u8>),
+    /// A subtask's carry.
+    Part(Carry),
+}

@@ -1,0 +1,390 @@
+//! The running runtime, the handles tenants submit through, and tickets.
+
+use crate::builder::{BuildError, EngineConfig, Mode, RuntimeBuilder};
+use crate::dispatcher::{Dispatcher, Msg, Submission};
+use crate::job::{Completion, Reply, SubmitError, TaskError};
+use crate::stats::{TenantRecord, TenantStats};
+use isola_core::{EngineKind, EngineSpec, Nanos, SchedulerBuilder, Slo, TenantId};
+use isola_ops::Operator;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Built operators by name and parameters: building can be costly (a route
+/// trie, a key schedule), so each configuration is built once.
+type OperatorCache = RwLock<HashMap<(String, BTreeMap<String, String>), Arc<dyn Operator>>>;
+
+/// State the handles, the dispatcher and the workers share.
+pub(crate) struct Shared {
+    pub epoch: Instant,
+    pub engines: Vec<EngineConfig>,
+    pub tenants: Vec<(String, Slo)>,
+    tx: crossbeam_channel::Sender<Msg>,
+    operators: OperatorCache,
+    /// Tasks accepted and not yet completed, per tenant.
+    outstanding: Vec<AtomicUsize>,
+    records: Mutex<Vec<TenantRecord>>,
+    closed: AtomicBool,
+    next_id: AtomicU64,
+    /// Set at shutdown: workers answer what is still queued `Cancelled`.
+    pub cancelled: Arc<AtomicBool>,
+}
+
+impl Shared {
+    /// Counts a completion and delivers it.
+    pub(crate) fn complete(&self, c: Completion, reply: &Reply) {
+        let t = c.tenant.index();
+        if let Ok(mut records) = self.records.lock() {
+            if let Some(r) = records.get_mut(t) {
+                r.record(&c);
+            }
+        }
+        if let Some(n) = self.outstanding.get(t) {
+            n.fetch_sub(1, Ordering::AcqRel);
+        }
+        reply.send(c);
+    }
+
+    fn operator(
+        &self,
+        name: &str,
+        params: &BTreeMap<String, String>,
+    ) -> Result<Arc<dyn Operator>, SubmitError> {
+        let key = (name.to_string(), params.clone());
+        if let Some(op) = self.operators.read().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(op);
+        }
+        let op: Arc<dyn Operator> = Arc::from(isola_ops::build_operator(name, params)?);
+        if let Ok(mut m) = self.operators.write() {
+            m.insert(key, Arc::clone(&op));
+        }
+        Ok(op)
+    }
+}
+
+/// A running runtime. Dropping it shuts it down (queued tasks are
+/// cancelled, running ones finish).
+pub struct Runtime {
+    shared: Arc<Shared>,
+    dispatcher: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("engines", &self.shared.engines)
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The core's channel cap per tenant: tasks are capped by the handles (per
+/// task, not per subtask), so the core must never refuse a subtask.
+const CORE_QUEUE_CAP: usize = 1 << 30;
+
+impl Runtime {
+    pub(crate) fn start(b: RuntimeBuilder) -> Result<Runtime, BuildError> {
+        let scheduler = match &b.mode {
+            Mode::Native => None,
+            Mode::Isolated { policy, params } => {
+                let mut sb = SchedulerBuilder::new();
+                for (name, slo) in &b.tenants {
+                    let mut slo = slo.clone();
+                    slo.queue_cap = CORE_QUEUE_CAP;
+                    sb.tenant(name.clone(), slo);
+                }
+                for e in &b.engines {
+                    let slots = (e.workers + e.queue_depth).min(u32::MAX as usize) as u32;
+                    sb.engine(EngineSpec::new(
+                        e.name.clone(),
+                        EngineKind::Accelerator,
+                        slots,
+                        Arc::clone(&e.cost),
+                    ));
+                }
+                sb.policy(policy.clone(), params.clone());
+                Some(sb.build()?)
+            }
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let shared = Arc::new(Shared {
+            epoch: Instant::now(),
+            records: Mutex::new(
+                b.tenants
+                    .iter()
+                    .map(|(name, slo)| TenantRecord::new(name, slo.latency))
+                    .collect(),
+            ),
+            outstanding: b.tenants.iter().map(|_| AtomicUsize::new(0)).collect(),
+            engines: b.engines,
+            tenants: b.tenants,
+            tx: tx.clone(),
+            operators: RwLock::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            next_id: AtomicU64::new(0),
+            cancelled: Arc::new(AtomicBool::new(false)),
+        });
+        let mut workers = Vec::new();
+        let mut queues = Vec::new();
+        let spawn_error = |e: std::io::Error| BuildError::Thread(e.to_string());
+        for e in &shared.engines {
+            // Native mode queues without bound (the application's calls pile
+            // up in the SDK); isolated mode dispatches at most `workers +
+            // queue_depth` at a time, so the queue never holds more.
+            let (qtx, qrx) = crossbeam_channel::unbounded();
+            queues.push(qtx);
+            for w in 0..e.workers {
+                let (q, done, cancelled) = (qrx.clone(), tx.clone(), Arc::clone(&shared.cancelled));
+                let handle = std::thread::Builder::new()
+                    .name(format!("isola-{}-{w}", e.name))
+                    .spawn(move || crate::worker::run_worker(q, done, cancelled))
+                    .map_err(spawn_error)?;
+                workers.push(handle);
+            }
+        }
+        let dispatcher = Dispatcher::new(Arc::clone(&shared), rx, scheduler, queues);
+        let dispatcher = std::thread::Builder::new()
+            .name("isola-dispatcher".into())
+            .spawn(move || dispatcher.run())
+            .map_err(spawn_error)?;
+        Ok(Runtime {
+            shared,
+            dispatcher: Some(dispatcher),
+            workers,
+        })
+    }
+
+    /// The handle tenant `tenant` submits through.
+    pub fn tenant(&self, tenant: TenantId) -> TenantHandle {
+        TenantHandle {
+            tenant,
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Every tenant's statistics so far.
+    pub fn stats(&self) -> Vec<TenantStats> {
+        self.shared
+            .records
+            .lock()
+            .map(|r| r.iter().map(|t| t.stats.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Nanoseconds since the runtime started (the clock of completions).
+    pub fn now_ns(&self) -> Nanos {
+        self.shared.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    /// Stops: new submissions are refused, tasks still queued complete with
+    /// `Cancelled`, running ones finish; returns the final statistics.
+    pub fn shutdown(mut self) -> Vec<TenantStats> {
+        self.stop();
+        self.stats()
+    }
+
+    fn stop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
+        if self.shared.tx.send(Msg::Shutdown(ack_tx)).is_ok() {
+            let _ = ack_rx.recv();
+        }
+        if let Some(d) = self.dispatcher.take() {
+            let _ = d.join();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if self.dispatcher.is_some() {
+            self.stop();
+        }
+    }
+}
+
+/// What a tenant submits through; cheap to clone and to send to threads.
+#[derive(Clone)]
+pub struct TenantHandle {
+    tenant: TenantId,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for TenantHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantHandle")
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TenantHandle {
+    /// The tenant's id.
+    pub fn id(&self) -> TenantId {
+        self.tenant
+    }
+
+    /// Submits registry operator `op` with `params` on `payload`; the
+    /// ticket gives its one completion (by blocking wait or by polling).
+    pub fn submit(
+        &self,
+        op: &str,
+        params: &BTreeMap<String, String>,
+        payload: Vec<u8>,
+    ) -> Result<Ticket, SubmitError> {
+        let operator = self.shared.operator(op, params)?;
+        self.submit_operator(operator, payload)
+    }
+
+    /// Submits an operator built by the caller (a tenant application's own
+    /// code, a test's); it is routed by its name like a registry operator.
+    pub fn submit_operator(
+        &self,
+        operator: Arc<dyn Operator>,
+        payload: Vec<u8>,
+    ) -> Result<Ticket, SubmitError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let bytes = payload.len() as u64;
+        let op = operator.name().to_string();
+        let task = self.send(operator, payload, Reply::Ticket(tx))?;
+        Ok(Ticket {
+            task,
+            tenant: self.tenant,
+            op,
+            bytes,
+            rx,
+        })
+    }
+
+    /// Submits like [`TenantHandle::submit`], delivering the completion on
+    /// `completions` instead; returns the task id it will carry.
+    pub fn submit_to(
+        &self,
+        op: &str,
+        params: &BTreeMap<String, String>,
+        payload: Vec<u8>,
+        completions: &crossbeam_channel::Sender<Completion>,
+    ) -> Result<u64, SubmitError> {
+        let operator = self.shared.operator(op, params)?;
+        self.send(operator, payload, Reply::Channel(completions.clone()))
+    }
+
+    fn send(&self, operator: Arc<dyn Operator>, payload: Vec<u8>, reply: Reply) -> Result<u64, SubmitError> {
+        let shared = &self.shared;
+        if shared.closed.load(Ordering::Acquire) {
+            return Err(SubmitError::ShutDown);
+        }
+        let t = self.tenant.index();
+        let (name, slo) = shared.tenants.get(t).ok_or(SubmitError::ShutDown)?;
+        let op = operator.name();
+        let engine = shared
+            .engines
+            .iter()
+            .position(|e| e.serves(op))
+            .ok_or_else(|| SubmitError::NoEngine(op.to_string()))?;
+        let predicted_ns = shared.engines[engine]
+            .cost
+            .predict(operator.name(), payload.len() as u64)
+            .ok_or_else(|| SubmitError::NoCostModel {
+                op: op.to_string(),
+                engine: shared.engines[engine].name.clone(),
+            })?;
+        let cap = slo.queue_cap;
+        if shared.outstanding[t]
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < cap).then_some(n + 1)
+            })
+            .is_err()
+        {
+            if let Ok(mut r) = shared.records.lock() {
+                r[t].stats.rejected += 1;
+            }
+            return Err(SubmitError::ChannelFull {
+                tenant: name.clone(),
+                cap,
+            });
+        }
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let submitted = Instant::now();
+        if let Ok(mut r) = shared.records.lock() {
+            let s = &mut r[t].stats;
+            s.submitted += 1;
+            let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
+            s.first_submit_ns.get_or_insert(at);
+        }
+        let submission = Submission {
+            id,
+            tenant: self.tenant,
+            engine,
+            op_name: operator.name().to_string(),
+            op: operator,
+            input: payload,
+            predicted_ns,
+            submitted,
+            reply,
+        };
+        if shared.tx.send(Msg::Submit(submission)).is_err() {
+            shared.outstanding[t].fetch_sub(1, Ordering::AcqRel);
+            return Err(SubmitError::ShutDown);
+        }
+        Ok(id)
+    }
+}
+
+/// A submitted task's claim on its completion.
+#[derive(Debug)]
+pub struct Ticket {
+    task: u64,
+    tenant: TenantId,
+    op: String,
+    bytes: u64,
+    rx: crossbeam_channel::Receiver<Completion>,
+}
+
+impl Ticket {
+    /// The task's id (as in its completion).
+    pub fn id(&self) -> u64 {
+        self.task
+    }
+
+    /// Blocks until the task completes.
+    pub fn wait(self) -> Completion {
+        match self.rx.recv() {
+            Ok(c) => c,
+            // Only if the dispatcher died: the task is still accounted for.
+            Err(_) => self.lost(),
+        }
+    }
+
+    /// The completion if the task is done, or the ticket back.
+    pub fn poll(self) -> Result<Completion, Ticket> {
+        match self.rx.try_recv() {
+            Ok(c) => Ok(c),
+            Err(crossbeam_channel::TryRecvError::Empty) => Err(self),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => Ok(self.lost()),
+        }
+    }
+
+    fn lost(&self) -> Completion {
+        Completion {
+            task: self.task,
+            tenant: self.tenant,
+            op: self.op.clone(),
+            bytes: self.bytes,
+            result: Err(TaskError::Cancelled),
+            submitted_ns: 0,
+            started_ns: None,
+            finished_ns: 0,
+            service_ns: 0,
+            predicted_ns: 0,
+            subtasks: 1,
+            over_budget: false,
+        }
+    }
+}

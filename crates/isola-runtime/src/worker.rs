@@ -1,0 +1,104 @@
+//! Engine workers: threads that take work from their engine's FIFO queue,
+//! run the operator, time it, and report back to the dispatcher. A panic in
+//! an operator fails that piece of work, never the worker.
+
+use crate::job::{JobInput, PartOutput, TaskError};
+use isola_core::Subtask;
+use isola_ops::Carry;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One piece of work: a whole task, or one subtask of it.
+pub(crate) struct WorkItem {
+    /// The dispatcher's handle on this piece (echoed back).
+    pub token: u64,
+    /// The job's operator and input.
+    pub job: Arc<JobInput>,
+    /// The subtask, if the task was split.
+    pub part: Option<Subtask>,
+    /// For ordered subtasks: the previous subtask's carry.
+    pub previous: Option<Carry>,
+}
+
+/// What a worker reports.
+pub(crate) struct WorkDone {
+    /// The item's token.
+    pub token: u64,
+    /// Its output.
+    pub output: Result<PartOutput, TaskError>,
+    /// When it started.
+    pub started: Instant,
+    /// How long it ran.
+    pub measured_ns: u64,
+}
+
+/// Messages a worker sends to the dispatcher.
+pub(crate) type DoneSender = crossbeam_channel::Sender<crate::dispatcher::Msg>;
+
+/// Runs items from `queue` until it closes. Once `cancelled` is set, items
+/// still queued are answered `Cancelled` without running.
+pub(crate) fn run_worker(
+    queue: crossbeam_channel::Receiver<WorkItem>,
+    done: DoneSender,
+    cancelled: Arc<AtomicBool>,
+) {
+    while let Ok(item) = queue.recv() {
+        let token = item.token;
+        let started = Instant::now();
+        let output = if cancelled.load(Ordering::Acquire) {
+            Err(TaskError::Cancelled)
+        } else {
+            execute(item)
+        };
+        let measured_ns = started.elapsed().as_nanos() as u64;
+        let report = WorkDone {
+            token,
+            output,
+            started,
+            measured_ns,
+        };
+        if done.send(crate::dispatcher::Msg::Done(report)).is_err() {
+            // The dispatcher is gone: nobody is left to report to.
+            return;
+        }
+    }
+}
+
+/// Runs one item (ordered subtasks get the previous carry by value),
+/// turning a panic into a typed error.
+fn execute(item: WorkItem) -> Result<PartOutput, TaskError> {
+    let WorkItem {
+        job, part, previous, ..
+    } = item;
+    let op = job.op.as_ref();
+    let run = || -> Result<PartOutput, TaskError> {
+        match part {
+            None => Ok(PartOutput::Whole(op.run(&job.input)?)),
+            Some(part) => {
+                let split = op
+                    .splitter()
+                    .ok_or(isola_ops::OpError::NotSplittable { op: op.name() })?;
+                Ok(PartOutput::Part(split.run_part(&part, &job.input, previous)?))
+            }
+        }
+    };
+    catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|panic| {
+        Err(TaskError::Panicked {
+            op: op.name().to_string(),
+            message: panic_message(panic.as_ref()),
+        })
+    })
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_string()
+    }
+}

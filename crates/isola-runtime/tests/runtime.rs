@@ -1,0 +1,380 @@
+//! The live runtime's guarantees: every submitted task ends in exactly one
+//! completion, with the operator's one-shot output (split or not) or a typed
+//! error; operator failures and panics fail only their task; a full queue
+//! rejects at submit; shutdown cancels what is queued; over-budget tasks are
+//! flagged.
+
+use isola_core::{AffineCost, Slo, TenantId};
+use isola_ops::{build_operator, sample_params, text_payload, valid_input, OpError, Operator};
+use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SubmitError, TaskError};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn cost() -> Arc<AffineCost> {
+    Arc::new(AffineCost::new(1_000.0, 0.5).unwrap())
+}
+
+fn isolated(policy: &str) -> Mode {
+    Mode::Isolated {
+        policy: policy.into(),
+        params: BTreeMap::new(),
+    }
+}
+
+/// One engine serving everything, two tenants.
+fn runtime(mode: Mode, workers: usize, split: Option<u64>, slo: Slo) -> isola_runtime::Runtime {
+    let mut b = RuntimeBuilder::new();
+    let mut engine = EngineConfig::new("engine", &[], workers, cost());
+    engine.split_bytes = split;
+    b.engine(engine);
+    b.tenant("a", slo.clone());
+    b.tenant("b", slo);
+    b.mode(mode);
+    b.start().unwrap()
+}
+
+/// An operator that blocks until released, then echoes its input.
+struct Gate {
+    open: Arc<(Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl Gate {
+    fn new() -> (Arc<Gate>, Arc<(Mutex<bool>, std::sync::Condvar)>) {
+        let open = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        (
+            Arc::new(Gate {
+                open: Arc::clone(&open),
+            }),
+            open,
+        )
+    }
+}
+
+fn release(open: &(Mutex<bool>, std::sync::Condvar)) {
+    *open.0.lock().unwrap() = true;
+    open.1.notify_all();
+}
+
+impl Operator for Gate {
+    fn name(&self) -> &'static str {
+        "gate"
+    }
+
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        let (lock, cv) = &*self.open;
+        let mut open = lock.lock().unwrap();
+        while !*open {
+            open = cv.wait(open).unwrap();
+        }
+        Ok(input.to_vec())
+    }
+}
+
+/// An operator that panics on input starting with `!`.
+struct Fragile;
+
+impl Operator for Fragile {
+    fn name(&self) -> &'static str {
+        "fragile"
+    }
+
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        if input.first() == Some(&b'!') {
+            panic!("fragile operator hit a bang");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+        Ok(input.to_vec())
+    }
+}
+
+fn one_shot(op: &str, input: &[u8]) -> Vec<u8> {
+    build_operator(op, &sample_params(op))
+        .unwrap()
+        .run(input)
+        .unwrap()
+}
+
+/// Real operators, whole and split (independent, ordered and chained), in
+/// every mode: the outputs are the one-shot outputs.
+#[test]
+fn outputs_equal_one_shot_whole_and_split() {
+    let ops = [
+        "ec-encode",
+        "sha256",
+        "aes-gcm-encrypt",
+        "crc32c",
+        "lz4",
+        "unzstd",
+    ];
+    for mode in [Mode::Native, isolated("fcfs"), isolated("drr"), isolated("wlbvt")] {
+        let rt = runtime(mode.clone(), 2, Some(10_000), Slo::default());
+        let mut tickets = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            let params = sample_params(op);
+            let input = valid_input(op, &params, &text_payload(50_000 + i * 777, i as u64)).unwrap();
+            let t = rt.tenant(TenantId((i % 2) as u32));
+            tickets.push((op, input.clone(), t.submit(op, &params, input).unwrap()));
+        }
+        for (op, input, ticket) in tickets {
+            let c = ticket.wait();
+            let out = c
+                .result
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{op} in {mode:?}: {e}"));
+            if *op == "lz4" {
+                // A split compressor's stream is valid but not the one-shot bytes.
+                assert_eq!(one_shot("unlz4", out), input, "{mode:?}");
+            } else {
+                assert_eq!(*out, one_shot(op, &input), "{op} in {mode:?}");
+            }
+            let splittable = *op != "unzstd";
+            if mode != Mode::Native && splittable {
+                assert!(c.subtasks > 1, "{op} in {mode:?} ran as {} subtasks", c.subtasks);
+            } else {
+                assert_eq!(c.subtasks, 1, "{op} in {mode:?}");
+            }
+            assert!(c.service_ns > 0 && c.finished_ns >= c.submitted_ns);
+        }
+        let stats = rt.shutdown();
+        assert_eq!(stats.iter().map(|s| s.succeeded).sum::<u64>(), ops.len() as u64);
+    }
+}
+
+/// An operator error and a panic fail their own task only; the runtime
+/// goes on serving.
+#[test]
+fn failures_and_panics_fail_only_their_task() {
+    for mode in [Mode::Native, isolated("sfq")] {
+        let rt = runtime(mode, 1, None, Slo::default());
+        let a = rt.tenant(TenantId(0));
+        let bad = a
+            .submit("unlz4", &BTreeMap::new(), b"not lz4 at all".to_vec())
+            .unwrap();
+        let boom = a.submit_operator(Arc::new(Fragile), b"!boom".to_vec()).unwrap();
+        let fine = a.submit_operator(Arc::new(Fragile), b"fine".to_vec()).unwrap();
+        assert!(matches!(
+            bad.wait().result,
+            Err(TaskError::Operator(OpError::Input { .. }))
+        ));
+        match boom.wait().result {
+            Err(TaskError::Panicked { op, message }) => {
+                assert_eq!(op, "fragile");
+                assert!(message.contains("bang"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(fine.wait().result.unwrap(), b"fine");
+        let stats = rt.shutdown();
+        assert_eq!((stats[0].failed, stats[0].succeeded), (2, 1));
+    }
+}
+
+/// A tenant at its queue cap is refused at submit, with a typed error, and
+/// the refusal is counted; the other tenant is not affected.
+#[test]
+fn a_full_queue_rejects_at_submit() {
+    let slo = Slo {
+        queue_cap: 2,
+        ..Slo::default()
+    };
+    let rt = runtime(isolated("fcfs"), 1, None, slo);
+    let (gate, open) = Gate::new();
+    let a = rt.tenant(TenantId(0));
+    let t1 = a.submit_operator(gate.clone(), vec![1]).unwrap();
+    let t2 = a.submit_operator(gate.clone(), vec![2]).unwrap();
+    match a.submit_operator(gate.clone(), vec![3]) {
+        Err(SubmitError::ChannelFull { tenant, cap }) => assert_eq!((tenant.as_str(), cap), ("a", 2)),
+        other => panic!("{other:?}"),
+    }
+    let b = rt
+        .tenant(TenantId(1))
+        .submit_operator(gate.clone(), vec![4])
+        .unwrap();
+    release(&open);
+    for t in [t1, t2, b] {
+        assert!(t.wait().result.is_ok());
+    }
+    // Room again once tasks completed.
+    assert!(a.submit_operator(gate, vec![5]).unwrap().wait().result.is_ok());
+    let stats = rt.shutdown();
+    assert_eq!((stats[0].rejected, stats[0].succeeded), (1, 3));
+}
+
+/// Shutdown: running tasks finish, queued ones complete `Cancelled`, and
+/// later submissions are refused.
+#[test]
+fn shutdown_cancels_queued_tasks_and_finishes_running_ones() {
+    for mode in [Mode::Native, isolated("drr")] {
+        let rt = runtime(mode.clone(), 1, None, Slo::default());
+        let (gate, open) = Gate::new();
+        let a = rt.tenant(TenantId(0));
+        let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
+        for i in 0..6u8 {
+            a.submit_to("gate-is-not-in-the-registry", &BTreeMap::new(), vec![i], &tx)
+                .expect_err("only registry operators by name");
+            let t = a.submit_operator(gate.clone(), vec![i]).unwrap();
+            std::thread::spawn(move || {
+                let _ = t.wait();
+            });
+        }
+        // The first task is running (the gate holds it); the rest wait.
+        std::thread::sleep(Duration::from_millis(50));
+        let releaser = {
+            let open = Arc::clone(&open);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                release(&open);
+            })
+        };
+        let stats = rt.shutdown();
+        releaser.join().unwrap();
+        drop(tx);
+        assert!(rx.try_recv().is_err());
+        assert_eq!(stats[0].succeeded + stats[0].cancelled, 6, "{mode:?}: {stats:?}");
+        assert!(
+            stats[0].succeeded >= 1 && stats[0].cancelled >= 1,
+            "{mode:?}: {stats:?}"
+        );
+        assert!(matches!(
+            a.submit("crc32", &BTreeMap::new(), vec![1]),
+            Err(SubmitError::ShutDown)
+        ));
+    }
+}
+
+/// A task whose service exceeds its tenant's budget is flagged.
+#[test]
+fn over_budget_tasks_are_flagged() {
+    let slo = Slo {
+        service_budget: Some(500_000),
+        ..Slo::default()
+    };
+    let rt = runtime(isolated("fcfs"), 1, None, slo);
+    let a = rt.tenant(TenantId(0));
+    let slow = a
+        .submit_operator(Arc::new(Fragile), b"slow".to_vec())
+        .unwrap()
+        .wait();
+    let quick = a.submit("crc32", &BTreeMap::new(), vec![0; 64]).unwrap().wait();
+    assert!(slow.over_budget && slow.result.is_ok());
+    assert!(!quick.over_budget);
+    assert_eq!(rt.shutdown()[0].over_budget, 1);
+}
+
+/// Polling returns the ticket until the task is done.
+#[test]
+fn tickets_can_be_polled() {
+    let rt = runtime(isolated("fcfs"), 1, None, Slo::default());
+    let (gate, open) = Gate::new();
+    let mut ticket = rt.tenant(TenantId(0)).submit_operator(gate, vec![9]).unwrap();
+    ticket = ticket.poll().expect_err("still held by the gate");
+    release(&open);
+    let done = loop {
+        match ticket.poll() {
+            Ok(c) => break c,
+            Err(t) => {
+                ticket = t;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    assert_eq!(done.result.unwrap(), vec![9]);
+}
+
+#[test]
+fn bad_configurations_and_submissions_are_typed_errors() {
+    let mut b = RuntimeBuilder::new();
+    b.tenant("a", Slo::default());
+    assert!(matches!(b.start(), Err(isola_runtime::BuildError::NoEngines)));
+    let mut b = RuntimeBuilder::new();
+    b.engine(EngineConfig::new("e", &["frobnicate"], 1, cost()));
+    b.tenant("a", Slo::default());
+    let err = b.start().unwrap_err().to_string();
+    assert!(
+        err.contains("frobnicate") && err.contains("known operators"),
+        "{err}"
+    );
+    let mut b = RuntimeBuilder::new();
+    b.engine(EngineConfig::new("e", &["crc32"], 1, cost()));
+    b.tenant("a", Slo::default());
+    b.mode(isolated("no-such-policy"));
+    assert!(b.start().unwrap_err().to_string().contains("no-such-policy"));
+
+    let mut b = RuntimeBuilder::new();
+    b.engine(EngineConfig::new("e", &["crc32"], 1, cost()));
+    b.tenant("a", Slo::default());
+    let rt = b.start().unwrap();
+    let a = rt.tenant(TenantId(0));
+    assert!(matches!(
+        a.submit("sha256", &BTreeMap::new(), vec![]),
+        Err(SubmitError::NoEngine(_))
+    ));
+    let mut p = BTreeMap::new();
+    p.insert("level".to_string(), "3".to_string());
+    assert!(matches!(
+        a.submit("crc32", &p, vec![]),
+        Err(SubmitError::Operator(_))
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Any mix of valid, corrupt and panicking tasks from two tenants, split
+    /// or not, under any policy: exactly one completion per accepted task,
+    /// each with the right outcome.
+    #[test]
+    fn every_task_completes_exactly_once(
+        tasks in proptest::collection::vec((0u8..5, 0usize..2, 1usize..30_000), 1..40),
+        policy in prop_oneof![Just("native"), Just("fcfs"), Just("drr"), Just("sfq"), Just("mclock")],
+        split in proptest::option::of(1_000u64..20_000),
+        workers in 1usize..3,
+    ) {
+        let mode = if policy == "native" { Mode::Native } else { isolated(policy) };
+        let rt = runtime(mode, workers, split, Slo::default());
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut expected = BTreeMap::new();
+        for (kind, tenant, len) in tasks {
+            let handle = rt.tenant(TenantId(tenant as u32));
+            let payload = text_payload(len, len as u64);
+            let (id, want) = match kind {
+                0 => {
+                    let out = one_shot("sha256", &payload);
+                    (handle.submit_to("sha256", &BTreeMap::new(), payload, &tx).unwrap(), Some(out))
+                }
+                1 => {
+                    let p = sample_params("ec-encode");
+                    let input = valid_input("ec-encode", &p, &payload).unwrap();
+                    let out = one_shot("ec-encode", &input);
+                    (handle.submit_to("ec-encode", &p, input, &tx).unwrap(), Some(out))
+                }
+                2 => (handle.submit_to("unlz4", &BTreeMap::new(), payload, &tx).unwrap(), None),
+                3 => {
+                    let out = one_shot("crc32c", &payload);
+                    (handle.submit_to("crc32c", &BTreeMap::new(), payload, &tx).unwrap(), Some(out))
+                }
+                _ => {
+                    let p = sample_params("aes-gcm-encrypt");
+                    let out = build_operator("aes-gcm-encrypt", &p).unwrap().run(&payload).unwrap();
+                    (handle.submit_to("aes-gcm-encrypt", &p, payload, &tx).unwrap(), Some(out))
+                }
+            };
+            expected.insert(id, want);
+        }
+        let mut seen = BTreeMap::new();
+        for _ in 0..expected.len() {
+            let c = rx.recv_timeout(Duration::from_secs(30)).expect("a completion");
+            prop_assert!(seen.insert(c.task, ()).is_none(), "task {} completed twice", c.task);
+            match &expected[&c.task] {
+                Some(out) => prop_assert_eq!(c.result.as_ref().unwrap(), out),
+                None => prop_assert!(c.result.is_err()),
+            }
+        }
+        let stats = rt.shutdown();
+        prop_assert!(rx.try_recv().is_err(), "a completion beyond one per task");
+        let total: u64 = stats.iter().map(|s| s.succeeded + s.failed).sum();
+        prop_assert_eq!(total, expected.len() as u64);
+    }
+}
