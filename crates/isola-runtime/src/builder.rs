@@ -26,7 +26,24 @@ pub struct EngineConfig {
     /// about this many bytes (ASTRAEA's task splitting); `None`: never split.
     /// Native mode never splits.
     pub split_bytes: Option<u64>,
+    /// When tasks are split (ASTRAEA: only when it pays).
+    pub split_when: SplitWhen,
 }
+
+/// When an engine splits tasks into subtasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitWhen {
+    /// Every task larger than the subtask size.
+    Always,
+    /// Only while another tenant is active on the engine: it has work there
+    /// or submitted some within this many ns. A tenant alone runs its tasks
+    /// whole, so isolation costs it nothing (ASTRAEA skips splitting for a
+    /// single application).
+    Contended(u64),
+}
+
+/// Default contention window: 50 ms.
+pub const DEFAULT_CONTENTION_WINDOW_NS: u64 = 50_000_000;
 
 impl std::fmt::Debug for EngineConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -36,6 +53,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("workers", &self.workers)
             .field("queue_depth", &self.queue_depth)
             .field("split_bytes", &self.split_bytes)
+            .field("split_when", &self.split_when)
             .finish_non_exhaustive()
     }
 }
@@ -51,6 +69,7 @@ impl EngineConfig {
             queue_depth: 1,
             cost,
             split_bytes: None,
+            split_when: SplitWhen::Contended(DEFAULT_CONTENTION_WINDOW_NS),
         }
     }
 
@@ -60,9 +79,16 @@ impl EngineConfig {
         self
     }
 
-    /// Splits tasks larger than `bytes` into subtasks of about that size.
+    /// Splits tasks larger than `bytes` into subtasks of about that size
+    /// (while the engine is contended, unless [`SplitWhen::Always`]).
     pub fn with_split(mut self, bytes: u64) -> Self {
         self.split_bytes = Some(bytes);
+        self
+    }
+
+    /// Sets when tasks are split.
+    pub fn with_split_when(mut self, when: SplitWhen) -> Self {
+        self.split_when = when;
         self
     }
 

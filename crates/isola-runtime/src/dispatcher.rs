@@ -30,7 +30,7 @@ pub(crate) struct Submission {
     pub engine: usize,
     pub op_name: String,
     pub op: Arc<dyn isola_ops::Operator>,
-    pub input: Vec<u8>,
+    pub input: Arc<Vec<u8>>,
     pub predicted_ns: Nanos,
     pub submitted: Instant,
     pub reply: Reply,
@@ -76,6 +76,10 @@ pub(crate) struct Dispatcher {
     pieces: HashMap<u64, Piece>,
     next_token: u64,
     shutdown_ack: Option<crossbeam_channel::Sender<()>>,
+    /// Per engine, per tenant: jobs in flight.
+    active_jobs: Vec<Vec<usize>>,
+    /// Per engine, per tenant: when it last submitted.
+    last_submit: Vec<Vec<Option<Nanos>>>,
 }
 
 impl Dispatcher {
@@ -86,7 +90,6 @@ impl Dispatcher {
         queues: Vec<crossbeam_channel::Sender<WorkItem>>,
     ) -> Self {
         Dispatcher {
-            shared,
             rx,
             scheduler,
             queues,
@@ -94,7 +97,19 @@ impl Dispatcher {
             pieces: HashMap::new(),
             next_token: 0,
             shutdown_ack: None,
+            active_jobs: vec![vec![0; shared.tenants.len()]; shared.engines.len()],
+            last_submit: vec![vec![None; shared.tenants.len()]; shared.engines.len()],
+            shared,
         }
+    }
+
+    /// Whether a tenant other than `tenant` is active on `engine` at `now`.
+    fn contended(&self, engine: usize, tenant: usize, now: Nanos, window: Nanos) -> bool {
+        (0..self.active_jobs[engine].len()).any(|t| {
+            t != tenant
+                && (self.active_jobs[engine][t] > 0
+                    || self.last_submit[engine][t].is_some_and(|at| now.saturating_sub(at) <= window))
+        })
     }
 
     fn now(&self) -> Nanos {
@@ -139,11 +154,19 @@ impl Dispatcher {
     fn submit(&mut self, s: Submission) {
         let now = self.now();
         let submitted_ns = s.submitted.duration_since(self.shared.epoch).as_nanos() as Nanos;
-        let engine = &self.shared.engines[s.engine];
+        let (e, t) = (s.engine, s.tenant.index());
+        let engine = &self.shared.engines[e];
         // Native mode never splits; isolated engines split splittable tasks
-        // larger than their subtask size.
+        // larger than their subtask size, when splitting pays.
+        let worth_it = match engine.split_when {
+            crate::builder::SplitWhen::Always => true,
+            crate::builder::SplitWhen::Contended(window) => self.contended(e, t, now, window),
+        };
+        self.last_submit[e][t] = Some(now);
+        // Every job counts as active until `finish`, which every path reaches.
+        self.active_jobs[e][t] += 1;
         let plan = match (&self.scheduler, engine.split_bytes, s.op.splitter()) {
-            (Some(_), Some(chunk), Some(split)) if s.input.len() as u64 > chunk => {
+            (Some(_), Some(chunk), Some(split)) if worth_it && s.input.len() as u64 > chunk => {
                 match split.plan(TaskId(s.id), s.input.len(), chunk as usize) {
                     Ok(parts) => Some((parts, split.ordered())),
                     Err(e) => {
@@ -376,6 +399,8 @@ impl Dispatcher {
 
     /// Sends a job's one completion and counts it.
     fn finish(&mut self, job: Job, result: Result<Vec<u8>, TaskError>) {
+        let active = &mut self.active_jobs[job.engine][job.tenant.index()];
+        *active = active.saturating_sub(1);
         let budget = self.shared.tenants[job.tenant.index()].1.service_budget;
         let completion = Completion {
             task: job.id,

@@ -113,10 +113,11 @@ impl Reply {
 }
 
 /// What workers share of a job: the operator and the input, read in place
-/// by every subtask.
+/// by every subtask (and shareable with the tenant, which may submit the
+/// same buffer again without copying it).
 pub(crate) struct JobInput {
     pub op: Arc<dyn Operator>,
-    pub input: Vec<u8>,
+    pub input: Arc<Vec<u8>>,
 }
 
 /// The result of running one (sub)task.

@@ -23,7 +23,7 @@ mod runtime;
 mod stats;
 mod worker;
 
-pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder};
+pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use job::{Completion, SubmitError, TaskError};
 pub use runtime::{Runtime, TenantHandle, Ticket};
 pub use stats::TenantStats;

@@ -231,12 +231,14 @@ impl TenantHandle {
     }
 
     /// Submits registry operator `op` with `params` on `payload`; the
-    /// ticket gives its one completion (by blocking wait or by polling).
+    /// ticket gives its one completion (by blocking wait or by polling). The
+    /// payload is shared, not copied: pass an `Arc` to submit one buffer
+    /// again and again.
     pub fn submit(
         &self,
         op: &str,
         params: &BTreeMap<String, String>,
-        payload: Vec<u8>,
+        payload: impl Into<Arc<Vec<u8>>>,
     ) -> Result<Ticket, SubmitError> {
         let operator = self.shared.operator(op, params)?;
         self.submit_operator(operator, payload)
@@ -247,8 +249,9 @@ impl TenantHandle {
     pub fn submit_operator(
         &self,
         operator: Arc<dyn Operator>,
-        payload: Vec<u8>,
+        payload: impl Into<Arc<Vec<u8>>>,
     ) -> Result<Ticket, SubmitError> {
+        let payload = payload.into();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let bytes = payload.len() as u64;
         let op = operator.name().to_string();
@@ -268,14 +271,19 @@ impl TenantHandle {
         &self,
         op: &str,
         params: &BTreeMap<String, String>,
-        payload: Vec<u8>,
+        payload: impl Into<Arc<Vec<u8>>>,
         completions: &crossbeam_channel::Sender<Completion>,
     ) -> Result<u64, SubmitError> {
         let operator = self.shared.operator(op, params)?;
-        self.send(operator, payload, Reply::Channel(completions.clone()))
+        self.send(operator, payload.into(), Reply::Channel(completions.clone()))
     }
 
-    fn send(&self, operator: Arc<dyn Operator>, payload: Vec<u8>, reply: Reply) -> Result<u64, SubmitError> {
+    fn send(
+        &self,
+        operator: Arc<dyn Operator>,
+        payload: Arc<Vec<u8>>,
+        reply: Reply,
+    ) -> Result<u64, SubmitError> {
         let shared = &self.shared;
         if shared.closed.load(Ordering::Acquire) {
             return Err(SubmitError::ShutDown);

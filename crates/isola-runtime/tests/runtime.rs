@@ -6,7 +6,7 @@
 
 use isola_core::{AffineCost, Slo, TenantId};
 use isola_ops::{build_operator, sample_params, text_payload, valid_input, OpError, Operator};
-use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SubmitError, TaskError};
+use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, SubmitError, TaskError};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,7 @@ fn isolated(policy: &str) -> Mode {
 /// One engine serving everything, two tenants.
 fn runtime(mode: Mode, workers: usize, split: Option<u64>, slo: Slo) -> isola_runtime::Runtime {
     let mut b = RuntimeBuilder::new();
-    let mut engine = EngineConfig::new("engine", &[], workers, cost());
+    let mut engine = EngineConfig::new("engine", &[], workers, cost()).with_split_when(SplitWhen::Always);
     engine.split_bytes = split;
     b.engine(engine);
     b.tenant("a", slo.clone());
@@ -140,6 +140,37 @@ fn outputs_equal_one_shot_whole_and_split() {
         let stats = rt.shutdown();
         assert_eq!(stats.iter().map(|s| s.succeeded).sum::<u64>(), ops.len() as u64);
     }
+}
+
+/// By default a tenant alone on an engine runs whole tasks (splitting would
+/// only cost it); once another tenant is active, its large tasks split.
+#[test]
+fn tasks_split_only_while_the_engine_is_contended() {
+    let mut b = RuntimeBuilder::new();
+    b.engine(EngineConfig::new("engine", &[], 1, cost()).with_split(8_192));
+    b.tenant("a", Slo::default());
+    b.tenant("b", Slo::default());
+    b.mode(isolated("drr"));
+    let rt = b.start().unwrap();
+    let big = Arc::new(text_payload(100_000, 1));
+    let a = rt.tenant(TenantId(0));
+    for _ in 0..3 {
+        assert_eq!(
+            a.submit("sha256", &BTreeMap::new(), Arc::clone(&big))
+                .unwrap()
+                .wait()
+                .subtasks,
+            1
+        );
+    }
+    let (gate, open) = Gate::new();
+    let held = rt.tenant(TenantId(1)).submit_operator(gate, vec![0]).unwrap();
+    let split = a.submit("sha256", &BTreeMap::new(), Arc::clone(&big)).unwrap();
+    release(&open);
+    assert!(held.wait().result.is_ok());
+    let c = split.wait();
+    assert!(c.subtasks > 1, "{}", c.subtasks);
+    assert_eq!(c.result.unwrap(), one_shot("sha256", &big));
 }
 
 /// An operator error and a panic fail their own task only; the runtime
