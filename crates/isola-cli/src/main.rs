@@ -7,6 +7,7 @@
 //! hold scheduling logic of its own.
 
 mod bench;
+mod demo;
 mod format;
 mod op;
 mod policies;
@@ -35,6 +36,10 @@ enum Command {
     Op(op::Args),
     /// Measure operators: `isola bench ops` sweeps sizes and thread counts.
     Bench(bench::Args),
+    /// ASTRAEA's experiment live on this machine: a latency-sensitive and a
+    /// bandwidth-sensitive tenant share an erasure-coding engine, natively
+    /// and under each isolation policy.
+    Demo(demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(&args),
         Command::Op(args) => op::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Demo(args) => demo::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -259,3 +259,44 @@ fn bench_ops_rejects_bad_arguments() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `isola demo --json`: the documented schema, on a scaled-down run.
+#[test]
+fn demo_json_has_the_documented_schema() {
+    let dir = std::env::temp_dir().join(format!("isola-demo-{}", std::process::id()));
+    let out = isola(&[
+        "demo",
+        "--json",
+        "--scale",
+        "0.03",
+        "--policies",
+        "sfq,drr",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    let policies = v["policies"].as_object().unwrap();
+    let names: Vec<&str> = policies.keys().map(String::as_str).collect();
+    assert_eq!(names, ["drr", "native", "sfq"]);
+    for (name, p) in policies {
+        let ratio = p["overhead_ratio"].as_f64().unwrap();
+        assert!(ratio > 0.0, "{name}");
+        for tenant in ["latency-sensitive", "bandwidth-sensitive"] {
+            let t = &p["tenants"][tenant];
+            let rate = t["sla_violation_rate"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&rate), "{name} {tenant}");
+            let (p50, p99) = (
+                t["latency_ns"]["p50"].as_u64().unwrap(),
+                t["latency_ns"]["p99"].as_u64().unwrap(),
+            );
+            assert!(0 < p50 && p50 <= p99, "{name} {tenant}");
+            assert!(t["throughput_bps"].as_f64().unwrap() > 0.0);
+        }
+    }
+    assert_eq!(policies["native"]["overhead_ratio"].as_f64().unwrap(), 1.0);
+    assert!(dir.join("results.json").exists() && dir.join("results.csv").exists());
+    let bad = isola(&["demo", "--policies", "nonesuch"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("nonesuch"));
+}

@@ -244,14 +244,25 @@ impl Dispatcher {
             self.enqueue(token);
             return;
         };
-        let bytes = part.map_or(job.input.input.len() as u64, |p| job.parts[p].bytes);
-        let engine = &self.shared.engines[job.engine];
-        let predicted = match part {
-            None => job.predicted_ns,
-            Some(_) => engine.cost.predict(&job.op_name, bytes).unwrap_or_else(|| {
-                // Proportional share of the whole task's prediction.
-                (job.predicted_ns as u128 * bytes as u128 / (job.input.input.len() as u128).max(1)) as Nanos
-            }),
+        // A subtask's size in the operator's own terms (for EC, bytes of
+        // each shard) is turned into the share of the task's input it
+        // covers, which is what the cost model and byte charges are in.
+        let input_len = job.input.input.len() as u64;
+        let (bytes, predicted) = match part {
+            None => (input_len, job.predicted_ns),
+            Some(p) => {
+                let planned: u64 = job.parts.iter().map(|s| s.bytes).sum::<u64>().max(1);
+                let share =
+                    |total: u64| (total as u128 * job.parts[p].bytes as u128 / planned as u128) as u64;
+                let bytes = share(input_len).max(1);
+                let engine = &self.shared.engines[job.engine];
+                let predicted = engine
+                    .cost
+                    .predict(&job.op_name, bytes)
+                    .filter(|&ns| ns > 0)
+                    .unwrap_or_else(|| share(job.predicted_ns).max(1));
+                (bytes, predicted)
+            }
         };
         let task = Task {
             id: TaskId(token),

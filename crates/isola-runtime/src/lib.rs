@@ -19,9 +19,11 @@
 mod builder;
 mod dispatcher;
 mod job;
+pub mod profile;
 mod runtime;
 mod stats;
 mod worker;
+pub mod workload;
 
 pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use job::{Completion, SubmitError, TaskError};

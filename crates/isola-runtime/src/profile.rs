@@ -1,0 +1,270 @@
+//! Resource-occupation profiling (ASTRAEA): service time against input size
+//! per operator, measured on this machine, fitted, and saved, so the
+//! scheduler can predict a task's cost before running it.
+
+use isola_core::{Bytes, PerOpCost, PiecewiseLinearCost};
+use isola_ops::{build_operator, text_payload, valid_input, OpError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// One measured size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfilePoint {
+    /// Input bytes of the task (what the scheduler sees).
+    pub bytes: Bytes,
+    /// Median service time over the samples, in ns.
+    pub median_ns: f64,
+    /// Samples taken.
+    pub samples: usize,
+}
+
+/// An operator's measured costs and their fits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperatorProfile {
+    /// Operator name.
+    pub op: String,
+    /// Parameters it was measured with (EC's k and m change its cost).
+    pub params: BTreeMap<String, String>,
+    /// Measured points, ascending by size.
+    pub points: Vec<ProfilePoint>,
+    /// Least-squares affine fit: fixed cost in ns.
+    pub base_ns: f64,
+    /// Least-squares affine fit: cost per input byte in ns.
+    pub per_byte_ns: f64,
+    /// Largest relative error of the affine fit over the points (the
+    /// predictions use the piecewise-linear model through the points, which
+    /// is exact at them; this says how far from linear the operator is).
+    pub affine_error: f64,
+}
+
+impl OperatorProfile {
+    /// The piecewise-linear model through the measured points.
+    pub fn model(&self) -> PiecewiseLinearCost {
+        // The points come from measurements: non-empty, finite, non-negative.
+        PiecewiseLinearCost::from_samples(self.points.iter().map(|p| (p.bytes, p.median_ns)))
+            .expect("a profile holds at least one valid point")
+    }
+}
+
+/// A profile file: every profiled operator.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// What the measurements were taken on (free text).
+    pub machine: String,
+    /// The operators.
+    pub operators: Vec<OperatorProfile>,
+}
+
+/// Why a profile could not be made, saved or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The operator could not be built or failed on its valid input.
+    #[error(transparent)]
+    Operator(#[from] OpError),
+    /// No sizes to measure.
+    #[error("no sizes to profile")]
+    NoSizes,
+    /// Reading or writing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The file is not a profile.
+    #[error("{path}: not a profile: {source}")]
+    Format {
+        /// The file.
+        path: String,
+        /// What is wrong, with line and column.
+        source: serde_json::Error,
+    },
+    /// The file holds no operator of that name.
+    #[error("{path}: no profile of operator `{op}` (it has: {known})")]
+    MissingOperator {
+        /// The file.
+        path: String,
+        /// The operator asked for.
+        op: String,
+        /// The operators it has.
+        known: String,
+    },
+}
+
+/// Measures `op` with `params` on valid inputs carrying payloads of each of
+/// `sizes`, spending about `budget` in all; at least 3 samples per size.
+pub fn profile_operator(
+    op: &str,
+    params: &BTreeMap<String, String>,
+    sizes: &[u64],
+    budget: Duration,
+) -> Result<OperatorProfile, ProfileError> {
+    if sizes.is_empty() {
+        return Err(ProfileError::NoSizes);
+    }
+    let operator = build_operator(op, params)?;
+    let per_size = budget / sizes.len() as u32;
+    let mut points = Vec::new();
+    for &size in sizes {
+        let input = valid_input(op, params, &text_payload(size as usize, size))?;
+        operator.run(&input)?; // warm-up, and a check that it runs
+        let mut samples = Vec::new();
+        let start = Instant::now();
+        while samples.len() < 3 || (start.elapsed() < per_size && samples.len() < 100_000) {
+            let t = Instant::now();
+            std::hint::black_box(operator.run(std::hint::black_box(&input))?);
+            samples.push(t.elapsed().as_nanos() as f64);
+        }
+        samples.sort_by(f64::total_cmp);
+        points.push(ProfilePoint {
+            bytes: input.len() as u64,
+            median_ns: samples[samples.len() / 2],
+            samples: samples.len(),
+        });
+    }
+    points.sort_by_key(|p| p.bytes);
+    let (base_ns, per_byte_ns) = least_squares(&points);
+    let affine_error = points
+        .iter()
+        .map(|p| ((base_ns + per_byte_ns * p.bytes as f64) - p.median_ns).abs() / p.median_ns.max(1.0))
+        .fold(0.0, f64::max);
+    Ok(OperatorProfile {
+        op: op.to_string(),
+        params: params.clone(),
+        points,
+        base_ns,
+        per_byte_ns,
+        affine_error,
+    })
+}
+
+/// Least-squares line through the points, with a non-negative intercept
+/// and slope (costs do not shrink with size).
+fn least_squares(points: &[ProfilePoint]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.bytes as f64).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.median_ns).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.bytes as f64 - mx).powi(2)).sum();
+    let sxy: f64 = points
+        .iter()
+        .map(|p| (p.bytes as f64 - mx) * (p.median_ns - my))
+        .sum();
+    let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
+    ((my - slope * mx).max(0.0), slope)
+}
+
+impl Profile {
+    /// A cost model predicting each profiled operator by its points (the
+    /// first profile of an operator if it was measured with several
+    /// parameter sets).
+    pub fn cost_model(&self) -> PerOpCost {
+        let mut model = PerOpCost::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &self.operators {
+            if seen.insert(p.op.clone()) {
+                model = model.with_op(p.op.clone(), p.model());
+            }
+        }
+        model
+    }
+
+    /// The profile of `op` in this file.
+    pub fn operator(&self, op: &str, path: &str) -> Result<&OperatorProfile, ProfileError> {
+        self.operators
+            .iter()
+            .find(|p| p.op == op)
+            .ok_or_else(|| ProfileError::MissingOperator {
+                path: path.to_string(),
+                op: op.to_string(),
+                known: self
+                    .operators
+                    .iter()
+                    .map(|p| p.op.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// Writes the profile as JSON.
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        let io = |source| ProfileError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let text = serde_json::to_string_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
+        std::fs::write(path, text + "\n").map_err(io)
+    }
+
+    /// Reads a profile written by [`Profile::save`].
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| ProfileError::Format { path: shown, source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use isola_core::{CostModel, Nanos};
+
+    #[test]
+    fn profiles_fit_and_round_trip_through_a_file() {
+        let p = profile_operator(
+            "crc32c",
+            &BTreeMap::new(),
+            &[1024, 65_536, 1 << 20],
+            Duration::from_millis(30),
+        )
+        .unwrap();
+        assert_eq!(p.points.len(), 3);
+        assert!(p
+            .points
+            .windows(2)
+            .all(|w| w[0].median_ns <= w[1].median_ns * 1.5));
+        assert!(p.per_byte_ns > 0.0 && p.affine_error.is_finite());
+        let profile = Profile {
+            machine: "test".into(),
+            operators: vec![p.clone()],
+        };
+        let path = std::env::temp_dir().join(format!("isola-profile-{}.json", std::process::id()));
+        profile.save(&path).unwrap();
+        let back = Profile::load(&path).unwrap();
+        assert_eq!(back, profile);
+        let model = back.cost_model();
+        assert_eq!(
+            model.predict("crc32c", 65_536),
+            Some(p.points[1].median_ns.round() as Nanos)
+        );
+        assert_eq!(model.predict("sha256", 1), None);
+        assert!(back
+            .operator("sha256", "f")
+            .unwrap_err()
+            .to_string()
+            .contains("crc32c"));
+        std::fs::write(&path, "{ not json").unwrap();
+        let err = Profile::load(&path).unwrap_err().to_string();
+        assert!(err.contains("not a profile") && err.contains("line 1"), "{err}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn least_squares_recovers_a_line() {
+        let pts: Vec<ProfilePoint> = [(100u64, 1_100.0), (200, 1_200.0), (400, 1_400.0)]
+            .iter()
+            .map(|&(bytes, median_ns)| ProfilePoint {
+                bytes,
+                median_ns,
+                samples: 1,
+            })
+            .collect();
+        let (base, slope) = least_squares(&pts);
+        assert!((base - 1_000.0).abs() < 1e-6 && (slope - 1.0).abs() < 1e-9);
+    }
+}
