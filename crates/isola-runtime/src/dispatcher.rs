@@ -42,6 +42,8 @@ struct Job {
     tenant: TenantId,
     engine: usize,
     op_name: String,
+    /// The operator as the core sees it (made once per job).
+    op_spec: Arc<OpSpec>,
     input: Arc<JobInput>,
     reply: Reply,
     submitted_ns: Nanos,
@@ -119,19 +121,15 @@ impl Dispatcher {
     /// Runs until shut down and drained.
     pub(crate) fn run(mut self) {
         loop {
-            let msg = match self.scheduler.as_ref().and_then(Scheduler::next_wakeup) {
-                Some(at) => {
-                    let wait = at.saturating_sub(self.now());
-                    match self.rx.recv_timeout(Duration::from_nanos(wait)) {
-                        Ok(m) => Some(m),
-                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
-                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
-                    }
-                }
-                None => match self.rx.recv() {
-                    Ok(m) => Some(m),
-                    Err(_) => return,
-                },
+            let deadline = self
+                .scheduler
+                .as_ref()
+                .and_then(Scheduler::next_wakeup)
+                .map(|at| self.shared.epoch + Duration::from_nanos(at));
+            let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {
+                Ok(m) => Some(m),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
             };
             match msg {
                 Some(Msg::Submit(s)) => self.submit(s),
@@ -204,6 +202,10 @@ impl Dispatcher {
             id: s.id,
             tenant: s.tenant,
             engine: s.engine,
+            op_spec: Arc::new(OpSpec {
+                name: s.op_name.clone(),
+                params: Vec::new(),
+            }),
             op_name: s.op_name,
             input: Arc::new(JobInput {
                 op: s.op,
@@ -268,10 +270,7 @@ impl Dispatcher {
             id: TaskId(token),
             tenant: job.tenant,
             engine: isola_core::EngineId(job.engine as u32),
-            op: Arc::new(OpSpec {
-                name: job.op_name.clone(),
-                params: Vec::new(),
-            }),
+            op: Arc::clone(&job.op_spec),
             bytes,
             arrival: now,
             deadline: None,
@@ -295,11 +294,31 @@ impl Dispatcher {
             return;
         };
         let previous = if job.ordered { job.carries[0].take() } else { None };
+        let direct = piece.part.is_none().then(|| crate::worker::Direct {
+            completion: Completion {
+                task: job.id,
+                tenant: job.tenant,
+                op: job.op_name.clone(),
+                bytes: job.input.input.len() as u64,
+                result: Err(TaskError::Cancelled),
+                submitted_ns: job.submitted_ns,
+                started_ns: None,
+                finished_ns: 0,
+                service_ns: 0,
+                predicted_ns: job.predicted_ns,
+                subtasks: 1,
+                over_budget: false,
+            },
+            reply: job.reply.clone(),
+            budget: self.shared.tenants[job.tenant.index()].1.service_budget,
+            shared: Arc::clone(&self.shared),
+        });
         let item = WorkItem {
             token,
             job: Arc::clone(&job.input),
             part: piece.part.map(|p| job.parts[p]),
             previous,
+            direct,
         };
         // The workers hold the receivers until the dispatcher closes the
         // queues, so a send cannot fail while the dispatcher runs.
@@ -346,6 +365,12 @@ impl Dispatcher {
             Ok(PartOutput::Whole(out)) => {
                 let job = self.jobs.remove(&piece.job).expect("present: looked up above");
                 self.finish(job, Ok(out));
+            }
+            Ok(PartOutput::Delivered) => {
+                // The worker completed the task itself.
+                let job = self.jobs.remove(&piece.job).expect("present: looked up above");
+                let active = &mut self.active_jobs[job.engine][job.tenant.index()];
+                *active = active.saturating_sub(1);
             }
             Ok(PartOutput::Part(carry)) => {
                 let index = piece.part.unwrap_or(0);

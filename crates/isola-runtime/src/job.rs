@@ -126,4 +126,6 @@ pub(crate) enum PartOutput {
     Whole(Vec<u8>),
     /// A subtask's carry.
     Part(Carry),
+    /// A whole task whose completion the worker delivered itself.
+    Delivered,
 }

@@ -21,11 +21,14 @@ mod dispatcher;
 mod job;
 pub mod profile;
 mod runtime;
+mod spin;
 mod stats;
 mod worker;
 pub mod workload;
 
-pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
+pub use builder::{
+    BuildError, EngineConfig, Mode, RuntimeBuilder, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS, DEFAULT_SPIN,
+};
 pub use job::{Completion, SubmitError, TaskError};
 pub use runtime::{Runtime, TenantHandle, Ticket};
 pub use stats::TenantStats;

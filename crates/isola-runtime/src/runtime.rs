@@ -14,7 +14,8 @@ use std::time::Instant;
 
 /// Built operators by name and parameters: building can be costly (a route
 /// trie, a key schedule), so each configuration is built once.
-type OperatorCache = RwLock<HashMap<(String, BTreeMap<String, String>), Arc<dyn Operator>>>;
+/// Looked up by name, then parameters, so a hit allocates nothing.
+type OperatorCache = RwLock<HashMap<String, Vec<(BTreeMap<String, String>, Arc<dyn Operator>)>>>;
 
 /// State the handles, the dispatcher and the workers share.
 pub(crate) struct Shared {
@@ -30,6 +31,8 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
     /// Set at shutdown: workers answer what is still queued `Cancelled`.
     pub cancelled: Arc<AtomicBool>,
+    /// How long threads poll their channel before sleeping.
+    pub spin: std::time::Duration,
 }
 
 impl Shared {
@@ -52,13 +55,20 @@ impl Shared {
         name: &str,
         params: &BTreeMap<String, String>,
     ) -> Result<Arc<dyn Operator>, SubmitError> {
-        let key = (name.to_string(), params.clone());
-        if let Some(op) = self.operators.read().ok().and_then(|m| m.get(&key).cloned()) {
+        let cached = self.operators.read().ok().and_then(|m| {
+            m.get(name)?
+                .iter()
+                .find(|(p, _)| p == params)
+                .map(|(_, op)| Arc::clone(op))
+        });
+        if let Some(op) = cached {
             return Ok(op);
         }
         let op: Arc<dyn Operator> = Arc::from(isola_ops::build_operator(name, params)?);
         if let Ok(mut m) = self.operators.write() {
-            m.insert(key, Arc::clone(&op));
+            m.entry(name.to_string())
+                .or_default()
+                .push((params.clone(), Arc::clone(&op)));
         }
         Ok(op)
     }
@@ -126,6 +136,7 @@ impl Runtime {
             closed: AtomicBool::new(false),
             next_id: AtomicU64::new(0),
             cancelled: Arc::new(AtomicBool::new(false)),
+            spin: b.spin,
         });
         let mut workers = Vec::new();
         let mut queues = Vec::new();
@@ -138,9 +149,10 @@ impl Runtime {
             queues.push(qtx);
             for w in 0..e.workers {
                 let (q, done, cancelled) = (qrx.clone(), tx.clone(), Arc::clone(&shared.cancelled));
+                let spin = shared.spin;
                 let handle = std::thread::Builder::new()
                     .name(format!("isola-{}-{w}", e.name))
-                    .spawn(move || crate::worker::run_worker(q, done, cancelled))
+                    .spawn(move || crate::worker::run_worker(q, done, cancelled, spin))
                     .map_err(spawn_error)?;
                 workers.push(handle);
             }
@@ -258,6 +270,7 @@ impl TenantHandle {
         let task = self.send(operator, payload, Reply::Ticket(tx))?;
         Ok(Ticket {
             task,
+            spin: self.shared.spin,
             tenant: self.tenant,
             op,
             bytes,
@@ -349,6 +362,7 @@ impl TenantHandle {
 #[derive(Debug)]
 pub struct Ticket {
     task: u64,
+    spin: std::time::Duration,
     tenant: TenantId,
     op: String,
     bytes: u64,
@@ -363,7 +377,7 @@ impl Ticket {
 
     /// Blocks until the task completes.
     pub fn wait(self) -> Completion {
-        match self.rx.recv() {
+        match crate::spin::recv(&self.rx, self.spin, None) {
             Ok(c) => c,
             // Only if the dispatcher died: the task is still accounted for.
             Err(_) => self.lost(),

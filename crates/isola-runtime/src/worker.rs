@@ -2,7 +2,8 @@
 //! run the operator, time it, and report back to the dispatcher. A panic in
 //! an operator fails that piece of work, never the worker.
 
-use crate::job::{JobInput, PartOutput, TaskError};
+use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
+use crate::runtime::Shared;
 use isola_core::Subtask;
 use isola_ops::Carry;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,6 +21,21 @@ pub(crate) struct WorkItem {
     pub part: Option<Subtask>,
     /// For ordered subtasks: the previous subtask's carry.
     pub previous: Option<Carry>,
+    /// For a whole task: its completion, filled in and delivered by the
+    /// worker itself (one thread hand-off less on every small task).
+    pub direct: Option<Direct>,
+}
+
+/// What a worker needs to complete a whole task itself.
+pub(crate) struct Direct {
+    /// The completion with everything but the outcome and timings.
+    pub completion: Completion,
+    /// Where it goes.
+    pub reply: Reply,
+    /// The tenant's service budget.
+    pub budget: Option<u64>,
+    /// Counters and the clock.
+    pub shared: Arc<Shared>,
 }
 
 /// What a worker reports.
@@ -43,16 +59,36 @@ pub(crate) fn run_worker(
     queue: crossbeam_channel::Receiver<WorkItem>,
     done: DoneSender,
     cancelled: Arc<AtomicBool>,
+    spin: std::time::Duration,
 ) {
-    while let Ok(item) = queue.recv() {
+    while let Ok(mut item) = crate::spin::recv(&queue, spin, None) {
         let token = item.token;
+        let direct = item.direct.take();
         let started = Instant::now();
-        let output = if cancelled.load(Ordering::Acquire) {
+        let mut output = if cancelled.load(Ordering::Acquire) {
             Err(TaskError::Cancelled)
         } else {
             execute(item)
         };
         let measured_ns = started.elapsed().as_nanos() as u64;
+        if let Some(d) = direct {
+            let result = match output {
+                Ok(PartOutput::Whole(out)) => Ok(out),
+                Ok(_) => Err(TaskError::Rejected("a whole task gave a subtask's result".into())),
+                Err(e) => Err(e),
+            };
+            let ns = |at: Instant| at.duration_since(d.shared.epoch).as_nanos() as u64;
+            let completion = Completion {
+                result,
+                started_ns: Some(ns(started)),
+                finished_ns: ns(Instant::now()),
+                service_ns: measured_ns,
+                over_budget: d.budget.is_some_and(|b| measured_ns > b),
+                ..d.completion
+            };
+            d.shared.complete(completion, &d.reply);
+            output = Ok(PartOutput::Delivered);
+        }
         let report = WorkDone {
             token,
             output,
