@@ -11,6 +11,7 @@ mod demo;
 mod format;
 mod op;
 mod policies;
+mod profile;
 mod progress;
 mod sim;
 mod svg;
@@ -40,6 +41,9 @@ enum Command {
     /// bandwidth-sensitive tenant share an erasure-coding engine, natively
     /// and under each isolation policy.
     Demo(demo::Args),
+    /// Measure operators' service time against size on this machine, fit
+    /// it and save the profile (a cost model for the runtime and the simulator).
+    Profile(profile::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Command::Op(args) => op::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Profile(args) => profile::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -300,3 +300,40 @@ fn demo_json_has_the_documented_schema() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nonesuch"));
 }
+
+#[test]
+fn profile_measures_fits_and_saves() {
+    let file = std::env::temp_dir().join(format!("isola-profile-cli-{}.json", std::process::id()));
+    let out = isola(&[
+        "profile",
+        "--ops",
+        "crc32c,ec-encode",
+        "--param",
+        "k=8",
+        "--sizes",
+        "64,4KiB",
+        "--seconds",
+        "0.05",
+        "--json",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(v, saved);
+    let ops = v["operators"].as_array().unwrap();
+    assert_eq!(ops.len(), 2);
+    assert_eq!(
+        ops[1]["params"]["k"], "8",
+        "--param applies to operators that take it"
+    );
+    assert!(ops[0]["params"].as_object().unwrap().is_empty());
+    for op in ops {
+        let points = op["points"].as_array().unwrap();
+        assert_eq!(points.len(), 2);
+        assert!(points.iter().all(|p| p["median_ns"].as_f64().unwrap() > 0.0));
+    }
+    let bad = isola(&["profile", "--ops", "nope", "--out", file.to_str().unwrap()]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("known operators"));
+}

@@ -39,6 +39,7 @@ pub mod engine;
 pub mod metrics;
 pub mod params;
 pub mod policy;
+pub mod profile;
 pub mod ready_heap;
 pub mod scheduler;
 pub mod shaper;

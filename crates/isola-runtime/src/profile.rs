@@ -2,60 +2,11 @@
 //! per operator, measured on this machine, fitted, and saved, so the
 //! scheduler can predict a task's cost before running it.
 
-use isola_core::{Bytes, PerOpCost, PiecewiseLinearCost};
+pub use isola_core::profile::{OperatorProfile, Profile, ProfilePoint};
 use isola_ops::{build_operator, text_payload, valid_input, OpError};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// One measured size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfilePoint {
-    /// Input bytes of the task (what the scheduler sees).
-    pub bytes: Bytes,
-    /// Median service time over the samples, in ns.
-    pub median_ns: f64,
-    /// Samples taken.
-    pub samples: usize,
-}
-
-/// An operator's measured costs and their fits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OperatorProfile {
-    /// Operator name.
-    pub op: String,
-    /// Parameters it was measured with (EC's k and m change its cost).
-    pub params: BTreeMap<String, String>,
-    /// Measured points, ascending by size.
-    pub points: Vec<ProfilePoint>,
-    /// Least-squares affine fit: fixed cost in ns.
-    pub base_ns: f64,
-    /// Least-squares affine fit: cost per input byte in ns.
-    pub per_byte_ns: f64,
-    /// Largest relative error of the affine fit over the points (the
-    /// predictions use the piecewise-linear model through the points, which
-    /// is exact at them; this says how far from linear the operator is).
-    pub affine_error: f64,
-}
-
-impl OperatorProfile {
-    /// The piecewise-linear model through the measured points.
-    pub fn model(&self) -> PiecewiseLinearCost {
-        // The points come from measurements: non-empty, finite, non-negative.
-        PiecewiseLinearCost::from_samples(self.points.iter().map(|p| (p.bytes, p.median_ns)))
-            .expect("a profile holds at least one valid point")
-    }
-}
-
-/// A profile file: every profiled operator.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Profile {
-    /// What the measurements were taken on (free text).
-    pub machine: String,
-    /// The operators.
-    pub operators: Vec<OperatorProfile>,
-}
 
 /// Why a profile could not be made, saved or loaded.
 #[derive(Debug, thiserror::Error)]
@@ -81,16 +32,6 @@ pub enum ProfileError {
         path: String,
         /// What is wrong, with line and column.
         source: serde_json::Error,
-    },
-    /// The file holds no operator of that name.
-    #[error("{path}: no profile of operator `{op}` (it has: {known})")]
-    MissingOperator {
-        /// The file.
-        path: String,
-        /// The operator asked for.
-        op: String,
-        /// The operators it has.
-        known: String,
     },
 }
 
@@ -156,40 +97,16 @@ fn least_squares(points: &[ProfilePoint]) -> (f64, f64) {
     ((my - slope * mx).max(0.0), slope)
 }
 
-impl Profile {
-    /// A cost model predicting each profiled operator by its points (the
-    /// first profile of an operator if it was measured with several
-    /// parameter sets).
-    pub fn cost_model(&self) -> PerOpCost {
-        let mut model = PerOpCost::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for p in &self.operators {
-            if seen.insert(p.op.clone()) {
-                model = model.with_op(p.op.clone(), p.model());
-            }
-        }
-        model
-    }
-
-    /// The profile of `op` in this file.
-    pub fn operator(&self, op: &str, path: &str) -> Result<&OperatorProfile, ProfileError> {
-        self.operators
-            .iter()
-            .find(|p| p.op == op)
-            .ok_or_else(|| ProfileError::MissingOperator {
-                path: path.to_string(),
-                op: op.to_string(),
-                known: self
-                    .operators
-                    .iter()
-                    .map(|p| p.op.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
-    }
-
+/// Reading and writing profile files.
+pub trait ProfileFile: Sized {
     /// Writes the profile as JSON.
-    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+    fn save(&self, path: &Path) -> Result<(), ProfileError>;
+    /// Reads a profile written by [`ProfileFile::save`].
+    fn load(path: &Path) -> Result<Self, ProfileError>;
+}
+
+impl ProfileFile for Profile {
+    fn save(&self, path: &Path) -> Result<(), ProfileError> {
         let io = |source| ProfileError::Io {
             path: path.display().to_string(),
             source,
@@ -198,8 +115,7 @@ impl Profile {
         std::fs::write(path, text + "\n").map_err(io)
     }
 
-    /// Reads a profile written by [`Profile::save`].
-    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+    fn load(path: &Path) -> Result<Profile, ProfileError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
             path: shown.clone(),
@@ -243,11 +159,7 @@ mod tests {
             Some(p.points[1].median_ns.round() as Nanos)
         );
         assert_eq!(model.predict("sha256", 1), None);
-        assert!(back
-            .operator("sha256", "f")
-            .unwrap_err()
-            .to_string()
-            .contains("crc32c"));
+        assert!(back.operator("sha256").unwrap_err().contains("crc32c"));
         std::fs::write(&path, "{ not json").unwrap();
         let err = Profile::load(&path).unwrap_err().to_string();
         assert!(err.contains("not a profile") && err.contains("line 1"), "{err}");

@@ -371,7 +371,7 @@ struct RawEngine {
     kind: Spanned<String>,
     slots: Option<Spanned<u32>>,
     queue_depth: Option<Spanned<u32>>,
-    service: Option<Spanned<RawService>>,
+    service: Option<Spanned<toml::Value>>,
     clock: Option<Spanned<Frequency>>,
     egress_ratio: Option<Spanned<f64>>,
     bandwidth: Option<Spanned<RateValue>>,
@@ -421,7 +421,7 @@ struct RawWorkload {
     arrival: Spanned<RawArrival>,
     count: Option<Spanned<u64>>,
     start: Option<Duration>,
-    service: Option<Spanned<RawService>>,
+    service: Option<Spanned<toml::Value>>,
     #[serde(default)]
     direction: Direction,
     flow: Option<FlowMatch>,
@@ -704,10 +704,17 @@ fn check_run(
     Ok((run, spans))
 }
 
-fn check_service(src: &Source<'_>, raw: Spanned<RawService>) -> Result<ServiceSpec, ScenarioError> {
+fn check_service(src: &Source<'_>, raw: Spanned<toml::Value>) -> Result<ServiceSpec, ScenarioError> {
     let span = raw.span();
     let bad = |m: &str| src.at(span.clone(), Some("service"), m.to_string());
-    Ok(match raw.into_inner() {
+    let value = raw.into_inner();
+    if let Some(table) = value.as_table().filter(|t| t.contains_key("profile")) {
+        return profile_service(src, table).map_err(|m| bad(&m));
+    }
+    // No key given: the error is placed at the value it quotes, and so at
+    // that value's own key (`mean`, `time`...), as serde's would be.
+    let raw = RawService::deserialize(value).map_err(|e| src.at(span.clone(), None, e.message().trim()))?;
+    Ok(match raw {
         RawService::Constant { time } => ServiceSpec::Constant(time.0),
         RawService::Exponential { mean } => {
             if mean.0 == 0 {
@@ -737,6 +744,41 @@ fn check_service(src: &Source<'_>, raw: Spanned<RawService>) -> Result<ServiceSp
             ServiceSpec::Cycles { base, per_byte }
         }
     })
+}
+
+/// `service = { profile = "FILE", op = "NAME" }`: the operator's measured
+/// points from a profile written by `isola profile` (a path relative to the
+/// scenario file), as a table service.
+fn profile_service(src: &Source<'_>, table: &toml::Table) -> Result<ServiceSpec, String> {
+    if let Some(k) = table.keys().find(|k| *k != "profile" && *k != "op") {
+        return Err(format!(
+            "unknown field `{k}` in a profile service (it takes `profile` and `op`)"
+        ));
+    }
+    let file = table
+        .get("profile")
+        .and_then(toml::Value::as_str)
+        .ok_or("`profile` must be the path of a profile file (from `isola profile`)")?;
+    let op = table
+        .get("op")
+        .and_then(toml::Value::as_str)
+        .ok_or("a profile service needs `op`: the operator whose costs to take")?;
+    let path = Path::new(&src.file).parent().unwrap_or(Path::new(".")).join(file);
+    let shown = path.display();
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read profile {shown}: {e}"))?;
+    let profile: isola_core::profile::Profile =
+        serde_json::from_str(&text).map_err(|e| format!("{shown} is not a profile: {e}"))?;
+    let points: Vec<(u64, f64)> = profile
+        .operator(op)
+        .map_err(|e| format!("{shown}: {e}"))?
+        .points
+        .iter()
+        .map(|p| (p.bytes, p.median_ns))
+        .collect();
+    if points.is_empty() || points.iter().any(|p| !(p.1.is_finite() && p.1 >= 0.0)) {
+        return Err(format!("{shown}: the profile of `{op}` has no valid points"));
+    }
+    Ok(ServiceSpec::Table(points))
 }
 
 fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel, ScenarioError> {

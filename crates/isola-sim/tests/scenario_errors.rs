@@ -204,3 +204,53 @@ fn static_partition_with_too_few_slots() {
     let e = Scenario::parse(&text, "bad.toml").unwrap_err();
     check(&e, 4, "policies", "every tenant needs a slot");
 }
+
+/// `service = { profile = "FILE", op = "NAME" }` takes the measured points
+/// of a profile (from `isola profile`) next to the scenario file; a missing
+/// file, a missing operator or an extra field is an error at the service.
+#[test]
+fn profile_services() {
+    let dir = std::env::temp_dir().join(format!("isola-sim-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("p.json"),
+        r#"{"machine": "test", "operators": [{"op": "ec-encode", "params": {}, "points": [
+            {"bytes": 1024, "median_ns": 2000.0, "samples": 3},
+            {"bytes": 1048576, "median_ns": 900000.0, "samples": 3}],
+            "base_ns": 1000.0, "per_byte_ns": 0.85, "affine_error": 0.01}]}"#,
+    )
+    .unwrap();
+    let scenario = dir.join("s.toml");
+    let with = |service: &str| BASE.replace(r#"service = { dist = "exponential", mean = "1us" }"#, service);
+    let ok = Scenario::parse(
+        &with(r#"service = { profile = "p.json", op = "ec-encode" }"#),
+        &scenario,
+    )
+    .unwrap();
+    match &ok.engines[0].device {
+        isola_sim::scenario::DeviceSpec::Compute {
+            service: Some(isola_sim::scenario::ServiceSpec::Table(points)),
+            ..
+        } => assert_eq!(points, &vec![(1024, 2000.0), (1_048_576, 900_000.0)]),
+        other => panic!("{other:?}"),
+    }
+    for (service, says) in [
+        (
+            r#"service = { profile = "missing.json", op = "ec-encode" }"#,
+            "cannot read profile",
+        ),
+        (
+            r#"service = { profile = "p.json", op = "lz4" }"#,
+            "no profile of operator `lz4`",
+        ),
+        (r#"service = { profile = "p.json" }"#, "needs `op`"),
+        (
+            r#"service = { profile = "p.json", op = "ec-encode", scale = 2 }"#,
+            "unknown field `scale`",
+        ),
+    ] {
+        let err = Scenario::parse(&with(service), &scenario).unwrap_err();
+        assert_eq!((err.line, err.key.as_deref()), (10, Some("service")), "{err}");
+        assert!(err.message.contains(says), "{err}");
+    }
+}

@@ -1,0 +1,168 @@
+//! `isola profile`: measure operators' service time against input size on
+//! this machine, fit it, and save the profile (the runtime's and the
+//! simulator's cost model: `service = { profile = "FILE", op = "NAME" }`).
+
+use crate::format::{duration, table_with};
+use crate::progress::Progress;
+use anyhow::{bail, Context};
+use isola_ops::{find_operator, sample_params, OPERATORS};
+use isola_runtime::profile::{profile_operator, Profile, ProfileFile};
+use isola_sim::quantity::parse_size;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `isola profile`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Operators to profile, comma-separated (default: all).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    ops: Vec<String>,
+    /// Payload sizes to measure, comma-separated, in bytes or with a unit.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "64,1KiB,16KiB,256KiB,1MiB"
+    )]
+    sizes: Vec<String>,
+    /// An operator parameter (e.g. k=128 for erasure coding), for every
+    /// profiled operator that takes it; repeatable.
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
+    /// Seconds of measurement per operator.
+    #[arg(long, value_name = "S", default_value_t = 0.3)]
+    seconds: f64,
+    /// The profile file to write (JSON).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Print the profile as JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `isola profile`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let ops: Vec<&str> = if args.ops.is_empty() {
+        OPERATORS.iter().map(|o| o.name).collect()
+    } else {
+        args.ops
+            .iter()
+            .map(|n| find_operator(n.trim()).map(|o| o.name))
+            .collect::<Result<_, _>>()?
+    };
+    let sizes: Vec<u64> = args
+        .sizes
+        .iter()
+        .map(|s| match parse_size(s) {
+            Ok(0) => bail!("--sizes: a size must be at least one byte"),
+            Ok(n) => Ok(n),
+            Err(e) => bail!("--sizes: {e}"),
+        })
+        .collect::<Result<_, _>>()?;
+    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
+        bail!("--seconds: {} is not between 0 and 3600", args.seconds);
+    }
+    let mut given = BTreeMap::new();
+    for p in &args.params {
+        let (k, v) = p
+            .split_once('=')
+            .with_context(|| format!("--param `{p}`: expected KEY=VALUE"))?;
+        given.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let mut progress = Progress::new(ops.len() as u64);
+    let mut operators = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        progress.update(i as u64, op.to_string());
+        let info = find_operator(op)?;
+        let mut params = sample_params(op);
+        for (k, v) in &given {
+            if info.params.iter().any(|p| p.name == k) {
+                params.insert(k.clone(), v.clone());
+            }
+        }
+        let budget = Duration::from_secs_f64(args.seconds);
+        operators
+            .push(profile_operator(op, &params, &sizes, budget).with_context(|| format!("profiling {op}"))?);
+    }
+    drop(progress);
+    let profile = Profile {
+        machine: machine(),
+        operators,
+    };
+    profile.save(&args.out)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &profile)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = profile
+        .operators
+        .iter()
+        .map(|p| {
+            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let points: Vec<String> = p
+                .points
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{}:{}",
+                        crate::svg::bytes_binary(x.bytes as f64),
+                        duration(x.median_ns)
+                    )
+                })
+                .collect();
+            vec![
+                p.op.clone(),
+                if params.is_empty() {
+                    "-".into()
+                } else {
+                    params.join(",")
+                },
+                duration(p.base_ns),
+                format!("{:.3}", p.per_byte_ns),
+                format!("{:.1}%", p.affine_error * 100.0),
+                points.join(" "),
+            ]
+        })
+        .collect();
+    write!(
+        out,
+        "{}",
+        table_with(
+            &[
+                "operator",
+                "params",
+                "base",
+                "ns/byte",
+                "affine err",
+                "measured (size:median)"
+            ],
+            &rows,
+            2
+        )
+    )?;
+    writeln!(
+        out,
+        "profile written to {} (predictions interpolate the measured points; \"affine err\" is how far the best straight line strays from them)",
+        args.out.display()
+    )?;
+    Ok(())
+}
+
+/// What the profile was measured on, as far as the system says.
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    format!("{cpus} CPUs, {model}")
+}
