@@ -242,9 +242,11 @@ impl<'a> Sim<'a> {
                 }
                 _ => None,
             };
+            // Transfers fragment (OSMOSIS) and accelerator tasks split
+            // (ASTRAEA); kernels on processing units run to completion.
             let fragment = match e.kind {
-                EngineKind::Dma | EngineKind::Egress => policy.fragment,
-                _ => None,
+                EngineKind::Dma | EngineKind::Egress | EngineKind::Accelerator => policy.fragment,
+                EngineKind::ProcessingUnits => None,
             };
             let cost = Arc::new(EngineCost {
                 device: e.device.clone(),
