@@ -9,6 +9,7 @@
 mod bench;
 mod demo;
 mod format;
+mod live;
 mod op;
 mod policies;
 mod profile;
@@ -33,6 +34,9 @@ enum Command {
     Policies(policies::Args),
     /// Simulate a scenario under each of its policies and compare the tenants' results.
     Sim(sim::Args),
+    /// Run a scenario live: the same file as `sim`, with real operators on
+    /// this machine's cores (accelerator and PU engines; same tables and JSON).
+    Run(sim::Args),
     /// Run one operator on a file (optionally as subtasks), or list the operators.
     Op(op::Args),
     /// Measure operators: `isola bench ops` sweeps sizes and thread counts.
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Policies(args) => policies::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Run(args) => sim::run_live(&args),
         Command::Op(args) => op::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => demo::run(&args),

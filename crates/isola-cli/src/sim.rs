@@ -28,6 +28,25 @@ pub struct Args {
 
 /// Runs `isola sim`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    execute(args, "simulated", |scenario, tick| {
+        Ok(simulate(scenario, &args.policies, args.seed, tick)?)
+    })
+}
+
+/// Runs `isola run`: the scenario live, on real operators.
+pub fn run_live(args: &Args) -> anyhow::Result<()> {
+    execute(args, "live", |scenario, tick| {
+        crate::live::run_live(scenario, &args.policies, args.seed, tick)
+    })
+}
+
+/// Loads the scenario, checks `--policy`, runs it with `runner` and prints
+/// or writes the report (the same for simulated and live runs).
+fn execute(
+    args: &Args,
+    how: &str,
+    runner: impl FnOnce(&Scenario, &mut dyn FnMut(usize, usize, f64)) -> anyhow::Result<SimReport>,
+) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
     for p in &args.policies {
         if !scenario
@@ -43,7 +62,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             );
         }
     }
-    let report = with_progress(|tick| simulate(&scenario, &args.policies, args.seed, tick))?;
+    let report = with_progress(|tick| runner(&scenario, tick))?;
     if let Some(dir) = &args.out {
         write_out(dir, &report)?;
     }
@@ -52,7 +71,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        print_tables(&mut out, &report)?;
+        print_tables(&mut out, &report, how)?;
         if let Some(dir) = &args.out {
             writeln!(out, "results written to {}", dir.display())?;
         }
@@ -81,12 +100,13 @@ fn write_out(dir: &PathBuf, report: &SimReport) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_tables(out: &mut impl Write, report: &SimReport) -> std::io::Result<()> {
+/// `how` says how the run's duration was spent: "simulated" or "live".
+fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io::Result<()> {
     for p in &report.policies {
         let fair2 = p.fair2.map_or("-".to_string(), |f| format!("{f:.3}"));
         writeln!(
             out,
-            "policy {}   Jain {:.4}   Fair1 {:.4}   Fair2 {}   ({} simulated, {} events)",
+            "policy {}   Jain {:.4}   Fair1 {:.4}   Fair2 {}   ({} {how}, {} events)",
             p.policy,
             p.jain,
             p.fair1,

@@ -337,3 +337,82 @@ fn profile_measures_fits_and_saves() {
     let bad = isola(&["profile", "--ops", "nope", "--out", file.to_str().unwrap()]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("known operators"));
 }
+
+/// `isola run`: the simulator's scenario format and JSON schema, live.
+#[test]
+fn run_executes_a_scenario_live_with_the_sim_schema() {
+    let dir = std::env::temp_dir().join(format!("isola-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("live.toml");
+    std::fs::write(
+        &file,
+        r#"[run]
+seed = 3
+policies = ["fcfs", { name = "sfq", fragment = "16KiB" }]
+
+[[engine]]
+name = "acc"
+kind = "accelerator"
+slots = 1
+service = { dist = "affine", base = "1us", per_byte_ns = 0.5 }
+
+[[tenant]]
+name = "small"
+latency_multiple = 10.0
+[tenant.workload]
+engine = "acc"
+op = "crc32c"
+size = "4KiB"
+arrival = { poisson = "2k/s" }
+count = 40
+
+[[tenant]]
+name = "big"
+[tenant.workload]
+engine = "acc"
+op = "sha256"
+size = { dist = "uniform", min = "32KiB", max = "64KiB" }
+arrival = { closed = 2 }
+count = 30
+"#,
+    )
+    .unwrap();
+    let live = isola(&["run", file.to_str().unwrap(), "--json"]);
+    assert!(live.status.success(), "{}", String::from_utf8_lossy(&live.stderr));
+    let live: serde_json::Value = serde_json::from_slice(&live.stdout).unwrap();
+    let sim = isola(&["sim", file.to_str().unwrap(), "--json"]);
+    let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    // Same schema: the same keys at every level of the first policy's result.
+    let keys = |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&live), keys(&sim));
+    assert_eq!(keys(&live["policies"][0]), keys(&sim["policies"][0]));
+    assert_eq!(
+        keys(&live["policies"][0]["tenants"][0]),
+        keys(&sim["policies"][0]["tenants"][0])
+    );
+    for p in live["policies"].as_array().unwrap() {
+        let t = p["tenants"].as_array().unwrap();
+        assert_eq!(t[0]["completed"], 40, "{p}");
+        assert_eq!(t[1]["completed"], 30, "{p}");
+        assert!(t[1]["latency_ns"]["p50"].as_u64().unwrap() > 0);
+    }
+    let table = isola(&["run", file.to_str().unwrap(), "--policy", "sfq"]);
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.contains("policy sfq") && text.contains("live") && !text.contains("policy fcfs"),
+        "{text}"
+    );
+}
+
+#[test]
+fn run_refuses_what_has_no_live_model() {
+    for (name, says) in [
+        ("osmosis-dma-hol.toml", "no dma model"),
+        ("mm1.toml", "no real implementation"),
+    ] {
+        let out = isola(&["run", &scenario(name)]);
+        assert!(!out.status.success(), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{name}: {err}");
+    }
+}

@@ -32,6 +32,14 @@ pub enum ServiceModel {
     },
 }
 
+/// A service model predicts what it samples on average (the live runtime
+/// takes a scenario's service model as its engines' cost model).
+impl isola_core::CostModel for ServiceModel {
+    fn predict(&self, _op: &str, bytes: u64) -> Option<Nanos> {
+        Some(self.mean(bytes).max(0.0).round() as Nanos)
+    }
+}
+
 impl ServiceModel {
     /// The model for `spec` on an engine clocked at `clock_hz`.
     pub fn new(spec: &ServiceSpec, clock_hz: f64) -> Self {

@@ -253,6 +253,9 @@ pub struct WorkloadSpec {
     pub stages: Vec<usize>,
     /// Operator name.
     pub op: String,
+    /// Operator parameters (`key = value`), for live runs; the simulator
+    /// takes costs from the service model instead.
+    pub params: BTreeMap<String, String>,
     /// Sizes.
     pub size: SizeDist,
     /// Arrivals.
@@ -341,17 +344,7 @@ impl<'de> Deserialize<'de> for RawPolicy {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPolicy, A::Error> {
                 let t = RawPolicyTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                let params = t
-                    .params
-                    .into_iter()
-                    .map(|(k, v)| {
-                        let s = match v {
-                            toml::Value::String(s) => s,
-                            other => other.to_string(),
-                        };
-                        (k, s)
-                    })
-                    .collect();
+                let params = t.params.into_iter().map(|(k, v)| (k, value_text(v))).collect();
                 Ok(RawPolicy {
                     name: t.name,
                     label: t.label,
@@ -417,6 +410,8 @@ struct RawWorkload {
     engine: Option<Spanned<String>>,
     pipeline: Option<Spanned<Vec<Spanned<String>>>>,
     op: Option<String>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
     size: Option<RawSize>,
     arrival: Spanned<RawArrival>,
     count: Option<Spanned<u64>>,
@@ -547,6 +542,14 @@ impl Source<'_> {
         let after: String = self.text[offset..].chars().take_while(|&c| is_key(c)).collect();
         let rest = self.text[offset + after.len()..].trim_start();
         (!after.is_empty() && rest.starts_with('=')).then_some(after)
+    }
+}
+
+/// A parameter value as text: strings as written, other values as TOML.
+fn value_text(v: toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s,
+        other => other.to_string(),
     }
 }
 
@@ -1207,6 +1210,7 @@ fn check_tenant(
         workload: WorkloadSpec {
             stages,
             op: w.op.unwrap_or_else(|| "generic".into()),
+            params: w.params.into_iter().map(|(k, v)| (k, value_text(v))).collect(),
             size,
             arrival,
             count,

@@ -1,0 +1,334 @@
+//! Running a scenario live: the same TOML as the simulator, with real
+//! operators on seeded payloads in the live runtime, reported in the
+//! simulator's schema (`SimReport`), so one file runs both ways.
+//!
+//! What runs live: accelerator and processing-unit engines (worker pools of
+//! `slots` threads; a scenario's service model becomes the cost model),
+//! single-stage workloads of registered operators, every arrival process.
+//! DMA and egress engines, pipelines and ingress matching have no live model
+//! and are refused with a message saying so.
+
+use anyhow::bail;
+use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram};
+use isola_core::{EngineKind, Nanos, TenantId, NANOS_PER_SEC};
+use isola_ops::{find_operator, sample_params, text_payload, valid_input};
+use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, SubmitError};
+use isola_sim::device::ServiceModel;
+use isola_sim::results::LatencyStats;
+use isola_sim::scenario::{ArrivalSpec, DeviceSpec, PolicyRun};
+use isola_sim::workload::{ArrivalProcess, SizeSampler};
+use isola_sim::{PolicyResult, Scenario, SimReport, TenantResult};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Checks that `scenario` can run live; the error says what cannot and why.
+pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
+    for e in &scenario.engines {
+        if !matches!(e.kind, EngineKind::Accelerator | EngineKind::ProcessingUnits) {
+            bail!(
+                "engine `{}` is a {} engine: live runs have no {} model (simulate it with `isola sim`)",
+                e.name,
+                e.kind,
+                e.kind
+            );
+        }
+    }
+    for t in &scenario.tenants {
+        let w = &t.workload;
+        if w.stages.len() != 1 {
+            bail!(
+                "tenant `{}`: a pipeline of {} stages cannot run live yet; give it one `engine`",
+                t.name,
+                w.stages.len()
+            );
+        }
+        if t.flow_match.is_some() {
+            bail!("tenant `{}`: ingress matching has no live model", t.name);
+        }
+        if let Ok(info) = find_operator(&w.op) {
+            let mut params = sample_params(&w.op);
+            params.extend(w.params.clone());
+            if let Err(e) = isola_ops::build_operator(info.name, &params) {
+                bail!("tenant `{}`: {e}", t.name);
+            }
+        } else {
+            bail!(
+                "tenant `{}`: operator `{}` has no real implementation, so it cannot run live; \
+                 give the workload an `op` from `isola op --list` (the simulator accepts any name)",
+                t.name,
+                w.op
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs every policy of `scenario` (or those in `only`) live.
+pub fn run_live(
+    scenario: &Scenario,
+    only: &[String],
+    seed: Option<u64>,
+    tick: &mut dyn FnMut(usize, usize, f64),
+) -> anyhow::Result<SimReport> {
+    check_live(scenario)?;
+    let seed = seed.unwrap_or(scenario.run.seed);
+    let runs: Vec<&PolicyRun> = scenario
+        .run
+        .policies
+        .iter()
+        .filter(|p| only.is_empty() || only.iter().any(|o| o == &p.label || o == &p.name))
+        .collect();
+    let mut policies = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        tick(i, runs.len(), 0.0);
+        policies.push(run_policy_live(scenario, run, seed)?);
+        tick(i, runs.len(), 1.0);
+    }
+    Ok(SimReport {
+        scenario: scenario.path.display().to_string(),
+        seed,
+        policies,
+    })
+}
+
+/// What one tenant's driver thread reports.
+#[derive(Default)]
+struct TenantRun {
+    done: Vec<Completion>,
+    rejected: u64,
+}
+
+fn run_policy_live(scenario: &Scenario, run: &PolicyRun, seed: u64) -> anyhow::Result<PolicyResult> {
+    let mut b = RuntimeBuilder::new();
+    for e in &scenario.engines {
+        let (service, clock_hz) = match &e.device {
+            DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
+            _ => (None, 1e9),
+        };
+        // The scenario's service model is the engine's cost model; a
+        // tenant's own model (on its workload) takes precedence below.
+        let cost: Arc<dyn isola_core::CostModel> =
+            match service.or_else(|| scenario.tenants.iter().find_map(|t| t.workload.service.clone())) {
+                Some(s) => Arc::new(ServiceModel::new(&s, clock_hz)),
+                None => bail!("engine `{}` needs a service model to predict costs live", e.name),
+            };
+        let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
+            .with_queue_depth(e.queue_depth.saturating_sub(e.slots) as usize)
+            .with_split_when(SplitWhen::Always);
+        if e.kind == EngineKind::Accelerator {
+            config.split_bytes = run.fragment;
+        }
+        b.engine(config);
+    }
+    for t in &scenario.tenants {
+        b.tenant(t.name.clone(), t.slo.clone());
+    }
+    b.mode(Mode::Isolated {
+        policy: run.name.clone(),
+        params: run.params.clone(),
+    });
+    let rt = b.start()?;
+    let started = Instant::now();
+    let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));
+    let results: Vec<anyhow::Result<TenantRun>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let handle = rt.tenant(TenantId(i as u32));
+                scope.spawn(move || drive_tenant(&handle, t, i, seed, started, deadline))
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a tenant driver panicked")))
+            })
+            .collect()
+    });
+    let elapsed = started.elapsed().as_nanos() as Nanos;
+    let stats = rt.shutdown();
+    let runs = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(report(scenario, run, &runs, &stats, elapsed))
+}
+
+/// Submits one tenant's workload, open or closed loop, until its count,
+/// its trace or the run's duration ends, and collects its completions.
+fn drive_tenant(
+    handle: &isola_runtime::TenantHandle,
+    t: &isola_sim::scenario::TenantSpec,
+    index: usize,
+    seed: u64,
+    started: Instant,
+    deadline: Option<Instant>,
+) -> anyhow::Result<TenantRun> {
+    let w = &t.workload;
+    // The workload's parameters over the operator's sample ones (so an
+    // AES key or an EC code need not be spelled out to try a scenario).
+    let mut params = sample_params(&w.op);
+    params.extend(w.params.clone());
+    let mut sizes = SizeSampler::new(&w.size, seed, index);
+    let mut payloads: HashMap<(u64, String), Arc<Vec<u8>>> = HashMap::new();
+    let mut payload = |bytes: u64, op: &str| -> anyhow::Result<Arc<Vec<u8>>> {
+        if let Some(p) = payloads.get(&(bytes, op.to_string())) {
+            return Ok(Arc::clone(p));
+        }
+        let p = Arc::new(valid_input(
+            op,
+            &params,
+            &text_payload(bytes as usize, seed ^ bytes),
+        )?);
+        payloads.insert((bytes, op.to_string()), Arc::clone(&p));
+        Ok(p)
+    };
+    let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
+    let mut out = TenantRun::default();
+    let mut submitted = 0u64;
+    let limit = w.count.unwrap_or(u64::MAX);
+    let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
+    let mut submit = |bytes: u64, op: &str, out: &mut TenantRun| -> anyhow::Result<bool> {
+        match handle.submit_to(op, &params, payload(bytes, op)?, &tx) {
+            Ok(_) => Ok(true),
+            Err(SubmitError::ChannelFull { .. }) => {
+                out.rejected += 1;
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    };
+    match &w.arrival {
+        ArrivalSpec::Closed(n) => {
+            let wait_until = Instant::now().max(started + Duration::from_nanos(w.start));
+            std::thread::sleep(wait_until.saturating_duration_since(Instant::now()));
+            let mut in_flight = 0u64;
+            while in_flight < u64::from(*n) && submitted < limit && !past_deadline() {
+                if submit(sizes.sample(), &w.op, &mut out)? {
+                    in_flight += 1;
+                }
+                submitted += 1;
+            }
+            while in_flight > 0 {
+                let c = rx.recv()?;
+                in_flight -= 1;
+                out.done.push(c);
+                if submitted < limit && !past_deadline() {
+                    if submit(sizes.sample(), &w.op, &mut out)? {
+                        in_flight += 1;
+                    }
+                    submitted += 1;
+                }
+            }
+        }
+        spec => {
+            let mut arrivals = ArrivalProcess::new(spec, w.start, seed, index);
+            let mut accepted = 0u64;
+            while submitted < limit {
+                let Some(next) = arrivals.next_arrival() else {
+                    break;
+                };
+                let at = started + Duration::from_nanos(next.at);
+                if deadline.is_some_and(|d| at >= d) {
+                    break;
+                }
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                let (bytes, op) = next.traced.unwrap_or_else(|| (sizes.sample(), w.op.clone()));
+                accepted += u64::from(submit(bytes, &op, &mut out)?);
+                submitted += 1;
+                out.done.extend(rx.try_iter());
+            }
+            while (out.done.len() as u64) < accepted {
+                out.done.push(rx.recv()?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The simulator's result schema from live completions.
+fn report(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    runs: &[TenantRun],
+    stats: &[isola_runtime::TenantStats],
+    elapsed: Nanos,
+) -> PolicyResult {
+    let interval = elapsed.max(1);
+    let busy: Vec<u64> = runs
+        .iter()
+        .map(|r| r.done.iter().map(|c| c.service_ns).sum())
+        .collect();
+    let total_busy: u64 = busy.iter().sum();
+    let engine_name = |i: usize| {
+        scenario.engines[scenario.tenants[i].workload.stages[0]]
+            .name
+            .clone()
+    };
+    let mut tenants = Vec::new();
+    for (i, spec) in scenario.tenants.iter().enumerate() {
+        let ok: Vec<&Completion> = runs[i].done.iter().filter(|c| c.result.is_ok()).collect();
+        let mut hist = LatencyHistogram::new();
+        let mut violations = 0u64;
+        for c in &ok {
+            hist.record(c.latency_ns());
+            if spec
+                .slo
+                .latency
+                .is_some_and(|o| c.latency_ns() as f64 > o.bound(c.predicted_ns))
+            {
+                violations += 1;
+            }
+        }
+        let bytes: u64 = ok.iter().map(|c| c.bytes).sum();
+        let share = if total_busy == 0 {
+            0.0
+        } else {
+            busy[i] as f64 / total_busy as f64
+        };
+        tenants.push(TenantResult {
+            name: spec.name.clone(),
+            weight: spec.slo.weight,
+            completed: ok.len() as u64,
+            rejected: runs[i].rejected,
+            aborted: (runs[i].done.len() - ok.len()) as u64,
+            unmatched: 0,
+            incomplete: stats.get(i).map_or(0, |s| s.cancelled),
+            throughput_ops: ok.len() as f64 * NANOS_PER_SEC as f64 / interval as f64,
+            throughput_bps: bytes as f64 * NANOS_PER_SEC as f64 / interval as f64,
+            latency_ns: LatencyStats::from(hist.summary()),
+            sla_violation_rate: if ok.is_empty() {
+                0.0
+            } else {
+                violations as f64 / ok.len() as f64
+            },
+            engine_time_share: share,
+            engine_shares: BTreeMap::from([(engine_name(i), share)]),
+            flow_completion_ns: ok.iter().map(|c| c.finished_ns).max().unwrap_or(0),
+            slowdown: None,
+        });
+    }
+    let active: Vec<usize> = (0..tenants.len()).filter(|&i| !runs[i].done.is_empty()).collect();
+    let weights: Vec<f64> = active.iter().map(|&i| tenants[i].weight).collect();
+    let jain = jain_normalized(
+        &active.iter().map(|&i| busy[i] as f64).collect::<Vec<_>>(),
+        &weights,
+    )
+    .unwrap_or(1.0);
+    let w_total: f64 = weights.iter().sum();
+    let expected: Vec<f64> = weights.iter().map(|w| w / w_total).collect();
+    let tput: Vec<f64> = active.iter().map(|&i| tenants[i].throughput_bps).collect();
+    PolicyResult {
+        policy: run.label.clone(),
+        policy_name: run.name.clone(),
+        jain,
+        fair1: fair1(&tput, &expected).unwrap_or(0.0),
+        fair2: None,
+        duration_ns: interval,
+        mean_in_system: 0.0,
+        events: runs.iter().map(|r| r.done.len() as u64).sum(),
+        tenants,
+        series: Vec::new(),
+    }
+}
