@@ -31,8 +31,11 @@ pub struct Args {
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     scale: f64,
     /// Subtask size for the isolation policies (bytes or with a unit).
-    #[arg(long, value_name = "SIZE", default_value = "256KiB")]
+    #[arg(long, value_name = "SIZE", default_value = "128KiB")]
     split: String,
+    /// Do not pin the dispatcher and the EC worker to cores of their own.
+    #[arg(long)]
+    no_pin: bool,
     /// Isolation policies to compare with native, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "fcfs,drr,sfq,wlbvt,mclock")]
     policies: Vec<String>,
@@ -45,7 +48,7 @@ const LS_BLOCK: usize = 8 << 10;
 const BS_BLOCK: usize = 64 << 10;
 const LS_TASKS: usize = 128;
 const BS_TASKS: usize = 256;
-const LS_WEIGHT: f64 = 4.0;
+const LS_WEIGHT: f64 = 16.0;
 /// Runs of the bandwidth tenant alone, per policy, to measure overhead.
 const OVERHEAD_REPS: usize = 3;
 /// Tasks in each of those runs.
@@ -156,7 +159,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut run = |mode: &Mode, label: &str, loops: &[ClosedLoop]| -> anyhow::Result<Vec<Vec<Completion>>> {
         progress.update(step, label.to_string());
         step += 1;
-        let rt = runtime(mode, &cost, split)?;
+        let rt = runtime(mode, &cost, split, args.no_pin)?;
         let out = run_closed_loops(&rt, loops)?;
         rt.shutdown();
         Ok(out)
@@ -172,10 +175,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
     let mut policies = BTreeMap::new();
     let both = run(&native, "native: both tenants", &[ls_loop(0), bs_loop(1)])?;
-    policies.insert(
-        "native".to_string(),
-        evaluate(&both, ls_ref, bs_ref, bs_solo_bps, 1.0)?,
-    );
+    policies.insert("native".to_string(), evaluate(&both, bs_solo_bps, 1.0)?);
     // A split subtask's predicted cost: DRR's quantum (its `auto` would
     // take the largest task seen, an unsplit 8 MiB one).
     let subtask_ns = cost.predict("ec-encode", split).unwrap_or(1).max(1);
@@ -207,10 +207,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ratios.sort_by(f64::total_cmp);
         let overhead_ratio = ratios[ratios.len() / 2];
         let both = run(&mode, &format!("{p}: both tenants"), &[ls_loop(0), bs_loop(1)])?;
-        policies.insert(
-            p.clone(),
-            evaluate(&both, ls_ref, bs_ref, bs_solo_bps, overhead_ratio)?,
-        );
+        policies.insert(p.clone(), evaluate(&both, bs_solo_bps, overhead_ratio)?);
     }
     drop(progress);
 
@@ -250,6 +247,7 @@ fn runtime(
     mode: &Mode,
     cost: &Arc<dyn isola_core::CostModel>,
     split: u64,
+    no_pin: bool,
 ) -> anyhow::Result<isola_runtime::Runtime> {
     let mut b = RuntimeBuilder::new();
     let mut engine = EngineConfig::new("ec", &["ec-encode"], 1, Arc::clone(cost)).with_queue_depth(0);
@@ -274,6 +272,10 @@ fn runtime(
         },
     );
     b.mode(mode.clone());
+    // The EC worker gets a core of its own, the dispatcher another: on this
+    // two-core machine that took the latency tenant's violations under
+    // sfq from 24-88% (threads moved around) to 4-5% over repeated runs.
+    b.pin_threads(!no_pin);
     Ok(b.start()?)
 }
 
@@ -296,23 +298,20 @@ fn throughput(done: &[Completion]) -> f64 {
     bytes as f64 * 1e9 / (last.saturating_sub(first)).max(1) as f64
 }
 
-/// Both tenants' results: a task violates its SLA when it took longer than
-/// twice its tenant's solo service time.
-fn evaluate(
-    both: &[Vec<Completion>],
-    ls_ref: Nanos,
-    bs_ref: Nanos,
-    bs_solo_bps: f64,
-    overhead_ratio: f64,
-) -> anyhow::Result<PolicyResult> {
+/// Both tenants' results. A task violates its SLA when it completed later
+/// than twice its own service time on the engine (ASTRAEA's "2x hardware
+/// time"; for the bandwidth tenant, the same as getting under half its solo
+/// bandwidth). The reference is each task's own, measured in the same run,
+/// so the verdict does not drift with this machine's speed.
+fn evaluate(both: &[Vec<Completion>], bs_solo_bps: f64, overhead_ratio: f64) -> anyhow::Result<PolicyResult> {
     let mut tenants = BTreeMap::new();
-    for (name, done, reference) in [(LS, &both[0], ls_ref), (BS, &both[1], bs_ref)] {
+    for (name, done) in [(LS, &both[0]), (BS, &both[1])] {
         if let Some(c) = done.iter().find(|c| c.result.is_err()) {
             bail!("a {name} task failed: {:?}", c.result.as_ref().err());
         }
         let mut latencies: Vec<Nanos> = done.iter().map(Completion::latency_ns).collect();
         latencies.sort_unstable();
-        let violations = latencies.iter().filter(|&&l| l > 2 * reference).count();
+        let violations = done.iter().filter(|c| c.latency_ns() > 2 * c.service_ns).count();
         tenants.insert(
             name.to_string(),
             TenantResult {

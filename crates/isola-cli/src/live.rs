@@ -10,7 +10,7 @@
 
 use anyhow::bail;
 use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram};
-use isola_core::{EngineKind, Nanos, TenantId, NANOS_PER_SEC};
+use isola_core::{EngineId, EngineKind, Nanos, TenantId, NANOS_PER_SEC};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
 use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, SubmitError};
 use isola_sim::device::ServiceModel;
@@ -42,6 +42,16 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
                 t.name,
                 w.stages.len()
             );
+        }
+        if let ArrivalSpec::Trace(rows) = &w.arrival {
+            if let Some(row) = rows.iter().find(|r| find_operator(&r.op).is_err()) {
+                bail!(
+                    "tenant `{}`: its trace names operator `{}`, which has no real implementation \
+                     (see `isola op --list`)",
+                    t.name,
+                    row.op
+                );
+            }
         }
         if t.flow_match.is_some() {
             bail!("tenant `{}`: ingress matching has no live model", t.name);
@@ -95,8 +105,12 @@ pub fn run_live(
 /// What one tenant's driver thread reports.
 #[derive(Default)]
 struct TenantRun {
+    /// Completions received before the run's end.
     done: Vec<Completion>,
+    /// Tasks refused at submit (queue full).
     rejected: u64,
+    /// Tasks accepted; those without a completion by the end are incomplete.
+    accepted: u64,
 }
 
 fn run_policy_live(scenario: &Scenario, run: &PolicyRun, seed: u64) -> anyhow::Result<PolicyResult> {
@@ -107,12 +121,25 @@ fn run_policy_live(scenario: &Scenario, run: &PolicyRun, seed: u64) -> anyhow::R
             _ => (None, 1e9),
         };
         // The scenario's service model is the engine's cost model; a
-        // tenant's own model (on its workload) takes precedence below.
-        let cost: Arc<dyn isola_core::CostModel> =
-            match service.or_else(|| scenario.tenants.iter().find_map(|t| t.workload.service.clone())) {
-                Some(s) => Arc::new(ServiceModel::new(&s, clock_hz)),
-                None => bail!("engine `{}` needs a service model to predict costs live", e.name),
-            };
+        // tenant's own model (on its workload) predicts that tenant's tasks
+        // (its handle's `with_cost`, below), as in the simulator. An engine
+        // without one uses its first tenant's, for the scheduler's charges.
+        let engine_index = scenario
+            .engines
+            .iter()
+            .position(|x| x.name == e.name)
+            .unwrap_or(0);
+        let tenant_model = || {
+            scenario
+                .tenants
+                .iter()
+                .find(|t| t.workload.stages.first() == Some(&engine_index))
+                .and_then(|t| t.workload.service.clone())
+        };
+        let cost: Arc<dyn isola_core::CostModel> = match service.or_else(tenant_model) {
+            Some(s) => Arc::new(ServiceModel::new(&s, clock_hz)),
+            None => bail!("engine `{}` needs a service model to predict costs live", e.name),
+        };
         let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
             .with_queue_depth(e.queue_depth.saturating_sub(e.slots) as usize)
             .with_split_when(SplitWhen::Always);
@@ -131,14 +158,25 @@ fn run_policy_live(scenario: &Scenario, run: &PolicyRun, seed: u64) -> anyhow::R
     let rt = b.start()?;
     let started = Instant::now();
     let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));
+    let rt_ref = &rt;
     let results: Vec<anyhow::Result<TenantRun>> = std::thread::scope(|scope| {
         let threads: Vec<_> = scenario
             .tenants
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let handle = rt.tenant(TenantId(i as u32));
-                scope.spawn(move || drive_tenant(&handle, t, i, seed, started, deadline))
+                scope.spawn(move || {
+                    let engine = t.workload.stages[0];
+                    let mut handle = rt_ref
+                        .tenant(TenantId(i as u32))
+                        .on_engine(EngineId(engine as u32))?;
+                    if let (Some(service), DeviceSpec::Compute { clock_hz, .. }) =
+                        (&t.workload.service, &scenario.engines[engine].device)
+                    {
+                        handle = handle.with_cost(Arc::new(ServiceModel::new(service, *clock_hz)));
+                    }
+                    drive_tenant(&handle, t, i, seed, started, deadline)
+                })
             })
             .collect();
         threads
@@ -149,10 +187,15 @@ fn run_policy_live(scenario: &Scenario, run: &PolicyRun, seed: u64) -> anyhow::R
             })
             .collect()
     });
-    let elapsed = started.elapsed().as_nanos() as Nanos;
-    let stats = rt.shutdown();
+    // With a duration, the run is that long (as simulated); without, it
+    // lasts until the last completion.
+    let elapsed = scenario
+        .run
+        .duration
+        .unwrap_or(started.elapsed().as_nanos() as Nanos);
+    rt.shutdown();
     let runs = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(report(scenario, run, &runs, &stats, elapsed))
+    Ok(report(scenario, run, &runs, elapsed))
 }
 
 /// Submits one tenant's workload, open or closed loop, until its count,
@@ -171,17 +214,26 @@ fn drive_tenant(
     let mut params = sample_params(&w.op);
     params.extend(w.params.clone());
     let mut sizes = SizeSampler::new(&w.size, seed, index);
+    // One text payload, grown to the largest size asked for; each task's
+    // input is built from a prefix of it. Inputs are cached for at most
+    // `CACHED_INPUTS` distinct (size, operator) pairs, so a size
+    // distribution with many values cannot exhaust memory.
+    const CACHED_INPUTS: usize = 64;
+    let mut text: Vec<u8> = Vec::new();
     let mut payloads: HashMap<(u64, String), Arc<Vec<u8>>> = HashMap::new();
     let mut payload = |bytes: u64, op: &str| -> anyhow::Result<Arc<Vec<u8>>> {
         if let Some(p) = payloads.get(&(bytes, op.to_string())) {
             return Ok(Arc::clone(p));
         }
-        let p = Arc::new(valid_input(
-            op,
-            &params,
-            &text_payload(bytes as usize, seed ^ bytes),
-        )?);
-        payloads.insert((bytes, op.to_string()), Arc::clone(&p));
+        if (text.len() as u64) < bytes {
+            text = text_payload(bytes as usize, seed ^ index as u64);
+        }
+        let mut op_params = sample_params(op);
+        op_params.extend(params.clone());
+        let p = Arc::new(valid_input(op, &op_params, &text[..bytes as usize])?);
+        if payloads.len() < CACHED_INPUTS {
+            payloads.insert((bytes, op.to_string()), Arc::clone(&p));
+        }
         Ok(p)
     };
     let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
@@ -191,7 +243,10 @@ fn drive_tenant(
     let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
     let mut submit = |bytes: u64, op: &str, out: &mut TenantRun| -> anyhow::Result<bool> {
         match handle.submit_to(op, &params, payload(bytes, op)?, &tx) {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                out.accepted += 1;
+                Ok(true)
+            }
             Err(SubmitError::ChannelFull { .. }) => {
                 out.rejected += 1;
                 Ok(false)
@@ -211,7 +266,10 @@ fn drive_tenant(
                 submitted += 1;
             }
             while in_flight > 0 {
-                let c = rx.recv()?;
+                // At the run's end, what is still in flight is incomplete.
+                let Some(c) = recv_until(&rx, deadline) else {
+                    break;
+                };
                 in_flight -= 1;
                 out.done.push(c);
                 if submitted < limit && !past_deadline() {
@@ -224,7 +282,6 @@ fn drive_tenant(
         }
         spec => {
             let mut arrivals = ArrivalProcess::new(spec, w.start, seed, index);
-            let mut accepted = 0u64;
             while submitted < limit {
                 let Some(next) = arrivals.next_arrival() else {
                     break;
@@ -235,37 +292,37 @@ fn drive_tenant(
                 }
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
                 let (bytes, op) = next.traced.unwrap_or_else(|| (sizes.sample(), w.op.clone()));
-                accepted += u64::from(submit(bytes, &op, &mut out)?);
+                submit(bytes, &op, &mut out)?;
                 submitted += 1;
                 out.done.extend(rx.try_iter());
             }
-            while (out.done.len() as u64) < accepted {
-                out.done.push(rx.recv()?);
+            while (out.done.len() as u64) < out.accepted {
+                match recv_until(&rx, deadline) {
+                    Some(c) => out.done.push(c),
+                    None => break,
+                }
             }
         }
     }
     Ok(out)
 }
 
+/// The next completion, or `None` once `deadline` (if any) has passed.
+fn recv_until(rx: &crossbeam_channel::Receiver<Completion>, deadline: Option<Instant>) -> Option<Completion> {
+    match deadline {
+        Some(d) => rx.recv_deadline(d).ok(),
+        None => rx.recv().ok(),
+    }
+}
+
 /// The simulator's result schema from live completions.
-fn report(
-    scenario: &Scenario,
-    run: &PolicyRun,
-    runs: &[TenantRun],
-    stats: &[isola_runtime::TenantStats],
-    elapsed: Nanos,
-) -> PolicyResult {
+fn report(scenario: &Scenario, run: &PolicyRun, runs: &[TenantRun], elapsed: Nanos) -> PolicyResult {
     let interval = elapsed.max(1);
     let busy: Vec<u64> = runs
         .iter()
         .map(|r| r.done.iter().map(|c| c.service_ns).sum())
         .collect();
     let total_busy: u64 = busy.iter().sum();
-    let engine_name = |i: usize| {
-        scenario.engines[scenario.tenants[i].workload.stages[0]]
-            .name
-            .clone()
-    };
     let mut tenants = Vec::new();
     for (i, spec) in scenario.tenants.iter().enumerate() {
         let ok: Vec<&Completion> = runs[i].done.iter().filter(|c| c.result.is_ok()).collect();
@@ -287,14 +344,36 @@ fn report(
         } else {
             busy[i] as f64 / total_busy as f64
         };
+        // Its share of each engine's busy time, by the engine each task
+        // actually ran on.
+        let engine_shares: BTreeMap<String, f64> = scenario
+            .engines
+            .iter()
+            .enumerate()
+            .filter_map(|(e, m)| {
+                let on = |r: &TenantRun| -> u64 {
+                    r.done
+                        .iter()
+                        .filter(|c| c.engine.index() == e)
+                        .map(|c| c.service_ns)
+                        .sum()
+                };
+                let all: u64 = runs.iter().map(on).sum();
+                let mine = on(&runs[i]);
+                (mine > 0).then(|| (m.name.clone(), mine as f64 / all as f64))
+            })
+            .collect();
         tenants.push(TenantResult {
             name: spec.name.clone(),
             weight: spec.slo.weight,
             completed: ok.len() as u64,
             rejected: runs[i].rejected,
-            aborted: (runs[i].done.len() - ok.len()) as u64,
+            // Failed tasks, and tasks over the tenant's service budget (the
+            // simulator's watchdog aborts those; live, they run to the end).
+            aborted: (runs[i].done.len() - ok.len()) as u64
+                + ok.iter().filter(|c| c.over_budget).count() as u64,
             unmatched: 0,
-            incomplete: stats.get(i).map_or(0, |s| s.cancelled),
+            incomplete: runs[i].accepted.saturating_sub(runs[i].done.len() as u64),
             throughput_ops: ok.len() as f64 * NANOS_PER_SEC as f64 / interval as f64,
             throughput_bps: bytes as f64 * NANOS_PER_SEC as f64 / interval as f64,
             latency_ns: LatencyStats::from(hist.summary()),
@@ -304,7 +383,7 @@ fn report(
                 violations as f64 / ok.len() as f64
             },
             engine_time_share: share,
-            engine_shares: BTreeMap::from([(engine_name(i), share)]),
+            engine_shares,
             flow_completion_ns: ok.iter().map(|c| c.finished_ns).max().unwrap_or(0),
             slowdown: None,
         });

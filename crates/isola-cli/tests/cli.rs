@@ -416,3 +416,60 @@ fn run_refuses_what_has_no_live_model() {
         assert!(err.contains(says), "{name}: {err}");
     }
 }
+
+/// Each tenant's tasks go to its own engine, and a run with a duration is
+/// that long, with what is unfinished counted as incomplete.
+#[test]
+fn run_routes_tenants_to_their_engines_and_honours_the_duration() {
+    let dir = std::env::temp_dir().join(format!("isola-run2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("two.toml");
+    std::fs::write(
+        &file,
+        r#"[run]
+duration = "300ms"
+policies = ["fcfs"]
+
+[[engine]]
+name = "e0"
+kind = "accelerator"
+service = { dist = "affine", base = "1us", per_byte_ns = 1.0 }
+
+[[engine]]
+name = "e1"
+kind = "accelerator"
+service = { dist = "affine", base = "1us", per_byte_ns = 1.0 }
+
+[[tenant]]
+name = "a"
+[tenant.workload]
+engine = "e0"
+op = "sha256"
+size = "256KiB"
+arrival = { closed = 1 }
+
+[[tenant]]
+name = "b"
+[tenant.workload]
+engine = "e1"
+op = "sha256"
+size = "256KiB"
+arrival = { closed = 1 }
+"#,
+    )
+    .unwrap();
+    let out = isola(&["run", file.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &v["policies"][0];
+    assert_eq!(p["duration_ns"], 300_000_000u64);
+    for (i, engine) in ["e0", "e1"].iter().enumerate() {
+        let t = &p["tenants"][i];
+        assert_eq!(t["engine_shares"][engine].as_f64().unwrap(), 1.0, "{t}");
+        assert!(t["completed"].as_u64().unwrap() > 0);
+        assert!(
+            t["incomplete"].as_u64().unwrap() <= 1,
+            "closed loop of one: at most one cut off"
+        );
+    }
+}

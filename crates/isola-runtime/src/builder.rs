@@ -150,6 +150,7 @@ pub struct RuntimeBuilder {
     pub(crate) tenants: Vec<(String, Slo)>,
     pub(crate) mode: Mode,
     pub(crate) spin: std::time::Duration,
+    pub(crate) pin: bool,
 }
 
 /// Default time threads poll their channel before sleeping: 50 us.
@@ -169,6 +170,7 @@ impl RuntimeBuilder {
             tenants: Vec::new(),
             mode: Mode::Native,
             spin: DEFAULT_SPIN,
+            pin: false,
         }
     }
 
@@ -196,6 +198,15 @@ impl RuntimeBuilder {
     /// CPU after each piece of work.
     pub fn spin(&mut self, spin: std::time::Duration) -> &mut Self {
         self.spin = spin;
+        self
+    }
+
+    /// Pins the dispatcher to the first CPU and the engine workers, in turn,
+    /// to the others (all to the one, on a single CPU), so that an engine's
+    /// work is not moved between cores or queued behind the dispatcher's
+    /// (where the system allows; otherwise threads are left unpinned).
+    pub fn pin_threads(&mut self, pin: bool) -> &mut Self {
+        self.pin = pin;
         self
     }
 

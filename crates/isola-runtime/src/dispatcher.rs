@@ -13,6 +13,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Runs operator code on the dispatcher thread (a splitter's plan or
+/// reassembly), turning a panic into the task's error instead of the end
+/// of the runtime.
+fn guarded<T>(op: &str, f: impl FnOnce() -> Result<T, TaskError>) -> Result<T, TaskError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        Err(TaskError::Panicked {
+            op: op.to_string(),
+            message: crate::worker::panic_message(panic.as_ref()),
+        })
+    })
+}
+
 /// What the dispatcher is told.
 pub(crate) enum Msg {
     /// A tenant's task.
@@ -121,11 +133,18 @@ impl Dispatcher {
     /// Runs until shut down and drained.
     pub(crate) fn run(mut self) {
         loop {
-            let deadline = self
-                .scheduler
-                .as_ref()
-                .and_then(Scheduler::next_wakeup)
-                .map(|at| self.shared.epoch + Duration::from_nanos(at));
+            // A wake-up matters only on an engine with a free slot: a tenant
+            // released by its shaper while the engine is full stays ready
+            // (and its release time in the past) until a piece completes,
+            // which is a message anyway.
+            let deadline = self.scheduler.as_ref().and_then(|s| {
+                (0..s.engine_count())
+                    .map(|e| isola_core::EngineId(e as u32))
+                    .filter(|&e| s.engine(e).is_some_and(|spec| s.busy(e) < spec.slots))
+                    .filter_map(|e| s.next_wakeup_of(e))
+                    .min()
+                    .map(|at| self.shared.epoch + Duration::from_nanos(at))
+            });
             let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {
                 Ok(m) => Some(m),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
@@ -165,11 +184,16 @@ impl Dispatcher {
         self.active_jobs[e][t] += 1;
         let plan = match (&self.scheduler, engine.split_bytes, s.op.splitter()) {
             (Some(_), Some(chunk), Some(split)) if worth_it && s.input.len() as u64 > chunk => {
-                match split.plan(TaskId(s.id), s.input.len(), chunk as usize) {
+                let planned = guarded(s.op.name(), || {
+                    split
+                        .plan(TaskId(s.id), s.input.len(), chunk as usize)
+                        .map_err(TaskError::Operator)
+                });
+                match planned {
                     Ok(parts) => Some((parts, split.ordered())),
                     Err(e) => {
                         let job = self.new_job(s, submitted_ns, Vec::new(), false);
-                        self.finish(job, Err(TaskError::Operator(e)));
+                        self.finish(job, Err(e));
                         return;
                     }
                 }
@@ -280,6 +304,9 @@ impl Dispatcher {
             // Channel caps are enforced at submit by the tenant's handle;
             // the core's own cap is set beyond reach, so this is a bug guard.
             self.pieces.remove(&token);
+            if let Some(job) = self.jobs.get_mut(&job_id) {
+                job.outstanding -= 1;
+            }
             let error = TaskError::Rejected(rejection.reason.to_string());
             self.piece_failed(job_id, error);
         }
@@ -298,6 +325,7 @@ impl Dispatcher {
             completion: Completion {
                 task: job.id,
                 tenant: job.tenant,
+                engine: isola_core::EngineId(job.engine as u32),
                 op: job.op_name.clone(),
                 bytes: job.input.input.len() as u64,
                 result: Err(TaskError::Cancelled),
@@ -360,7 +388,9 @@ impl Dispatcher {
         };
         job.outstanding -= 1;
         job.service_ns = job.service_ns.saturating_add(d.measured_ns);
-        job.started_ns = Some(job.started_ns.map_or(started, |s| s.min(started)));
+        if !matches!(d.output, Err(TaskError::Cancelled)) {
+            job.started_ns = Some(job.started_ns.map_or(started, |s| s.min(started)));
+        }
         match d.output {
             Ok(PartOutput::Whole(out)) => {
                 let job = self.jobs.remove(&piece.job).expect("present: looked up above");
@@ -421,9 +451,11 @@ impl Dispatcher {
             None => {
                 let carries: Option<Vec<Carry>> = job.carries.drain(..).collect();
                 match (carries, job.input.op.splitter()) {
-                    (Some(c), Some(split)) => split
-                        .reassemble(job.input.input.len(), c)
-                        .map_err(TaskError::Operator),
+                    (Some(c), Some(split)) => guarded(job.input.op.name(), || {
+                        split
+                            .reassemble(job.input.input.len(), c)
+                            .map_err(TaskError::Operator)
+                    }),
                     _ => Err(TaskError::Operator(isola_ops::OpError::WrongCarry {
                         op: job.input.op.name(),
                     })),
@@ -441,6 +473,7 @@ impl Dispatcher {
         let completion = Completion {
             task: job.id,
             tenant: job.tenant,
+            engine: isola_core::EngineId(job.engine as u32),
             op: job.op_name,
             bytes: job.input.input.len() as u64,
             result,

@@ -1,7 +1,7 @@
 //! A submitted task's life: its shared input, its subtasks' results, and
 //! the one completion its tenant receives.
 
-use isola_core::{Nanos, TenantId};
+use isola_core::{EngineId, Nanos, TenantId};
 use isola_ops::{Carry, OpError, Operator};
 use std::sync::Arc;
 
@@ -65,6 +65,8 @@ pub struct Completion {
     pub task: u64,
     /// Who submitted it.
     pub tenant: TenantId,
+    /// The engine that ran it.
+    pub engine: EngineId,
     /// Operator name.
     pub op: String,
     /// Input size in bytes.

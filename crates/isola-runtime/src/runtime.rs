@@ -27,7 +27,10 @@ pub(crate) struct Shared {
     /// Tasks accepted and not yet completed, per tenant.
     outstanding: Vec<AtomicUsize>,
     records: Mutex<Vec<TenantRecord>>,
-    closed: AtomicBool,
+    /// Set at shutdown. Submissions hold its read lock from the check to
+    /// their message, and shutdown takes the write lock to set it, so every
+    /// accepted task's message reaches the dispatcher before `Shutdown`.
+    closed: RwLock<bool>,
     next_id: AtomicU64,
     /// Set at shutdown: workers answer what is still queued `Cancelled`.
     pub cancelled: Arc<AtomicBool>,
@@ -133,11 +136,23 @@ impl Runtime {
             tenants: b.tenants,
             tx: tx.clone(),
             operators: RwLock::new(HashMap::new()),
-            closed: AtomicBool::new(false),
+            closed: RwLock::new(false),
             next_id: AtomicU64::new(0),
             cancelled: Arc::new(AtomicBool::new(false)),
             spin: b.spin,
         });
+        let cores = if b.pin {
+            core_affinity::get_core_ids().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        // The dispatcher on the first core, workers on the others in turn.
+        let worker_core = |i: usize| match cores.len() {
+            0 => None,
+            1 => cores.first().copied(),
+            n => cores.get(1 + i % (n - 1)).copied(),
+        };
+        let mut pinned = 0;
         let mut workers = Vec::new();
         let mut queues = Vec::new();
         let spawn_error = |e: std::io::Error| BuildError::Thread(e.to_string());
@@ -150,17 +165,30 @@ impl Runtime {
             for w in 0..e.workers {
                 let (q, done, cancelled) = (qrx.clone(), tx.clone(), Arc::clone(&shared.cancelled));
                 let spin = shared.spin;
+                let core = worker_core(pinned);
+                pinned += 1;
                 let handle = std::thread::Builder::new()
                     .name(format!("isola-{}-{w}", e.name))
-                    .spawn(move || crate::worker::run_worker(q, done, cancelled, spin))
+                    .spawn(move || {
+                        if let Some(c) = core {
+                            core_affinity::set_for_current(c);
+                        }
+                        crate::worker::run_worker(q, done, cancelled, spin)
+                    })
                     .map_err(spawn_error)?;
                 workers.push(handle);
             }
         }
         let dispatcher = Dispatcher::new(Arc::clone(&shared), rx, scheduler, queues);
+        let dispatcher_core = cores.first().copied();
         let dispatcher = std::thread::Builder::new()
             .name("isola-dispatcher".into())
-            .spawn(move || dispatcher.run())
+            .spawn(move || {
+                if let Some(c) = dispatcher_core {
+                    core_affinity::set_for_current(c);
+                }
+                dispatcher.run()
+            })
             .map_err(spawn_error)?;
         Ok(Runtime {
             shared,
@@ -174,6 +202,8 @@ impl Runtime {
         TenantHandle {
             tenant,
             shared: Arc::clone(&self.shared),
+            engine: None,
+            cost: None,
         }
     }
 
@@ -199,7 +229,9 @@ impl Runtime {
     }
 
     fn stop(&mut self) {
-        self.shared.closed.store(true, Ordering::Release);
+        if let Ok(mut closed) = self.shared.closed.write() {
+            *closed = true;
+        }
         let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
         if self.shared.tx.send(Msg::Shutdown(ack_tx)).is_ok() {
             let _ = ack_rx.recv();
@@ -226,6 +258,10 @@ impl Drop for Runtime {
 pub struct TenantHandle {
     tenant: TenantId,
     shared: Arc<Shared>,
+    /// The engine its tasks go to (else the first that serves the operator).
+    engine: Option<usize>,
+    /// Its own cost model (else its engine's).
+    cost: Option<Arc<dyn isola_core::CostModel>>,
 }
 
 impl std::fmt::Debug for TenantHandle {
@@ -240,6 +276,25 @@ impl TenantHandle {
     /// The tenant's id.
     pub fn id(&self) -> TenantId {
         self.tenant
+    }
+
+    /// This handle with its tasks sent to `engine` (by default a task goes
+    /// to the first engine that serves its operator); an engine that does
+    /// not serve a task's operator refuses it at submit.
+    pub fn on_engine(mut self, engine: isola_core::EngineId) -> Result<TenantHandle, SubmitError> {
+        let e = engine.index();
+        if e >= self.shared.engines.len() {
+            return Err(SubmitError::NoEngine(format!("(engine {e} does not exist)")));
+        }
+        self.engine = Some(e);
+        Ok(self)
+    }
+
+    /// This handle with its tasks' costs predicted by `cost` instead of
+    /// the engine's model (a tenant whose tasks cost differently).
+    pub fn with_cost(mut self, cost: Arc<dyn isola_core::CostModel>) -> TenantHandle {
+        self.cost = Some(cost);
+        self
     }
 
     /// Submits registry operator `op` with `params` on `payload`; the
@@ -267,9 +322,10 @@ impl TenantHandle {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let bytes = payload.len() as u64;
         let op = operator.name().to_string();
-        let task = self.send(operator, payload, Reply::Ticket(tx))?;
+        let (task, engine) = self.send(operator, payload, Reply::Ticket(tx))?;
         Ok(Ticket {
             task,
+            engine,
             spin: self.shared.spin,
             tenant: self.tenant,
             op,
@@ -289,6 +345,7 @@ impl TenantHandle {
     ) -> Result<u64, SubmitError> {
         let operator = self.shared.operator(op, params)?;
         self.send(operator, payload.into(), Reply::Channel(completions.clone()))
+            .map(|(id, _)| id)
     }
 
     fn send(
@@ -296,26 +353,37 @@ impl TenantHandle {
         operator: Arc<dyn Operator>,
         payload: Arc<Vec<u8>>,
         reply: Reply,
-    ) -> Result<u64, SubmitError> {
+    ) -> Result<(u64, usize), SubmitError> {
         let shared = &self.shared;
-        if shared.closed.load(Ordering::Acquire) {
+        // Held until the message is sent (see `Shared::closed`).
+        let closed = shared.closed.read().map_err(|_| SubmitError::ShutDown)?;
+        if *closed {
             return Err(SubmitError::ShutDown);
         }
         let t = self.tenant.index();
         let (name, slo) = shared.tenants.get(t).ok_or(SubmitError::ShutDown)?;
         let op = operator.name();
-        let engine = shared
-            .engines
-            .iter()
-            .position(|e| e.serves(op))
-            .ok_or_else(|| SubmitError::NoEngine(op.to_string()))?;
-        let predicted_ns = shared.engines[engine]
-            .cost
-            .predict(operator.name(), payload.len() as u64)
-            .ok_or_else(|| SubmitError::NoCostModel {
-                op: op.to_string(),
-                engine: shared.engines[engine].name.clone(),
-            })?;
+        let engine = match self.engine {
+            Some(e) if shared.engines[e].serves(op) => e,
+            Some(e) => {
+                return Err(SubmitError::NoEngine(format!(
+                    "{op}` on engine `{}",
+                    shared.engines[e].name
+                )))
+            }
+            None => shared
+                .engines
+                .iter()
+                .position(|e| e.serves(op))
+                .ok_or_else(|| SubmitError::NoEngine(op.to_string()))?,
+        };
+        let cost = self.cost.as_ref().unwrap_or(&shared.engines[engine].cost);
+        let predicted_ns =
+            cost.predict(op, payload.len() as u64)
+                .ok_or_else(|| SubmitError::NoCostModel {
+                    op: op.to_string(),
+                    engine: shared.engines[engine].name.clone(),
+                })?;
         let cap = slo.queue_cap;
         if shared.outstanding[t]
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -333,17 +401,11 @@ impl TenantHandle {
         }
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let submitted = Instant::now();
-        if let Ok(mut r) = shared.records.lock() {
-            let s = &mut r[t].stats;
-            s.submitted += 1;
-            let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
-            s.first_submit_ns.get_or_insert(at);
-        }
         let submission = Submission {
             id,
             tenant: self.tenant,
             engine,
-            op_name: operator.name().to_string(),
+            op_name: op.to_string(),
             op: operator,
             input: payload,
             predicted_ns,
@@ -354,7 +416,14 @@ impl TenantHandle {
             shared.outstanding[t].fetch_sub(1, Ordering::AcqRel);
             return Err(SubmitError::ShutDown);
         }
-        Ok(id)
+        drop(closed);
+        if let Ok(mut r) = shared.records.lock() {
+            let s = &mut r[t].stats;
+            s.submitted += 1;
+            let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
+            s.first_submit_ns.get_or_insert(at);
+        }
+        Ok((id, engine))
     }
 }
 
@@ -362,6 +431,7 @@ impl TenantHandle {
 #[derive(Debug)]
 pub struct Ticket {
     task: u64,
+    engine: usize,
     spin: std::time::Duration,
     tenant: TenantId,
     op: String,
@@ -397,6 +467,7 @@ impl Ticket {
         Completion {
             task: self.task,
             tenant: self.tenant,
+            engine: isola_core::EngineId(self.engine as u32),
             op: self.op.clone(),
             bytes: self.bytes,
             result: Err(TaskError::Cancelled),

@@ -78,9 +78,10 @@ pub(crate) fn run_worker(
                 Err(e) => Err(e),
             };
             let ns = |at: Instant| at.duration_since(d.shared.epoch).as_nanos() as u64;
+            let ran = !matches!(result, Err(TaskError::Cancelled));
             let completion = Completion {
                 result,
-                started_ns: Some(ns(started)),
+                started_ns: ran.then(|| ns(started)),
                 finished_ns: ns(Instant::now()),
                 service_ns: measured_ns,
                 over_budget: d.budget.is_some_and(|b| measured_ns > b),

@@ -409,3 +409,104 @@ proptest! {
         prop_assert_eq!(total, expected.len() as u64);
     }
 }
+
+/// Tenants submitting while the runtime shuts down: every accepted task
+/// gets exactly one completion (done or cancelled), none is lost.
+#[test]
+fn submissions_racing_shutdown_are_never_lost() {
+    for round in 0..20 {
+        let rt = runtime(isolated("sfq"), 1, Some(4_096), Slo::default());
+        let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
+        let accepted = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for t in 0..2u32 {
+                let handle = rt.tenant(TenantId(t));
+                let (tx, accepted) = (tx.clone(), &accepted);
+                s.spawn(move || {
+                    for i in 0..2_000usize {
+                        let payload = vec![i as u8; 100 + (i % 7) * 2_000];
+                        match handle.submit_to("sha256", &BTreeMap::new(), payload, &tx) {
+                            Ok(_) => {
+                                accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            Err(SubmitError::ShutDown) => return,
+                            Err(SubmitError::ChannelFull { .. }) => std::thread::yield_now(),
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                });
+            }
+            std::thread::sleep(Duration::from_millis(2 + round % 5));
+            rt.shutdown();
+        });
+        drop(tx);
+        let got: Vec<Completion> = rx.iter().collect();
+        let ids: std::collections::BTreeSet<u64> = got.iter().map(|c| c.task).collect();
+        assert_eq!(ids.len(), got.len(), "a task completed twice");
+        assert_eq!(
+            got.len(),
+            accepted.into_inner(),
+            "round {round}: accepted tasks without a completion"
+        );
+        for c in &got {
+            // A split task may have run some subtasks before the rest were
+            // cancelled; a whole task cancelled in the queue never ran.
+            if matches!(c.result, Err(TaskError::Cancelled)) && c.subtasks == 1 {
+                assert!(c.started_ns.is_none(), "a cancelled task says it ran");
+            }
+        }
+    }
+}
+
+/// A splitter whose reassembly panics: that task fails with `Panicked`,
+/// and the runtime keeps serving every tenant.
+#[test]
+fn a_panicking_reassembly_fails_only_its_task() {
+    struct BadSplit;
+    impl Operator for BadSplit {
+        fn name(&self) -> &'static str {
+            "bad-split"
+        }
+        fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+            Ok(input.to_vec())
+        }
+        fn splitter(&self) -> Option<&dyn isola_ops::Splitter> {
+            Some(self)
+        }
+    }
+    impl isola_ops::Splitter for BadSplit {
+        fn ordered(&self) -> bool {
+            false
+        }
+        fn run_part(
+            &self,
+            _: &isola_core::Subtask,
+            _: &[u8],
+            _: Option<isola_ops::Carry>,
+        ) -> Result<isola_ops::Carry, OpError> {
+            Ok(Box::new(()))
+        }
+        fn reassemble(&self, _: usize, _: Vec<isola_ops::Carry>) -> Result<Vec<u8>, OpError> {
+            panic!("reassembly bug")
+        }
+    }
+    let rt = runtime(isolated("drr"), 1, Some(100), Slo::default());
+    let a = rt.tenant(TenantId(0));
+    match a
+        .submit_operator(Arc::new(BadSplit), vec![0; 1_000])
+        .unwrap()
+        .wait()
+        .result
+    {
+        Err(TaskError::Panicked { message, .. }) => assert!(message.contains("reassembly bug")),
+        other => panic!("{other:?}"),
+    }
+    let b = rt.tenant(TenantId(1));
+    assert!(b
+        .submit("crc32", &BTreeMap::new(), vec![1; 10])
+        .unwrap()
+        .wait()
+        .result
+        .is_ok());
+    assert_eq!(rt.shutdown()[0].failed, 1);
+}
