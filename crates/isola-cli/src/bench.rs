@@ -6,10 +6,7 @@ use crate::format::{duration, table_with};
 use crate::progress::Progress;
 use crate::svg::{bytes_binary, LineChart, Series};
 use anyhow::{bail, Context};
-use isola_ops::{
-    build_operator, find_operator, sample_params, text_payload, valid_input, Operator, OPERATORS,
-};
-use isola_sim::quantity::parse_size;
+use isola_ops::{build_operator, find_operator, sample_params, text_payload, valid_input, Operator};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -105,29 +102,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 fn run_ops(args: &OpsArgs) -> anyhow::Result<()> {
-    let ops: Vec<&str> = if args.ops.is_empty() {
-        OPERATORS.iter().map(|o| o.name).collect()
-    } else {
-        args.ops
-            .iter()
-            .map(|n| find_operator(n.trim()).map(|o| o.name))
-            .collect::<Result<_, _>>()?
-    };
-    let sizes: Vec<u64> = args
-        .sizes
-        .iter()
-        .map(|s| match parse_size(s) {
-            Ok(0) => bail!("--sizes: a size must be at least one byte"),
-            Ok(n) => Ok(n),
-            Err(e) => bail!("--sizes: {e}"),
-        })
-        .collect::<Result<_, _>>()?;
+    let ops = crate::args::operators(&args.ops)?;
+    let sizes = crate::args::sizes(&args.sizes)?;
     if let Some(t) = args.threads.iter().find(|&&t| t == 0 || t > 1024) {
         bail!("--threads: {t} is not a thread count from 1 to 1024");
     }
-    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
-        bail!("--seconds: {} is not between 0 and 3600", args.seconds);
-    }
+    crate::args::seconds(args.seconds)?;
     if let Some(dir) = &args.save_payloads {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for &size in &sizes {

@@ -6,6 +6,7 @@
 //! arguments, calls the library crates and formats their results; it must not
 //! hold scheduling logic of its own.
 
+mod args;
 mod bench;
 mod demo;
 mod format;

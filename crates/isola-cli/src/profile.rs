@@ -4,10 +4,9 @@
 
 use crate::format::{duration, table_with};
 use crate::progress::Progress;
-use anyhow::{bail, Context};
-use isola_ops::{find_operator, sample_params, OPERATORS};
+use anyhow::Context;
+use isola_ops::{find_operator, sample_params};
 use isola_runtime::profile::{profile_operator, Profile, ProfileFile};
-use isola_sim::quantity::parse_size;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -44,26 +43,9 @@ pub struct Args {
 
 /// Runs `isola profile`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let ops: Vec<&str> = if args.ops.is_empty() {
-        OPERATORS.iter().map(|o| o.name).collect()
-    } else {
-        args.ops
-            .iter()
-            .map(|n| find_operator(n.trim()).map(|o| o.name))
-            .collect::<Result<_, _>>()?
-    };
-    let sizes: Vec<u64> = args
-        .sizes
-        .iter()
-        .map(|s| match parse_size(s) {
-            Ok(0) => bail!("--sizes: a size must be at least one byte"),
-            Ok(n) => Ok(n),
-            Err(e) => bail!("--sizes: {e}"),
-        })
-        .collect::<Result<_, _>>()?;
-    if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
-        bail!("--seconds: {} is not between 0 and 3600", args.seconds);
-    }
+    let ops = crate::args::operators(&args.ops)?;
+    let sizes = crate::args::sizes(&args.sizes)?;
+    crate::args::seconds(args.seconds)?;
     let mut given = BTreeMap::new();
     for p in &args.params {
         let (k, v) = p
