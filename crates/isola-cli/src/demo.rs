@@ -139,22 +139,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     };
     let cost: Arc<dyn isola_core::CostModel> = Arc::new(profile.cost_model());
 
-    let ls_loop = |t: u32| ClosedLoop {
+    let closed_loop = |t: u32, payload: &Arc<Vec<u8>>, tasks: usize| ClosedLoop {
         tenant: TenantId(t),
         op: "ec-encode".into(),
         params: params.clone(),
-        payload: Arc::clone(&ls_payload),
-        tasks: ls_tasks,
+        payload: Arc::clone(payload),
+        tasks,
         window: 1,
     };
-    let bs_loop = |t: u32| ClosedLoop {
-        tenant: TenantId(t),
-        op: "ec-encode".into(),
-        params: params.clone(),
-        payload: Arc::clone(&bs_payload),
-        tasks: bs_tasks,
-        window: 1,
-    };
+    let ls_loop = |t: u32| closed_loop(t, &ls_payload, ls_tasks);
+    let bs_loop = |t: u32| closed_loop(t, &bs_payload, bs_tasks);
     let mut step = 1u64;
     let mut run = |mode: &Mode, label: &str, loops: &[ClosedLoop]| -> anyhow::Result<Vec<Vec<Completion>>> {
         progress.update(step, label.to_string());

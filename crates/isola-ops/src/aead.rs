@@ -74,7 +74,6 @@ fn gf_pow(h: u128, mut n: u64) -> u128 {
 struct Gcm {
     /// The raw key, for AWS-LC's streaming context (chained subtasks).
     key: Vec<u8>,
-    key_bits: usize,
     iv: [u8; 12],
     aad: Vec<u8>,
     /// The fused one-shot cipher, for decryption.
@@ -93,7 +92,7 @@ impl std::fmt::Debug for Gcm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the key.
         f.debug_struct("Gcm")
-            .field("key_bits", &self.key_bits)
+            .field("key_bits", &(self.key.len() * 8))
             .finish_non_exhaustive()
     }
 }
@@ -128,7 +127,6 @@ impl Gcm {
         let tag_mask = encrypt_block(counter_block(&iv, 1))?;
         let aad_hash = ghash(&h, &aad);
         Ok(Gcm {
-            key_bits: key.len() * 8,
             key,
             iv,
             aad,

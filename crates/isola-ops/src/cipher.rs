@@ -91,8 +91,6 @@ impl std::fmt::Debug for AesCtr {
 }
 
 impl AesCtr {
-    const NAME: &'static str = "aes-ctr";
-
     /// Builds from `key` and `iv`.
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         let key = p.hex_bytes("key", &[16, 32])?;
@@ -110,9 +108,16 @@ impl AesCtr {
             iv: u128::from_be_bytes(iv),
         }))
     }
+}
 
-    /// Applies the keystream to `data`, which starts `offset` bytes (a
-    /// multiple of 16) into the stream, in place.
+impl UnitCipher for AesCtr {
+    const NAME: &'static str = "aes-ctr";
+
+    fn unit(&self) -> usize {
+        BLOCK
+    }
+
+    /// Applies the keystream from the range's own counter block.
     fn apply_at(&self, offset: u64, data: &mut [u8]) -> Result<(), OpError> {
         // The counter wraps modulo 2^128, as OpenSSL's does.
         let counter = self.iv.wrapping_add(u128::from(offset / BLOCK as u64));
@@ -124,59 +129,6 @@ impl AesCtr {
                 op: Self::NAME,
                 reason: "AES-CTR failed".into(),
             })
-    }
-}
-
-impl Operator for AesCtr {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        let mut out = input.to_vec();
-        self.apply_at(0, &mut out)?;
-        Ok(out)
-    }
-
-    fn splitter(&self) -> Option<&dyn Splitter> {
-        Some(self)
-    }
-
-    fn placement(&self) -> Option<&dyn Placement> {
-        Some(self)
-    }
-}
-
-impl Placement for AesCtr {
-    /// Ranges on 16-byte blocks (the chunk is rounded up to a multiple of 16).
-    fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
-        Ok(aligned_plan(task, len, chunk, BLOCK))
-    }
-
-    fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
-        Ok(input_len)
-    }
-
-    /// The subtask's own range.
-    fn regions(&self, part: &Subtask, _: usize) -> Vec<Range<usize>> {
-        own_range(part)
-    }
-
-    /// Applies the keystream from the range's own counter block.
-    fn run_part_into(
-        &self,
-        part: &Subtask,
-        input: &[u8],
-        regions: &mut [&mut [u8]],
-    ) -> Result<Carry, OpError> {
-        let out = copy_part(Self::NAME, part, input, regions, BLOCK)?;
-        self.apply_at(part.offset, out)?;
-        Ok(Box::new(()))
-    }
-
-    /// Nothing to add: the subtasks wrote the whole output.
-    fn finish(&self, _: Vec<Carry>, _: &mut [u8]) -> Result<(), OpError> {
-        Ok(())
     }
 }
 
@@ -290,8 +242,6 @@ fn sector_size(p: &Params<'_>) -> Result<usize, OpError> {
 }
 
 impl AesXts {
-    const NAME: &'static str = "aes-xts";
-
     /// Builds from `key`, `sector-size`, `sector` and `direction`.
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         const EXPECTED: &str = "hex bytes, 32 or 64 bytes long, whose two halves differ";
@@ -332,14 +282,41 @@ impl AesXts {
     }
 }
 
-impl Operator for AesXts {
+impl UnitCipher for AesXts {
+    const NAME: &'static str = "aes-xts";
+
+    fn unit(&self) -> usize {
+        self.sector_size
+    }
+
+    /// Runs the range's sectors, numbered from its offset.
+    fn apply_at(&self, offset: u64, data: &mut [u8]) -> Result<(), OpError> {
+        let first = u128::from(self.first_sector) + u128::from(offset / self.sector_size as u64);
+        self.apply(first, data)
+    }
+}
+
+/// A cipher that transforms its input in place unit by unit (CTR blocks,
+/// XTS sectors), so that a range starting on a unit runs on its own: one
+/// `Operator` and one `Placement` implementation serve them all.
+trait UnitCipher: Send + Sync {
+    /// The registered name.
+    const NAME: &'static str;
+    /// Subtasks start on multiples of this many bytes.
+    fn unit(&self) -> usize;
+    /// Transforms `data`, which starts `offset` bytes (a multiple of
+    /// `unit`) into the input, in place.
+    fn apply_at(&self, offset: u64, data: &mut [u8]) -> Result<(), OpError>;
+}
+
+impl<T: UnitCipher> Operator for T {
     fn name(&self) -> &'static str {
-        Self::NAME
+        T::NAME
     }
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
         let mut out = input.to_vec();
-        self.apply(u128::from(self.first_sector), &mut out)?;
+        self.apply_at(0, &mut out)?;
         Ok(out)
     }
 
@@ -352,11 +329,10 @@ impl Operator for AesXts {
     }
 }
 
-impl Placement for AesXts {
-    /// Ranges of whole sectors (the chunk is rounded up to a multiple of the
-    /// sector size).
+impl<T: UnitCipher> Placement for T {
+    /// Ranges of whole units (the chunk is rounded up to a multiple).
     fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
-        Ok(aligned_plan(task, len, chunk, self.sector_size))
+        Ok(aligned_plan(task, len, chunk, self.unit()))
     }
 
     fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
@@ -368,16 +344,14 @@ impl Placement for AesXts {
         own_range(part)
     }
 
-    /// Runs the range's sectors, numbered from its offset.
     fn run_part_into(
         &self,
         part: &Subtask,
         input: &[u8],
         regions: &mut [&mut [u8]],
     ) -> Result<Carry, OpError> {
-        let out = copy_part(Self::NAME, part, input, regions, self.sector_size)?;
-        let first = u128::from(self.first_sector) + u128::from(part.offset / self.sector_size as u64);
-        self.apply(first, out)?;
+        let out = copy_part(T::NAME, part, input, regions, self.unit())?;
+        self.apply_at(part.offset, out)?;
         Ok(Box::new(()))
     }
 

@@ -159,33 +159,6 @@ impl EvpContext {
         Ok(())
     }
 
-    /// Transforms `input` into `out`, which must be exactly as long: GCM
-    /// and XTS write one output byte per input byte. For XTS, one call is
-    /// one data unit (sector), so `input` must not exceed 2^30 bytes there.
-    pub fn update_into(&mut self, input: &[u8], out: &mut [u8]) -> Result<(), EvpError> {
-        if out.len() != input.len() || (self.cipher == EvpCipher::Aes256Xts && input.len() > PIECE) {
-            return Err(EvpError("output length check"));
-        }
-        for (piece, out) in input.chunks(PIECE).zip(out.chunks_mut(PIECE)) {
-            let mut written: c_int = 0;
-            // SAFETY: `out` has room for `piece.len()` bytes, all these
-            // stream-like modes write (checked below).
-            let ok = unsafe {
-                aws_lc_sys::EVP_CipherUpdate(
-                    self.ctx.as_ptr(),
-                    out.as_mut_ptr(),
-                    &mut written,
-                    piece.as_ptr(),
-                    piece.len() as c_int,
-                )
-            };
-            if ok != 1 || written as usize != piece.len() {
-                return Err(EvpError("EVP_CipherUpdate"));
-            }
-        }
-        Ok(())
-    }
-
     /// Transforms `data` in place (one XTS data unit, or a GCM stretch).
     pub fn update_in_place(&mut self, data: &mut [u8]) -> Result<(), EvpError> {
         if self.cipher == EvpCipher::Aes256Xts && data.len() > PIECE {
@@ -269,7 +242,6 @@ mod tests {
         assert!(EvpContext::new(EvpCipher::Aes256Gcm, &[0; 16], &[0; 12], true).is_err());
         assert!(EvpContext::new(EvpCipher::Aes256Gcm, &[0; 32], &[0; 16], true).is_err());
         let mut ctx = EvpContext::new(EvpCipher::Aes256Gcm, &[0; 32], &[0; 12], true).unwrap();
-        assert!(ctx.update_into(&[0; 4], &mut [0; 3]).is_err());
         assert!(ctx.set_iv(&[0; 16]).is_err());
     }
 

@@ -212,7 +212,7 @@ impl Runtime {
         self.shared
             .records
             .lock()
-            .map(|r| r.iter().map(|t| t.stats.clone()).collect())
+            .map(|r| r.iter().map(TenantRecord::snapshot).collect())
             .unwrap_or_default()
     }
 

@@ -77,6 +77,15 @@ impl TenantRecord {
         }
     }
 
+    /// The statistics so far (percentiles read off the histogram now, not
+    /// on every completion).
+    pub(crate) fn snapshot(&self) -> TenantStats {
+        TenantStats {
+            latency: self.histogram.summary(),
+            ..self.stats.clone()
+        }
+    }
+
     /// Counts a completion.
     pub(crate) fn record(&mut self, c: &Completion) {
         let s = &mut self.stats;
@@ -89,7 +98,6 @@ impl TenantRecord {
                 s.bytes += c.bytes;
                 let latency = c.latency_ns();
                 self.histogram.record(latency);
-                s.latency = self.histogram.summary();
                 if self
                     .objective
                     .is_some_and(|o| latency as f64 > o.bound(c.predicted_ns))

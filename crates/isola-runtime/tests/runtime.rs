@@ -242,12 +242,14 @@ fn shutdown_cancels_queued_tasks_and_finishes_running_ones() {
         let (gate, open) = Gate::new();
         let a = rt.tenant(TenantId(0));
         let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
+        a.submit_to("gate-is-not-in-the-registry", &BTreeMap::new(), vec![0], &tx)
+            .expect_err("only registry operators by name");
         for i in 0..6u8 {
-            a.submit_to("gate-is-not-in-the-registry", &BTreeMap::new(), vec![i], &tx)
-                .expect_err("only registry operators by name");
+            // Custom operators complete on a ticket; forward each to `tx`.
             let t = a.submit_operator(gate.clone(), vec![i]).unwrap();
+            let tx = tx.clone();
             std::thread::spawn(move || {
-                let _ = t.wait();
+                let _ = tx.send(t.wait());
             });
         }
         // The first task is running (the gate holds it); the rest wait.
@@ -262,7 +264,19 @@ fn shutdown_cancels_queued_tasks_and_finishes_running_ones() {
         let stats = rt.shutdown();
         releaser.join().unwrap();
         drop(tx);
-        assert!(rx.try_recv().is_err());
+        // Exactly one completion per task, each done or cancelled.
+        let got: Vec<Completion> = rx.iter().collect();
+        assert_eq!(got.len(), 6, "{mode:?}");
+        let done = got.iter().filter(|c| c.result.is_ok()).count() as u64;
+        let cancelled = got
+            .iter()
+            .filter(|c| matches!(c.result, Err(TaskError::Cancelled)))
+            .count() as u64;
+        assert_eq!(
+            (done, cancelled),
+            (stats[0].succeeded, stats[0].cancelled),
+            "{mode:?}"
+        );
         assert_eq!(stats[0].succeeded + stats[0].cancelled, 6, "{mode:?}: {stats:?}");
         assert!(
             stats[0].succeeded >= 1 && stats[0].cancelled >= 1,
@@ -358,7 +372,7 @@ proptest! {
     /// each with the right outcome.
     #[test]
     fn every_task_completes_exactly_once(
-        tasks in proptest::collection::vec((0u8..5, 0usize..2, 1usize..30_000), 1..40),
+        tasks in proptest::collection::vec((0u8..6, 0usize..2, 1usize..30_000), 1..40),
         policy in prop_oneof![Just("native"), Just("fcfs"), Just("drr"), Just("sfq"), Just("mclock")],
         split in proptest::option::of(1_000u64..20_000),
         workers in 1usize..3,
@@ -382,6 +396,16 @@ proptest! {
                     (handle.submit_to("ec-encode", &p, input, &tx).unwrap(), Some(out))
                 }
                 2 => (handle.submit_to("unlz4", &BTreeMap::new(), payload, &tx).unwrap(), None),
+                5 => {
+                    // Panics (its input starts with `!`): a `Panicked` error.
+                    let t = handle.submit_operator(Arc::new(Fragile), [b"!".as_slice(), &payload].concat()).unwrap();
+                    let tx = tx.clone();
+                    let id = t.id();
+                    std::thread::spawn(move || {
+                let _ = tx.send(t.wait());
+            });
+                    (id, None)
+                }
                 3 => {
                     let out = one_shot("crc32c", &payload);
                     (handle.submit_to("crc32c", &BTreeMap::new(), payload, &tx).unwrap(), Some(out))
