@@ -36,6 +36,11 @@ pub struct Args {
     /// Do not pin the dispatcher and the EC worker to cores of their own.
     #[arg(long)]
     no_pin: bool,
+    /// Engine queue depth under the isolation policies: pieces waiting at
+    /// the engine beyond the one in service (a hardware queue; 0 = the
+    /// dispatcher hands over one piece at a time).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    queue_depth: usize,
     /// Isolation policies to compare with native, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "fcfs,drr,sfq,wlbvt,mclock")]
     policies: Vec<String>,
@@ -78,6 +83,8 @@ struct PolicyResult {
     overhead_ratio: f64,
     /// Bandwidth tenant's throughput while sharing, over its solo throughput.
     bandwidth_vs_solo: f64,
+    /// The solo measurements this row's SLAs were judged against.
+    solo: SoloReference,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,8 +102,6 @@ struct Setup {
     bs_tasks: usize,
     bs_task_bytes: usize,
     split_bytes: u64,
-    ls_solo_service_ns: Nanos,
-    bs_solo_service_ns: Nanos,
     ls_sla: String,
     bs_sla: String,
 }
@@ -124,7 +129,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let bs_payload = Arc::new(isola_ops::text_payload(DATA_BLOCKS * BS_BLOCK, 2));
 
     let overhead_tasks = ((OVERHEAD_TASKS as f64 * args.scale).round() as usize).max(2);
-    let runs = 3 + (1 + 2 * OVERHEAD_REPS) * args.policies.len();
+    // Per row: the bandwidth tenant alone (natively, and under the policy),
+    // the latency tenant alone, both.
+    let runs = (2 + OVERHEAD_REPS) + (2 + 2 * OVERHEAD_REPS) * args.policies.len();
     let mut progress = Progress::new(runs as u64 + 1);
     progress.update(0, "profiling ec-encode");
     let sizes = [split, ls_payload.len() as u64, bs_payload.len() as u64];
@@ -153,55 +160,61 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let mut run = |mode: &Mode, label: &str, loops: &[ClosedLoop]| -> anyhow::Result<Vec<Vec<Completion>>> {
         progress.update(step, label.to_string());
         step += 1;
-        let rt = runtime(mode, &cost, split, args.no_pin)?;
+        let rt = runtime(mode, &cost, split, args)?;
         let out = run_closed_loops(&rt, loops)?;
         rt.shutdown();
         Ok(out)
     };
 
-    // Solo references, natively: each tenant's own service time and bandwidth.
-    let native = Mode::Native;
-    let ls_solo = run(&native, "native: latency tenant alone", &[ls_loop(0)])?.remove(0);
-    let bs_solo = run(&native, "native: bandwidth tenant alone", &[bs_loop(1)])?.remove(0);
-    let ls_ref = median(ls_solo.iter().map(|c| c.service_ns));
-    let bs_ref = median(bs_solo.iter().map(|c| c.service_ns));
-    let bs_solo_bps = throughput(&bs_solo);
-
-    let mut policies = BTreeMap::new();
-    let both = run(&native, "native: both tenants", &[ls_loop(0), bs_loop(1)])?;
-    policies.insert("native".to_string(), evaluate(&both, bs_solo_bps, 1.0)?);
     // A split subtask's predicted cost: DRR's quantum (its `auto` would
     // take the largest task seen, an unsplit 8 MiB one).
     let subtask_ns = cost.predict("ec-encode", split).unwrap_or(1).max(1);
-    for p in &args.policies {
-        let mut policy_params = BTreeMap::new();
-        if isola_core::policy::find_policy(p)?.name == "drr" {
-            policy_params.insert("quantum".to_string(), subtask_ns.to_string());
-        }
-        let mode = Mode::Isolated {
-            policy: p.clone(),
-            params: policy_params,
+    let native = Mode::Native;
+    let mut policies = BTreeMap::new();
+    for name in std::iter::once("native").chain(args.policies.iter().map(String::as_str)) {
+        let mode = if name == "native" {
+            native.clone()
+        } else {
+            let mut policy_params = BTreeMap::new();
+            if isola_core::policy::find_policy(name)?.name == "drr" {
+                policy_params.insert("quantum".to_string(), subtask_ns.to_string());
+            }
+            Mode::Isolated {
+                policy: name.to_string(),
+                params: policy_params,
+            }
         };
-        // Overhead alone: this policy and native, alternating, on a shorter
-        // run each (the machine's speed drifts; the median ratio is kept).
+        // The bandwidth tenant alone, natively and (for a policy) under the
+        // policy, alternating, on shorter runs: the overhead of isolation
+        // is the median ratio, and the native runs are the bandwidth
+        // tenant's solo reference. Then the latency tenant alone. All are
+        // measured right before the shared run they judge: this machine's
+        // speed drifts by tens of percent over a minute.
+        let short = ClosedLoop {
+            tasks: overhead_tasks,
+            ..bs_loop(1)
+        };
         let mut ratios = Vec::new();
-        for rep in 0..OVERHEAD_REPS {
-            let short = ClosedLoop {
-                tasks: overhead_tasks,
-                ..bs_loop(1)
-            };
-            let label = format!(
-                "{p}: bandwidth tenant alone vs native ({}/{OVERHEAD_REPS})",
-                rep + 1
-            );
-            let ours = run(&mode, &label, std::slice::from_ref(&short))?.remove(0);
-            let theirs = run(&native, &label, &[short])?.remove(0);
-            ratios.push(throughput(&ours) / throughput(&theirs).max(f64::MIN_POSITIVE));
+        let mut bs_alone = Vec::new();
+        for rep in 1..=OVERHEAD_REPS {
+            let label = format!("{name}: bandwidth tenant alone ({rep}/{OVERHEAD_REPS})");
+            let theirs = run(&native, &label, std::slice::from_ref(&short))?.remove(0);
+            if mode != native {
+                let ours = run(&mode, &label, std::slice::from_ref(&short))?.remove(0);
+                ratios.push(throughput(&ours) / throughput(&theirs).max(f64::MIN_POSITIVE));
+            }
+            bs_alone.push(theirs);
         }
         ratios.sort_by(f64::total_cmp);
-        let overhead_ratio = ratios[ratios.len() / 2];
-        let both = run(&mode, &format!("{p}: both tenants"), &[ls_loop(0), bs_loop(1)])?;
-        policies.insert(p.clone(), evaluate(&both, bs_solo_bps, overhead_ratio)?);
+        let overhead_ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(1.0);
+        let ls_alone = run(&native, &format!("{name}: latency tenant alone"), &[ls_loop(0)])?.remove(0);
+        let solo = SoloReference {
+            ls_service_ns: median(ls_alone.iter().map(|c| c.service_ns)),
+            bs_service_ns: median(bs_alone.iter().flatten().map(|c| c.service_ns)),
+            bs_throughput_bps: median_f64(bs_alone.iter().map(|run| throughput(run))),
+        };
+        let both = run(&mode, &format!("{name}: both tenants"), &[ls_loop(0), bs_loop(1)])?;
+        policies.insert(name.to_string(), evaluate(&both, solo, overhead_ratio)?);
     }
     drop(progress);
 
@@ -215,8 +228,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             bs_tasks,
             bs_task_bytes: bs_payload.len(),
             split_bytes: split,
-            ls_solo_service_ns: ls_ref,
-            bs_solo_service_ns: bs_ref,
             ls_sla: "completion within 2x the task's solo service time".into(),
             bs_sla: "at least 50% of solo bandwidth per task (completion within 2x its solo service time)"
                 .into(),
@@ -241,10 +252,11 @@ fn runtime(
     mode: &Mode,
     cost: &Arc<dyn isola_core::CostModel>,
     split: u64,
-    no_pin: bool,
+    args: &Args,
 ) -> anyhow::Result<isola_runtime::Runtime> {
     let mut b = RuntimeBuilder::new();
-    let mut engine = EngineConfig::new("ec", &["ec-encode"], 1, Arc::clone(cost)).with_queue_depth(0);
+    let mut engine =
+        EngineConfig::new("ec", &["ec-encode"], 1, Arc::clone(cost)).with_queue_depth(args.queue_depth);
     if *mode != Mode::Native {
         engine = engine.with_split(split);
     }
@@ -269,7 +281,7 @@ fn runtime(
     // The EC worker gets a core of its own, the dispatcher another: on this
     // two-core machine that took the latency tenant's violations under
     // sfq from 24-88% (threads moved around) to 4-5% over repeated runs.
-    b.pin_threads(!no_pin);
+    b.pin_threads(!args.no_pin);
     Ok(b.start()?)
 }
 
@@ -277,6 +289,12 @@ fn median(values: impl Iterator<Item = Nanos>) -> Nanos {
     let mut v: Vec<Nanos> = values.collect();
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn median_f64(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn quantile(sorted: &[Nanos], q: f64) -> Nanos {
@@ -292,20 +310,38 @@ fn throughput(done: &[Completion]) -> f64 {
     bytes as f64 * 1e9 / (last.saturating_sub(first)).max(1) as f64
 }
 
+/// Each tenant alone on the engine, natively, right before a shared run:
+/// the references its SLAs are judged against.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct SoloReference {
+    /// Median service time of a latency-sensitive task.
+    ls_service_ns: Nanos,
+    /// Median service time of a bandwidth-sensitive task.
+    bs_service_ns: Nanos,
+    /// The bandwidth tenant's throughput (median over its solo runs).
+    bs_throughput_bps: f64,
+}
+
 /// Both tenants' results. A task violates its SLA when it completed later
-/// than twice its own service time on the engine (ASTRAEA's "2x hardware
-/// time"; for the bandwidth tenant, the same as getting under half its solo
-/// bandwidth). The reference is each task's own, measured in the same run,
-/// so the verdict does not drift with this machine's speed.
-fn evaluate(both: &[Vec<Completion>], bs_solo_bps: f64, overhead_ratio: f64) -> anyhow::Result<PolicyResult> {
+/// than twice its tenant's solo service time (ASTRAEA's "2x hardware
+/// time"; for the bandwidth tenant, the per-task form of "at least half
+/// its solo bandwidth").
+fn evaluate(
+    both: &[Vec<Completion>],
+    solo: SoloReference,
+    overhead_ratio: f64,
+) -> anyhow::Result<PolicyResult> {
     let mut tenants = BTreeMap::new();
-    for (name, done) in [(LS, &both[0]), (BS, &both[1])] {
+    for (name, done, reference) in [
+        (LS, &both[0], solo.ls_service_ns),
+        (BS, &both[1], solo.bs_service_ns),
+    ] {
         if let Some(c) = done.iter().find(|c| c.result.is_err()) {
             bail!("a {name} task failed: {:?}", c.result.as_ref().err());
         }
         let mut latencies: Vec<Nanos> = done.iter().map(Completion::latency_ns).collect();
         latencies.sort_unstable();
-        let violations = done.iter().filter(|c| c.latency_ns() > 2 * c.service_ns).count();
+        let violations = done.iter().filter(|c| c.latency_ns() > 2 * reference).count();
         tenants.insert(
             name.to_string(),
             TenantResult {
@@ -319,22 +355,32 @@ fn evaluate(both: &[Vec<Completion>], bs_solo_bps: f64, overhead_ratio: f64) -> 
             },
         );
     }
-    let bandwidth_vs_solo = tenants[BS].throughput_bps / bs_solo_bps.max(f64::MIN_POSITIVE);
+    let bandwidth_vs_solo = tenants[BS].throughput_bps / solo.bs_throughput_bps.max(f64::MIN_POSITIVE);
     Ok(PolicyResult {
         tenants,
         overhead_ratio,
         bandwidth_vs_solo,
+        solo,
     })
 }
 
 fn print_report(out: &mut impl Write, r: &DemoReport) -> std::io::Result<()> {
     writeln!(out, "{}", r.experiment)?;
+    let span = |f: fn(&SoloReference) -> Nanos| {
+        let v: Vec<Nanos> = r.policies.values().map(|p| f(&p.solo)).collect();
+        let (lo, hi) = (
+            v.iter().min().copied().unwrap_or(0),
+            v.iter().max().copied().unwrap_or(0),
+        );
+        format!("{}-{}", duration(lo as f64), duration(hi as f64))
+    };
     writeln!(
         out,
-        "{}; solo service time: LS {} per task, BS {} per task; subtasks of {} under isolation\n",
+        "{}; solo service time, measured before each row: LS {} per task, BS {} per task; \
+         subtasks of {} under isolation\n",
         r.setup.code,
-        duration(r.setup.ls_solo_service_ns as f64),
-        duration(r.setup.bs_solo_service_ns as f64),
+        span(|s| s.ls_service_ns),
+        span(|s| s.bs_service_ns),
         crate::svg::bytes_binary(r.setup.split_bytes as f64),
     )?;
     let rows: Vec<Vec<String>> = r

@@ -271,7 +271,7 @@ fn drive_tenant(
                     break;
                 };
                 in_flight -= 1;
-                out.done.push(c);
+                out.done.push(c.without_output());
                 if submitted < limit && !past_deadline() {
                     if submit(sizes.sample(), &w.op, &mut out)? {
                         in_flight += 1;
@@ -294,11 +294,11 @@ fn drive_tenant(
                 let (bytes, op) = next.traced.unwrap_or_else(|| (sizes.sample(), w.op.clone()));
                 submit(bytes, &op, &mut out)?;
                 submitted += 1;
-                out.done.extend(rx.try_iter());
+                out.done.extend(rx.try_iter().map(Completion::without_output));
             }
             while (out.done.len() as u64) < out.accepted {
                 match recv_until(&rx, deadline) {
-                    Some(c) => out.done.push(c),
+                    Some(c) => out.done.push(c.without_output()),
                     None => break,
                 }
             }

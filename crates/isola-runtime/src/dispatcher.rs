@@ -4,11 +4,13 @@
 //! each task's one completion.
 
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
+use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
-use crate::worker::{WorkDone, WorkItem};
+use crate::worker::{PlacedPart, WorkDone, WorkItem};
 use isola_core::{DispatchId, Nanos, OpSpec, Scheduler, Subtask, Task, TaskId, TenantId};
 use isola_ops::Carry;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +25,37 @@ fn guarded<T>(op: &str, f: impl FnOnce() -> Result<T, TaskError>) -> Result<T, T
             message: crate::worker::panic_message(panic.as_ref()),
         })
     })
+}
+
+/// A placed task's output and each of its subtasks' ranges of it.
+type PlacedPlan = (Arc<PlacedOutput>, Vec<Vec<Range<usize>>>);
+
+/// For a split task of an operator with a `Placement`: its output buffer
+/// and each subtask's ranges of it, checked to be in bounds and disjoint.
+/// `None` for operators that reassemble from their subtasks' results.
+fn place(
+    op: &dyn isola_ops::Operator,
+    input_len: usize,
+    parts: &[Subtask],
+) -> Result<Option<PlacedPlan>, TaskError> {
+    let Some(placement) = op.placement() else {
+        return Ok(None);
+    };
+    let (len, regions) = guarded(op.name(), || {
+        let len = placement.output_len(input_len)?;
+        Ok((
+            len,
+            parts
+                .iter()
+                .map(|p| placement.regions(p, input_len))
+                .collect::<Vec<_>>(),
+        ))
+    })?;
+    let output = PlacedOutput::new(len, &regions).map_err(|bad| TaskError::BadPlan {
+        op: op.name().to_string(),
+        reason: bad.0,
+    })?;
+    Ok(Some((Arc::new(output), regions)))
 }
 
 /// What the dispatcher is told.
@@ -69,6 +102,10 @@ struct Job {
     next_part: usize,
     /// Unordered: each subtask's carry. Ordered: the latest carry in slot 0.
     carries: Vec<Option<Carry>>,
+    /// For operators with a `Placement`: the output every subtask writes
+    /// its share of in place, and each subtask's ranges (handed over with it).
+    placed: Option<Arc<PlacedOutput>>,
+    regions: Vec<Vec<Range<usize>>>,
     /// Pieces submitted and not yet reported.
     outstanding: usize,
     error: Option<TaskError>,
@@ -201,8 +238,24 @@ impl Dispatcher {
             _ => None,
         };
         let (parts, ordered) = plan.unwrap_or_default();
+        let placed = if ordered || parts.is_empty() {
+            Ok(None)
+        } else {
+            place(s.op.as_ref(), s.input.len(), &parts)
+        };
         let id = s.id;
-        let job = self.new_job(s, submitted_ns, parts, ordered);
+        let mut job = self.new_job(s, submitted_ns, parts, ordered);
+        match placed {
+            Ok(Some((output, regions))) => {
+                job.placed = Some(output);
+                job.regions = regions;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.finish(job, Err(e));
+                return;
+            }
+        }
         if self.shutdown_ack.is_some() {
             self.finish(job, Err(TaskError::Cancelled));
             return;
@@ -244,6 +297,8 @@ impl Dispatcher {
             carries: (0..carries).map(|_| None).collect(),
             parts,
             ordered,
+            placed: None,
+            regions: Vec::new(),
             outstanding: 0,
             error: None,
         }
@@ -346,6 +401,13 @@ impl Dispatcher {
             job: Arc::clone(&job.input),
             part: piece.part.map(|p| job.parts[p]),
             previous,
+            placed: match (&job.placed, piece.part) {
+                (Some(output), Some(p)) => Some(PlacedPart {
+                    output: Arc::clone(output),
+                    regions: job.regions.get_mut(p).map(std::mem::take).unwrap_or_default(),
+                }),
+                _ => None,
+            },
             direct,
         };
         // The workers hold the receivers until the dispatcher closes the
@@ -450,14 +512,22 @@ impl Dispatcher {
             Some(e) => Err(e),
             None => {
                 let carries: Option<Vec<Carry>> = job.carries.drain(..).collect();
-                match (carries, job.input.op.splitter()) {
-                    (Some(c), Some(split)) => guarded(job.input.op.name(), || {
+                let op = job.input.op.as_ref();
+                match (carries, job.placed.take(), op.placement(), op.splitter()) {
+                    // Written in place: only the operator's finishing touch
+                    // (e.g. a tag) is left.
+                    (Some(c), Some(output), Some(placement), _) => guarded(op.name(), || {
+                        let mut out = PlacedOutput::into_vec(output);
+                        placement.finish(c, &mut out)?;
+                        Ok(out)
+                    }),
+                    (Some(c), None, _, Some(split)) => guarded(op.name(), || {
                         split
                             .reassemble(job.input.input.len(), c)
                             .map_err(TaskError::Operator)
                     }),
                     _ => Err(TaskError::Operator(isola_ops::OpError::WrongCarry {
-                        op: job.input.op.name(),
+                        op: op.name(),
                     })),
                 }
             }

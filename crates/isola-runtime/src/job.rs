@@ -23,6 +23,15 @@ pub enum TaskError {
     /// everything the core would).
     #[error("the scheduler refused the task: {0}")]
     Rejected(String),
+    /// The operator's subtask plan would have its subtasks write outside
+    /// the output or over one another's output; the task did not run.
+    #[error("operator `{op}` planned unsound subtasks: {reason}")]
+    BadPlan {
+        /// Operator name.
+        op: String,
+        /// What is wrong with the plan.
+        reason: String,
+    },
     /// The runtime shut down before the task ran.
     #[error("cancelled: the runtime shut down before the task ran")]
     Cancelled,
@@ -93,6 +102,19 @@ impl Completion {
     /// Submission to completion, in ns.
     pub fn latency_ns(&self) -> Nanos {
         self.finished_ns.saturating_sub(self.submitted_ns)
+    }
+
+    /// This completion with its output bytes freed (the outcome kept), as
+    /// an application that consumed them would leave it. Drivers that keep
+    /// completions for statistics use it: holding every output of a long
+    /// run makes each new output fresh memory, and the page faults of
+    /// touching it (about 6 ms per 2 MiB here) land in the next task's
+    /// service time.
+    pub fn without_output(mut self) -> Self {
+        if let Ok(out) = &mut self.result {
+            *out = Vec::new();
+        }
+        self
     }
 }
 

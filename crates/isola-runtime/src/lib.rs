@@ -19,6 +19,7 @@
 mod builder;
 mod dispatcher;
 mod job;
+mod placed;
 pub mod profile;
 mod runtime;
 mod spin;

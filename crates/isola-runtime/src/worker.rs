@@ -3,6 +3,7 @@
 //! an operator fails that piece of work, never the worker.
 
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
+use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
 use isola_core::Subtask;
 use isola_ops::Carry;
@@ -21,9 +22,19 @@ pub(crate) struct WorkItem {
     pub part: Option<Subtask>,
     /// For ordered subtasks: the previous subtask's carry.
     pub previous: Option<Carry>,
+    /// For subtasks of a placed task: where in the shared output they write.
+    pub placed: Option<PlacedPart>,
     /// For a whole task: its completion, filled in and delivered by the
     /// worker itself (one thread hand-off less on every small task).
     pub direct: Option<Direct>,
+}
+
+/// A placed subtask's share of its task's output.
+pub(crate) struct PlacedPart {
+    /// The task's output.
+    pub output: Arc<PlacedOutput>,
+    /// The ranges this subtask writes (checked disjoint by `PlacedOutput::new`).
+    pub regions: Vec<std::ops::Range<usize>>,
 }
 
 /// What a worker needs to complete a whole task itself.
@@ -66,6 +77,9 @@ pub(crate) fn run_worker(
         let direct = item.direct.take();
         let started = Instant::now();
         let mut output = if cancelled.load(Ordering::Acquire) {
+            // Dropped before reporting, like a run item: the dispatcher may
+            // take a placed output back as soon as it hears of the last piece.
+            drop(item);
             Err(TaskError::Cancelled)
         } else {
             execute(item)
@@ -107,12 +121,30 @@ pub(crate) fn run_worker(
 /// turning a panic into a typed error.
 fn execute(item: WorkItem) -> Result<PartOutput, TaskError> {
     let WorkItem {
-        job, part, previous, ..
+        job,
+        part,
+        previous,
+        placed,
+        ..
     } = item;
     let op = job.op.as_ref();
     let run = || -> Result<PartOutput, TaskError> {
         match part {
             None => Ok(PartOutput::Whole(op.run(&job.input)?)),
+            Some(part) if placed.is_some() => {
+                let placed = placed.as_ref().expect("checked by the guard");
+                let placement = op
+                    .placement()
+                    .ok_or(isola_ops::OpError::NotSplittable { op: op.name() })?;
+                // SAFETY: this subtask's ranges, checked disjoint from every
+                // other subtask's when the task was split; it runs once.
+                let mut slices = unsafe { placed.output.regions(&placed.regions) };
+                Ok(PartOutput::Part(placement.run_part_into(
+                    &part,
+                    &job.input,
+                    &mut slices,
+                )?))
+            }
             Some(part) => {
                 let split = op
                     .splitter()

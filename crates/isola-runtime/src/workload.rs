@@ -26,7 +26,8 @@ pub struct ClosedLoop {
 }
 
 /// Runs every loop at once, each on its own thread, until all their tasks
-/// completed; returns each loop's completions in the order they came.
+/// completed; returns each loop's completions in the order they came, with
+/// their outputs freed as they arrived (`Completion::without_output`).
 pub fn run_closed_loops(rt: &Runtime, loops: &[ClosedLoop]) -> Result<Vec<Vec<Completion>>, SubmitError> {
     std::thread::scope(|scope| {
         let threads: Vec<_> = loops
@@ -44,7 +45,7 @@ pub fn run_closed_loops(rt: &Runtime, loops: &[ClosedLoop]) -> Result<Vec<Vec<Co
                     while done.len() < submitted {
                         // Every accepted task completes exactly once.
                         let c = rx.recv().map_err(|_| SubmitError::ShutDown)?;
-                        done.push(c);
+                        done.push(c.without_output());
                         if submitted < l.tasks {
                             handle.submit_to(&l.op, &l.params, Arc::clone(&l.payload), &tx)?;
                             submitted += 1;

@@ -534,3 +534,84 @@ fn a_panicking_reassembly_fails_only_its_task() {
         .is_ok());
     assert_eq!(rt.shutdown()[0].failed, 1);
 }
+
+/// An operator whose subtasks would write over one another's output (or
+/// past its end) is refused before any subtask runs, with a typed error;
+/// nothing is written out of bounds and the runtime carries on.
+#[test]
+fn unsound_placement_plans_fail_their_task_before_running() {
+    struct Overlapping {
+        past_the_end: bool,
+    }
+    impl Operator for Overlapping {
+        fn name(&self) -> &'static str {
+            "overlapping"
+        }
+        fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+            Ok(input.to_vec())
+        }
+        fn splitter(&self) -> Option<&dyn isola_ops::Splitter> {
+            Some(self)
+        }
+        fn placement(&self) -> Option<&dyn isola_ops::Placement> {
+            Some(self)
+        }
+    }
+    impl isola_ops::Placement for Overlapping {
+        fn plan(
+            &self,
+            task: isola_core::TaskId,
+            len: usize,
+            chunk: usize,
+        ) -> Result<Vec<isola_core::Subtask>, OpError> {
+            Ok(isola_core::Subtask::ranges(task, len as u64, chunk as u64, false))
+        }
+        fn output_len(&self, input_len: usize) -> Result<usize, OpError> {
+            Ok(input_len)
+        }
+        #[allow(clippy::single_range_in_vec_init)] // one range per subtask
+        fn regions(&self, part: &isola_core::Subtask, input_len: usize) -> Vec<std::ops::Range<usize>> {
+            if self.past_the_end {
+                vec![part.offset as usize..input_len + 1]
+            } else {
+                vec![0..part.bytes as usize]
+            }
+        }
+        fn run_part_into(
+            &self,
+            _: &isola_core::Subtask,
+            _: &[u8],
+            regions: &mut [&mut [u8]],
+        ) -> Result<isola_ops::Carry, OpError> {
+            for r in regions.iter_mut() {
+                r.fill(1);
+            }
+            Ok(Box::new(()))
+        }
+        fn finish(&self, _: Vec<isola_ops::Carry>, _: &mut [u8]) -> Result<(), OpError> {
+            Ok(())
+        }
+    }
+    let rt = runtime(isolated("sfq"), 2, Some(100), Slo::default());
+    let a = rt.tenant(TenantId(0));
+    for past_the_end in [false, true] {
+        let op = Arc::new(Overlapping { past_the_end });
+        match a.submit_operator(op, vec![0; 1_000]).unwrap().wait().result {
+            Err(TaskError::BadPlan { op, reason }) => {
+                assert_eq!(op, "overlapping");
+                assert!(
+                    reason.contains(if past_the_end { "outside" } else { "overlaps" }),
+                    "{reason}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // A sound placed operator still splits and matches its one-shot output.
+    let p = sample_params("ec-encode");
+    let input = valid_input("ec-encode", &p, &text_payload(64 << 10, 3)).unwrap();
+    let c = a.submit("ec-encode", &p, input.clone()).unwrap().wait();
+    assert!(c.subtasks > 1);
+    assert_eq!(c.result.unwrap(), one_shot("ec-encode", &input));
+    assert_eq!(rt.shutdown()[0].failed, 2);
+}
