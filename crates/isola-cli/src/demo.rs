@@ -61,37 +61,46 @@ const OVERHEAD_TASKS: usize = 48;
 
 /// One tenant's results under one policy.
 #[derive(Debug, Clone, Serialize)]
-struct TenantResult {
+pub struct TenantResult {
     tasks: usize,
-    sla_violation_rate: f64,
-    latency_ns: Percentiles,
+    /// Fraction of tasks over the SLA.
+    pub sla_violation_rate: f64,
+    /// Latency percentiles.
+    pub latency_ns: Percentiles,
     throughput_bps: f64,
 }
 
+/// Latency percentiles, ns.
 #[derive(Debug, Clone, Copy, Serialize)]
-struct Percentiles {
-    p50: Nanos,
-    p99: Nanos,
+pub struct Percentiles {
+    /// Median.
+    pub p50: Nanos,
+    /// 99th percentile.
+    pub p99: Nanos,
 }
 
 /// One policy's results.
 #[derive(Debug, Clone, Serialize)]
-struct PolicyResult {
-    tenants: BTreeMap<String, TenantResult>,
+pub struct PolicyResult {
+    /// Per tenant.
+    pub tenants: BTreeMap<String, TenantResult>,
     /// Bandwidth tenant alone: this policy's throughput over native's
     /// (median of alternating runs).
-    overhead_ratio: f64,
+    pub overhead_ratio: f64,
     /// Bandwidth tenant's throughput while sharing, over its solo throughput.
-    bandwidth_vs_solo: f64,
+    pub bandwidth_vs_solo: f64,
     /// The solo measurements this row's SLAs were judged against.
     solo: SoloReference,
 }
 
+/// The demo's results.
 #[derive(Debug, Serialize)]
-struct DemoReport {
-    experiment: &'static str,
+pub struct DemoReport {
+    /// What ran.
+    pub experiment: &'static str,
     setup: Setup,
-    policies: BTreeMap<String, PolicyResult>,
+    /// Per policy (`native` included).
+    pub policies: BTreeMap<String, PolicyResult>,
 }
 
 #[derive(Debug, Serialize)]
@@ -106,11 +115,43 @@ struct Setup {
     bs_sla: String,
 }
 
-const LS: &str = "latency-sensitive";
-const BS: &str = "bandwidth-sensitive";
+/// The latency-sensitive tenant's name.
+pub const LS: &str = "latency-sensitive";
+/// The bandwidth-sensitive tenant's name.
+pub const BS: &str = "bandwidth-sensitive";
 
 /// Runs `isola demo`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    let report = experiment(args)?;
+    write_out(&args.out, &report)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        print_report(&mut out, &report)?;
+        writeln!(out, "results written to {}", args.out.display())?;
+    }
+    Ok(())
+}
+
+impl Args {
+    /// The defaults, as `isola demo` with no arguments (for `isola repro --live`).
+    pub fn defaults() -> Args {
+        #[derive(clap::Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: Args,
+        }
+        // Parsing no arguments only applies the declared defaults.
+        <Wrap as clap::Parser>::try_parse_from(["demo"])
+            .expect("every argument has a default")
+            .args
+    }
+}
+
+/// Runs the experiment and returns its results (nothing printed).
+pub fn experiment(args: &Args) -> anyhow::Result<DemoReport> {
     if !(args.scale > 0.0 && args.scale <= 1.0) {
         bail!("--scale: {} is not in (0, 1]", args.scale);
     }
@@ -234,16 +275,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         },
         policies,
     };
-    write_out(&args.out, &report)?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
-        print_report(&mut out, &report)?;
-        writeln!(out, "results written to {}", args.out.display())?;
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// A runtime with one EC engine (one worker: one accelerator) and the two

@@ -377,6 +377,7 @@ fn report(scenario: &Scenario, run: &PolicyRun, runs: &[TenantRun], elapsed: Nan
             throughput_ops: ok.len() as f64 * NANOS_PER_SEC as f64 / interval as f64,
             throughput_bps: bytes as f64 * NANOS_PER_SEC as f64 / interval as f64,
             latency_ns: LatencyStats::from(hist.summary()),
+            latency_cdf: hist.cdf(),
             sla_violation_rate: if ok.is_empty() {
                 0.0
             } else {

@@ -15,6 +15,8 @@ mod op;
 mod policies;
 mod profile;
 mod progress;
+mod report;
+mod repro;
 mod sim;
 mod svg;
 
@@ -49,6 +51,9 @@ enum Command {
     /// Measure operators' service time against size on this machine, fit
     /// it and save the profile (a cost model for the runtime and the simulator).
     Profile(profile::Args),
+    /// Each research paper's experiment under every policy, beside the
+    /// paper's own figures: `isola repro all --out DIR` writes a report.
+    Repro(repro::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +66,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Profile(args) => profile::run(&args),
+        Command::Repro(args) => repro::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

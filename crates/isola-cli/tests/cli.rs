@@ -17,10 +17,16 @@ fn policies_json_lists_every_policy_with_its_params() {
     let list = v.as_array().expect("an array");
     let names: Vec<&str> = list.iter().map(|p| p["name"].as_str().unwrap()).collect();
     for want in [
-        "fcfs", "rr", "wrr", "drr", "sfq", "bvt", "wlbvt", "mclock", "static",
+        "fcfs", "rr", "wrr", "drr", "sfq", "bvt", "wlbvt", "mclock", "static", "ipipe", "mtda", "astraea",
     ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
+    let fairnic = list.iter().find(|p| p["name"] == "static").unwrap();
+    assert!(fairnic["aliases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "fairnic"));
     for p in list {
         assert!(!p["description"].as_str().unwrap().is_empty());
         assert!(p["params"].is_array());
@@ -110,7 +116,7 @@ fn sim_tables_and_out_dir() {
         serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(results["policies"][0]["policy"], "rr");
     let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
-    assert!(csv.starts_with("policy,window_start_ns,tenant,throughput_bps,engine_share,jain\n"));
+    assert!(csv.starts_with("policy,window_start_ns,tenant,throughput_bps,engine_share,p99_ns,jain\n"));
     assert!(csv.lines().count() > 10);
     std::fs::remove_dir_all(dir).ok();
 }

@@ -273,6 +273,7 @@ impl SchedulerBuilder {
             .map(|t| TenantShare {
                 weight: t.slo.weight,
                 class: t.slo.class,
+                latency: t.slo.latency,
             })
             .collect();
         let mut engines = Vec::with_capacity(self.engines.len());
@@ -326,6 +327,8 @@ struct Queued {
     /// Index of the next fragment, and how many there are (1: not fragmented).
     index: u32,
     count: u32,
+    /// Fragment size the task was planned with (`None`: whole).
+    frag: Option<Bytes>,
     /// Key of the task's outstanding-fragment counter, once one is dispatched.
     group: Option<usize>,
 }
@@ -356,6 +359,8 @@ struct EngineState {
     /// Ready tenants with a reservation, by the time it is next due.
     reservation_due: IndexedHeap,
     in_flight: Vec<u32>,
+    /// Dispatches waiting per tenant (tasks, or fragments not yet sent).
+    queued: Vec<u64>,
     busy: u32,
     stats: Vec<ChannelStats>,
     /// When each tenant last became ready (its reservation tags start there).
@@ -380,6 +385,7 @@ macro_rules! cx {
             tenants: &$e.shares,
             slots: $e.spec.slots,
             in_flight: &$e.in_flight,
+            queued: &$e.queued,
         }
     };
 }
@@ -401,6 +407,7 @@ impl EngineState {
             throttled: IndexedHeap::new(n),
             reservation_due: IndexedHeap::new(n),
             in_flight: vec![0; n],
+            queued: vec![0; n],
             busy: 0,
             stats: vec![ChannelStats::default(); n],
             fragments_left: Slab::new(),
@@ -483,22 +490,30 @@ impl EngineState {
         None
     }
 
-    /// What the next dispatch of `task` looks like once `sent` bytes of it
-    /// went: the whole task when the engine does not fragment, else the next
-    /// fragment, whose cost comes from the engine's model (or, if it does
-    /// not know the operator, the task's cost pro rata).
-    /// The fragment size for a task of `bytes` bytes, if it is fragmented:
-    /// the engine's, enlarged if needed so the count fits in a `u32`.
-    fn fragment_size(&self, bytes: Bytes) -> Option<Bytes> {
+    /// The fragment size for a task of tenant `t` of `bytes` bytes planned
+    /// at `now`, if it is fragmented: the engine's, as the policy adapts it
+    /// ([`Policy::split_bytes`]), enlarged if needed so the count fits in a
+    /// `u32`.
+    fn fragment_size(&self, now: Nanos, t: usize, bytes: Bytes) -> Option<Bytes> {
         self.spec
             .fragment
+            .map(|f| self.policy.split_bytes(now, t, f).max(1))
             .filter(|&f| bytes > f)
             .map(|f| f.max(bytes.div_ceil(u32::MAX as u64)))
     }
 
-    fn head_for(&self, task: &Task, seq: u64, sent: Bytes) -> HeadInfo {
+    /// How many dispatches a task of `bytes` bytes planned with `frag` takes.
+    fn fragment_count(bytes: Bytes, frag: Option<Bytes>) -> u32 {
+        frag.map_or(1, |f| bytes.div_ceil(f) as u32)
+    }
+
+    /// What the next dispatch of `task` looks like once `sent` bytes of it
+    /// went: the whole task when it is not fragmented (`frag` is `None`),
+    /// else the next fragment, whose cost comes from the engine's model (or,
+    /// if it does not know the operator, the task's cost pro rata).
+    fn head_for(&self, task: &Task, seq: u64, sent: Bytes, frag: Option<Bytes>) -> HeadInfo {
         let total = task.predicted_cost.unwrap_or(0);
-        let (bytes, cost) = match self.fragment_size(task.bytes) {
+        let (bytes, cost) = match frag {
             Some(f) => {
                 let bytes = f.min(task.bytes - sent);
                 let cost = self
@@ -515,7 +530,34 @@ impl EngineState {
             arrival: task.arrival,
             bytes,
             cost,
+            task_cost: total,
         }
+    }
+
+    /// Tenant `t`'s channel has a new head that nothing of was dispatched:
+    /// plan its fragments again with the split size the policy wants now
+    /// (it was planned when submitted, possibly long before).
+    fn replan_head(&mut self, now: Nanos, t: usize) {
+        let Some(q) = self.channels[t].head() else {
+            return;
+        };
+        if q.index != 0 || q.group.is_some() {
+            return;
+        }
+        let frag = self.fragment_size(now, t, q.task.bytes);
+        if frag == q.frag {
+            return;
+        }
+        let head = self.head_for(&q.task, q.head.seq, 0, frag);
+        let count = Self::fragment_count(q.task.bytes, frag);
+        let old = q.count;
+        let Some(q) = self.channels[t].head_mut() else {
+            return;
+        };
+        q.frag = frag;
+        q.count = count;
+        q.head = head;
+        self.queued[t] = self.queued[t] - old as u64 + count as u64;
     }
 
     /// Takes the head of ready tenant `t` (a whole task or its next fragment)
@@ -526,6 +568,7 @@ impl EngineState {
         let last = q.index + 1 >= q.count;
         let taken = if last {
             let q = self.channels[t].pop()?;
+            self.replan_head(now, t);
             let fragment = (q.count > 1).then_some(Subtask {
                 task: q.task.id,
                 index: q.index,
@@ -541,9 +584,10 @@ impl EngineState {
                 group: q.group,
             }
         } else {
-            let (task, sent, index, count, group) = (q.task.clone(), q.sent, q.index, q.count, q.group);
+            let (task, sent, index, count, group, frag) =
+                (q.task.clone(), q.sent, q.index, q.count, q.group, q.frag);
             let group = group.unwrap_or_else(|| self.fragments_left.insert(count));
-            let next = self.head_for(&task, head.seq, sent + head.bytes);
+            let next = self.head_for(&task, head.seq, sent + head.bytes, frag);
             let q = self.channels[t].head_mut()?;
             q.sent += head.bytes;
             q.index += 1;
@@ -577,6 +621,7 @@ impl EngineState {
             self.stats[t].reserved_dispatches += 1;
         }
         self.in_flight[t] += 1;
+        self.queued[t] -= 1;
         self.busy += 1;
         self.stats[t].dispatched += 1;
         let next = self.channels[t].head().map(|n| n.head);
@@ -686,16 +731,16 @@ impl Scheduler {
             }
         };
         task.predicted_cost = Some(cost);
-        let head = e.head_for(&task, self.next_seq, 0);
-        let count = e
-            .fragment_size(task.bytes)
-            .map_or(1, |f| task.bytes.div_ceil(f) as u32);
+        let frag = e.fragment_size(now, t, task.bytes);
+        let head = e.head_for(&task, self.next_seq, 0, frag);
+        let count = EngineState::fragment_count(task.bytes, frag);
         let queued = Queued {
             task,
             head,
             sent: 0,
             index: 0,
             count,
+            frag,
             group: None,
         };
         if let Err(q) = e.channels[t].push(queued) {
@@ -708,6 +753,7 @@ impl Scheduler {
             return reject(reason, q.task);
         }
         self.next_seq += 1;
+        e.queued[t] += count as u64;
         e.stats[t].submitted += 1;
         if e.state[t] == ChannelState::Empty {
             e.admit_head(now, t);
@@ -831,6 +877,21 @@ impl Scheduler {
             .map_or(0, VirtualChannel::len)
     }
 
+    /// The fragment size `engine`'s policy wants now for `tenant`'s tasks
+    /// when the configured split size is `default` ([`Policy::split_bytes`]):
+    /// ASTRAEA enlarges it while no latency-sensitive work is expected. A
+    /// driver that splits tasks itself (the live runtime) asks this; engines
+    /// that fragment ask it on their own. `default` for an unknown engine or
+    /// tenant.
+    pub fn split_bytes(&self, now: Nanos, engine: EngineId, tenant: TenantId, default: Bytes) -> Bytes {
+        match self.engines.get(engine.index()) {
+            Some(e) if tenant.index() < self.tenants.len() => {
+                e.policy.split_bytes(now, tenant.index(), default).max(1)
+            }
+            _ => default,
+        }
+    }
+
     /// Dispatches in service on `engine`.
     pub fn busy(&self, engine: EngineId) -> u32 {
         self.engines.get(engine.index()).map_or(0, |e| e.busy)
@@ -858,6 +919,7 @@ impl Scheduler {
                     out.push(q.task);
                 }
                 e.state[t] = ChannelState::Empty;
+                e.queued[t] = 0;
             }
             e.throttled = IndexedHeap::new(e.state.len());
             e.reservation_due = IndexedHeap::new(e.state.len());

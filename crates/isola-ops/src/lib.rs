@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod aead;
+pub mod apps;
 pub mod checksum;
 pub mod cipher;
 pub mod compress;

@@ -37,7 +37,7 @@ pub const MAX_RANDOM_ROUTES: u64 = 2_000_000;
 
 /// An address family: the integer an address is read into (its first bit
 /// the most significant), and how addresses are written.
-trait Family: Copy + Eq + Debug + Send + Sync + 'static
+pub(crate) trait Family: Copy + Eq + Debug + Send + Sync + 'static
 where
     (Self, u8): Prefix<R = Self>,
 {
@@ -130,11 +130,11 @@ where
 }
 
 /// A route table of one family.
-struct Table<A: Family>
+pub(crate) struct Table<A: Family>
 where
     (A, u8): Prefix<R = A>,
 {
-    trie: PrefixMap<(A, u8), u32>,
+    pub(crate) trie: PrefixMap<(A, u8), u32>,
 }
 
 impl<A: Family> Table<A>
@@ -181,31 +181,43 @@ where
         Ok((addr, len, hop))
     }
 
-    /// `count` random routes from `seed` (splitmix64).
+    /// `count` random routes from `seed` (see [`random_routes`]).
     fn random(count: u64, seed: u64) -> Table<A> {
-        let mut state = seed;
-        let mut next = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
         let mut trie = PrefixMap::new();
-        for _ in 0..count {
-            let bits = (u128::from(next()) << 64) | u128::from(next());
-            let len = A::random_len(next());
-            trie.insert((A::from_random(bits).masked(len), len), (next() % 1024) as u32);
+        for (prefix, len, hop) in random_routes::<A>(count, seed) {
+            trie.insert((prefix, len), hop);
         }
         Table { trie }
     }
 
     /// The next hop of `addr`, or [`NO_ROUTE`].
-    fn lookup(&self, addr: A) -> u32 {
+    pub(crate) fn lookup(&self, addr: A) -> u32 {
         self.trie
             .get_lpm(&(addr, max_len::<A>()))
             .map_or(NO_ROUTE, |(_, &hop)| hop)
     }
+}
+
+/// The `count` random routes of `seed` (splitmix64), in the order they are
+/// inserted: (prefix, length, next hop); a later duplicate prefix replaces
+/// an earlier one's next hop.
+pub(crate) fn random_routes<A: Family>(count: u64, seed: u64) -> impl Iterator<Item = (A, u8, u32)>
+where
+    (A, u8): Prefix<R = A>,
+{
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    (0..count).map(move |_| {
+        let bits = (u128::from(next()) << 64) | u128::from(next());
+        let len = A::random_len(next());
+        (A::from_random(bits).masked(len), len, (next() % 1024) as u32)
+    })
 }
 
 /// The route table of either family.
@@ -257,7 +269,7 @@ pub fn address_len(p: &Params<'_>) -> Result<usize, ParamError> {
 }
 
 /// The table of family `A` from `routes`, or random routes.
-fn table<A: Family>(p: &Params<'_>) -> Result<Table<A>, ParamError>
+pub(crate) fn table<A: Family>(p: &Params<'_>) -> Result<Table<A>, ParamError>
 where
     (A, u8): Prefix<R = A>,
 {

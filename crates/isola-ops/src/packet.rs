@@ -32,15 +32,15 @@ pub const MIN_MTU: u64 = 68;
 pub const MAX_MSS: u64 = 65_495;
 
 /// One checked IPv4 packet of an input.
-struct Packet<'a> {
+pub(crate) struct Packet<'a> {
     /// Offset of the packet in the input, for errors.
-    at: usize,
+    pub(crate) at: usize,
     /// The whole packet (header and payload).
-    bytes: &'a [u8],
+    pub(crate) bytes: &'a [u8],
     /// Its header, options included.
-    header: Ipv4HeaderSlice<'a>,
+    pub(crate) header: Ipv4HeaderSlice<'a>,
     /// What follows the header, up to the total length.
-    payload: &'a [u8],
+    pub(crate) payload: &'a [u8],
 }
 
 /// The IPv4 packets of `input`, back to back: each checked (version, header
@@ -60,7 +60,7 @@ fn packets<'a>(op: &'static str, input: &'a [u8]) -> impl Iterator<Item = Result
 }
 
 /// The packet at the start of `rest` (which starts `at` bytes into the input).
-fn packet_at<'a>(op: &'static str, rest: &'a [u8], at: usize) -> Result<Packet<'a>, OpError> {
+pub(crate) fn packet_at<'a>(op: &'static str, rest: &'a [u8], at: usize) -> Result<Packet<'a>, OpError> {
     let bad = |reason: String| OpError::Input {
         op,
         reason: format!("IPv4 packet at byte {at}: {reason}"),

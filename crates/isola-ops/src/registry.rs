@@ -22,7 +22,8 @@ pub type BuildOperator = fn(&Params<'_>) -> Result<Box<dyn Operator>, OpError>;
 pub struct OperatorInfo {
     /// Name used by tasks, scenarios and the CLI.
     pub name: &'static str,
-    /// DPUBench's category: network, storage or security.
+    /// DPUBench's category: network, storage or security; the papers'
+    /// applications add compute (analytics and the compute-bound kernels).
     pub category: &'static str,
     /// One line on what it computes and what it outputs.
     pub description: &'static str,
@@ -139,6 +140,23 @@ const LEVEL_ZSTD: &[ParamSpec] = &[ParamSpec {
     description: "compression level, 1 (fastest) to 19 (smallest)",
 }];
 
+const ROUTES: ParamSpec = ParamSpec {
+    name: "routes",
+    default: "",
+    description: "route file, `prefix/len next_hop` lines, `#` comments (default: random routes)",
+};
+const RANDOM_ROUTES: ParamSpec = ParamSpec {
+    name: "random-routes",
+    default: "10000",
+    description: "random routes (Internet-like prefix lengths, no default route) without `routes`, \
+                  0 to 2000000",
+};
+const ROUTE_SEED: ParamSpec = ParamSpec {
+    name: "seed",
+    default: "1",
+    description: "seed of the random routes",
+};
+
 /// Every registered operator, in the order `isola op --list` shows them.
 pub static OPERATORS: &[OperatorInfo] = &[
     plain!(
@@ -172,22 +190,9 @@ pub static OPERATORS: &[OperatorInfo] = &[
                 default: "ipv4",
                 description: "address family: ipv4 or ipv6",
             },
-            ParamSpec {
-                name: "routes",
-                default: "",
-                description: "route file, `prefix/len next_hop` lines, `#` comments (default: random routes)",
-            },
-            ParamSpec {
-                name: "random-routes",
-                default: "10000",
-                description: "random routes (Internet-like prefix lengths, no default route) without `routes`, \
-                              0 to 2000000",
-            },
-            ParamSpec {
-                name: "seed",
-                default: "1",
-                description: "seed of the random routes",
-            },
+            ROUTES,
+            RANDOM_ROUTES,
+            ROUTE_SEED,
         ],
         build: crate::lpm::Lpm::build,
     },
@@ -450,6 +455,184 @@ pub static OPERATORS: &[OperatorInfo] = &[
             description: "file of regular expressions, one per line (default: built-in intrusion-detection signatures)",
         }],
         build: RegexScan::build,
+    },
+    // MTDA's tenant applications (docs/operators.md, "Applications").
+    OperatorInfo {
+        name: "analytics",
+        category: "compute",
+        description: "real-time analytics: per key and tumbling window, count/sum/min/max of the \
+                      16-byte records (key, timestamp, value) in a batch of IPv4 packets; 32-byte rows",
+        splittable: true,
+        inverse: None,
+        params: &[ParamSpec {
+            name: "window",
+            default: "100000",
+            description: "tumbling window in microseconds, 1 to 86400000000 (a day)",
+        }],
+        build: crate::apps::analytics::Analytics::build,
+    },
+    OperatorInfo {
+        name: "flow-monitor",
+        category: "network",
+        description: "5-tuple flow table of a batch of IPv4 packets with packet and byte counters; \
+                      32-byte rows sorted by 5-tuple",
+        splittable: true,
+        inverse: None,
+        params: &[],
+        build: crate::apps::flow::FlowMonitor::build,
+    },
+    OperatorInfo {
+        name: "ipv4-router",
+        category: "network",
+        description: "IPv4 forwarding of a batch of packets: LPM next hop, TTL decrement (drop at TTL <= 1 \
+                      or no route), RFC 1624 checksum update; outputs next hop (u32) then packet, each",
+        splittable: true,
+        inverse: None,
+        params: &[ROUTES, RANDOM_ROUTES, ROUTE_SEED],
+        build: crate::apps::router::Router::build,
+    },
+    OperatorInfo {
+        name: "firewall",
+        category: "network",
+        description: "ordered 5-tuple rules (prefixes, port ranges; first match wins) over a batch of \
+                      IPv4 packets; outputs the allowed packets or a verdict byte per packet",
+        splittable: true,
+        inverse: None,
+        params: &[
+            ParamSpec {
+                name: "rules",
+                default: "",
+                description: "rule file, `allow|deny SRC DST SPORTS DPORTS PROTO` lines, `#` comments \
+                              (default: random rules)",
+            },
+            ParamSpec {
+                name: "random-rules",
+                default: "256",
+                description: "random rules (ClassBench-like firewall set) without `rules`, 0 to 1000000",
+            },
+            ParamSpec {
+                name: "seed",
+                default: "1",
+                description: "seed of the random rules",
+            },
+            ParamSpec {
+                name: "default",
+                default: "deny",
+                description: "action when no rule matches: deny or allow",
+            },
+            ParamSpec {
+                name: "output",
+                default: "packets",
+                description: "packets (the allowed ones, back to back) or verdicts (1 allow, 0 deny, a byte each)",
+            },
+        ],
+        build: crate::apps::firewall::Firewall::build,
+    },
+    // OSMOSIS' datacenter kernels (the PsPIN benchmark handlers).
+    OperatorInfo {
+        name: "aggregate",
+        category: "compute",
+        description: "sum of the 32-bit words of a batch of IPv4 packets' payloads; outputs sum and \
+                      word count, u64 big-endian each",
+        splittable: true,
+        inverse: None,
+        params: &[],
+        build: crate::apps::kernels::Aggregate::build,
+    },
+    OperatorInfo {
+        name: "reduce",
+        category: "compute",
+        description: "element-wise (wrapping) sum of the i32 vectors a batch of IPv4 packets carries; \
+                      outputs the sum vector, i32 big-endian each",
+        splittable: true,
+        inverse: None,
+        params: &[],
+        build: crate::apps::kernels::Reduce::build,
+    },
+    OperatorInfo {
+        name: "histogram",
+        category: "compute",
+        description: "counts of the 32-bit words of a batch of IPv4 packets' payloads in equal-width \
+                      bins; outputs a u64 count per bin",
+        splittable: true,
+        inverse: None,
+        params: &[ParamSpec {
+            name: "bins",
+            default: "1024",
+            description: "bins over 0..2^32, 1 to 1048576",
+        }],
+        build: crate::apps::kernels::Histogram::build,
+    },
+    OperatorInfo {
+        name: "io-read",
+        category: "storage",
+        description: "read requests (address, length) in a batch of IPv4 packets, answered from host \
+                      memory with UDP packets back to the requesters",
+        splittable: true,
+        inverse: None,
+        params: &[
+            ParamSpec {
+                name: "memory",
+                default: "",
+                description: "file holding the host memory (default: `memory-size` random bytes)",
+            },
+            ParamSpec {
+                name: "memory-size",
+                default: "1048576",
+                description: "host memory in bytes without `memory`, 1 to 1073741824",
+            },
+            ParamSpec {
+                name: "seed",
+                default: "1",
+                description: "seed of the random host memory",
+            },
+        ],
+        build: crate::apps::io::IoRead::build,
+    },
+    OperatorInfo {
+        name: "io-write",
+        category: "storage",
+        description: "writes the payloads of a batch of IPv4 packets into host memory at the addresses \
+                      they carry; outputs the memory up to the highest write",
+        splittable: false,
+        inverse: None,
+        params: &[ParamSpec {
+            name: "memory-size",
+            default: "67108864",
+            description: "host memory (the writable region) in bytes, 1 to 1073741824",
+        }],
+        build: crate::apps::io::IoWrite::build,
+    },
+    OperatorInfo {
+        name: "filter",
+        category: "network",
+        description: "keeps the IPv4 packets whose L7 key (first payload bytes) is in a hashed key table \
+                      (Jenkins hash, as PsPIN's filtering kernel)",
+        splittable: true,
+        inverse: None,
+        params: &[
+            ParamSpec {
+                name: "keys",
+                default: "",
+                description: "key file, one hex key a line, `#` comments (default: random keys)",
+            },
+            ParamSpec {
+                name: "random-keys",
+                default: "1024",
+                description: "random keys without `keys`, 0 to 4194304",
+            },
+            ParamSpec {
+                name: "seed",
+                default: "1",
+                description: "seed of the random keys",
+            },
+            ParamSpec {
+                name: "key-bytes",
+                default: "8",
+                description: "key length in bytes, 1 to 64",
+            },
+        ],
+        build: crate::apps::filter::Filter::build,
     },
 ];
 

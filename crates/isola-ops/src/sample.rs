@@ -3,7 +3,8 @@
 //!
 //! [`valid_input`] wraps a payload in the framing the operator expects: a
 //! decompressor gets the payload compressed, `ec-recover` gets it encoded,
-//! a verifier gets it signed, packet operators get it as packets; operators
+//! a verifier gets it signed, packet operators and the applications get it
+//! as packets (records, words, keys or IO requests in them); operators
 //! that take any bytes get the payload itself. [`text_payload`] makes
 //! compressible, text-like payloads from a seed.
 
@@ -81,6 +82,14 @@ pub fn valid_input(
         "tcp-segment" => crate::packet::tcp_packets(payload, 64_000),
         "aes-xts" => crate::cipher::xts_input(params, payload),
         "rsa-verify" | "ecdsa-verify" | "dsa-verify" => crate::sign::signed_input(info.name, params, payload),
+        "analytics" => crate::apps::analytics::sample_input(payload),
+        "flow-monitor" => crate::apps::flow::sample_input(payload),
+        "ipv4-router" => crate::apps::router::sample_input(params, payload),
+        "firewall" => crate::apps::firewall::sample_input(params, payload),
+        "aggregate" | "reduce" | "histogram" => crate::apps::kernels::sample_input(payload),
+        "io-write" => crate::apps::io::write_input(params, payload),
+        "io-read" => crate::apps::io::read_input(params, payload),
+        "filter" => crate::apps::filter::sample_input(params, payload),
         _ => Ok(payload.to_vec()),
     }
 }

@@ -219,7 +219,14 @@ impl Dispatcher {
         self.last_submit[e][t] = Some(now);
         // Every job counts as active until `finish`, which every path reaches.
         self.active_jobs[e][t] += 1;
-        let plan = match (&self.scheduler, engine.split_bytes, s.op.splitter()) {
+        // The policy may adapt the subtask size to the load (ASTRAEA).
+        let chunk = match (&self.scheduler, engine.split_bytes) {
+            (Some(scheduler), Some(c)) => {
+                Some(scheduler.split_bytes(now, isola_core::EngineId(e as u32), s.tenant, c))
+            }
+            (_, c) => c,
+        };
+        let plan = match (&self.scheduler, chunk, s.op.splitter()) {
             (Some(_), Some(chunk), Some(split)) if worth_it && s.input.len() as u64 > chunk => {
                 let planned = guarded(s.op.name(), || {
                     split

@@ -57,6 +57,8 @@ pub struct TenantResult {
     pub throughput_bps: f64,
     /// Arrival-to-completion latency.
     pub latency_ns: LatencyStats,
+    /// Latency distribution: `(ns, fraction at or below)` points.
+    pub latency_cdf: Vec<(Nanos, f64)>,
     /// Fraction of completed tasks that missed the latency objective.
     pub sla_violation_rate: f64,
     /// Share of all engine time (slot x ns) this tenant used.
@@ -80,6 +82,9 @@ pub struct SeriesPoint {
     pub throughput_bps: Vec<f64>,
     /// Per tenant: share of the engine time given in the window.
     pub engine_share: Vec<f64>,
+    /// Per tenant: 99th-percentile latency of the tasks completed in the
+    /// window (0 if none completed).
+    pub p99_ns: Vec<Nanos>,
 }
 
 /// One policy's run.
@@ -129,6 +134,7 @@ impl SimReport {
             "tenant",
             "throughput_bps",
             "engine_share",
+            "p99_ns",
             "jain",
         ])?;
         for p in &self.policies {
@@ -140,6 +146,7 @@ impl SimReport {
                         tenant.name.clone(),
                         format!("{:.1}", point.throughput_bps.get(t).copied().unwrap_or(0.0)),
                         format!("{:.6}", point.engine_share.get(t).copied().unwrap_or(0.0)),
+                        point.p99_ns.get(t).copied().unwrap_or(0).to_string(),
                         format!("{:.6}", point.jain),
                     ])?;
                 }

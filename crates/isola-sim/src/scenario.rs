@@ -213,6 +213,9 @@ pub enum ArrivalSpec {
         /// Rate while on.
         rate: f64,
     },
+    /// Poisson whose rate changes over time: `(from, rate)` steps, `from`
+    /// counted from the workload's start, ascending, the first at 0.
+    Steps(Vec<(Nanos, f64)>),
     /// Keep this many tasks outstanding.
     Closed(u32),
     /// Replay of a CSV trace's rows for this tenant.
@@ -486,6 +489,7 @@ enum RawArrival {
         off: Duration,
         rate: RateValue,
     },
+    Steps(Vec<(Duration, RateValue)>),
     Closed(u32),
     Trace(String),
 }
@@ -618,6 +622,7 @@ impl Scenario {
             .map(|t| TenantShare {
                 weight: t.slo.weight,
                 class: t.slo.class,
+                latency: t.slo.latency,
             })
             .collect();
         for (p, span) in run.policies.iter().zip(policy_spans) {
@@ -1176,6 +1181,27 @@ fn check_tenant(
                 off: off.0,
                 rate: rate.0.per_sec(),
             }
+        }
+        RawArrival::Steps(steps) => {
+            let mut out = Vec::with_capacity(steps.len());
+            for (i, (from, rate)) in steps.into_iter().enumerate() {
+                let bad = |why: String| Err(src.at(arrival_span.clone(), Some("steps"), why));
+                if rate.0.unit() != RateUnit::OpsPerSec {
+                    return bad("arrival rates are tasks per second, such as \"500k/s\"".into());
+                }
+                match out.last() {
+                    None if from.0 != 0 => return bad("the first step must start at \"0s\"".into()),
+                    Some(&(prev, _)) if from.0 <= prev => {
+                        return bad(format!("step {} does not start after the one before it", i + 1))
+                    }
+                    _ => {}
+                }
+                out.push((from.0, rate.0.per_sec()));
+            }
+            if out.is_empty() {
+                return Err(src.at(arrival_span, Some("steps"), "give at least one [from, rate] step"));
+            }
+            ArrivalSpec::Steps(out)
         }
         RawArrival::Closed(n) => {
             if n == 0 {

@@ -14,7 +14,7 @@ use crate::results::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
 use crate::rng::{stream, Purpose};
 use crate::scenario::{ArrivalSpec, DeviceSpec, EngineModel, PolicyRun, Scenario};
 use crate::workload::{ArrivalProcess, NextArrival, SizeSampler};
-use isola_core::metrics::{fair1, jain_normalized, TenantRecorder, WindowedService};
+use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram, TenantRecorder, WindowedService};
 use isola_core::{
     BuildError, Completed, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, SchedulerBuilder,
     Task, TaskId, TenantId, NANOS_PER_SEC,
@@ -215,6 +215,8 @@ struct Sim<'a> {
     matching: Option<MatchingEngine>,
     service: WindowedService,
     bytes_done: Vec<Vec<f64>>,
+    /// Per window, per tenant: latencies of the tasks completed in it.
+    window_latency: Vec<Vec<LatencyHistogram>>,
     events_done: u64,
     timers: Vec<Timer>,
     finished: Vec<Finished>,
@@ -325,6 +327,7 @@ impl<'a> Sim<'a> {
             wakeup_at: None,
             service: WindowedService::new(scenario.run.window, n),
             bytes_done: Vec::new(),
+            window_latency: Vec::new(),
             events_done: 0,
             timers: Vec::new(),
             finished: Vec::new(),
@@ -585,6 +588,11 @@ impl<'a> Sim<'a> {
             self.bytes_done.push(vec![0.0; self.tenants.len()]);
         }
         self.bytes_done[w][job.tenant] += job.bytes as f64;
+        while self.window_latency.len() <= w {
+            self.window_latency
+                .push(vec![LatencyHistogram::new(); self.tenants.len()]);
+        }
+        self.window_latency[w][job.tenant].record(self.now.saturating_sub(job.arrival));
     }
 
     fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
@@ -671,6 +679,7 @@ impl<'a> Sim<'a> {
                 throughput_ops: r.throughput_ops,
                 throughput_bps: r.throughput_bps,
                 latency_ns: LatencyStats::from(r.latency_ns),
+                latency_cdf: self.recorder.latency_cdf(i),
                 sla_violation_rate: r.sla_violation_rate,
                 engine_time_share: if total_busy == 0 {
                     0.0
@@ -709,6 +718,9 @@ impl<'a> Sim<'a> {
                         .map(|t| bytes.map_or(0.0, |b| b[t]) * NANOS_PER_SEC as f64 / window as f64)
                         .collect(),
                     engine_share: shares,
+                    p99_ns: (0..n)
+                        .map(|t| self.window_latency.get(w).map_or(0, |h| h[t].quantile(0.99)))
+                        .collect(),
                 }
             })
             .collect();

@@ -8,7 +8,7 @@ use crate::scenario::{ArrivalSpec, SizeDist, TraceRow};
 use isola_core::{Nanos, NANOS_PER_SEC};
 use rand::distr::weighted::WeightedIndex;
 use rand::RngExt;
-use rand_distr::{Distribution, Exp, LogNormal};
+use rand_distr::{Distribution, Exp, Exp1, LogNormal};
 use rand_pcg::Pcg64Mcg;
 
 /// Draws task sizes.
@@ -88,7 +88,14 @@ enum ArrivalKind {
     Poisson(Exp<f64>),
     Constant(f64),
     Uniform(f64),
-    OnOff { on: f64, off: f64, exp: Exp<f64> },
+    OnOff {
+        on: f64,
+        off: f64,
+        exp: Exp<f64>,
+    },
+    /// Step start times (absolute) and the unit exponential's scale (ns per
+    /// task) in each step.
+    Steps(Vec<(f64, f64)>),
     Trace(Vec<TraceRow>),
     Closed,
 }
@@ -111,6 +118,12 @@ impl ArrivalProcess {
                 off: *off as f64,
                 exp: exp(*rate),
             },
+            ArrivalSpec::Steps(steps) => ArrivalKind::Steps(
+                steps
+                    .iter()
+                    .map(|&(from, rate)| (start as f64 + from as f64, gap_ns(rate)))
+                    .collect(),
+            ),
             ArrivalSpec::Trace(rows) => ArrivalKind::Trace(rows.clone()),
             ArrivalSpec::Closed(_) => ArrivalKind::Closed,
         };
@@ -154,6 +167,21 @@ impl ArrivalProcess {
                 }
                 t
             }
+            ArrivalKind::Steps(steps) => {
+                // Exact piecewise-constant Poisson: a gap drawn at one rate
+                // that crosses into the next step is redrawn from the step's
+                // start at the new rate (memorylessness makes this exact).
+                let mut t = start;
+                loop {
+                    let i = steps.partition_point(|&(from, _)| from <= t).saturating_sub(1);
+                    let unit: f64 = Exp1.sample(&mut self.rng);
+                    let next = t + unit * steps[i].1;
+                    match steps.get(i + 1) {
+                        Some(&(from, _)) if next > from => t = from,
+                        _ => break next,
+                    }
+                }
+            }
         };
         self.last = at;
         Some(NextArrival {
@@ -166,6 +194,21 @@ impl ArrivalProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stepped_rates_hold_in_each_step() {
+        // 100k/s for 100 ms from the start at 1 ms, then 1M/s.
+        let spec = ArrivalSpec::Steps(vec![(0, 1e5), (100_000_000, 1e6)]);
+        let mut p = ArrivalProcess::new(&spec, 1_000_000, 3, 0);
+        let times: Vec<Nanos> = (0..110_000).map(|_| p.next_arrival().unwrap().at).collect();
+        assert!(times[0] >= 1_000_000);
+        let first = times.iter().filter(|&&t| t < 101_000_000).count() as f64;
+        // ~10,000 in the first step (Poisson: sd 100; within 4 sd).
+        assert!((first - 10_000.0).abs() < 400.0, "{first}");
+        // The next 100k arrive at 1M/s: ~100 ms (within 1.5%).
+        let span = (times[109_999] - 101_000_000) as f64 / 1e8;
+        assert!((span - 1.0).abs() < 0.015, "{span}");
+    }
 
     #[test]
     fn poisson_rate_and_constant_spacing() {

@@ -73,6 +73,22 @@ impl LatencyHistogram {
         }
     }
 
+    /// The distribution as `(latency, fraction of samples at or below it)`
+    /// points, for CDF plots: every 2% of the samples, then the tail (99%,
+    /// 99.9%) and the maximum. Empty when there are no samples.
+    pub fn cdf(&self) -> Vec<(Nanos, f64)> {
+        if self.hist.is_empty() {
+            return Vec::new();
+        }
+        let mut points: Vec<(Nanos, f64)> = (1..50)
+            .map(|i| i as f64 / 50.0)
+            .chain([0.99, 0.999])
+            .map(|q| (self.hist.value_at_quantile(q), q))
+            .collect();
+        points.push((self.max, 1.0));
+        points
+    }
+
     /// Count, mean, p50, p99, p99.9 and max.
     pub fn summary(&self) -> LatencySummary {
         if self.hist.is_empty() {

@@ -84,6 +84,14 @@ impl TenantRecorder {
         a.last_completion = Some(a.last_completion.map_or(c.completed, |l| l.max(c.completed)));
     }
 
+    /// Tenant `index`'s latency distribution (see `LatencyHistogram::cdf`).
+    pub fn latency_cdf(&self, index: usize) -> Vec<(Nanos, f64)> {
+        self.tenants
+            .get(index)
+            .map(|a| a.latency.cdf())
+            .unwrap_or_default()
+    }
+
     /// Tenant `index`'s results over a run of `interval` ns.
     pub fn report(&self, index: usize, interval: Nanos) -> Option<TenantReport> {
         let a = self.tenants.get(index)?;

@@ -10,21 +10,26 @@
 //!   policy, or by the scheduler's reservation phase); `next` is its new head
 //!   if it stays ready, `None` if it left the ready set;
 //! * [`Policy::on_complete`]: a dispatch finished, with its measured service time;
-//! * [`Policy::next_tick`] / [`Policy::on_tick`]: for period-based policies.
+//! * [`Policy::next_tick`] / [`Policy::on_tick`]: for period-based policies;
+//! * [`Policy::split_bytes`]: how large the fragments of a tenant's task should
+//!   be, asked when the task is planned (ASTRAEA's adaptive split size).
 //!
 //! Policies are registered by name in [`registry`] with their parameters, so
 //! scenarios and the CLI can pick them.
 
+pub mod astraea;
 pub mod bvt;
 pub mod drr;
 pub mod fcfs;
+pub mod ipipe;
 pub mod mclock;
+pub mod mtda;
 pub mod registry;
 pub mod sfq;
 pub mod static_partition;
 pub mod wlbvt;
 
-use crate::tenant::TenantClass;
+use crate::tenant::{LatencyObjective, TenantClass};
 use crate::units::{Bytes, Nanos};
 
 pub use crate::params::{ParamSpec, Params};
@@ -40,8 +45,12 @@ pub struct HeadInfo {
     pub arrival: Nanos,
     /// Input size.
     pub bytes: Bytes,
-    /// Predicted service time on this engine.
+    /// Predicted service time on this engine (of this fragment, when the
+    /// engine fragments the task).
     pub cost: Nanos,
+    /// Predicted service time of the whole task on this engine (equal to
+    /// `cost` unless the task is fragmented).
+    pub task_cost: Nanos,
 }
 
 /// A tenant as policies see it.
@@ -51,6 +60,8 @@ pub struct TenantShare {
     pub weight: f64,
     /// Latency-sensitive, bandwidth-sensitive or best-effort.
     pub class: TenantClass,
+    /// The tenant's latency objective per task, if it has one.
+    pub latency: Option<LatencyObjective>,
 }
 
 /// Read-only state of the engine a policy serves, passed to every hook.
@@ -62,6 +73,9 @@ pub struct PolicyContext<'a> {
     pub slots: u32,
     /// Dispatches in service per tenant.
     pub in_flight: &'a [u32],
+    /// Dispatches waiting in each tenant's channel: one per queued task, or
+    /// one per fragment not yet dispatched when the engine fragments.
+    pub queued: &'a [u64],
 }
 
 /// What the scheduler does when every tenant with queued work is held back by
@@ -156,5 +170,14 @@ pub trait Policy: Send {
     /// What to do when every tenant with work is at its limit.
     fn at_limit(&self) -> AtLimit {
         AtLimit::Wait
+    }
+
+    /// The fragment size for a task of `tenant` planned at `now`, on an
+    /// engine (or runtime) whose configured split size is `default`. Asked
+    /// when a task is split (the runtime, at submission) or when it becomes
+    /// its channel's head (engines that fragment); a task keeps the size it
+    /// was planned with. Default: `default`, whatever the load.
+    fn split_bytes(&self, _now: Nanos, _tenant: usize, default: Bytes) -> Bytes {
+        default
     }
 }

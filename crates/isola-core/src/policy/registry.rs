@@ -1,7 +1,9 @@
 //! The policy registry: every policy by name, with its description, source and
 //! parameters, so scenarios and the CLI can list and build them.
 
-use super::{bvt, drr, fcfs, mclock, sfq, static_partition, wlbvt, Policy, TenantShare};
+use super::{
+    astraea, bvt, drr, fcfs, ipipe, mclock, mtda, sfq, static_partition, wlbvt, Policy, TenantShare,
+};
 use crate::params::{ParamError, ParamSpec, Params};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -81,6 +83,9 @@ pub static POLICIES: &[PolicyInfo] = &[
     wlbvt::INFO,
     mclock::INFO,
     static_partition::INFO,
+    ipipe::INFO,
+    mtda::INFO,
+    astraea::INFO,
 ];
 
 /// The policy registered as `name` (or with `name` as an alias).
@@ -114,7 +119,8 @@ mod tests {
         vec![
             TenantShare {
                 weight: 1.0,
-                class: TenantClass::BestEffort
+                class: TenantClass::BestEffort,
+                latency: None,
             };
             3
         ]
@@ -164,6 +170,23 @@ mod tests {
         p.insert("at_limit".to_string(), "sometimes".to_string());
         let err = build_policy("mclock", &p, &s).err().unwrap();
         assert!(err.to_string().contains("wait, allow"), "{err}");
+        // The papers' policies check their parameters' ranges.
+        for (policy, param, value) in [
+            ("astraea", "alpha", "0"),
+            ("astraea", "reserve", "1"),
+            ("astraea", "period", "0"),
+            ("mtda", "credits", "-1"),
+            ("ipipe", "percentile", "0"),
+            ("ipipe", "return_threshold", "200000"),
+        ] {
+            p.clear();
+            p.insert(param.to_string(), value.to_string());
+            let err = build_policy(policy, &p, &s).err().unwrap();
+            assert!(
+                matches!(&err, PolicyError::Param(ParamError::Bad { param: got, .. }) if got == param),
+                "{policy}: {err}"
+            );
+        }
         // Static partition needs a slot per tenant.
         let s1 = PolicySetup {
             tenants: &t,

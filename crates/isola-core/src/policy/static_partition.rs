@@ -133,6 +133,7 @@ mod tests {
             .map(|&weight| TenantShare {
                 weight,
                 class: TenantClass::BestEffort,
+                latency: None,
             })
             .collect()
     }

@@ -1,0 +1,478 @@
+//! `isola repro NAME | all`: each research paper's own experiment, run under
+//! every registered policy on the same arrivals, with our figures printed
+//! beside the paper's headline figures, the best policy named, and the
+//! milestone's goals checked. Experiments are simulated (scenarios embedded
+//! from `scenarios/repro/`, also runnable with `isola sim`); `--live` runs
+//! those whose operators exist for real on this machine.
+//!
+//! This module drives runs and formats outcomes; what an experiment
+//! measures and how it picks its best policy is in `experiments.rs`.
+
+mod experiments;
+mod mtda;
+
+use crate::format::table;
+use crate::progress::Progress;
+use crate::report::{Experiment as ReportExperiment, Figure, Generated, Report, SummaryRow, Table};
+use anyhow::{bail, Context};
+use isola_core::policy::POLICIES;
+use isola_sim::scenario::PolicyRun;
+use isola_sim::{PolicyResult, Scenario};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `isola repro`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// An experiment's name, or `all` (see `--list`).
+    #[arg(default_value = "all")]
+    experiment: String,
+    /// List the experiments and exit.
+    #[arg(long)]
+    list: bool,
+    /// Run live, on real operators, the experiments that can be (astraea);
+    /// the others are simulated.
+    #[arg(long)]
+    live: bool,
+    /// Print one JSON object with every outcome instead of the tables.
+    #[arg(long)]
+    json: bool,
+    /// Write results.json and report.html to this folder.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Seed for every random stream (default: each scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// A paper's experiment.
+pub struct Experiment {
+    /// Name on the command line.
+    pub name: &'static str,
+    /// One line on what it is.
+    pub title: &'static str,
+    /// The paper it comes from.
+    pub paper: &'static str,
+    /// The paper's headline figures, quoted.
+    pub claims: &'static [&'static str],
+    /// Runs it.
+    pub run: fn(&mut Ctx) -> anyhow::Result<Outcome>,
+}
+
+/// What an experiment's run can use.
+pub struct Ctx {
+    /// `--live`.
+    pub live: bool,
+    /// `--seed`.
+    pub seed: Option<u64>,
+    progress: Progress,
+    label: String,
+}
+
+/// A goal of the milestone or a paper's claim, checked on our figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// What is checked.
+    pub what: String,
+    /// Whether it holds.
+    pub met: bool,
+    /// The figures behind the verdict.
+    pub detail: String,
+}
+
+/// One experiment's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// Experiment name.
+    pub name: String,
+    /// What it is.
+    pub title: String,
+    /// Where it comes from.
+    pub paper: String,
+    /// "simulated" or "live".
+    pub mode: String,
+    /// The paper's headline figures.
+    pub paper_claims: Vec<String>,
+    /// The best policy by the experiment's criterion.
+    pub best_policy: Option<String>,
+    /// The milestone's goals, checked.
+    pub goals: Vec<Check>,
+    /// Each paper policy against its paper's baselines, as the paper reports.
+    pub directions: Vec<Check>,
+    /// Figures.
+    pub tables: Vec<Table>,
+    /// Charts, each beside the paper's figure it corresponds to.
+    pub figures: Vec<Figure>,
+    /// What the reader should know about how this was run.
+    pub notes: Vec<String>,
+}
+
+/// Every experiment, in the order `all` runs them.
+pub fn experiments() -> &'static [Experiment] {
+    experiments::ALL
+}
+
+/// Runs `isola repro`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    if args.list {
+        let rows: Vec<Vec<String>> = experiments()
+            .iter()
+            .map(|e| vec![e.name.to_string(), e.paper.to_string(), e.title.to_string()])
+            .collect();
+        println!("{}", table(&["experiment", "paper", "what"], &rows));
+        return Ok(());
+    }
+    let chosen: Vec<&Experiment> = if args.experiment == "all" {
+        experiments().iter().collect()
+    } else {
+        match experiments().iter().find(|e| e.name == args.experiment) {
+            Some(e) => vec![e],
+            None => {
+                let known: Vec<&str> = experiments().iter().map(|e| e.name).collect();
+                bail!(
+                    "unknown experiment `{}`; known: all, {}",
+                    args.experiment,
+                    known.join(", ")
+                )
+            }
+        }
+    };
+    let mut ctx = Ctx {
+        live: args.live,
+        seed: args.seed,
+        progress: Progress::new(1000),
+        label: String::new(),
+    };
+    let mut outcomes = Vec::new();
+    for (i, e) in chosen.iter().enumerate() {
+        ctx.label = format!("{} ({}/{})", e.name, i + 1, chosen.len());
+        ctx.tick(0.0);
+        let started = std::time::Instant::now();
+        let mut outcome = (e.run)(&mut ctx).with_context(|| format!("experiment `{}`", e.name))?;
+        outcome
+            .notes
+            .push(format!("ran in {:.1} s", started.elapsed().as_secs_f64()));
+        outcomes.push(outcome);
+    }
+    drop(ctx);
+    if let Some(dir) = &args.out {
+        write_out(dir, &outcomes)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &outcomes)?;
+        writeln!(out)?;
+    } else {
+        for o in &outcomes {
+            print_outcome(&mut out, o)?;
+        }
+        print_summary(&mut out, &outcomes)?;
+        if let Some(dir) = &args.out {
+            writeln!(out, "results written to {}", dir.display())?;
+        }
+    }
+    Ok(())
+}
+
+impl Ctx {
+    /// Reports progress within the current experiment (0..1).
+    pub fn tick(&mut self, fraction: f64) {
+        let position = (fraction.clamp(0.0, 1.0) * 1000.0) as u64;
+        self.progress.update(position, self.label.clone());
+    }
+
+    /// Simulates `scenario` (TOML text named `file`) under each of `runs`,
+    /// one policy at a time, so a policy that cannot serve the scenario
+    /// (e.g. a static partition with fewer slots than tenants) is reported
+    /// as such instead of failing the experiment. `share` is this call's
+    /// part of the experiment's progress, starting at `from`.
+    pub fn simulate(
+        &mut self,
+        file: &str,
+        text: &str,
+        runs: &[PolicyRun],
+        (from, share): (f64, f64),
+    ) -> anyhow::Result<Vec<PolicyOutcome>> {
+        let mut scenario = Scenario::parse(text, Path::new(file))?;
+        let mut out = Vec::with_capacity(runs.len());
+        for (i, run) in runs.iter().enumerate() {
+            scenario.run.policies = vec![run.clone()];
+            let base = from + share * i as f64 / runs.len().max(1) as f64;
+            let step = share / runs.len().max(1) as f64;
+            let result = isola_sim::simulate(&scenario, &[], self.seed, |r, n, f| {
+                let position = base + step * (r as f64 + f) / n.max(1) as f64;
+                let position = (position.clamp(0.0, 1.0) * 1000.0) as u64;
+                self.progress.update(position, self.label.clone());
+            });
+            out.push(match result {
+                Ok(mut report) => PolicyOutcome {
+                    label: run.label.clone(),
+                    result: Ok(report.policies.remove(0)),
+                },
+                Err(e) => PolicyOutcome {
+                    label: run.label.clone(),
+                    result: Err(e.to_string()),
+                },
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// One policy's run of a scenario, or why it could not run.
+pub struct PolicyOutcome {
+    /// The run's label.
+    pub label: String,
+    /// Its results.
+    pub result: Result<PolicyResult, String>,
+}
+
+/// Every registered policy with its defaults, labelled by name, plus the
+/// native baseline (`fcfs` on whole tasks, labelled `native`) first.
+/// `fragment` applies to every policy but native; `params` adds
+/// experiment-specific parameters to a policy by name.
+pub fn every_policy(
+    fragment: Option<u64>,
+    params: impl Fn(&str) -> BTreeMap<String, String>,
+) -> Vec<PolicyRun> {
+    let native = PolicyRun {
+        name: "fcfs".into(),
+        label: "native".into(),
+        params: BTreeMap::new(),
+        fragment: None,
+    };
+    std::iter::once(native)
+        .chain(POLICIES.iter().map(|p| PolicyRun {
+            name: p.name.into(),
+            label: p.name.into(),
+            params: params(p.name),
+            fragment,
+        }))
+        .collect()
+}
+
+fn print_outcome(out: &mut impl Write, o: &Outcome) -> std::io::Result<()> {
+    writeln!(out, "== {}: {} ({}, {})", o.name, o.title, o.paper, o.mode)?;
+    for t in &o.tables {
+        writeln!(out, "{}", t.caption)?;
+        let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
+        writeln!(out, "{}", table(&header, &t.rows))?;
+    }
+    writeln!(out, "paper:")?;
+    for c in &o.paper_claims {
+        writeln!(out, "  - {c}")?;
+    }
+    if let Some(best) = &o.best_policy {
+        writeln!(out, "best policy here: {best}")?;
+    }
+    for (kind, checks) in [("goal", &o.goals), ("paper's direction", &o.directions)] {
+        for c in checks {
+            let verdict = if c.met { "met" } else { "NOT met" };
+            writeln!(out, "{kind}: {} -> {verdict} ({})", c.what, c.detail)?;
+        }
+    }
+    for n in &o.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    writeln!(out)
+}
+
+fn print_summary(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result<()> {
+    if outcomes.len() < 2 {
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = outcomes
+        .iter()
+        .map(|o| {
+            let met = o.goals.iter().filter(|c| c.met).count();
+            let dirs = o.directions.iter().filter(|c| c.met).count();
+            vec![
+                o.name.clone(),
+                o.best_policy.clone().unwrap_or_else(|| "-".into()),
+                format!("{met}/{}", o.goals.len()),
+                format!("{dirs}/{}", o.directions.len()),
+            ]
+        })
+        .collect();
+    writeln!(
+        out,
+        "{}",
+        table(
+            &["experiment", "best policy", "goals met", "paper directions held"],
+            &rows
+        )
+    )
+}
+
+fn write_out(dir: &Path, outcomes: &[Outcome]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("results.json");
+    std::fs::write(&path, serde_json::to_string_pretty(outcomes)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    crate::report::write_report(dir, &to_report(outcomes, &command))?;
+    Ok(())
+}
+
+/// The HTML report's view of the outcomes.
+fn to_report(outcomes: &[Outcome], command: &str) -> Report {
+    let mut summary = Vec::new();
+    for o in outcomes {
+        let checks = o.goals.iter().map(|c| ("goal", c));
+        let dirs = o.directions.iter().map(|c| ("paper's direction", c));
+        for (kind, c) in checks.chain(dirs) {
+            summary.push(SummaryRow {
+                experiment: o.name.clone(),
+                goal: format!("{kind}: {}", c.what),
+                result: c.detail.clone(),
+                met: Some(c.met),
+            });
+        }
+        if o.goals.is_empty() && o.directions.is_empty() {
+            summary.push(SummaryRow {
+                experiment: o.name.clone(),
+                goal: "(no goal checked)".into(),
+                result: o.best_policy.clone().map_or("-".into(), |b| format!("best: {b}")),
+                met: None,
+            });
+        }
+    }
+    let experiments = outcomes
+        .iter()
+        .map(|o| {
+            let verdict = |c: &Check| {
+                format!(
+                    "{} ({}): {}",
+                    c.what,
+                    if c.met { "met" } else { "not met" },
+                    c.detail
+                )
+            };
+            let findings = o
+                .best_policy
+                .iter()
+                .map(|b| format!("best policy here: {b}"))
+                .chain(o.goals.iter().map(verdict))
+                .chain(o.directions.iter().map(verdict))
+                .collect();
+            ReportExperiment {
+                name: o.name.clone(),
+                title: o.title.clone(),
+                description: format!("{} ({}). {}", o.paper, o.mode, o.notes.join("; ")),
+                paper_claims: o.paper_claims.clone(),
+                findings,
+                best_policy: o.best_policy.clone(),
+                tables: o.tables.clone(),
+                figures: o.figures.clone(),
+            }
+        })
+        .collect();
+    Report {
+        title: "Isola: the papers' experiments, every policy side by side".into(),
+        generated: Generated::here(command),
+        summary,
+        experiments,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Ctx {
+        Ctx {
+            live: false,
+            seed: None,
+            progress: Progress::new(1000),
+            label: "test".into(),
+        }
+    }
+
+    #[test]
+    fn every_registered_policy_runs_after_native() {
+        let runs = every_policy(Some(512), |name| {
+            if name == "drr" {
+                [("quantum".to_string(), "100".to_string())].into()
+            } else {
+                BTreeMap::new()
+            }
+        });
+        assert_eq!(runs[0].label, "native");
+        assert_eq!(runs[0].fragment, None);
+        assert_eq!(runs.len(), POLICIES.len() + 1);
+        for (run, info) in runs[1..].iter().zip(POLICIES) {
+            assert_eq!(run.name, info.name);
+            assert_eq!(run.fragment, Some(512));
+        }
+        assert_eq!(
+            runs.iter().find(|r| r.name == "drr").unwrap().params["quantum"],
+            "100"
+        );
+    }
+
+    #[test]
+    fn experiment_names_are_unique_and_unknown_ones_are_errors() {
+        let mut names: Vec<&str> = experiments().iter().map(|e| e.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), experiments().len());
+        let args = Args {
+            experiment: "no-such-paper".into(),
+            list: false,
+            live: false,
+            json: true,
+            out: None,
+            seed: None,
+        };
+        let err = run(&args).unwrap_err().to_string();
+        assert!(
+            err.contains("unknown experiment") && err.contains("osmosis-pu"),
+            "{err}"
+        );
+    }
+
+    /// OSMOSIS' compute mix: WLBVT is fairer than round robin over time and
+    /// finishes the Victims' flows sooner, as the paper reports; every
+    /// registered policy appears in the table (or in a note saying why not).
+    #[test]
+    fn osmosis_compute_holds_the_papers_direction() {
+        let e = experiments()
+            .iter()
+            .find(|e| e.name == "osmosis-compute")
+            .unwrap();
+        let o = (e.run)(&mut ctx()).unwrap();
+        assert!(o.best_policy.is_some());
+        assert!(!o.directions.is_empty());
+        for d in &o.directions {
+            assert!(d.met, "{}: {}", d.what, d.detail);
+        }
+        let rows = &o.tables[0].rows;
+        for p in POLICIES {
+            let listed = rows.iter().any(|r| r[0] == p.name);
+            let noted = o.notes.iter().any(|n| n.starts_with(p.name));
+            assert!(listed || noted, "{} missing", p.name);
+        }
+    }
+
+    #[test]
+    fn embedded_scenarios_parse() {
+        for (file, text) in [
+            (
+                "astraea.toml",
+                include_str!("../../../../scenarios/repro/astraea.toml"),
+            ),
+            (
+                "osmosis-compute.toml",
+                include_str!("../../../../scenarios/repro/osmosis-compute.toml"),
+            ),
+            (
+                "osmosis-io.toml",
+                include_str!("../../../../scenarios/repro/osmosis-io.toml"),
+            ),
+        ] {
+            Scenario::parse(text, file).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
+}

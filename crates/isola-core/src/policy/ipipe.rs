@@ -1,0 +1,484 @@
+//! iPipe's hybrid FCFS + DRR scheduler (Liu et al., SIGCOMM 2019, §4.2), as
+//! MTDA's paper describes it ("iPipe ... directing requests into a DRR
+//! runnable queue when latency exceeds the pre-defined threshold"; "heavy-
+//! weight actors are executed on DRR cores, while lightweight actors run on
+//! FCFS cores"), with tenants in the place of iPipe's actors.
+//!
+//! Every tenant starts in the FCFS group, served first come, first served.
+//! Each tenant's task latencies (`now - arrival`) and measured service times
+//! are kept over its last `window` completions. When an FCFS tenant's tail
+//! latency (the `percentile`-th percentile of its window) exceeds
+//! `tail_threshold`, the FCFS tenant with the highest service-time dispersion
+//! (the largest `percentile`-th percentile service time: the heavy-weight one
+//! that holds the others up) moves to the DRR group. A DRR tenant whose tail
+//! latency falls under `return_threshold` moves back to FCFS (hysteresis:
+//! `return_threshold < tail_threshold`). A free slot serves the FCFS group
+//! first, the DRR group (deficit round robin over predicted cost, weighted,
+//! `quantum`) when no FCFS tenant is ready. With no tenant in the DRR group
+//! this is plain FCFS.
+//!
+//! Choices (iPipe's cores are split between the groups; here the groups
+//! share the engine's slots):
+//! * The FCFS group has priority over the DRR group on the shared slots, as
+//!   iPipe's FCFS cores never run DRR actors. It cannot starve the DRR group
+//!   for long: FCFS load near capacity raises FCFS tail latency and the
+//!   heaviest FCFS tenant is moved out.
+//! * Dispersion is measured as the tenant's tail service time, which is
+//!   largest both for a tenant of uniformly large tasks and for one with
+//!   occasional huge ones.
+//! * Both decisions need at least `window / 4` samples (at least 1) taken
+//!   since the tenant last changed group; a move clears the windows of the
+//!   tenants it concerns (the mover, and for a demotion every FCFS tenant,
+//!   whose latencies were measured with the mover among them), so the next
+//!   decision is taken on fresh samples.
+//! * Defaults: `tail_threshold` 100 us, `percentile` 99 (iPipe's tail is the
+//!   99th percentile), `window` 128 completions, `quantum` `auto` (the
+//!   largest head seen, as `drr`), `return_threshold` `auto` = 0.8 x
+//!   `tail_threshold`.
+//! * DRR uses the tenants' weights (iPipe's actors have none; equal weights
+//!   give iPipe's plain DRR).
+
+use super::drr::DeficitRoundRobin;
+use super::fcfs::Fcfs;
+use super::registry::{PolicyInfo, PolicySetup};
+use super::PolicyError;
+use super::{Charge, HeadInfo, Policy, PolicyContext};
+use crate::params::{ParamSpec, Params};
+use crate::units::Nanos;
+use std::collections::VecDeque;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "tail_threshold",
+        default: "100000",
+        description: "tail latency (ns) above which an FCFS tenant's latency is too high: the FCFS tenant with the most dispersed service moves to DRR",
+    },
+    ParamSpec {
+        name: "percentile",
+        default: "99",
+        description: "percentile of latency (and of service time, for dispersion) that counts as the tail, in (0, 100]",
+    },
+    ParamSpec {
+        name: "window",
+        default: "128",
+        description: "completions per tenant over which the tail is measured",
+    },
+    ParamSpec {
+        name: "quantum",
+        default: "auto",
+        description: "DRR quantum (ns of predicted cost) of the lightest tenant; `auto` = the largest head seen",
+    },
+    ParamSpec {
+        name: "return_threshold",
+        default: "auto",
+        description: "tail latency (ns) under which a DRR tenant returns to FCFS; `auto` = 0.8 x tail_threshold",
+    },
+];
+
+/// Registry entry.
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "ipipe",
+    aliases: &[],
+    description: "iPipe hybrid: FCFS while tail latency is low; the most dispersed tenant moves to a DRR group when an FCFS tail exceeds the threshold, and back when its tail falls.",
+    source: "iPipe (Liu et al., SIGCOMM 2019), as described by MTDA (IEEE TSC 2024)",
+    work_conserving: true,
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    let tail_threshold = p.u64_in("tail_threshold", 1..=u64::MAX / 2)?;
+    let percentile = p.f64_at_least("percentile", 0.0)?;
+    if !(percentile > 0.0 && percentile <= 100.0) {
+        return Err(p.bad("percentile", "a number in (0, 100]").into());
+    }
+    let window = p.u64_in("window", 1..=1 << 20)? as usize;
+    let quantum = p.auto_or_positive("quantum")?;
+    let return_threshold = match p.auto_or_positive("return_threshold")? {
+        None => 0.8 * tail_threshold as f64,
+        Some(r) if r <= tail_threshold as f64 => r,
+        Some(_) => {
+            return Err(p
+                .bad(
+                    "return_threshold",
+                    "`auto` or a number of ns > 0 and <= tail_threshold",
+                )
+                .into())
+        }
+    };
+    Ok(Box::new(Ipipe::new(
+        s,
+        IpipeParams {
+            tail_threshold: tail_threshold as f64,
+            return_threshold,
+            percentile,
+            window,
+            quantum,
+        },
+    )))
+}
+
+/// iPipe's parameters (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IpipeParams {
+    /// Tail latency (ns) that moves the most dispersed FCFS tenant to DRR.
+    pub tail_threshold: f64,
+    /// Tail latency (ns) under which a DRR tenant returns to FCFS.
+    pub return_threshold: f64,
+    /// Percentile taken as the tail, in (0, 100].
+    pub percentile: f64,
+    /// Completions per tenant in the measurement window.
+    pub window: usize,
+    /// DRR quantum; `None`: the largest head seen.
+    pub quantum: Option<f64>,
+}
+
+/// The `p`-th percentile (nearest rank) of `samples`; 0 if there are none.
+/// `scratch` is reused between calls.
+fn percentile(samples: &VecDeque<Nanos>, p: f64, scratch: &mut Vec<Nanos>) -> Nanos {
+    if samples.is_empty() {
+        return 0;
+    }
+    scratch.clear();
+    scratch.extend(samples.iter().copied());
+    let rank = ((p / 100.0 * scratch.len() as f64).ceil() as usize).clamp(1, scratch.len());
+    *scratch.select_nth_unstable(rank - 1).1
+}
+
+/// iPipe state for one engine.
+pub struct Ipipe {
+    params: IpipeParams,
+    fcfs: Fcfs,
+    drr: DeficitRoundRobin,
+    in_drr: Vec<bool>,
+    /// Each ready tenant's head (to move it between the groups).
+    head: Vec<Option<HeadInfo>>,
+    /// Ready tenants in the FCFS group.
+    fcfs_ready: usize,
+    latency: Vec<VecDeque<Nanos>>,
+    service: Vec<VecDeque<Nanos>>,
+    scratch: Vec<Nanos>,
+}
+
+impl std::fmt::Debug for Ipipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ipipe")
+            .field("params", &self.params)
+            .field("in_drr", &self.in_drr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ipipe {
+    /// iPipe for `setup`'s tenants.
+    pub fn new(setup: &PolicySetup<'_>, params: IpipeParams) -> Self {
+        let n = setup.tenants.len();
+        Ipipe {
+            params,
+            fcfs: Fcfs::new(n),
+            drr: DeficitRoundRobin::new(setup, Charge::Cost, true, params.quantum),
+            in_drr: vec![false; n],
+            head: vec![None; n],
+            fcfs_ready: 0,
+            latency: vec![VecDeque::new(); n],
+            service: vec![VecDeque::new(); n],
+            scratch: Vec::with_capacity(params.window),
+        }
+    }
+
+    /// Whether `tenant` is in the DRR group.
+    pub fn in_drr(&self, tenant: usize) -> bool {
+        self.in_drr[tenant]
+    }
+
+    fn min_samples(&self) -> usize {
+        (self.params.window / 4).max(1)
+    }
+
+    fn group(&mut self, tenant: usize) -> &mut dyn Policy {
+        if self.in_drr[tenant] {
+            &mut self.drr
+        } else {
+            &mut self.fcfs
+        }
+    }
+
+    /// Moves `tenant` to the DRR group (`to_drr`) or back to FCFS, with its
+    /// head if it is ready, and clears its windows.
+    fn move_tenant(&mut self, now: Nanos, tenant: usize, to_drr: bool, cx: &PolicyContext<'_>) {
+        if self.in_drr[tenant] == to_drr {
+            return;
+        }
+        if let Some(h) = self.head[tenant] {
+            self.group(tenant).on_dispatch(now, tenant, &h, None, cx);
+            self.in_drr[tenant] = to_drr;
+            self.group(tenant).on_ready(now, tenant, &h, cx);
+            if to_drr {
+                self.fcfs_ready -= 1;
+            } else {
+                self.fcfs_ready += 1;
+            }
+        }
+        self.in_drr[tenant] = to_drr;
+        self.latency[tenant].clear();
+        self.service[tenant].clear();
+    }
+}
+
+impl Policy for Ipipe {
+    fn on_ready(&mut self, now: Nanos, tenant: usize, head: &HeadInfo, cx: &PolicyContext<'_>) {
+        self.head[tenant] = Some(*head);
+        if !self.in_drr[tenant] {
+            self.fcfs_ready += 1;
+        }
+        self.group(tenant).on_ready(now, tenant, head, cx);
+    }
+
+    fn pick(&mut self, now: Nanos, cx: &PolicyContext<'_>) -> Option<usize> {
+        if self.fcfs_ready > 0 {
+            self.fcfs.pick(now, cx)
+        } else {
+            self.drr.pick(now, cx)
+        }
+    }
+
+    fn on_dispatch(
+        &mut self,
+        now: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        next: Option<&HeadInfo>,
+        cx: &PolicyContext<'_>,
+    ) {
+        self.group(tenant).on_dispatch(now, tenant, served, next, cx);
+        self.head[tenant] = next.copied();
+        if next.is_none() && !self.in_drr[tenant] {
+            self.fcfs_ready -= 1;
+        }
+    }
+
+    fn on_complete(
+        &mut self,
+        now: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        measured: Nanos,
+        cx: &PolicyContext<'_>,
+    ) {
+        let window = self.params.window;
+        let push = |q: &mut VecDeque<Nanos>, v| {
+            if q.len() == window {
+                q.pop_front();
+            }
+            q.push_back(v);
+        };
+        push(&mut self.latency[tenant], now.saturating_sub(served.arrival));
+        push(&mut self.service[tenant], measured);
+        if self.latency[tenant].len() < self.min_samples() {
+            return;
+        }
+        let tail = percentile(&self.latency[tenant], self.params.percentile, &mut self.scratch) as f64;
+        if self.in_drr[tenant] {
+            if tail < self.params.return_threshold {
+                self.move_tenant(now, tenant, false, cx);
+            }
+            return;
+        }
+        if tail <= self.params.tail_threshold {
+            return;
+        }
+        // The FCFS tenant with the most dispersed service (ties: lowest index).
+        let p = self.params.percentile;
+        let mut culprit: Option<(usize, Nanos)> = None;
+        for t in 0..self.in_drr.len() {
+            if self.in_drr[t] || self.service[t].is_empty() {
+                continue;
+            }
+            let s = percentile(&self.service[t], p, &mut self.scratch);
+            if culprit.is_none_or(|(_, b)| s > b) {
+                culprit = Some((t, s));
+            }
+        }
+        if let Some((culprit, _)) = culprit {
+            self.move_tenant(now, culprit, true, cx);
+            for t in 0..self.in_drr.len() {
+                if !self.in_drr[t] {
+                    self.latency[t].clear();
+                    self.service[t].clear();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineId, EngineKind, EngineSpec};
+    use crate::scheduler::{Scheduler, SchedulerBuilder};
+    use crate::task::{OpSpec, Task, TaskId};
+    use crate::tenant::{Slo, TenantId};
+    use crate::AffineCost;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    fn scheduler(tenants: usize, params: &[(&str, &str)]) -> Scheduler {
+        let mut b = SchedulerBuilder::new();
+        b.engine(EngineSpec::new(
+            "e",
+            EngineKind::ProcessingUnits,
+            1,
+            Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
+        ));
+        for i in 0..tenants {
+            b.tenant(
+                format!("t{i}"),
+                Slo {
+                    queue_cap: 100_000,
+                    ..Slo::weighted(1.0)
+                },
+            );
+        }
+        let params: BTreeMap<String, String> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        b.policy("ipipe", params);
+        b.build().unwrap()
+    }
+
+    fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, cost: u64) {
+        s.submit(
+            now,
+            Task {
+                id: TaskId(id),
+                tenant: TenantId(tenant as u32),
+                engine: EngineId(0),
+                op: OpSpec::named("generic"),
+                bytes: cost,
+                arrival: now,
+                deadline: None,
+                predicted_cost: Some(cost),
+            },
+        )
+        .unwrap();
+    }
+
+    /// Serves one slot, each task taking its predicted cost, submitting what
+    /// `arrivals` gives (time, tenant, cost) when its time comes; returns
+    /// (dispatch time, task id, tenant) in order.
+    fn run(s: &mut Scheduler, arrivals: &[(Nanos, usize, u64)]) -> Vec<(Nanos, u64, usize)> {
+        let mut out = Vec::new();
+        let mut next = 0;
+        let mut now = 0;
+        loop {
+            while next < arrivals.len() && arrivals[next].0 <= now {
+                let (at, t, cost) = arrivals[next];
+                submit(s, at, next as u64, t, cost);
+                next += 1;
+            }
+            if let Some(d) = s.next(now, EngineId(0)) {
+                out.push((now, d.task.id.0, d.task.tenant.index()));
+                now += d.predicted;
+                s.complete(now, d.id, d.predicted).unwrap();
+            } else if next < arrivals.len() {
+                now = arrivals[next].0;
+            } else {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn first_come_first_served_while_latency_is_low() {
+        let mut s = scheduler(3, &[("tail_threshold", "1000000")]);
+        // Bursts from three tenants, interleaved, more than one slot can take
+        // at once: queues form, and are served in arrival order.
+        let arrivals: Vec<_> = (0..300u64)
+            .map(|k| (k / 10 * 5_000, (k * 7 % 3) as usize, 1_000 + (k % 4) * 200))
+            .collect();
+        let out = run(&mut s, &arrivals);
+        let ids: Vec<u64> = out.iter().map(|o| o.1).collect();
+        assert_eq!(ids, (0..300).collect::<Vec<_>>());
+    }
+
+    /// Tenant 1 floods 10 us tasks (twice what the slot can serve) while
+    /// tenant 0 sends a 1 us task every 25 us. Under FCFS tenant 0 waits
+    /// behind the growing flood; once tail latency passes 50 us, tenant 1
+    /// (the most dispersed service) moves to DRR and tenant 0 waits for at
+    /// most the task in service. When the flood has drained and tenant 1
+    /// sends small tasks, its tail falls and it returns to FCFS: a burst from
+    /// both tenants is then served in arrival order.
+    #[test]
+    fn a_tenant_with_a_high_tail_moves_to_drr_and_back() {
+        let mut arrivals = Vec::new();
+        for k in 0..300u64 {
+            arrivals.push((k * 5_000, 1, 10_000));
+        }
+        for k in 0..60u64 {
+            arrivals.push((1_000 + k * 25_000, 0, 1_000));
+        }
+        let calm = 4_000_000;
+        for k in 0..100u64 {
+            arrivals.push((calm + k * 10_000, (k % 2) as usize, 1_000));
+        }
+        let burst = 6_000_000;
+        for k in 0..40u64 {
+            arrivals.push((burst + k / 8 * 100, (k % 2) as usize, 1_000));
+        }
+        arrivals.sort_by_key(|a| a.0);
+        let burst_ids: Vec<u64> = (0..arrivals.len() as u64)
+            .filter(|&i| arrivals[i as usize].0 >= burst)
+            .collect();
+        let params = [("tail_threshold", "50000"), ("window", "8")];
+        let run_with = |extra: &[(&str, &str)]| {
+            let mut p = params.to_vec();
+            p.extend_from_slice(extra);
+            run(&mut scheduler(2, &p), &arrivals)
+        };
+        let wait = |o: &(Nanos, u64, usize)| o.0 - arrivals[o.1 as usize].0;
+        let light_waits = |out: &[(Nanos, u64, usize)]| -> Vec<Nanos> {
+            out.iter().filter(|o| o.2 == 0 && o.0 < calm).map(wait).collect()
+        };
+        let burst_order = |out: &[(Nanos, u64, usize)]| -> Vec<u64> {
+            out.iter().filter(|o| o.0 >= burst).map(|o| o.1).collect()
+        };
+
+        let out = run_with(&[]);
+        let waits = light_waits(&out);
+        assert_eq!(waits.len(), 60);
+        // FCFS at first: tenant 0 waits behind more than one flood task...
+        assert!(waits[..3].iter().any(|&w| w > 10_000), "{waits:?}");
+        // ...then only for the task in service.
+        assert!(waits[5..].iter().all(|&w| w <= 10_000), "{waits:?}");
+        // Tenant 1 came back: the burst is served in arrival order.
+        assert_eq!(burst_order(&out), burst_ids);
+
+        // Controls. A threshold nobody reaches keeps FCFS: tenant 0 waits
+        // behind the whole flood.
+        let fcfs = run_with(&[("tail_threshold", "1000000000")]);
+        assert!(light_waits(&fcfs)[30..].iter().all(|&w| w > 100_000));
+        assert_eq!(burst_order(&fcfs), burst_ids);
+        // Without the way back, tenant 1 stays in DRR and the FCFS group
+        // (tenant 0) goes first in the burst.
+        let stuck = run_with(&[("return_threshold", "1")]);
+        assert_ne!(burst_order(&stuck), burst_ids);
+        let first_half: Vec<usize> = stuck
+            .iter()
+            .filter(|o| o.0 >= burst)
+            .take(20)
+            .map(|o| o.2)
+            .collect();
+        assert!(first_half.iter().all(|&t| t == 0), "{first_half:?}");
+    }
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let q: VecDeque<Nanos> = (1..=100).rev().collect();
+        let mut scratch = Vec::new();
+        assert_eq!(percentile(&q, 99.0, &mut scratch), 99);
+        assert_eq!(percentile(&q, 100.0, &mut scratch), 100);
+        assert_eq!(percentile(&q, 50.0, &mut scratch), 50);
+        assert_eq!(percentile(&VecDeque::new(), 99.0, &mut scratch), 0);
+    }
+}
