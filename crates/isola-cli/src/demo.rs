@@ -89,6 +89,11 @@ pub struct PolicyResult {
     pub overhead_ratio: f64,
     /// Bandwidth tenant's throughput while sharing, over its solo throughput.
     pub bandwidth_vs_solo: f64,
+    /// Bandwidth tenant's share of the engine while the latency tenant runs,
+    /// over its share alone: its bandwidth against solo while they share
+    /// (the whole-run figure above hides the loss: the latency tenant's
+    /// tasks overlap only the first few percent of the bandwidth tenant's).
+    pub bandwidth_while_sharing: f64,
     /// The solo measurements this row's SLAs were judged against.
     solo: SoloReference,
 }
@@ -252,7 +257,8 @@ pub fn experiment(args: &Args) -> anyhow::Result<DemoReport> {
         let solo = SoloReference {
             ls_service_ns: median(ls_alone.iter().map(|c| c.service_ns)),
             bs_service_ns: median(bs_alone.iter().flatten().map(|c| c.service_ns)),
-            bs_throughput_bps: median_f64(bs_alone.iter().map(|run| throughput(run))),
+            bs_throughput_bps: median(bs_alone.iter().map(|run| throughput(run))),
+            bs_engine_share: median(bs_alone.iter().map(|run| engine_share(run, span(run)))),
         };
         let both = run(&mode, &format!("{name}: both tenants"), &[ls_loop(0), bs_loop(1)])?;
         policies.insert(name.to_string(), evaluate(&both, solo, overhead_ratio)?);
@@ -317,16 +323,11 @@ fn runtime(
     Ok(b.start()?)
 }
 
-fn median(values: impl Iterator<Item = Nanos>) -> Nanos {
-    let mut v: Vec<Nanos> = values.collect();
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
-}
-
-fn median_f64(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
+/// The median (the upper one of an even count; the default when empty).
+fn median<T: Copy + Default + PartialOrd>(values: impl Iterator<Item = T>) -> T {
+    let mut v: Vec<T> = values.collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
 fn quantile(sorted: &[Nanos], q: f64) -> Nanos {
@@ -352,6 +353,30 @@ struct SoloReference {
     bs_service_ns: Nanos,
     /// The bandwidth tenant's throughput (median over its solo runs).
     bs_throughput_bps: f64,
+    /// The bandwidth tenant's share of the engine's time when alone.
+    bs_engine_share: f64,
+}
+
+/// First submission to last completion of `done`.
+fn span(done: &[Completion]) -> (Nanos, Nanos) {
+    let first = done.iter().map(|c| c.submitted_ns).min().unwrap_or(0);
+    let last = done.iter().map(|c| c.finished_ns).max().unwrap_or(0);
+    (first, last)
+}
+
+/// The share of `(from, to)` that `done`'s tasks kept the engine busy, each
+/// task's service spread evenly over its start-to-finish interval.
+fn engine_share(done: &[Completion], (from, to): (Nanos, Nanos)) -> f64 {
+    let busy: f64 = done
+        .iter()
+        .map(|c| {
+            let start = c.started_ns.unwrap_or(c.submitted_ns);
+            let (lo, hi) = (start.max(from), c.finished_ns.min(to));
+            let length = c.finished_ns.saturating_sub(start).max(1);
+            c.service_ns as f64 * hi.saturating_sub(lo) as f64 / length as f64
+        })
+        .sum();
+    busy / to.saturating_sub(from).max(1) as f64
 }
 
 /// Both tenants' results. A task violates its SLA when it completed later
@@ -388,10 +413,13 @@ fn evaluate(
         );
     }
     let bandwidth_vs_solo = tenants[BS].throughput_bps / solo.bs_throughput_bps.max(f64::MIN_POSITIVE);
+    let bandwidth_while_sharing =
+        engine_share(&both[1], span(&both[0])) / solo.bs_engine_share.max(f64::MIN_POSITIVE);
     Ok(PolicyResult {
         tenants,
         overhead_ratio,
         bandwidth_vs_solo,
+        bandwidth_while_sharing,
         solo,
     })
 }
@@ -429,6 +457,7 @@ fn print_report(out: &mut impl Write, r: &DemoReport) -> std::io::Result<()> {
                 duration(bs.latency_ns.p50 as f64),
                 duration(bs.latency_ns.p99 as f64),
                 format!("{:.2}", p.bandwidth_vs_solo),
+                format!("{:.2}", p.bandwidth_while_sharing),
                 format!("{:.3}", p.overhead_ratio),
             ]
         })
@@ -442,6 +471,7 @@ fn print_report(out: &mut impl Write, r: &DemoReport) -> std::io::Result<()> {
         "BS p50",
         "BS p99",
         "BS bw/solo",
+        "BS bw/solo while LS runs",
         "alone/native",
     ];
     writeln!(out, "{}", table(&header, &rows))?;

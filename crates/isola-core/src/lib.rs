@@ -25,7 +25,8 @@
 //! let mut s = b.build().unwrap();
 //! let op = OpSpec::named("generic");
 //! s.submit(0, Task { id: TaskId(1), tenant: a, engine: acc, op, bytes: 64,
-//!                    arrival: 0, deadline: None, predicted_cost: None }).unwrap();
+//!                    arrival: 0, deadline: None, predicted_cost: None,
+//!                    whole_cost: None }).unwrap();
 //! let d = s.next(0, acc).unwrap();
 //! let done = s.complete(1_000, d.id, 1_000).unwrap();
 //! assert_eq!(done.completed - done.arrival, 1_000);

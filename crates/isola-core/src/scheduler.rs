@@ -421,12 +421,13 @@ impl EngineState {
     /// Tenant `t`'s channel is non-empty and not ready: make it ready if its
     /// limit lets its head go at `now`, else throttle it until it does.
     fn admit_head(&mut self, now: Nanos, t: usize) {
-        let Some(head) = self.channels[t].head().map(|q| q.head) else {
+        let Some((head, continues)) = self.channels[t].head().map(|q| (q.head, q.index > 0)) else {
             self.state[t] = ChannelState::Empty;
             return;
         };
         match &self.limit[t] {
-            Some(l) if !l.conforms(now) => {
+            // The rest of a task already started is not held to an ops limit.
+            Some(l) if !l.conforms(now) && (l.paces_pieces() || !continues) => {
                 self.state[t] = ChannelState::Throttled;
                 self.throttled.set(t, HeapKey::new(l.ready_at() as f64, head.seq));
             }
@@ -530,7 +531,7 @@ impl EngineState {
             arrival: task.arrival,
             bytes,
             cost,
-            task_cost: total,
+            task_cost: task.whole_cost.unwrap_or(total),
         }
     }
 
@@ -565,6 +566,7 @@ impl EngineState {
     fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Option<Taken> {
         let q = self.channels[t].head()?;
         let head = q.head;
+        let first = q.index == 0;
         let last = q.index + 1 >= q.count;
         let taken = if last {
             let q = self.channels[t].pop()?;
@@ -611,12 +613,12 @@ impl EngineState {
         // against the tenant by pushing its limit further into the future.
         if reason != DispatchReason::LimitBreak {
             if let Some(l) = &mut self.limit[t] {
-                l.charge(now, head.bytes);
+                l.charge_piece(now, head.bytes, first);
             }
         }
         if reason == DispatchReason::Reservation {
             if let Some(r) = &mut self.reservation[t] {
-                r.charge_from(self.ready_since[t], head.bytes);
+                r.charge_piece(self.ready_since[t], head.bytes, first);
             }
             self.stats[t].reserved_dispatches += 1;
         }
@@ -625,9 +627,10 @@ impl EngineState {
         self.busy += 1;
         self.stats[t].dispatched += 1;
         let next = self.channels[t].head().map(|n| n.head);
+        let continues = self.channels[t].head().is_some_and(|q| q.index > 0);
         let stays_ready = match (&next, &self.limit[t]) {
             (None, _) => false,
-            (Some(_), Some(l)) => l.conforms(now),
+            (Some(_), Some(l)) => l.conforms(now) || (continues && !l.paces_pieces()),
             (Some(_), None) => true,
         };
         if stays_ready {

@@ -66,6 +66,24 @@ impl RateShaper {
     pub fn charge_from(&mut self, floor: Nanos, bytes: Bytes) {
         self.tat = self.tat.max(floor as f64) + self.unit.units_of(bytes) * self.nanos_per_unit;
     }
+
+    /// Whether every piece of a task is held to the rate (bytes), or only a
+    /// task's first (operations: the rest of a started task may follow).
+    #[inline]
+    pub fn paces_pieces(&self) -> bool {
+        self.unit == RateUnit::BytesPerSec
+    }
+
+    /// Records one piece of a task (an engine's fragment) as `charge_from`
+    /// does: its bytes for a byte rate; for an ops rate one operation for
+    /// the task's `first` piece and nothing for the others, since a task
+    /// the engine fragments is still one operation of its tenant's.
+    #[inline]
+    pub fn charge_piece(&mut self, floor: Nanos, bytes: Bytes, first: bool) {
+        if first || self.unit == RateUnit::BytesPerSec {
+            self.charge_from(floor, bytes);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -51,6 +51,11 @@ pub struct Task {
     /// Predicted service time on its engine. `None` lets the scheduler fill it
     /// in from the engine's cost model at submit.
     pub predicted_cost: Option<Nanos>,
+    /// For a piece of a larger task that the driver split itself (the live
+    /// runtime's subtasks): the whole task's predicted cost, against which
+    /// latency objectives are judged (with `arrival` the whole task's
+    /// arrival). `None` for a task submitted whole.
+    pub whole_cost: Option<Nanos>,
 }
 
 /// A contiguous byte range of a task, served as its own dispatch. Subtasks of

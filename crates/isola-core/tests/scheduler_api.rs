@@ -16,6 +16,7 @@ fn task(id: u64, tenant: u32, engine: u32, op: &str) -> Task {
         arrival: 0,
         deadline: None,
         predicted_cost: None,
+        whole_cost: None,
     }
 }
 
@@ -210,4 +211,57 @@ fn reservation_phase_respects_static_partition() {
     assert!(s.next(0, EngineId(0)).is_none(), "tenant a owns one slot");
     s.submit(1, task(10, 1, 0, "x")).unwrap();
     assert_eq!(s.next(1, EngineId(0)).unwrap().task.tenant, TenantId(1));
+}
+
+/// An ops/s limit counts tasks, not the fragments an engine cuts them into:
+/// a 4 KiB task in 256 B fragments goes out whole under a limit of one task
+/// per millisecond, and the next task waits for the limit.
+#[test]
+fn an_ops_limit_charges_one_operation_per_fragmented_task() {
+    let mut b = SchedulerBuilder::new();
+    let e = b.engine(
+        EngineSpec::new(
+            "dma",
+            EngineKind::Dma,
+            1,
+            Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
+        )
+        .with_fragment(Some(256)),
+    );
+    let t = b.tenant(
+        "a",
+        Slo {
+            limit: Some(isola_core::RateSpec {
+                rate: isola_core::Rate::ops_per_sec(1_000.0).unwrap(),
+                burst: 0.0,
+            }),
+            ..Slo::default()
+        },
+    );
+    let mut s = b.build().unwrap();
+    for id in 0..2 {
+        s.submit(
+            0,
+            Task {
+                bytes: 4096,
+                ..task(id, t.0, e.0, "dma")
+            },
+        )
+        .unwrap();
+    }
+    let mut now = 0;
+    let mut fragments = 0;
+    while let Some(d) = s.next(now, e) {
+        assert_eq!(
+            d.task.id,
+            TaskId(0),
+            "the second task went at {now} ns, inside the limit"
+        );
+        now += 10;
+        s.complete(now, d.id, 10).unwrap();
+        fragments += 1;
+    }
+    assert_eq!(fragments, 16);
+    assert_eq!(s.next_wakeup(), Some(1_000_000));
+    assert_eq!(s.next(1_000_000, e).map(|d| d.task.id), Some(TaskId(1)));
 }

@@ -358,9 +358,12 @@ impl Dispatcher {
             engine: isola_core::EngineId(job.engine as u32),
             op: Arc::clone(&job.op_spec),
             bytes,
-            arrival: now,
+            // A subtask belongs to the task the tenant submitted: it arrived
+            // then, and latency objectives are judged on the whole task.
+            arrival: job.submitted_ns.min(now),
             deadline: None,
             predicted_cost: Some(predicted),
+            whole_cost: part.map(|_| job.predicted_ns),
         };
         if let Err(rejection) = scheduler.submit(now, task) {
             // Channel caps are enforced at submit by the tenant's handle;

@@ -28,7 +28,8 @@ pub use sim::{run_policy, SimError};
 
 /// Runs every policy of `scenario` (or only `policies`, by label or name)
 /// with `seed` (or the scenario's), adding solo runs for slowdowns and Fair2
-/// when the scenario asks for them. `progress` hears (run index, runs, fraction).
+/// when the scenario asks for them (each tenant alone, natively: FCFS on
+/// whole tasks, once for all policies). `progress` hears (run index, runs, fraction).
 pub fn simulate(
     scenario: &Scenario,
     policies: &[String],
@@ -48,21 +49,30 @@ pub fn simulate(
     };
     let n = scenario.tenants.len();
     let solo_runs = if scenario.run.solo { n } else { 0 };
-    let total = runs.len() * (1 + solo_runs);
+    let total = runs.len() + solo_runs;
     let mut done = 0;
+    // Each tenant alone, natively (FCFS on whole tasks): the reference for
+    // every policy's slowdowns, so a policy that confines a tenant even
+    // when it is alone (a static partition) is not judged against itself.
+    let native = scenario::PolicyRun {
+        name: "fcfs".into(),
+        label: "alone".into(),
+        params: Default::default(),
+        fragment: None,
+    };
+    let mut alone = Vec::with_capacity(solo_runs);
+    for t in 0..solo_runs {
+        let mut tick = |f: f64| progress(done, total, f);
+        let solo = run_policy(scenario, &native, seed, Some(t), Some(&mut tick))?;
+        alone.push(solo.tenants[t].latency_ns.mean);
+        done += 1;
+    }
     let mut out = Vec::new();
     for p in runs {
         let mut tick = |f: f64| progress(done, total, f);
         let mut result = run_policy(scenario, p, seed, None, Some(&mut tick))?;
         done += 1;
         if scenario.run.solo {
-            let mut alone = Vec::with_capacity(n);
-            for t in 0..n {
-                let mut tick = |f: f64| progress(done, total, f);
-                let solo = run_policy(scenario, p, seed, Some(t), Some(&mut tick))?;
-                alone.push(solo.tenants[t].latency_ns.mean);
-                done += 1;
-            }
             let shared: Vec<f64> = result.tenants.iter().map(|t| t.latency_ns.mean).collect();
             for (t, r) in result.tenants.iter_mut().enumerate() {
                 r.slowdown = (alone[t] > 0.0).then(|| shared[t] / alone[t]);

@@ -215,8 +215,13 @@ struct Sim<'a> {
     matching: Option<MatchingEngine>,
     service: WindowedService,
     bytes_done: Vec<Vec<f64>>,
-    /// Per window, per tenant: latencies of the tasks completed in it.
-    window_latency: Vec<Vec<LatencyHistogram>>,
+    /// Per tenant: latencies of the tasks completed in the current window
+    /// (`latency_window`); completions come in time order, so a window is
+    /// done once a later one starts, and only its p99s are kept.
+    window_latency: Vec<LatencyHistogram>,
+    latency_window: usize,
+    /// Per finished window, per tenant: the 99th-percentile latency.
+    window_p99: Vec<Vec<Nanos>>,
     events_done: u64,
     timers: Vec<Timer>,
     finished: Vec<Finished>,
@@ -328,6 +333,8 @@ impl<'a> Sim<'a> {
             service: WindowedService::new(scenario.run.window, n),
             bytes_done: Vec::new(),
             window_latency: Vec::new(),
+            latency_window: 0,
+            window_p99: Vec::new(),
             events_done: 0,
             timers: Vec::new(),
             finished: Vec::new(),
@@ -453,6 +460,7 @@ impl<'a> Sim<'a> {
             arrival: self.now,
             deadline: None,
             predicted_cost: Some(predicted.round() as Nanos),
+            whole_cost: None,
         };
         if self.sched.submit(self.now, task).is_err() {
             // Typed rejection (a full channel): count it; the job ends here.
@@ -513,8 +521,20 @@ impl<'a> Sim<'a> {
         self.timers.clear();
     }
 
+    /// Schedules a wake-up for the earliest time an engine with a free slot
+    /// may have work without another event (a throttled tenant released, a
+    /// policy period). Engines whose slots are all busy are left out: their
+    /// next completion dispatches anyway, and a release time already past
+    /// on a full engine would otherwise wake the simulation at the same
+    /// instant forever.
     fn arm_wakeup(&mut self) {
-        if let Some(w) = self.sched.next_wakeup() {
+        let sched = &self.sched;
+        let next = (0..sched.engine_count())
+            .map(|e| EngineId(e as u32))
+            .filter(|&e| sched.engine(e).is_some_and(|spec| sched.busy(e) < spec.slots))
+            .filter_map(|e| sched.next_wakeup_of(e))
+            .min();
+        if let Some(w) = next {
             let w = w.max(self.now);
             if self.wakeup_at.is_none_or(|p| w < p || p < self.now) {
                 self.wakeup_at = Some(w);
@@ -588,11 +608,29 @@ impl<'a> Sim<'a> {
             self.bytes_done.push(vec![0.0; self.tenants.len()]);
         }
         self.bytes_done[w][job.tenant] += job.bytes as f64;
-        while self.window_latency.len() <= w {
-            self.window_latency
-                .push(vec![LatencyHistogram::new(); self.tenants.len()]);
+        if w != self.latency_window {
+            self.close_latency_window();
+            self.latency_window = w;
         }
-        self.window_latency[w][job.tenant].record(self.now.saturating_sub(job.arrival));
+        if self.window_latency.is_empty() {
+            self.window_latency = vec![LatencyHistogram::new(); self.tenants.len()];
+        }
+        self.window_latency[job.tenant].record(self.now.saturating_sub(job.arrival));
+    }
+
+    /// Keeps the current window's per-tenant p99s and starts afresh.
+    fn close_latency_window(&mut self) {
+        if self.window_latency.is_empty() {
+            return;
+        }
+        let w = self.latency_window;
+        if self.window_p99.len() <= w {
+            self.window_p99.resize(w + 1, Vec::new());
+        }
+        self.window_p99[w] = self.window_latency.iter().map(|h| h.quantile(0.99)).collect();
+        for h in &mut self.window_latency {
+            *h = LatencyHistogram::new();
+        }
     }
 
     fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
@@ -634,7 +672,8 @@ impl<'a> Sim<'a> {
         Ok(self.results())
     }
 
-    fn results(self) -> PolicyResult {
+    fn results(mut self) -> PolicyResult {
+        self.close_latency_window();
         let interval = self.horizon.unwrap_or(self.last_completion).max(1);
         let scenario = self.scenario;
         let n = scenario.tenants.len();
@@ -719,7 +758,13 @@ impl<'a> Sim<'a> {
                         .collect(),
                     engine_share: shares,
                     p99_ns: (0..n)
-                        .map(|t| self.window_latency.get(w).map_or(0, |h| h[t].quantile(0.99)))
+                        .map(|t| {
+                            self.window_p99
+                                .get(w)
+                                .and_then(|p| p.get(t))
+                                .copied()
+                                .unwrap_or(0)
+                        })
                         .collect(),
                 }
             })

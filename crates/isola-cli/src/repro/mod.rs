@@ -8,6 +8,7 @@
 //! This module drives runs and formats outcomes; what an experiment
 //! measures and how it picks its best policy is in `experiments.rs`.
 
+mod aaas;
 mod experiments;
 mod mtda;
 
@@ -32,8 +33,10 @@ pub struct Args {
     /// List the experiments and exit.
     #[arg(long)]
     list: bool,
-    /// Run live, on real operators, the experiments that can be (astraea);
-    /// the others are simulated.
+    /// Run live, on real operators on this machine's cores, the experiments
+    /// whose engines and operators all exist for real (astraea as `isola
+    /// demo`; the MTDA and OSMOSIS compute mixes on the real applications);
+    /// the others are simulated, with the reason noted.
     #[arg(long)]
     live: bool,
     /// Print one JSON object with every outcome instead of the tables.
@@ -69,6 +72,8 @@ pub struct Ctx {
     pub seed: Option<u64>,
     progress: Progress,
     label: String,
+    /// Why scenarios of the current experiment ran simulated under `--live`.
+    fell_back: Vec<String>,
 }
 
 /// A goal of the milestone or a paper's claim, checked on our figures.
@@ -144,13 +149,20 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         seed: args.seed,
         progress: Progress::new(1000),
         label: String::new(),
+        fell_back: Vec::new(),
     };
     let mut outcomes = Vec::new();
     for (i, e) in chosen.iter().enumerate() {
         ctx.label = format!("{} ({}/{})", e.name, i + 1, chosen.len());
         ctx.tick(0.0);
         let started = std::time::Instant::now();
+        ctx.fell_back.clear();
         let mut outcome = (e.run)(&mut ctx).with_context(|| format!("experiment `{}`", e.name))?;
+        if !ctx.fell_back.is_empty() {
+            outcome.mode = "simulated".into();
+            ctx.fell_back.dedup();
+            outcome.notes.append(&mut ctx.fell_back);
+        }
         outcome
             .notes
             .push(format!("ran in {:.1} s", started.elapsed().as_secs_f64()));
@@ -183,11 +195,13 @@ impl Ctx {
         self.progress.update(position, self.label.clone());
     }
 
-    /// Simulates `scenario` (TOML text named `file`) under each of `runs`,
-    /// one policy at a time, so a policy that cannot serve the scenario
-    /// (e.g. a static partition with fewer slots than tenants) is reported
-    /// as such instead of failing the experiment. `share` is this call's
-    /// part of the experiment's progress, starting at `from`.
+    /// Runs `scenario` (TOML text named `file`) under each of `runs`, one
+    /// policy at a time, so a policy that cannot serve the scenario (e.g. a
+    /// static partition with fewer slots than tenants) is reported as such
+    /// instead of failing the experiment. Simulated, or with `--live` on
+    /// real operators when every engine and workload can run live (else
+    /// simulated, with the reason noted). `share` is this call's part of
+    /// the experiment's progress, starting at `from`.
     pub fn simulate(
         &mut self,
         file: &str,
@@ -196,25 +210,32 @@ impl Ctx {
         (from, share): (f64, f64),
     ) -> anyhow::Result<Vec<PolicyOutcome>> {
         let mut scenario = Scenario::parse(text, Path::new(file))?;
+        let live = self.live
+            && match crate::live::check_live(&scenario) {
+                Ok(()) => true,
+                Err(e) => {
+                    self.fell_back.push(format!("simulated, not live: {e:#}"));
+                    false
+                }
+            };
         let mut out = Vec::with_capacity(runs.len());
         for (i, run) in runs.iter().enumerate() {
             scenario.run.policies = vec![run.clone()];
             let base = from + share * i as f64 / runs.len().max(1) as f64;
             let step = share / runs.len().max(1) as f64;
-            let result = isola_sim::simulate(&scenario, &[], self.seed, |r, n, f| {
+            let (progress, label) = (&mut self.progress, &self.label);
+            let mut tick = |r: usize, n: usize, f: f64| {
                 let position = base + step * (r as f64 + f) / n.max(1) as f64;
-                let position = (position.clamp(0.0, 1.0) * 1000.0) as u64;
-                self.progress.update(position, self.label.clone());
-            });
-            out.push(match result {
-                Ok(mut report) => PolicyOutcome {
-                    label: run.label.clone(),
-                    result: Ok(report.policies.remove(0)),
-                },
-                Err(e) => PolicyOutcome {
-                    label: run.label.clone(),
-                    result: Err(e.to_string()),
-                },
+                progress.update((position.clamp(0.0, 1.0) * 1000.0) as u64, label.clone());
+            };
+            let result = if live {
+                crate::live::run_live(&scenario, &[], self.seed, &mut tick).map_err(|e| format!("{e:#}"))
+            } else {
+                isola_sim::simulate(&scenario, &[], self.seed, &mut tick).map_err(|e| e.to_string())
+            };
+            out.push(PolicyOutcome {
+                label: run.label.clone(),
+                result: result.map(|mut report| report.policies.remove(0)),
             });
         }
         Ok(out)
@@ -387,6 +408,7 @@ mod tests {
             seed: None,
             progress: Progress::new(1000),
             label: "test".into(),
+            fell_back: Vec::new(),
         }
     }
 

@@ -83,7 +83,9 @@ impl LatencyHistogram {
         let mut points: Vec<(Nanos, f64)> = (1..50)
             .map(|i| i as f64 / 50.0)
             .chain([0.99, 0.999])
-            .map(|q| (self.hist.value_at_quantile(q), q))
+            // A bucket's upper bound can pass the exact maximum: clamp, so
+            // the points never step backwards.
+            .map(|q| (self.hist.value_at_quantile(q).min(self.max), q))
             .collect();
         points.push((self.max, 1.0));
         points
@@ -126,5 +128,20 @@ mod tests {
         }
         assert_eq!(s.mean, 5000.5, "the mean is exact");
         assert_eq!(LatencyHistogram::new().summary(), LatencySummary::default());
+    }
+
+    #[test]
+    fn cdf_points_never_step_backwards_and_end_at_the_maximum() {
+        let mut h = LatencyHistogram::new();
+        for v in [201_116u64, 150_000, 90_000, 201_000, 5, 77_777] {
+            h.record(v);
+        }
+        let cdf = h.cdf();
+        assert!(
+            cdf.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1),
+            "{cdf:?}"
+        );
+        assert_eq!(cdf.last(), Some(&(201_116, 1.0)));
+        assert!(LatencyHistogram::new().cdf().is_empty());
     }
 }

@@ -515,6 +515,7 @@ mod tests {
                 arrival: now,
                 deadline: None,
                 predicted_cost: None,
+                whole_cost: None,
             },
         )
         .unwrap();

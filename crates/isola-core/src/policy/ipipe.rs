@@ -14,15 +14,16 @@
 //! latency falls under `return_threshold` moves back to FCFS (hysteresis:
 //! `return_threshold < tail_threshold`). A free slot serves the FCFS group
 //! first, the DRR group (deficit round robin over predicted cost, weighted,
-//! `quantum`) when no FCFS tenant is ready. With no tenant in the DRR group
-//! this is plain FCFS.
+//! `quantum`); the groups take turns while both have work. With no tenant
+//! in the DRR group this is plain FCFS.
 //!
 //! Choices (iPipe's cores are split between the groups; here the groups
 //! share the engine's slots):
-//! * The FCFS group has priority over the DRR group on the shared slots, as
-//!   iPipe's FCFS cores never run DRR actors. It cannot starve the DRR group
-//!   for long: FCFS load near capacity raises FCFS tail latency and the
-//!   heaviest FCFS tenant is moved out.
+//! * iPipe gives each group cores of its own; here the groups share the
+//!   engine's slots and, while both have work, take turns (one dispatch
+//!   each, a group at most 4 turns ahead), so a steady FCFS load cannot
+//!   starve a demoted tenant (whose return needs its own completions), and
+//!   a DRR backlog cannot hold up the FCFS tenants by more than a task.
 //! * Dispersion is measured as the tenant's tail service time, which is
 //!   largest both for a tenant of uniformly large tasks and for one with
 //!   occasional huge ones.
@@ -158,7 +159,15 @@ pub struct Ipipe {
     latency: Vec<VecDeque<Nanos>>,
     service: Vec<VecDeque<Nanos>>,
     scratch: Vec<Nanos>,
+    /// FCFS minus DRR dispatches made while both groups had work: the next
+    /// contended pick goes to the DRR group when it is below zero.
+    turns: i64,
+    /// Whether the last pick was made with both groups ready.
+    contended: bool,
 }
+
+/// How far one group may get ahead of the other in turns.
+const MAX_TURN_DEBT: i64 = 4;
 
 impl std::fmt::Debug for Ipipe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -183,6 +192,8 @@ impl Ipipe {
             latency: vec![VecDeque::new(); n],
             service: vec![VecDeque::new(); n],
             scratch: Vec::with_capacity(params.window),
+            turns: 0,
+            contended: false,
         }
     }
 
@@ -235,10 +246,20 @@ impl Policy for Ipipe {
     }
 
     fn pick(&mut self, now: Nanos, cx: &PolicyContext<'_>) -> Option<usize> {
-        if self.fcfs_ready > 0 {
-            self.fcfs.pick(now, cx)
+        let drr_ready = (0..self.head.len()).any(|t| self.in_drr[t] && self.head[t].is_some());
+        if self.fcfs_ready == 0 {
+            return self.drr.pick(now, cx);
+        }
+        if !drr_ready {
+            return self.fcfs.pick(now, cx);
+        }
+        // Both groups have work. iPipe runs them on cores of their own; on
+        // shared slots they take turns, so neither can starve the other.
+        self.contended = true;
+        if self.turns < 0 {
+            self.drr.pick(now, cx).or_else(|| self.fcfs.pick(now, cx))
         } else {
-            self.drr.pick(now, cx)
+            self.fcfs.pick(now, cx)
         }
     }
 
@@ -250,6 +271,12 @@ impl Policy for Ipipe {
         next: Option<&HeadInfo>,
         cx: &PolicyContext<'_>,
     ) {
+        if std::mem::take(&mut self.contended) {
+            // FCFS turns count up, DRR turns down; bounded, so a group that
+            // was alone for a while cannot then monopolise the slots.
+            let step = if self.in_drr[tenant] { -1 } else { 1 };
+            self.turns = (self.turns + step).clamp(-MAX_TURN_DEBT, MAX_TURN_DEBT);
+        }
         self.group(tenant).on_dispatch(now, tenant, served, next, cx);
         self.head[tenant] = next.copied();
         if next.is_none() && !self.in_drr[tenant] {
@@ -359,6 +386,7 @@ mod tests {
                 arrival: now,
                 deadline: None,
                 predicted_cost: Some(cost),
+                whole_cost: None,
             },
         )
         .unwrap();
@@ -470,6 +498,27 @@ mod tests {
             .map(|o| o.2)
             .collect();
         assert!(first_half.iter().all(|&t| t == 0), "{first_half:?}");
+    }
+
+    /// A demoted tenant is not starved by a steady FCFS load: tenant 0's
+    /// 1 us tasks arrive as fast as the slot serves them, so it always has
+    /// work; tenant 1 sends a 200 us task every ms and is moved to DRR by
+    /// the tail it causes. Each of its tasks still goes within one of
+    /// tenant 0's tasks plus one of its own (before the groups took turns,
+    /// it got one task in 200 ms).
+    #[test]
+    fn a_demoted_tenant_is_not_starved_by_a_steady_fcfs_load() {
+        let mut arrivals: Vec<(Nanos, usize, u64)> = (0..40_000u64).map(|k| (k * 1_000, 0, 1_000)).collect();
+        arrivals.extend((0..30u64).map(|k| (500 + k * 1_000_000, 1, 200_000)));
+        arrivals.sort_by_key(|a| a.0);
+        let out = run(&mut scheduler(2, &[]), &arrivals);
+        let heavy: Vec<Nanos> = out
+            .iter()
+            .filter(|o| o.2 == 1)
+            .map(|o| o.0 - arrivals[o.1 as usize].0)
+            .collect();
+        assert_eq!(heavy.len(), 30);
+        assert!(heavy.iter().all(|&w| w <= 201_000), "{heavy:?}");
     }
 
     #[test]

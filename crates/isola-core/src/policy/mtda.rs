@@ -21,13 +21,16 @@
 //! * `Req_i`: requests of tenant `i`'s virtual channel in the current credit
 //!   period: those dispatched since the period began plus those still queued
 //!   (one per dispatch: a fragmented task counts once per fragment).
-//! * `CM_i`, the tenant's "multicore processor occupancy": its measured
-//!   service time (slot x ns, from completions) in the current credit period
-//!   over the time elapsed in it, i.e. the average number of slots it
-//!   occupied, scaled to `cores`; the previous period's value while no time
-//!   has elapsed. `CM` is `cores`, by default the engine's slots (the
-//!   paper's "quantity of programmable processors"), so `CM_i <= CM` as in
-//!   constraint (5).
+//! * `CM_i`, the tenant's "multicore processor occupancy": the cores it is
+//!   allotted, its weighted share of `cores` among the tenants with
+//!   requests in the period (`w_i x CM / sum w`). Algorithm 2 takes
+//!   `core[N]` as an input beside `acc[N][M]`, an allotment rather than a
+//!   measurement; measuring occupancy instead puts what a tenant already
+//!   holds in the exponent of eq. 7, so the tenant with the costliest
+//!   requests earns exponentially more credits and holds ever more cores
+//!   (tried first: it gave one of four equal-rate tenants 91% of the cores).
+//!   `CM` is `cores`, by default the engine's slots (the paper's "quantity
+//!   of programmable processors"), so `sum CM_i <= CM` as in constraint (5).
 //! * `ACC_t^i`: each policy instance serves one engine, so `M = 1`:
 //!   `ACC^i = 1` when tenant `i` has requests for this engine in the period
 //!   (it relies on it), else 0, and the denominator's `sum_t ACC_t = M = 1`.
@@ -124,7 +127,8 @@ pub struct Mtda {
     period: Nanos,
     total: f64,
     cores: f64,
-    slots: f64,
+    /// Tenants' weights (their core allotment `CM_i` is their share).
+    weights: Vec<f64>,
     /// Last allocation (`credit` in Algorithm 1).
     credit: Vec<f64>,
     /// Credits left (`currentCredit`).
@@ -139,11 +143,8 @@ pub struct Mtda {
     started: bool,
     period_start: Nanos,
     period_end: Nanos,
-    /// Dispatches and measured service (ns) in this credit period.
+    /// Dispatches in this credit period.
     dispatched: Vec<u64>,
-    busy: Vec<u64>,
-    /// Occupancy of the last period that measured any time.
-    last_cm: Vec<f64>,
     reallocations: u64,
 }
 
@@ -156,7 +157,7 @@ impl Mtda {
             period,
             total,
             cores,
-            slots: setup.slots as f64,
+            weights: setup.tenants.iter().map(|t| t.weight).collect(),
             credit: vec![0.0; n],
             current: vec![0.0; n],
             ready: vec![false; n],
@@ -167,8 +168,6 @@ impl Mtda {
             period_start: 0,
             period_end: 0,
             dispatched: vec![0; n],
-            busy: vec![0; n],
-            last_cm: vec![0.0; n],
             reallocations: 0,
         }
     }
@@ -201,38 +200,32 @@ impl Mtda {
             return;
         }
         let ended = (now - self.period_end) / self.period + 1;
-        let elapsed = now.min(self.period_end).saturating_sub(self.period_start);
-        if elapsed > 0 {
-            self.last_cm = self.occupancy(elapsed);
-        }
         self.period_start = self.period_end + (ended - 1) * self.period;
         self.period_end = self.period_start.saturating_add(self.period);
         self.dispatched.iter_mut().for_each(|d| *d = 0);
-        self.busy.iter_mut().for_each(|b| *b = 0);
         self.current.clone_from(&self.credit);
-    }
-
-    /// Average slots occupied per tenant over `elapsed` ns, in `cores` units.
-    fn occupancy(&self, elapsed: Nanos) -> Vec<f64> {
-        self.busy
-            .iter()
-            .map(|&b| (b as f64 / elapsed as f64 * self.cores / self.slots).clamp(0.0, self.cores))
-            .collect()
     }
 
     /// Algorithm 1, EXHAUSTED (and the first allocation): eq. 7 from what
     /// was observed in this credit period.
-    fn reallocate(&mut self, now: Nanos, cx: &PolicyContext<'_>) {
+    fn reallocate(&mut self, cx: &PolicyContext<'_>) {
         let req: Vec<f64> = (0..self.credit.len())
             .map(|i| (self.dispatched[i] + cx.queued[i]) as f64)
             .collect();
         let acc: Vec<f64> = req.iter().map(|&r| if r > 0.0 { 1.0 } else { 0.0 }).collect();
-        let elapsed = now.saturating_sub(self.period_start);
-        let cm = if elapsed > 0 {
-            self.occupancy(elapsed)
-        } else {
-            self.last_cm.clone()
-        };
+        let active_weight: f64 = (0..acc.len())
+            .filter(|&i| acc[i] > 0.0)
+            .map(|i| self.weights[i])
+            .sum();
+        let cm: Vec<f64> = (0..acc.len())
+            .map(|i| {
+                if acc[i] > 0.0 {
+                    self.weights[i] * self.cores / active_weight
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         self.credit = credit_allocation(&req, &acc, &cm, 1.0, self.cores, self.total);
         // Eq. 7 overflows for hundreds of cores (e^CM): a tenant left with
         // no finite positive credit may still dispatch one request.
@@ -263,7 +256,7 @@ impl Policy for Mtda {
         self.roll(now);
         if self.reallocations == 0 {
             // The first allocation, when scheduling begins.
-            self.reallocate(now, cx);
+            self.reallocate(cx);
         }
         let n = self.snapshot.len();
         // At most: finish this traversal, a fresh one up to an exhausted
@@ -282,7 +275,7 @@ impl Policy for Mtda {
                     return Some(i);
                 }
                 // EXHAUSTED: reallocate, then the next round.
-                self.reallocate(now, cx);
+                self.reallocate(cx);
                 self.begin_traversal(i + 1, cx);
                 continue;
             }
@@ -307,16 +300,8 @@ impl Policy for Mtda {
         self.ready[tenant] = next.is_some();
     }
 
-    fn on_complete(
-        &mut self,
-        now: Nanos,
-        tenant: usize,
-        _: &HeadInfo,
-        measured: Nanos,
-        _: &PolicyContext<'_>,
-    ) {
+    fn on_complete(&mut self, now: Nanos, _: usize, _: &HeadInfo, _: Nanos, _: &PolicyContext<'_>) {
         self.roll(now);
-        self.busy[tenant] = self.busy[tenant].saturating_add(measured);
     }
 }
 
@@ -375,6 +360,7 @@ mod tests {
                 arrival: now,
                 deadline: None,
                 predicted_cost: Some(cost),
+                whole_cost: None,
             },
         )
         .unwrap();
@@ -407,14 +393,13 @@ mod tests {
 
     /// Tenant 0 queues 30 tasks and tenant 1 10, one slot, CREDIT = 10, a
     /// credit period longer than the run (no expiry). With `M = 1` and
-    /// `CM = 1` the denominator is `e^2 + 40 = 47.389`:
-    /// * t = 0: Req = (30, 10), CM_i = 0: credits (e + 30, e + 10) / 47.389
-    ///   x 10 = (6.904, 2.684): tenant 0 dispatches 7 (the 7th from 0.904);
-    /// * t = 7 us, tenant 0 exhausted: Req = (7 + 23, 0 + 10), CM = (1, 0):
-    ///   (e^2 + 30, e + 10) -> (7.890, 2.684): tenant 1's turn, 3 requests;
-    /// * t = 10 us, tenant 1 exhausted: CM = (0.7, 0.3):
-    ///   (e^1.7 + 30, e^1.3 + 10) -> (7.486, 2.884): tenant 0 dispatches 8;
-    /// * t = 18 us: CM = (15/18, 3/18): (7.650, 2.788): tenant 1, 3.
+    /// `CM = 1` the denominator is `e^2 + 40 = 47.389`; both tenants have
+    /// requests, so each is allotted `CM_i = 0.5`:
+    /// * t = 0: Req = (30, 10): credits (e^1.5 + 30, e^1.5 + 10) / 47.389
+    ///   x 10 = (7.276, 3.056): tenant 0 dispatches 8 (the 8th from 0.276);
+    /// * t = 8 us, tenant 0 exhausted: Req = (8 + 22, 0 + 10), the same
+    ///   credits: tenant 1's turn, 4 requests (the 4th from 0.056);
+    /// * and so on: Req stays (30, 10) while both have work.
     #[test]
     fn credits_follow_eq_7_and_are_reallocated_when_exhausted() {
         let mut s = scheduler(2, 1, &[("credits", "10"), ("period", "1000000000")]);
@@ -426,17 +411,17 @@ mod tests {
             }
         }
         let order = serve_one_slot(&mut s, 40);
-        assert_eq!(runs(&order)[..5], [(0, 7), (1, 3), (0, 8), (1, 3), (0, 8)]);
+        assert_eq!(runs(&order)[..5], [(0, 8), (1, 4), (0, 8), (1, 4), (0, 8)]);
         assert_eq!(order.len(), 40);
     }
 
-    /// Same start, but the credit period ends at 8 us, in tenant 1's turn
-    /// (which began at 7 us with 2.684 credits and had spent 1): EXPIRED
-    /// renews its credits to the last allocation, 2.684, so its turn
-    /// dispatches 1 + 3 = 4 requests instead of 3.
+    /// Same start, but the credit period ends at 9.5 us, in tenant 1's turn
+    /// (which began at 8 us with 3.056 credits and had spent 2 by 10 us):
+    /// EXPIRED renews its credits to the last allocation, 3.056, so its
+    /// turn dispatches 2 + 4 = 6 requests instead of 4.
     #[test]
     fn credits_are_renewed_when_the_period_expires() {
-        let mut s = scheduler(2, 1, &[("credits", "10"), ("period", "7500")]);
+        let mut s = scheduler(2, 1, &[("credits", "10"), ("period", "9500")]);
         let mut id = 0;
         for (t, n) in [(0, 30), (1, 10)] {
             for _ in 0..n {
@@ -444,8 +429,8 @@ mod tests {
                 id += 1;
             }
         }
-        let order = serve_one_slot(&mut s, 11);
-        assert_eq!(runs(&order), [(0, 7), (1, 4)]);
+        let order = serve_one_slot(&mut s, 14);
+        assert_eq!(runs(&order), [(0, 8), (1, 6)]);
     }
 
     #[test]
@@ -477,15 +462,16 @@ mod tests {
         p.on_ready(0, 0, &head, &cx);
         assert_eq!(p.reallocations(), 0);
         assert_eq!(p.pick(0, &cx), Some(0));
-        // The first allocation, when scheduling begins: Req = (5, 0).
+        // The first allocation, when scheduling begins: Req = (5, 0), only
+        // tenant 0 relies on the engine, so it is allotted the one core.
         let first = p.credits().to_vec();
-        assert!((first[0] - (1f64.exp() + 5.0) / (2f64.exp() + 5.0) * 10.0).abs() < 1e-9);
+        assert!((first[0] - 10.0).abs() < 1e-9);
         assert!((first[1] - 10.0 / (2f64.exp() + 5.0)).abs() < 1e-9);
         p.on_dispatch(0, 0, &head, Some(&head), &cx);
         p.on_complete(900, 0, &head, 900, &cx);
         assert!((p.current()[0] - (first[0] - 1.0)).abs() < 1e-9);
         // The period ends: current = credit, and credit is what it was
-        // (eq. 7 now would see CM_0 = 0.9).
+        // (eq. 7 now would see Req_0 = 1 + 5).
         assert_eq!(p.pick(1_000, &cx), Some(0));
         assert_eq!(p.credits(), &first[..]);
         assert_eq!(p.current(), &first[..]);

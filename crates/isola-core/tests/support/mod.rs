@@ -153,6 +153,7 @@ pub fn run(setup: &Setup) -> Outcome {
             arrival: now,
             deadline: None,
             predicted_cost: Some(cost),
+            whole_cost: None,
         };
         out.submitted_bytes.insert(TaskId(next_id), bytes);
         match s.submit(now, task) {

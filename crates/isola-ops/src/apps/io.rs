@@ -9,8 +9,12 @@
 //! address (`u64`, big-endian) and then the data to write there. Writes are
 //! applied in packet order (a later write to the same bytes wins). Host
 //! memory starts zeroed for every batch, and the output is its image from
-//! address 0 to the end of the highest write (so the output grows with what
-//! was written, not with `memory-size`); bytes no packet wrote are zero. An
+//! address 0 to the end of the highest write; bytes no packet wrote are
+//! zero. The output's size is set by the highest address written, not by
+//! the input's: one small packet writing near the end of a 64 MiB region
+//! makes a 64 MiB output (bounded by `memory-size`, which callers should set
+//! to the region their tenants may use; cost models keyed on input size
+//! underestimate such a task). An
 //! application payload shorter than the address is an error. It does not
 //! split: overlapping writes must be applied in order into one image.
 //!
