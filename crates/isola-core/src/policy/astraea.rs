@@ -460,13 +460,23 @@ impl Policy for Astraea {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineId, EngineKind, EngineSpec};
-    use crate::scheduler::{Dispatch, Scheduler, SchedulerBuilder};
-    use crate::task::{OpSpec, Task, TaskId};
+    use crate::engine::{EngineId, EngineKind};
+    use crate::scheduler::{Dispatch, Scheduler};
+
     use crate::tenant::{Slo, TenantId};
-    use crate::AffineCost;
-    use std::collections::BTreeMap;
-    use std::sync::Arc;
+
+    use crate::policy::test_support::submit;
+
+    fn scheduler(slos: &[Slo], slots: u32, fragment: Option<u64>, params: &[(&str, &str)]) -> Scheduler {
+        crate::policy::test_support::scheduler(
+            "astraea",
+            EngineKind::Accelerator,
+            slots,
+            fragment,
+            slos,
+            params,
+        )
+    }
 
     const LS: usize = 0;
     const BS: usize = 1;
@@ -478,47 +488,6 @@ mod tests {
             queue_cap: 100_000,
             ..Slo::weighted(1.0)
         }
-    }
-
-    fn scheduler(slos: &[Slo], slots: u32, fragment: Option<u64>, params: &[(&str, &str)]) -> Scheduler {
-        let mut b = SchedulerBuilder::new();
-        b.engine(
-            EngineSpec::new(
-                "acc",
-                EngineKind::Accelerator,
-                slots,
-                Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
-            )
-            .with_fragment(fragment),
-        );
-        for (i, s) in slos.iter().enumerate() {
-            b.tenant(format!("t{i}"), s.clone());
-        }
-        let params: BTreeMap<String, String> = params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        b.policy("astraea", params);
-        b.build().unwrap()
-    }
-
-    /// Submits a task of `bytes` bytes (cost: 1 ns per byte).
-    fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, bytes: u64) {
-        s.submit(
-            now,
-            Task {
-                id: TaskId(id),
-                tenant: TenantId(tenant as u32),
-                engine: EngineId(0),
-                op: OpSpec::named("generic"),
-                bytes,
-                arrival: now,
-                deadline: None,
-                predicted_cost: None,
-                whole_cost: None,
-            },
-        )
-        .unwrap();
     }
 
     /// Serves one slot until `until`, each dispatch taking its predicted

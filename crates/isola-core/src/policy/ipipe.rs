@@ -341,55 +341,26 @@ impl Policy for Ipipe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineId, EngineKind, EngineSpec};
-    use crate::scheduler::{Scheduler, SchedulerBuilder};
-    use crate::task::{OpSpec, Task, TaskId};
-    use crate::tenant::{Slo, TenantId};
-    use crate::AffineCost;
-    use std::collections::BTreeMap;
-    use std::sync::Arc;
+    use crate::engine::{EngineId, EngineKind};
+    use crate::scheduler::Scheduler;
+
+    use crate::tenant::Slo;
+
+    use crate::policy::test_support::submit;
 
     fn scheduler(tenants: usize, params: &[(&str, &str)]) -> Scheduler {
-        let mut b = SchedulerBuilder::new();
-        b.engine(EngineSpec::new(
-            "e",
+        let slo = Slo {
+            queue_cap: 100_000,
+            ..Slo::weighted(1.0)
+        };
+        crate::policy::test_support::scheduler(
+            "ipipe",
             EngineKind::ProcessingUnits,
             1,
-            Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
-        ));
-        for i in 0..tenants {
-            b.tenant(
-                format!("t{i}"),
-                Slo {
-                    queue_cap: 100_000,
-                    ..Slo::weighted(1.0)
-                },
-            );
-        }
-        let params: BTreeMap<String, String> = params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        b.policy("ipipe", params);
-        b.build().unwrap()
-    }
-
-    fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, cost: u64) {
-        s.submit(
-            now,
-            Task {
-                id: TaskId(id),
-                tenant: TenantId(tenant as u32),
-                engine: EngineId(0),
-                op: OpSpec::named("generic"),
-                bytes: cost,
-                arrival: now,
-                deadline: None,
-                predicted_cost: Some(cost),
-                whole_cost: None,
-            },
+            None,
+            &vec![slo; tenants],
+            params,
         )
-        .unwrap();
     }
 
     /// Serves one slot, each task taking its predicted cost, submitting what

@@ -27,6 +27,8 @@ pub mod mtda;
 pub mod registry;
 pub mod sfq;
 pub mod static_partition;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod wlbvt;
 
 use crate::tenant::{LatencyObjective, TenantClass};

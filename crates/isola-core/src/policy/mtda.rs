@@ -308,13 +308,10 @@ impl Policy for Mtda {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineId, EngineKind, EngineSpec};
-    use crate::scheduler::{Scheduler, SchedulerBuilder};
-    use crate::task::{OpSpec, Task, TaskId};
-    use crate::tenant::{Slo, TenantId};
-    use crate::AffineCost;
-    use std::collections::BTreeMap;
-    use std::sync::Arc;
+    use crate::engine::{EngineId, EngineKind};
+    use crate::scheduler::Scheduler;
+
+    use crate::tenant::Slo;
 
     #[test]
     fn eq_7_by_hand() {
@@ -329,41 +326,18 @@ mod tests {
         assert!((c[0] - 100.0 / (std::f64::consts::E.powi(2) + 10.0)).abs() < 1e-9);
     }
 
+    use crate::policy::test_support::submit;
+
     fn scheduler(tenants: usize, slots: u32, params: &[(&str, &str)]) -> Scheduler {
-        let mut b = SchedulerBuilder::new();
-        b.engine(EngineSpec::new(
-            "e",
+        let slos = vec![Slo::weighted(1.0); tenants];
+        crate::policy::test_support::scheduler(
+            "mtda",
             EngineKind::ProcessingUnits,
             slots,
-            Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
-        ));
-        for i in 0..tenants {
-            b.tenant(format!("t{i}"), Slo::weighted(1.0));
-        }
-        let params: BTreeMap<String, String> = params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        b.policy("mtda", params);
-        b.build().unwrap()
-    }
-
-    fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, cost: u64) {
-        s.submit(
-            now,
-            Task {
-                id: TaskId(id),
-                tenant: TenantId(tenant as u32),
-                engine: EngineId(0),
-                op: OpSpec::named("generic"),
-                bytes: cost,
-                arrival: now,
-                deadline: None,
-                predicted_cost: Some(cost),
-                whole_cost: None,
-            },
+            None,
+            &slos,
+            params,
         )
-        .unwrap();
     }
 
     /// One slot, each task takes 1000 ns; the tenants served, in order.

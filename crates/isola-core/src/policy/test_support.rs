@@ -1,0 +1,58 @@
+//! Helpers shared by the policies' unit tests: a scheduler with one engine
+//! (1 ns of predicted cost per byte) running one policy, and task
+//! submission.
+
+use crate::engine::{EngineId, EngineKind, EngineSpec};
+use crate::scheduler::{Scheduler, SchedulerBuilder};
+use crate::task::{OpSpec, Task, TaskId};
+use crate::tenant::{Slo, TenantId};
+use crate::units::Nanos;
+use crate::AffineCost;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A scheduler running `policy` with `params` on one engine of `kind` with
+/// `slots` (fragmenting at `fragment`), for tenants with `slos`.
+pub(crate) fn scheduler(
+    policy: &str,
+    kind: EngineKind,
+    slots: u32,
+    fragment: Option<u64>,
+    slos: &[Slo],
+    params: &[(&str, &str)],
+) -> Scheduler {
+    let mut b = SchedulerBuilder::new();
+    b.engine(
+        EngineSpec::new("e", kind, slots, Arc::new(AffineCost::new(0.0, 1.0).unwrap()))
+            .with_fragment(fragment),
+    );
+    for (i, s) in slos.iter().enumerate() {
+        b.tenant(format!("t{i}"), s.clone());
+    }
+    let params: BTreeMap<String, String> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    b.policy(policy, params);
+    b.build().unwrap()
+}
+
+/// Submits task `id` of `tenant` at `now`: `bytes` bytes, so `bytes` ns of
+/// predicted service.
+pub(crate) fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, bytes: u64) {
+    s.submit(
+        now,
+        Task {
+            id: TaskId(id),
+            tenant: TenantId(tenant as u32),
+            engine: EngineId(0),
+            op: OpSpec::named("generic"),
+            bytes,
+            arrival: now,
+            deadline: None,
+            predicted_cost: None,
+            whole_cost: None,
+        },
+    )
+    .unwrap();
+}
