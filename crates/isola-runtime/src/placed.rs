@@ -85,9 +85,10 @@ impl PlacedOutput {
             .collect()
     }
 
-    /// The finished output, once every subtask has reported back (no worker
-    /// writes any more; a worker may still hold a reference it is about to
-    /// drop, in which case the bytes are copied).
+    /// The finished output, once every subtask has reported back. Workers
+    /// drop their reference before reporting, so the buffer is normally
+    /// taken as is; should one still be held, no worker writes any more
+    /// and the bytes are copied.
     pub(crate) fn into_vec(this: std::sync::Arc<Self>) -> Vec<u8> {
         match std::sync::Arc::try_unwrap(this) {
             Ok(out) => out.buffer.into_inner(),

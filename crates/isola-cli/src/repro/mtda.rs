@@ -16,8 +16,9 @@ use std::fmt::Write;
 /// One of MTDA's applications.
 #[derive(Debug, Clone, Copy)]
 pub struct App {
-    /// Tenant name prefix and operator name.
+    /// Tenant name prefix.
     pub name: &'static str,
+    /// The live operator that runs the application.
     pub op: &'static str,
     /// Cost of one 1024-byte packet on one DPU core, ns.
     pub packet_ns: f64,

@@ -200,7 +200,7 @@ pub struct Astraea {
     tenants: Vec<Tenant>,
     started: bool,
     period_end: Nanos,
-    /// Budget of this period that nobody was given (or given back).
+    /// Budget of this period that nobody was given.
     pool: f64,
 }
 
@@ -772,8 +772,9 @@ mod tests {
     }
 
     #[test]
-    fn budgets_and_predictions_survive_idle_periods() {
-        // A tenant alone: work-conserving whatever its budget.
+    fn a_lone_tenant_is_served_at_once_even_after_idle_periods() {
+        // A tenant alone: work-conserving whatever its budget, and no
+        // wake-ups are needed across a long idle gap.
         let slos = [slo(TenantClass::BandwidthSensitive, None)];
         let mut s = scheduler(&slos, 2, None, &[("period", "10000")]);
         for k in 0..100 {
