@@ -161,6 +161,33 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// `name` as a finite number within `(lower, upper)` bounds, each
+    /// inclusive or exclusive; the error says the interval, e.g. `(0, 1]`.
+    pub fn f64_in(
+        &self,
+        name: &str,
+        (lower, upper): (std::ops::Bound<f64>, std::ops::Bound<f64>),
+    ) -> Result<f64, ParamError> {
+        use std::ops::{Bound, RangeBounds};
+        let range = (lower, upper);
+        match self.raw(name).parse::<f64>() {
+            Ok(v) if v.is_finite() && range.contains(&v) => Ok(v),
+            _ => {
+                let low = match lower {
+                    Bound::Included(v) => format!("[{v}"),
+                    Bound::Excluded(v) => format!("({v}"),
+                    Bound::Unbounded => "(-inf".to_string(),
+                };
+                let high = match upper {
+                    Bound::Included(v) => format!("{v}]"),
+                    Bound::Excluded(v) => format!("{v})"),
+                    Bound::Unbounded => "inf)".to_string(),
+                };
+                Err(self.bad(name, &format!("a number in {low}, {high}")))
+            }
+        }
+    }
+
     /// `name` as `None` when it is `auto`, else a number greater than zero.
     pub fn auto_or_positive(&self, name: &str) -> Result<Option<f64>, ParamError> {
         if self.raw(name) == "auto" {

@@ -626,8 +626,10 @@ impl EngineState {
         self.queued[t] -= 1;
         self.busy += 1;
         self.stats[t].dispatched += 1;
-        let next = self.channels[t].head().map(|n| n.head);
-        let continues = self.channels[t].head().is_some_and(|q| q.index > 0);
+        // The new head, and whether it continues a task already started.
+        let (next, continues) = self.channels[t]
+            .head()
+            .map_or((None, false), |q| (Some(q.head), q.index > 0));
         let stays_ready = match (&next, &self.limit[t]) {
             (None, _) => false,
             (Some(_), Some(l)) => l.conforms(now) || (continues && !l.paces_pieces()),
@@ -860,6 +862,19 @@ impl Scheduler {
     /// submitted or completed in between, over every engine.
     pub fn next_wakeup(&self) -> Option<Nanos> {
         self.engines.iter().filter_map(EngineState::next_wakeup).min()
+    }
+
+    /// [`Scheduler::next_wakeup`] over the engines with a free slot: what a
+    /// driver should wait for. A full engine is left out: its next
+    /// completion makes it dispatch anyway, and a release time already past
+    /// on a full engine would otherwise wake the driver at the same instant
+    /// again and again.
+    pub fn next_wakeup_with_free_slot(&self) -> Option<Nanos> {
+        (0..self.engine_count())
+            .map(|e| EngineId(e as u32))
+            .filter(|&e| self.engine(e).is_some_and(|spec| self.busy(e) < spec.slots))
+            .filter_map(|e| self.next_wakeup_of(e))
+            .min()
     }
 
     /// [`Scheduler::next_wakeup`] for one engine.

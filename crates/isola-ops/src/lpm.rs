@@ -23,7 +23,6 @@
 
 use crate::operator::{OpError, Operator};
 use crate::records::{whole_records, PerRecord, RecordMap, RESULT_BYTES};
-use crate::registry::find_operator;
 use isola_core::params::{ParamError, Params};
 use prefix_trie::{Prefix, PrefixMap};
 use std::collections::BTreeMap;
@@ -205,14 +204,8 @@ pub(crate) fn random_routes<A: Family>(count: u64, seed: u64) -> impl Iterator<I
 where
     (A, u8): Prefix<R = A>,
 {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = crate::apps::SplitMix(seed);
+    let mut next = move || rng.next_u64();
     (0..count).map(move |_| {
         let bits = (u128::from(next()) << 64) | u128::from(next());
         let len = A::random_len(next());
@@ -328,8 +321,7 @@ impl RecordMap for Lpm {
 /// A valid `lpm` input carrying `payload`: whole addresses of the `family`
 /// in `params` (at least one, zero-padded).
 pub fn sample_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<Vec<u8>, OpError> {
-    let info = find_operator("lpm")?;
-    let p = Params::new("operator `lpm`", info.params, params)?;
+    let p = crate::registry::checked_params("lpm", params)?;
     Ok(whole_records(payload, address_len(&p)?))
 }
 

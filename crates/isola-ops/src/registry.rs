@@ -649,9 +649,20 @@ pub fn find_operator(name: &str) -> Result<&'static OperatorInfo, OpError> {
 
 /// Builds operator `name` with `params` (`key -> value`).
 pub fn build_operator(name: &str, params: &BTreeMap<String, String>) -> Result<Box<dyn Operator>, OpError> {
+    (find_operator(name)?.build)(&checked_params(name, params)?)
+}
+
+/// `params` checked against registered operator `name`'s parameters.
+pub(crate) fn checked_params<'a>(
+    name: &str,
+    params: &'a BTreeMap<String, String>,
+) -> Result<Params<'a>, OpError> {
     let info = find_operator(name)?;
-    let checked = Params::new(format!("operator `{}`", info.name), info.params, params)?;
-    (info.build)(&checked)
+    Ok(Params::new(
+        format!("operator `{}`", info.name),
+        info.params,
+        params,
+    )?)
 }
 
 /// Parameters every operator builds with (required ones filled in), for

@@ -17,7 +17,6 @@
 
 use crate::operator::{OpError, Operator};
 use crate::records::{whole_records, PerRecord, RecordMap, RESULT_BYTES};
-use crate::registry::find_operator;
 use isola_core::params::{ParamError, Params};
 use std::collections::BTreeMap;
 
@@ -117,8 +116,7 @@ impl RecordMap for Toeplitz {
 /// A valid `toeplitz` input carrying `payload`: whole records of the
 /// `tuple` in `params` (at least one, zero-padded).
 pub fn sample_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<Vec<u8>, OpError> {
-    let info = find_operator("toeplitz")?;
-    let p = Params::new("operator `toeplitz`", info.params, params)?;
+    let p = crate::registry::checked_params("toeplitz", params)?;
     Ok(whole_records(payload, record_len(&p)?))
 }
 

@@ -170,16 +170,9 @@ impl Dispatcher {
     /// Runs until shut down and drained.
     pub(crate) fn run(mut self) {
         loop {
-            // A wake-up matters only on an engine with a free slot: a tenant
-            // released by its shaper while the engine is full stays ready
-            // (and its release time in the past) until a piece completes,
-            // which is a message anyway.
+            // A full engine's completion is a message anyway.
             let deadline = self.scheduler.as_ref().and_then(|s| {
-                (0..s.engine_count())
-                    .map(|e| isola_core::EngineId(e as u32))
-                    .filter(|&e| s.engine(e).is_some_and(|spec| s.busy(e) < spec.slots))
-                    .filter_map(|e| s.next_wakeup_of(e))
-                    .min()
+                s.next_wakeup_with_free_slot()
                     .map(|at| self.shared.epoch + Duration::from_nanos(at))
             });
             let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {

@@ -47,37 +47,23 @@ pub fn simulate(
             .filter(|p| policies.contains(&p.label) || policies.contains(&p.name))
             .collect()
     };
-    let n = scenario.tenants.len();
-    let solo_runs = if scenario.run.solo { n } else { 0 };
-    let total = runs.len() + solo_runs;
-    let mut done = 0;
-    // Each tenant alone, natively (FCFS on whole tasks): the reference for
-    // every policy's slowdowns, so a policy that confines a tenant even
-    // when it is alone (a static partition) is not judged against itself.
-    let native = scenario::PolicyRun {
-        name: "fcfs".into(),
-        label: "alone".into(),
-        params: Default::default(),
-        fragment: None,
+    let solo_runs = if scenario.run.solo {
+        scenario.tenants.len()
+    } else {
+        0
     };
-    let mut alone = Vec::with_capacity(solo_runs);
-    for t in 0..solo_runs {
-        let mut tick = |f: f64| progress(done, total, f);
-        let solo = run_policy(scenario, &native, seed, Some(t), Some(&mut tick))?;
-        alone.push(solo.tenants[t].latency_ns.mean);
-        done += 1;
-    }
+    let total = runs.len() + solo_runs;
+    let alone = if scenario.run.solo {
+        Some(solo_latencies(scenario, seed, |t, f| progress(t, total, f))?)
+    } else {
+        None
+    };
     let mut out = Vec::new();
-    for p in runs {
-        let mut tick = |f: f64| progress(done, total, f);
+    for (i, p) in runs.into_iter().enumerate() {
+        let mut tick = |f: f64| progress(solo_runs + i, total, f);
         let mut result = run_policy(scenario, p, seed, None, Some(&mut tick))?;
-        done += 1;
-        if scenario.run.solo {
-            let shared: Vec<f64> = result.tenants.iter().map(|t| t.latency_ns.mean).collect();
-            for (t, r) in result.tenants.iter_mut().enumerate() {
-                r.slowdown = (alone[t] > 0.0).then(|| shared[t] / alone[t]);
-            }
-            result.fair2 = isola_core::metrics::fair2(&shared, &alone).ok();
+        if let Some(alone) = &alone {
+            add_slowdowns(&mut result, alone);
         }
         out.push(result);
     }
@@ -86,4 +72,39 @@ pub fn simulate(
         seed,
         policies: out,
     })
+}
+
+/// Each tenant's mean latency alone, natively (FCFS on whole tasks): the
+/// reference for every policy's slowdowns, so a policy that confines a
+/// tenant even when it is alone (a static partition) is not judged against
+/// itself. Drivers running policies one at a time compute it once.
+/// `progress` hears (tenant index, fraction of its run).
+pub fn solo_latencies(
+    scenario: &Scenario,
+    seed: u64,
+    mut progress: impl FnMut(usize, f64),
+) -> Result<Vec<f64>, SimError> {
+    let native = scenario::PolicyRun {
+        name: "fcfs".into(),
+        label: "alone".into(),
+        params: Default::default(),
+        fragment: None,
+    };
+    (0..scenario.tenants.len())
+        .map(|t| {
+            let mut tick = |f: f64| progress(t, f);
+            let solo = run_policy(scenario, &native, seed, Some(t), Some(&mut tick))?;
+            Ok(solo.tenants[t].latency_ns.mean)
+        })
+        .collect()
+}
+
+/// Fills in `result`'s slowdowns and Fair2 against `alone` (from
+/// [`solo_latencies`]).
+pub fn add_slowdowns(result: &mut PolicyResult, alone: &[f64]) {
+    let shared: Vec<f64> = result.tenants.iter().map(|t| t.latency_ns.mean).collect();
+    for (t, r) in result.tenants.iter_mut().enumerate() {
+        r.slowdown = alone.get(t).filter(|&&a| a > 0.0).map(|a| shared[t] / a);
+    }
+    result.fair2 = isola_core::metrics::fair2(&shared, alone).ok();
 }

@@ -523,18 +523,9 @@ impl<'a> Sim<'a> {
 
     /// Schedules a wake-up for the earliest time an engine with a free slot
     /// may have work without another event (a throttled tenant released, a
-    /// policy period). Engines whose slots are all busy are left out: their
-    /// next completion dispatches anyway, and a release time already past
-    /// on a full engine would otherwise wake the simulation at the same
-    /// instant forever.
+    /// policy period).
     fn arm_wakeup(&mut self) {
-        let sched = &self.sched;
-        let next = (0..sched.engine_count())
-            .map(|e| EngineId(e as u32))
-            .filter(|&e| sched.engine(e).is_some_and(|spec| sched.busy(e) < spec.slots))
-            .filter_map(|e| sched.next_wakeup_of(e))
-            .min();
-        if let Some(w) = next {
+        if let Some(w) = self.sched.next_wakeup_with_free_slot() {
             let w = w.max(self.now);
             if self.wakeup_at.is_none_or(|p| w < p || p < self.now) {
                 self.wakeup_at = Some(w);

@@ -344,15 +344,16 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     let rows: Vec<Vec<String>> = ok
         .iter()
         .map(|(label, r)| {
-            let ls = tenant(r, LS);
-            vec![
-                label.to_string(),
-                ls.map_or("-".into(), |t| fmt_pct(t.sla_violation_rate)),
-                ls.map_or("-".into(), |t| duration(t.latency_ns.p50 as f64)),
-                ls.map_or("-".into(), |t| duration(t.latency_ns.p99 as f64)),
-                tenant(r, BS).map_or("-".into(), |t| fmt_pct(t.sla_violation_rate)),
-                bw(r).map_or("-".into(), |b| format!("{b:.2}")),
-            ]
+            let (Some(ls), Some(bs)) = (tenant(r, LS), tenant(r, BS)) else {
+                return vec![label.to_string()];
+            };
+            astraea_row(
+                label,
+                ls.sla_violation_rate,
+                (ls.latency_ns.p50, ls.latency_ns.p99),
+                bs.sla_violation_rate,
+                bw(r),
+            )
         })
         .collect();
     let scored: Vec<(&str, f64, f64, u64)> = ok
@@ -398,16 +399,7 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         caption: "Per policy and LS weight (policy@wN; every policy but native splits tasks into 128 KiB \
                   subtasks); BS bandwidth is its engine share while the LS tenant runs, against alone"
             .into(),
-        header: [
-            "policy",
-            "LS SLA viol",
-            "LS p50",
-            "LS p99",
-            "BS SLA viol",
-            "BS bw/solo",
-        ]
-        .map(String::from)
-        .to_vec(),
+        header: ASTRAEA_HEADER.map(String::from).to_vec(),
         highlight_row: row_of(&rows, o.best_policy.as_deref()),
         rows,
     });
@@ -432,6 +424,34 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
             .into(),
     );
     Ok(o)
+}
+
+/// The columns every ASTRAEA table starts with.
+const ASTRAEA_HEADER: [&str; 6] = [
+    "policy",
+    "LS SLA viol",
+    "LS p50",
+    "LS p99",
+    "BS SLA viol",
+    "BS bw/solo while LS runs",
+];
+
+/// A row under [`ASTRAEA_HEADER`].
+fn astraea_row(
+    label: &str,
+    ls_violations: f64,
+    (ls_p50, ls_p99): (u64, u64),
+    bs_violations: f64,
+    bs_while_sharing: Option<f64>,
+) -> Vec<String> {
+    vec![
+        label.to_string(),
+        fmt_pct(ls_violations),
+        duration(ls_p50 as f64),
+        duration(ls_p99 as f64),
+        fmt_pct(bs_violations),
+        bs_while_sharing.map_or("-".into(), |b| format!("{b:.2}")),
+    ]
 }
 
 /// The best of `(label, LS violation rate, BS bandwidth vs solo while
@@ -460,16 +480,16 @@ fn astraea_live(mut o: Outcome) -> anyhow::Result<Outcome> {
         .iter()
         .map(|(name, p)| {
             let (ls, bs) = (&p.tenants[crate::demo::LS], &p.tenants[crate::demo::BS]);
-            vec![
-                name.clone(),
-                fmt_pct(ls.sla_violation_rate),
-                duration(ls.latency_ns.p50 as f64),
-                duration(ls.latency_ns.p99 as f64),
-                fmt_pct(bs.sla_violation_rate),
-                format!("{:.2}", p.bandwidth_vs_solo),
-                format!("{:.2}", p.bandwidth_while_sharing),
-                format!("{:.3}", p.overhead_ratio),
-            ]
+            let mut row = astraea_row(
+                name,
+                ls.sla_violation_rate,
+                (ls.latency_ns.p50, ls.latency_ns.p99),
+                bs.sla_violation_rate,
+                Some(p.bandwidth_while_sharing),
+            );
+            row.push(format!("{:.2}", p.bandwidth_vs_solo));
+            row.push(format!("{:.3}", p.overhead_ratio));
+            row
         })
         .collect();
     let scored: Vec<(&str, f64, f64, u64)> = report
@@ -502,18 +522,11 @@ fn astraea_live(mut o: Outcome) -> anyhow::Result<Outcome> {
         caption:
             "Live, on this machine (as `isola demo`): per policy, with the overhead alone against native"
                 .into(),
-        header: [
-            "policy",
-            "LS SLA viol",
-            "LS p50",
-            "LS p99",
-            "BS SLA viol",
-            "BS bw/solo",
-            "BS bw/solo while LS runs",
-            "alone/native",
-        ]
-        .map(String::from)
-        .to_vec(),
+        header: ASTRAEA_HEADER
+            .iter()
+            .chain(&["BS bw/solo over the run", "alone/native"])
+            .map(|h| h.to_string())
+            .collect(),
         highlight_row: row_of(&rows, o.best_policy.as_deref()),
         rows,
     });

@@ -218,6 +218,14 @@ impl Ctx {
                     false
                 }
             };
+        // Solo references once for all policies, not once per policy run.
+        let alone = if scenario.run.solo && !live {
+            let seed = self.seed.unwrap_or(scenario.run.seed);
+            Some(isola_sim::solo_latencies(&scenario, seed, |_, _| {})?)
+        } else {
+            None
+        };
+        scenario.run.solo = false;
         let mut out = Vec::with_capacity(runs.len());
         for (i, run) in runs.iter().enumerate() {
             scenario.run.policies = vec![run.clone()];
@@ -233,9 +241,16 @@ impl Ctx {
             } else {
                 isola_sim::simulate(&scenario, &[], self.seed, &mut tick).map_err(|e| e.to_string())
             };
+            let result = result.map(|mut report| {
+                let mut r = report.policies.remove(0);
+                if let Some(alone) = &alone {
+                    isola_sim::add_slowdowns(&mut r, alone);
+                }
+                r
+            });
             out.push(PolicyOutcome {
                 label: run.label.clone(),
-                result: result.map(|mut report| report.policies.remove(0)),
+                result,
             });
         }
         Ok(out)

@@ -121,15 +121,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
 };
 
 fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    use std::ops::Bound::{Excluded, Included};
     let period = p.u64_in("period", 1..=u64::MAX / 2)?;
-    let alpha = p.f64_at_least("alpha", 0.0)?;
-    if !(alpha > 0.0 && alpha <= 1.0) {
-        return Err(p.bad("alpha", "a number in (0, 1]").into());
-    }
-    let reserve = p.f64_at_least("reserve", 0.0)?;
-    if reserve >= 1.0 {
-        return Err(p.bad("reserve", "a number in [0, 1)").into());
-    }
+    let alpha = p.f64_in("alpha", (Excluded(0.0), Included(1.0)))?;
+    let reserve = p.f64_in("reserve", (Included(0.0), Excluded(1.0)))?;
     let idle_split_factor = p.u64_in("idle_split_factor", 1..=u32::MAX as u64)?;
     let ls_idle = p.f64_at_least("ls_idle", 0.0)?;
     Ok(Box::new(Astraea::new(

@@ -88,11 +88,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
 };
 
 fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    use std::ops::Bound::{Excluded, Included};
     let tail_threshold = p.u64_in("tail_threshold", 1..=u64::MAX / 2)?;
-    let percentile = p.f64_at_least("percentile", 0.0)?;
-    if !(percentile > 0.0 && percentile <= 100.0) {
-        return Err(p.bad("percentile", "a number in (0, 100]").into());
-    }
+    let percentile = p.f64_in("percentile", (Excluded(0.0), Included(100.0)))?;
     let window = p.u64_in("window", 1..=1 << 20)? as usize;
     let quantum = p.auto_or_positive("quantum")?;
     let return_threshold = match p.auto_or_positive("return_threshold")? {
@@ -154,16 +152,14 @@ pub struct Ipipe {
     in_drr: Vec<bool>,
     /// Each ready tenant's head (to move it between the groups).
     head: Vec<Option<HeadInfo>>,
-    /// Ready tenants in the FCFS group.
-    fcfs_ready: usize,
+    /// Ready tenants per group: `[FCFS, DRR]`.
+    ready: [usize; 2],
     latency: Vec<VecDeque<Nanos>>,
     service: Vec<VecDeque<Nanos>>,
     scratch: Vec<Nanos>,
     /// FCFS minus DRR dispatches made while both groups had work: the next
     /// contended pick goes to the DRR group when it is below zero.
     turns: i64,
-    /// Whether the last pick was made with both groups ready.
-    contended: bool,
 }
 
 /// How far one group may get ahead of the other in turns.
@@ -188,12 +184,11 @@ impl Ipipe {
             drr: DeficitRoundRobin::new(setup, Charge::Cost, true, params.quantum),
             in_drr: vec![false; n],
             head: vec![None; n],
-            fcfs_ready: 0,
+            ready: [0; 2],
             latency: vec![VecDeque::new(); n],
             service: vec![VecDeque::new(); n],
             scratch: Vec::with_capacity(params.window),
             turns: 0,
-            contended: false,
         }
     }
 
@@ -224,11 +219,8 @@ impl Ipipe {
             self.group(tenant).on_dispatch(now, tenant, &h, None, cx);
             self.in_drr[tenant] = to_drr;
             self.group(tenant).on_ready(now, tenant, &h, cx);
-            if to_drr {
-                self.fcfs_ready -= 1;
-            } else {
-                self.fcfs_ready += 1;
-            }
+            self.ready[usize::from(!to_drr)] -= 1;
+            self.ready[usize::from(to_drr)] += 1;
         }
         self.in_drr[tenant] = to_drr;
         self.latency[tenant].clear();
@@ -239,23 +231,20 @@ impl Ipipe {
 impl Policy for Ipipe {
     fn on_ready(&mut self, now: Nanos, tenant: usize, head: &HeadInfo, cx: &PolicyContext<'_>) {
         self.head[tenant] = Some(*head);
-        if !self.in_drr[tenant] {
-            self.fcfs_ready += 1;
-        }
+        self.ready[usize::from(self.in_drr[tenant])] += 1;
         self.group(tenant).on_ready(now, tenant, head, cx);
     }
 
     fn pick(&mut self, now: Nanos, cx: &PolicyContext<'_>) -> Option<usize> {
-        let drr_ready = (0..self.head.len()).any(|t| self.in_drr[t] && self.head[t].is_some());
-        if self.fcfs_ready == 0 {
+        let [fcfs_ready, drr_ready] = self.ready;
+        if fcfs_ready == 0 {
             return self.drr.pick(now, cx);
         }
-        if !drr_ready {
+        if drr_ready == 0 {
             return self.fcfs.pick(now, cx);
         }
         // Both groups have work. iPipe runs them on cores of their own; on
         // shared slots they take turns, so neither can starve the other.
-        self.contended = true;
         if self.turns < 0 {
             self.drr.pick(now, cx).or_else(|| self.fcfs.pick(now, cx))
         } else {
@@ -271,16 +260,17 @@ impl Policy for Ipipe {
         next: Option<&HeadInfo>,
         cx: &PolicyContext<'_>,
     ) {
-        if std::mem::take(&mut self.contended) {
-            // FCFS turns count up, DRR turns down; bounded, so a group that
-            // was alone for a while cannot then monopolise the slots.
+        if self.ready.iter().all(|&n| n > 0) {
+            // A turn taken while both groups had work. FCFS turns count up,
+            // DRR turns down; bounded, so a group that was alone for a
+            // while cannot then monopolise the slots.
             let step = if self.in_drr[tenant] { -1 } else { 1 };
             self.turns = (self.turns + step).clamp(-MAX_TURN_DEBT, MAX_TURN_DEBT);
         }
         self.group(tenant).on_dispatch(now, tenant, served, next, cx);
         self.head[tenant] = next.copied();
-        if next.is_none() && !self.in_drr[tenant] {
-            self.fcfs_ready -= 1;
+        if next.is_none() {
+            self.ready[usize::from(self.in_drr[tenant])] -= 1;
         }
     }
 

@@ -22,7 +22,6 @@
 use super::{chunks, l4, push_packet, seed_of, Batch, Kernel, SampleFlow, SplitMix};
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
-use crate::registry::find_operator;
 use isola_core::params::{ParamError, Params};
 use std::collections::BTreeMap;
 
@@ -228,8 +227,7 @@ impl Kernel for Filter {
 /// the key is one of the table's for half of them (chosen from the bytes
 /// each carries), else random (almost never in the table).
 pub fn sample_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<Vec<u8>, OpError> {
-    let info = find_operator("filter")?;
-    let p = Params::new("operator `filter`", info.params, params)?;
+    let p = crate::registry::checked_params("filter", params)?;
     let table = KeyTable::from_params(&p)?;
     let keys: Vec<&[u8]> = table.keys().collect();
     let per = super::SAMPLE_UDP_PAYLOAD - table.key_bytes;

@@ -31,7 +31,6 @@
 use super::{chunks, l4, push_packet, seed_of, Batch, Kernel, SampleFlow, SplitMix};
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
-use crate::registry::find_operator;
 use isola_core::params::{ParamError, Params};
 use std::collections::BTreeMap;
 
@@ -297,8 +296,7 @@ fn port_in(range: (u16, u16), r: &mut SplitMix) -> u16 {
 /// from the bytes each carries) have a 5-tuple inside a random rule (which
 /// it matches unless an earlier one does), the others a random one.
 pub fn sample_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<Vec<u8>, OpError> {
-    let info = find_operator("firewall")?;
-    let p = Params::new("operator `firewall`", info.params, params)?;
+    let p = crate::registry::checked_params("firewall", params)?;
     let rules = rules(&p)?;
     let per = super::SAMPLE_UDP_PAYLOAD - 12;
     let mut out = Vec::with_capacity(payload.len() + payload.len() / per * 40 + 64);

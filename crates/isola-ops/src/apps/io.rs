@@ -34,7 +34,6 @@ use super::{
 };
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
-use crate::registry::find_operator;
 use etherparse::{IpNumber, Ipv4Header, UdpHeader};
 use isola_core::params::Params;
 use std::collections::BTreeMap;
@@ -274,19 +273,17 @@ impl Kernel for IoRead {
     }
 }
 
-/// Checked parameters of operator `name`.
-fn params_of<'a>(name: &str, params: &'a BTreeMap<String, String>) -> Result<Params<'a>, OpError> {
-    let info = find_operator(name)?;
-    Ok(Params::new(format!("operator `{name}`"), info.params, params)?)
-}
-
 /// A valid `io-write` input carrying `payload`: UDP packets of up to 1500
 /// bytes, each an address then a chunk of the payload. The chunks are laid
 /// out back to back in host memory in a shuffled order (so the writes land
 /// at scattered addresses and the image is as long as the payload), wrapped
 /// into `memory-size` when the payload is longer.
 pub fn write_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<Vec<u8>, OpError> {
-    let memory = usize_param(&params_of("io-write", params)?, "memory-size", 1..=MAX_MEMORY)?;
+    let memory = usize_param(
+        &crate::registry::checked_params("io-write", params)?,
+        "memory-size",
+        1..=MAX_MEMORY,
+    )?;
     let parts: Vec<&[u8]> = chunks(payload, super::SAMPLE_UDP_PAYLOAD - WRITE_HEADER)
         .into_iter()
         .map(|c| &c[..c.len().min(memory)])
@@ -318,7 +315,7 @@ pub fn write_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<
 /// host memory) at an address in host memory chosen from the chunk's bytes.
 /// The answers carry as many bytes as the payload has.
 pub fn read_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<Vec<u8>, OpError> {
-    let p = params_of("io-read", params)?;
+    let p = crate::registry::checked_params("io-read", params)?;
     let memory = if p.raw("memory").is_empty() {
         usize_param(&p, "memory-size", 1..=MAX_MEMORY)?
     } else {

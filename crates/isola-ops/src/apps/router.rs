@@ -22,7 +22,6 @@ use super::{chunks, push_packet, seed_of, Batch, Kernel, SampleFlow, SplitMix};
 use crate::lpm::{random_routes, table, Table};
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
-use crate::registry::find_operator;
 use isola_core::params::Params;
 use std::collections::BTreeMap;
 
@@ -105,8 +104,7 @@ impl Kernel for Router {
 /// (random host bits), one to a random address (mostly no route) and one
 /// has TTL 1 (with an empty table, all go to random addresses).
 pub fn sample_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result<Vec<u8>, OpError> {
-    let info = find_operator("ipv4-router")?;
-    let p = Params::new("operator `ipv4-router`", info.params, params)?;
+    let p = crate::registry::checked_params("ipv4-router", params)?;
     // The prefixes of the table `params` build (random ones generated
     // without building it: sample inputs are made per task size).
     let routes: Vec<(u32, u8)> = if p.raw("routes").is_empty() {
