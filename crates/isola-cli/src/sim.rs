@@ -106,9 +106,10 @@ fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io:
         let fair2 = p.fair2.map_or("-".to_string(), |f| format!("{f:.3}"));
         writeln!(
             out,
-            "policy {}   Jain {:.4}   Fair1 {:.4}   Fair2 {}   ({} {how}, {} events)",
+            "policy {}   Jain {:.4} by weight over the run, {} against demand per window   Fair1 {:.4}   Fair2 {}   ({} {how}, {} events)",
             p.policy,
             p.jain,
+            p.mean_jain_of_demand().map_or("-".to_string(), |j| format!("{j:.4}")),
             p.fair1,
             fair2,
             duration(p.duration_ns as f64),

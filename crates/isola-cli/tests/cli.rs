@@ -116,7 +116,9 @@ fn sim_tables_and_out_dir() {
         serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(results["policies"][0]["policy"], "rr");
     let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
-    assert!(csv.starts_with("policy,window_start_ns,tenant,throughput_bps,engine_share,p99_ns,jain\n"));
+    assert!(csv.starts_with(
+        "policy,window_start_ns,tenant,throughput_bps,engine_share,p99_ns,jain,jain_of_demand\n"
+    ));
     assert!(csv.lines().count() > 10);
     std::fs::remove_dir_all(dir).ok();
 }

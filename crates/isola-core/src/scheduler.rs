@@ -514,24 +514,33 @@ impl EngineState {
     /// if it does not know the operator, the task's cost pro rata).
     fn head_for(&self, task: &Task, seq: u64, sent: Bytes, frag: Option<Bytes>) -> HeadInfo {
         let total = task.predicted_cost.unwrap_or(0);
-        let (bytes, cost) = match frag {
+        let cost_of = |bytes: Bytes| {
+            self.spec
+                .cost
+                .predict(&task.op.name, bytes)
+                .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes.max(1) as u128) as Nanos)
+        };
+        let (bytes, cost, remaining_cost) = match frag {
             Some(f) => {
-                let bytes = f.min(task.bytes - sent);
-                let cost = self
-                    .spec
-                    .cost
-                    .predict(&task.op.name, bytes)
-                    .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes as u128) as Nanos);
-                (bytes, cost)
+                let left = task.bytes - sent;
+                let bytes = f.min(left);
+                let cost = cost_of(bytes);
+                // This fragment and the task's later ones: whole fragments
+                // of `f` bytes and a shorter last one.
+                let (full, last) = (left / f, left % f);
+                let rest = full.saturating_mul(cost_of(f)) + if last > 0 { cost_of(last) } else { 0 };
+                (bytes, cost, rest.max(cost))
             }
-            _ => (task.bytes, total),
+            _ => (task.bytes, total, total),
         };
         HeadInfo {
             seq,
             arrival: task.arrival,
             bytes,
             cost,
+            remaining_cost,
             task_cost: task.whole_cost.unwrap_or(total),
+            deadline: task.deadline,
         }
     }
 

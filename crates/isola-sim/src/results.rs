@@ -78,6 +78,11 @@ pub struct SeriesPoint {
     pub start_ns: Nanos,
     /// Jain's index over tenants active in the window, by weight.
     pub jain: f64,
+    /// Jain's index against each tenant's weighted max-min fair allocation
+    /// under its demand (the service it got plus the work it still had
+    /// outstanding at the window's end): a tenant given all it asked for
+    /// counts as fairly treated however small its share.
+    pub jain_of_demand: f64,
     /// Per tenant: completed payload bytes per second in the window.
     pub throughput_bps: Vec<f64>,
     /// Per tenant: share of the engine time given in the window.
@@ -112,6 +117,27 @@ pub struct PolicyResult {
     pub series: Vec<SeriesPoint>,
 }
 
+impl PolicyResult {
+    /// The mean over the windows of `metric`, or `None` without windows.
+    pub fn window_mean(&self, metric: impl Fn(&SeriesPoint) -> f64) -> Option<f64> {
+        (!self.series.is_empty())
+            .then(|| self.series.iter().map(metric).sum::<f64>() / self.series.len() as f64)
+    }
+
+    /// The mean over the windows of Jain's index against each tenant's
+    /// fair allocation under its demand ([`SeriesPoint::jain_of_demand`]),
+    /// or `None` without windows (a live run has none).
+    pub fn mean_jain_of_demand(&self) -> Option<f64> {
+        self.window_mean(|p| p.jain_of_demand)
+    }
+
+    /// The mean over the windows of Jain's index by weight
+    /// ([`SeriesPoint::jain`]); the run's index without windows.
+    pub fn mean_jain_by_weight(&self) -> f64 {
+        self.window_mean(|p| p.jain).unwrap_or(self.jain)
+    }
+}
+
 /// Every policy's run of one scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimReport {
@@ -136,6 +162,7 @@ impl SimReport {
             "engine_share",
             "p99_ns",
             "jain",
+            "jain_of_demand",
         ])?;
         for p in &self.policies {
             for point in &p.series {
@@ -148,6 +175,7 @@ impl SimReport {
                         format!("{:.6}", point.engine_share.get(t).copied().unwrap_or(0.0)),
                         point.p99_ns.get(t).copied().unwrap_or(0).to_string(),
                         format!("{:.6}", point.jain),
+                        format!("{:.6}", point.jain_of_demand),
                     ])?;
                 }
             }

@@ -222,11 +222,12 @@ fn figure(title: &str, caption: &str, paper: &str, charts: Vec<Chart>) -> Figure
     }
 }
 
+/// Mean over the windows of Jain's index against each tenant's fair
+/// allocation under its demand, engine by engine (OSMOSIS' "fair treatment",
+/// Jain's own normalisation; see `isola_core::metrics::jain_of_demand`).
+/// A live run has no windows: its index by weight over the run instead.
 fn mean_jain(r: &PolicyResult) -> f64 {
-    if r.series.is_empty() {
-        return r.jain;
-    }
-    r.series.iter().map(|p| p.jain).sum::<f64>() / r.series.len() as f64
+    r.mean_jain_of_demand().unwrap_or(r.jain)
 }
 
 fn outcome(e: &str, ctx: &Ctx) -> Outcome {
@@ -341,6 +342,13 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         let after = mean(after.iter().rev().skip(1).map(|p| p.engine_share[bs]).collect())?;
         (after > 0.0).then(|| during / after)
     };
+    // Over the BS tenant's whole run: closed loop with one task
+    // outstanding, its bandwidth is inversely proportional to its mean
+    // latency, so against solo it is 1 / its slowdown.
+    let bw_over_run = |r: &PolicyResult| -> Option<f64> {
+        let s = tenant(r, BS)?.slowdown?;
+        (s > 0.0).then(|| 1.0 / s)
+    };
     let rows: Vec<Vec<String>> = ok
         .iter()
         .map(|(label, r)| {
@@ -352,38 +360,25 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
                 ls.sla_violation_rate,
                 (ls.latency_ns.p50, ls.latency_ns.p99),
                 bs.sla_violation_rate,
-                bw(r),
+                (bw(r), bw_over_run(r)),
             )
         })
         .collect();
-    let scored: Vec<(&str, f64, f64, u64)> = ok
+    let scored: Vec<AstraeaScore> = ok
         .iter()
         .filter(|(l, _)| *l != "native")
         .filter_map(|(l, r)| {
             let t = tenant(r, LS)?;
-            Some((*l, t.sla_violation_rate, bw(r)?, t.latency_ns.p99))
+            Some(AstraeaScore {
+                label: l,
+                ls_violations: t.sla_violation_rate,
+                bs_while_sharing: bw(r)?,
+                bs_over_run: bw_over_run(r)?,
+                ls_p99: t.latency_ns.p99,
+            })
         })
         .collect();
-    let best = astraea_best(&scored);
-    o.best_policy = best.map(|b| b.0.to_string());
-    if let Some(&(label, viol, b, _)) = best {
-        o.goals.push(Check {
-            what: "the best policy keeps LS SLA violations under 5% with BS at >= 50% of solo bandwidth"
-                .into(),
-            met: viol < 0.05 && b >= 0.5,
-            detail: format!(
-                "{label}: {} LS violations, BS at {b:.2} of solo while sharing",
-                fmt_pct(viol)
-            ),
-        });
-    }
-    o.notes.push(
-        "the two SLAs cannot both hold here: the LS tenant always has a task queued (closed loop), so for its \
-         1 MiB task to finish within 2x its service time it needs more than half the engine while it runs \
-         (plus the subtask it waits for), which leaves the BS tenant under half; the weights trace that \
-         trade-off"
-            .into(),
-    );
+    astraea_goals(&mut o, &scored);
     if let Some(c) = direction(
         &ok,
         "astraea@w16",
@@ -427,13 +422,14 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
 }
 
 /// The columns every ASTRAEA table starts with.
-const ASTRAEA_HEADER: [&str; 6] = [
+const ASTRAEA_HEADER: [&str; 7] = [
     "policy",
     "LS SLA viol",
     "LS p50",
     "LS p99",
     "BS SLA viol",
     "BS bw/solo while LS runs",
+    "BS bw/solo over its run",
 ];
 
 /// A row under [`ASTRAEA_HEADER`].
@@ -442,32 +438,101 @@ fn astraea_row(
     ls_violations: f64,
     (ls_p50, ls_p99): (u64, u64),
     bs_violations: f64,
-    bs_while_sharing: Option<f64>,
+    (bs_while_sharing, bs_over_run): (Option<f64>, Option<f64>),
 ) -> Vec<String> {
+    let ratio = |b: Option<f64>| b.map_or("-".into(), |b| format!("{b:.2}"));
     vec![
         label.to_string(),
         fmt_pct(ls_violations),
         duration(ls_p50 as f64),
         duration(ls_p99 as f64),
         fmt_pct(bs_violations),
-        bs_while_sharing.map_or("-".into(), |b| format!("{b:.2}")),
+        ratio(bs_while_sharing),
+        ratio(bs_over_run),
     ]
 }
 
-/// The best of `(label, LS violation rate, BS bandwidth vs solo while
-/// sharing, LS p99)`: the fewest LS violations among runs keeping the BS
-/// tenant at half its solo bandwidth with LS violations under 5% (ties: the
-/// lower LS p99); when no run does both, the trade-off's best point: the
-/// fewest LS violations, then the most BS bandwidth.
-fn astraea_best<'a>(scored: &'a [(&'a str, f64, f64, u64)]) -> Option<&'a (&'a str, f64, f64, u64)> {
+/// One ASTRAEA run, scored for the goal.
+struct AstraeaScore<'a> {
+    label: &'a str,
+    ls_violations: f64,
+    /// The BS tenant's bandwidth against solo while the LS tenant runs.
+    bs_while_sharing: f64,
+    /// The BS tenant's bandwidth against solo over its whole run.
+    bs_over_run: f64,
+    ls_p99: u64,
+}
+
+/// Names the best run ([`astraea_best`]) and checks the goal in its two
+/// readings: ASTRAEA states the BS SLA as the application's bandwidth (over
+/// its run); the stricter reading asks for it while the LS tenant runs,
+/// which no schedule can give here (the note says why).
+fn astraea_goals(o: &mut Outcome, scored: &[AstraeaScore]) {
+    let best = astraea_best(scored);
+    o.best_policy = best.map(|b| b.label.to_string());
+    let paper = scored.iter().filter(|s| s.bs_over_run >= 0.5).min_by(|a, b| {
+        a.ls_violations
+            .total_cmp(&b.ls_violations)
+            .then(a.ls_p99.cmp(&b.ls_p99))
+    });
+    if let Some(s) = paper {
+        o.goals.push(Check {
+            what:
+                "LS SLA violations under 5% with the BS tenant at >= 50% of its solo bandwidth over its run \
+                   (the SLA as ASTRAEA states it)"
+                    .into(),
+            met: s.ls_violations < 0.05,
+            detail: format!(
+                "{}: {} LS violations, BS at {:.2} of solo over its run",
+                s.label,
+                fmt_pct(s.ls_violations),
+                s.bs_over_run
+            ),
+        });
+    }
+    if let Some(s) = best {
+        o.goals.push(Check {
+            what: "stricter: the same with the BS tenant at >= 50% of solo while the LS tenant runs".into(),
+            met: s.ls_violations < 0.05 && s.bs_while_sharing >= 0.5,
+            detail: format!(
+                "{}: {} LS violations, BS at {:.2} of solo while sharing",
+                s.label,
+                fmt_pct(s.ls_violations),
+                s.bs_while_sharing
+            ),
+        });
+    }
+    o.notes.push(
+        "the stricter reading cannot hold here: the LS tenant always has a task queued (closed loop), so for \
+         its 1 MiB task to finish within 2x its service time it needs at least half the engine while it runs \
+         (plus the subtask it waits for), which leaves the BS tenant under half; the weights trace that \
+         trade-off. Over its whole run the BS tenant keeps most of its bandwidth: the LS tenant's 128 tasks \
+         overlap only the start of its 256"
+            .into(),
+    );
+}
+
+/// The best run: the fewest LS violations among runs keeping the BS tenant
+/// at half its solo bandwidth while sharing with LS violations under 5%
+/// (ties: the lower LS p99); when no run does both, the trade-off's best
+/// point: the fewest LS violations, then the most BS bandwidth while
+/// sharing.
+fn astraea_best<'a, 's>(scored: &'s [AstraeaScore<'a>]) -> Option<&'s AstraeaScore<'a>> {
     let within = scored
         .iter()
-        .filter(|s| s.2 >= 0.5 && s.1 < 0.05)
-        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.3.cmp(&b.3)));
+        .filter(|s| s.bs_while_sharing >= 0.5 && s.ls_violations < 0.05)
+        .min_by(|a, b| {
+            a.ls_violations
+                .total_cmp(&b.ls_violations)
+                .then(a.ls_p99.cmp(&b.ls_p99))
+        });
     within.or_else(|| {
-        scored
-            .iter()
-            .min_by(|a, b| a.1.total_cmp(&b.1).then(b.2.total_cmp(&a.2)).then(a.3.cmp(&b.3)))
+        scored.iter().min_by(|a, b| {
+            a.ls_violations
+                .total_cmp(&b.ls_violations)
+                .then(b.bs_while_sharing.total_cmp(&a.bs_while_sharing))
+                .then(a.ls_p99.cmp(&b.ls_p99))
+        })
     })
 }
 
@@ -485,46 +550,35 @@ fn astraea_live(mut o: Outcome) -> anyhow::Result<Outcome> {
                 ls.sla_violation_rate,
                 (ls.latency_ns.p50, ls.latency_ns.p99),
                 bs.sla_violation_rate,
-                Some(p.bandwidth_while_sharing),
+                (Some(p.bandwidth_while_sharing), Some(p.bandwidth_vs_solo)),
             );
-            row.push(format!("{:.2}", p.bandwidth_vs_solo));
             row.push(format!("{:.3}", p.overhead_ratio));
             row
         })
         .collect();
-    let scored: Vec<(&str, f64, f64, u64)> = report
+    let scored: Vec<AstraeaScore> = report
         .policies
         .iter()
         .filter(|(n, _)| *n != "native")
         .map(|(n, p)| {
             let ls = &p.tenants[crate::demo::LS];
-            (
-                n.as_str(),
-                ls.sla_violation_rate,
-                p.bandwidth_while_sharing,
-                ls.latency_ns.p99,
-            )
+            AstraeaScore {
+                label: n,
+                ls_violations: ls.sla_violation_rate,
+                bs_while_sharing: p.bandwidth_while_sharing,
+                bs_over_run: p.bandwidth_vs_solo,
+                ls_p99: ls.latency_ns.p99,
+            }
         })
         .collect();
-    if let Some(&(label, viol, b, _)) = astraea_best(&scored) {
-        o.best_policy = Some(label.to_string());
-        o.goals.push(Check {
-            what: "the best policy keeps LS SLA violations under 5% with BS at >= 50% of solo bandwidth"
-                .into(),
-            met: viol < 0.05 && b >= 0.5,
-            detail: format!(
-                "{label}: {} LS violations, BS at {b:.2} of solo while sharing",
-                fmt_pct(viol)
-            ),
-        });
-    }
+    astraea_goals(&mut o, &scored);
     o.tables.push(Table {
         caption:
             "Live, on this machine (as `isola demo`): per policy, with the overhead alone against native"
                 .into(),
         header: ASTRAEA_HEADER
             .iter()
-            .chain(&["BS bw/solo over the run", "alone/native"])
+            .chain(&["alone/native"])
             .map(|h| h.to_string())
             .collect(),
         highlight_row: row_of(&rows, o.best_policy.as_deref()),
@@ -592,8 +646,10 @@ fn osmosis_pu(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         });
     }
     o.tables.push(Table {
-        caption: "PU time share per tenant and Jain's index (over the run, and mean over 200 us windows)"
-            .into(),
+        caption:
+            "PU time share per tenant and Jain's index (by weight over the run; mean over 200 us windows \
+                  against each tenant's fair allocation under its demand)"
+                .into(),
         header: [
             "policy",
             "victim share",
@@ -630,7 +686,7 @@ fn osmosis_pu(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         Axis::new("Jain").range(0.0, 1.0),
         &ok,
         &[],
-        |p| p.jain,
+        |p| p.jain_of_demand,
     ));
     o.figures.push(figure(
         "PU share and fairness over time",
@@ -770,6 +826,11 @@ fn osmosis_mix(
     }
     let results = ctx.simulate(file, text, &runs, (0.0, 1.0))?;
     let ok = succeeded(&results, &mut o.notes);
+    if ok.iter().any(|(_, r)| r.series.is_empty()) {
+        o.notes.push(
+            "live runs record no windows: their Jain's index is the one by weight over the whole run".into(),
+        );
+    }
     let Some((_, rr)) = ok.iter().find(|(l, _)| *l == "rr").copied() else {
         anyhow::bail!("round robin, the baseline, did not run");
     };
@@ -786,12 +847,20 @@ fn osmosis_mix(
             .iter()
             .all(|v| fct(r, v) as f64 <= 1.01 * fct(rr, v) as f64)
     };
-    let mut header = vec!["policy".to_string(), "mean Jain".to_string()];
+    let mut header = vec![
+        "policy".to_string(),
+        "mean Jain".to_string(),
+        "mean Jain by weight".to_string(),
+    ];
     header.extend(names.iter().map(|n| format!("{n} FCT (vs rr)")));
     let rows: Vec<Vec<String>> = ok
         .iter()
         .map(|(l, r)| {
-            let mut row = vec![l.to_string(), format!("{:.3}", mean_jain(r))];
+            let mut row = vec![
+                l.to_string(),
+                format!("{:.3}", mean_jain(r)),
+                format!("{:.3}", r.mean_jain_by_weight()),
+            ];
             for n in &names {
                 let (mine, base) = (fct(r, n), fct(rr, n));
                 let change = if base == 0 {
@@ -838,8 +907,10 @@ fn osmosis_mix(
         }
     }
     o.tables.push(Table {
-        caption: "Mean Jain's index over 10 us windows; each tenant's flow completion time and its change \
-                  against round robin"
+        caption: "Mean Jain's index over 10 us windows, against each tenant's fair allocation under its demand \
+                  on the worst engine (a tenant given all it asked for is treated fairly), and by weight over \
+                  all engine time; each tenant's flow completion time and \
+                  its change against round robin"
             .into(),
         header,
         highlight_row: row_of(&rows, o.best_policy.as_deref()),
@@ -887,12 +958,12 @@ fn osmosis_mix(
         Axis::new("Jain").range(0.0, 1.0),
         &ok,
         &shown,
-        |p| p.jain,
+        |p| p.jain_of_demand,
     ));
     o.figures.push(figure(
         "Tenant shares and fairness over time",
         "Each tenant's share of engine time per 10 us window under round robin, WLBVT and the best policy, \
-         and Jain's index per window.",
+         and Jain's index per window (against each tenant's fair allocation under its demand, worst engine).",
         "OSMOSIS Fig. 12: per-tenant performance and Jain's index over simulated time, RR against OSMOSIS; \
          percentages give each tenant's FCT reduction",
         panels,

@@ -4,6 +4,12 @@
 //!   all `x` are equal, `1/n` when one gets everything. Applied to shares
 //!   normalised by entitlement (`x_i = share_i / entitled_i`) it measures how
 //!   close a weighted allocation is to its weights.
+//! * Jain's index against the fair allocation under demand: Jain, Chiu and
+//!   Hawe define `x_i = T_i / O_i` with `O_i` the fair allocation, which for
+//!   a tenant that asks for less than an equal share is what it asks for.
+//!   [`max_min_fair`] computes `O_i` (weighted max-min fairness, water-filling)
+//!   and [`jain_of_demand`] the index, so that a tenant given all it asked for
+//!   counts as fairly treated however small its share.
 //! * MTDA's Fair1 (eq. 1): `sum |w_ep - w_real|` with `w_real = T_i / sum T`.
 //! * MTDA's Fair2 (eqs. 2-3): `min slowdown / max slowdown`, with
 //!   `slowdown = latency shared / latency alone`.
@@ -85,6 +91,84 @@ pub fn jain_normalized(served: &[f64], entitlement: &[f64]) -> Result<f64, Fairn
     jain_index(&x)
 }
 
+/// The weighted max-min fair allocation of `capacity` among tenants that
+/// ask for `demand` (water-filling): every tenant gets `min(demand_i,
+/// weight_i * level)`, with the one `level` at which the allocations use
+/// the capacity, or everyone's demand if the capacity covers it all.
+pub fn max_min_fair(demand: &[f64], weights: &[f64], capacity: f64) -> Result<Vec<f64>, FairnessError> {
+    same_len(demand, weights)?;
+    check(demand, false)?;
+    check(weights, true)?;
+    check(&[capacity], false)?;
+    Ok(water_fill(capacity, demand, weights, &vec![0.0; demand.len()]))
+}
+
+/// Water-filling with floors: every tenant ends with `clamp(level x
+/// weight_i, floor_i, demand_i)` for the `level` at which the total is
+/// `budget`, or with its whole demand when the demands fit. Nobody gets
+/// more than its demand. Inputs are not checked: weights must be positive
+/// and floors at most the demands. ([`max_min_fair`] is the checked form
+/// without floors; ASTRAEA's allocation gives latency-sensitive tenants
+/// floors.)
+pub(crate) fn water_fill(budget: f64, demand: &[f64], weight: &[f64], floor: &[f64]) -> Vec<f64> {
+    let n = demand.len();
+    let at = |level: f64, i: usize| (level * weight[i]).clamp(floor[i], demand[i].max(0.0));
+    let total = |level: f64| (0..n).map(|i| at(level, i)).sum::<f64>();
+    // The total is piecewise linear in the level, with breakpoints where a
+    // tenant's share leaves its floor or reaches its demand.
+    let mut points: Vec<f64> = (0..n)
+        .filter(|&i| demand[i] > 0.0)
+        .flat_map(|i| [floor[i] / weight[i], demand[i] / weight[i]])
+        .collect();
+    points.sort_by(f64::total_cmp);
+    let Some(&top) = points.last() else {
+        return floor.to_vec();
+    };
+    if total(top) <= budget {
+        return (0..n).map(|i| demand[i].max(0.0)).collect();
+    }
+    let mut low = 0.0;
+    for &p in &points {
+        let (f_low, f_p) = (total(low), total(p));
+        if f_p > budget && p > low {
+            let level = low + (budget - f_low) * (p - low) / (f_p - f_low);
+            return (0..n).map(|i| at(level, i)).collect();
+        }
+        low = p;
+    }
+    (0..n).map(|i| at(low, i)).collect()
+}
+
+/// Jain's index of `served` against each tenant's weighted max-min fair
+/// allocation of `capacity`, given what each asked for (`demand`; all in
+/// one unit). Tenants that asked for nothing are left out; 1.0 when fewer
+/// than two remain. A tenant served all it asked for scores 1 however small
+/// its share; one held under its fair allocation scores `served / fair`,
+/// so capacity left idle while a tenant waited counts against the index.
+/// A capacity under the total served is taken as the total served.
+pub fn jain_of_demand(
+    served: &[f64],
+    demand: &[f64],
+    weights: &[f64],
+    capacity: f64,
+) -> Result<f64, FairnessError> {
+    same_len(served, demand)?;
+    same_len(served, weights)?;
+    check(served, false)?;
+    check(&[capacity], false)?;
+    let fair = max_min_fair(demand, weights, capacity.max(served.iter().sum()))?;
+    let x: Vec<f64> = served
+        .iter()
+        .zip(&fair)
+        .filter(|(_, f)| **f > 0.0)
+        .map(|(s, f)| s / f)
+        .collect();
+    if x.len() < 2 {
+        return Ok(1.0);
+    }
+    jain_index(&x)
+}
+
 /// MTDA's Fair1: `sum |expected_i - T_i / sum T|`. Lower is fairer; 0 is exact.
 /// `expected` are the expected weights (they should sum to 1).
 pub fn fair1(throughputs: &[f64], expected: &[f64]) -> Result<f64, FairnessError> {
@@ -143,6 +227,55 @@ mod tests {
     }
 
     #[test]
+    fn max_min_fair_by_hand() {
+        // 10 among demands 2, 8, 8: the small one is satisfied, the others split the rest.
+        assert_eq!(
+            max_min_fair(&[2.0, 8.0, 8.0], &[1.0; 3], 10.0).unwrap(),
+            vec![2.0, 4.0, 4.0]
+        );
+        // Weights 1:3 over 8 with both asking for more: 2 and 6.
+        assert_eq!(
+            max_min_fair(&[10.0, 10.0], &[1.0, 3.0], 8.0).unwrap(),
+            vec![2.0, 6.0]
+        );
+        // Capacity covers every demand: each gets its demand.
+        assert_eq!(
+            max_min_fair(&[1.0, 2.0], &[1.0, 1.0], 10.0).unwrap(),
+            vec![1.0, 2.0]
+        );
+        assert!(max_min_fair(&[1.0], &[0.0], 1.0).is_err());
+        assert!(max_min_fair(&[1.0], &[1.0], f64::NAN).is_err());
+    }
+
+    #[test]
+    fn jain_of_demand_forgives_small_demands_but_not_starvation() {
+        // A victim asking for 1 gets 1, two congestors split the rest evenly: fair.
+        close(
+            jain_of_demand(&[1.0, 4.5, 4.5], &[1.0, 50.0, 50.0], &[1.0; 3], 10.0).unwrap(),
+            1.0,
+            1e-12,
+        );
+        // Judged by weight alone the same allocation looks unfair.
+        assert!(jain_normalized(&[1.0, 4.5, 4.5], &[1.0; 3]).unwrap() < 0.85);
+        // A victim that asked for 5 but got 1 is starved: x = (1/3.33, 1.35, 1.35).
+        let j = jain_of_demand(&[1.0, 4.5, 4.5], &[5.0, 50.0, 50.0], &[1.0; 3], 10.0).unwrap();
+        assert!(j < 0.85, "{j}");
+        // Capacity left idle while a tenant waits: 2 + 2 served of 10, both asking for 10.
+        close(
+            jain_of_demand(&[2.0, 2.0], &[10.0, 10.0], &[1.0; 2], 4.0).unwrap(),
+            1.0,
+            1e-12,
+        );
+        let idle = jain_of_demand(&[1.0, 2.0], &[10.0, 10.0], &[1.0; 2], 10.0).unwrap();
+        close(idle, 9.0 / 10.0, 1e-12);
+        // Nobody (or one tenant) asking: 1.
+        assert_eq!(
+            jain_of_demand(&[0.0, 3.0], &[0.0, 3.0], &[1.0, 1.0], 3.0).unwrap(),
+            1.0
+        );
+    }
+
+    #[test]
     fn fair1_reproduces_mtdas_worked_example() {
         let q = [0.25; 4];
         // MTDA section V: DPDK's throughputs give Fair1 = 0.145, MTDA's 0.02.
@@ -165,5 +298,30 @@ mod tests {
         );
         close(fair2(&[3.0, 6.0], &[1.0, 2.0]).unwrap(), 1.0, 1e-12);
         assert!(fair2(&[1.0], &[0.0]).is_err());
+    }
+
+    proptest::proptest! {
+        /// Water-filling gives nobody more than it asks, uses the capacity
+        /// (or every demand), and leaves no unsatisfied tenant at a lower
+        /// level per weight than anyone else.
+        #[test]
+        fn max_min_fair_is_max_min_fair(
+            cases in proptest::collection::vec((0.0f64..100.0, 0.1f64..10.0), 1..8),
+            capacity in 0.0f64..400.0,
+        ) {
+            let (demand, weights): (Vec<f64>, Vec<f64>) = cases.into_iter().unzip();
+            let fair = max_min_fair(&demand, &weights, capacity).unwrap();
+            let eps = 1e-9 * (1.0 + capacity);
+            let used: f64 = fair.iter().sum();
+            proptest::prop_assert!((used - capacity.min(demand.iter().sum())).abs() <= eps);
+            for i in 0..fair.len() {
+                proptest::prop_assert!(fair[i] >= 0.0 && fair[i] <= demand[i] + eps);
+                if fair[i] < demand[i] - eps {
+                    for j in 0..fair.len() {
+                        proptest::prop_assert!(fair[j] / weights[j] <= fair[i] / weights[i] + eps);
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! Service per tenant per time window, for time series of shares and of
-//! Jain's index (OSMOSIS Figures 9 and 12).
+//! Jain's index (OSMOSIS Figures 9 and 12), by weight and against each
+//! tenant's fair allocation under its demand.
 
-use super::fairness::jain_normalized;
+use super::fairness::{jain_normalized, jain_of_demand};
 use crate::units::Nanos;
 
 /// Engine time (or any amount) received by each tenant in fixed windows.
@@ -13,6 +14,9 @@ pub struct WindowedService {
     service: Vec<Vec<f64>>,
     /// active[w][t]: the tenant wanted service in window w.
     active: Vec<Vec<bool>>,
+    /// backlog[w][t]: work the tenant had outstanding (queued or in
+    /// service, not yet served) when window w ended, in the service unit.
+    backlog: Vec<Vec<f64>>,
 }
 
 impl WindowedService {
@@ -23,6 +27,7 @@ impl WindowedService {
             tenants,
             service: Vec::new(),
             active: Vec::new(),
+            backlog: Vec::new(),
         }
     }
 
@@ -51,6 +56,17 @@ impl WindowedService {
             return;
         }
         self.for_each_window(start, end, |s, w, _| s.active[w][tenant] = true);
+    }
+
+    /// Records `backlog` (each tenant's outstanding work, in the service
+    /// unit) as its value at the end of every window that ended by `now`
+    /// and has none yet. A driver calls it before anything at `now` changes
+    /// the backlog, so the value is the one each window ended with.
+    pub fn record_backlog(&mut self, now: Nanos, backlog: &[Nanos]) {
+        let ended = (now / self.window) as usize;
+        while self.backlog.len() < ended {
+            self.backlog.push(backlog.iter().map(|&b| b as f64).collect());
+        }
     }
 
     /// Calls `f` for each window `[start, end)` overlaps; tenants outside
@@ -109,6 +125,33 @@ impl WindowedService {
             .collect()
     }
 
+    /// Jain's index per window against each tenant's weighted max-min fair
+    /// allocation of the window's capacity ([`jain_of_demand`]): `slots`
+    /// busy for the part of the window before `end` (the run's end). A
+    /// tenant's demand is the service it got plus the work it still had
+    /// outstanding when the window ended ([`WindowedService::record_backlog`];
+    /// none recorded counts as none). A tenant that got all it asked for is
+    /// treated fairly however small its share; capacity left idle while a
+    /// tenant waited counts against the index.
+    pub fn jain_of_demand_series(&self, weights: &[f64], slots: u32, end: Nanos) -> Vec<f64> {
+        (0..self.windows())
+            .map(|w| {
+                let start = w as Nanos * self.window;
+                let length = end.min(start.saturating_add(self.window)).saturating_sub(start);
+                let capacity = slots as f64 * length as f64;
+                let served = &self.service[w];
+                let demand: Vec<f64> = (0..self.tenants)
+                    .map(|t| served[t] + self.backlog.get(w).and_then(|b| b.get(t)).copied().unwrap_or(0.0))
+                    .map(|d| d.max(0.0))
+                    .collect();
+                let weights: Vec<f64> = (0..self.tenants)
+                    .map(|t| weights.get(t).copied().unwrap_or(1.0))
+                    .collect();
+                jain_of_demand(served, &demand, &weights, capacity).unwrap_or(1.0)
+            })
+            .collect()
+    }
+
     /// Total service per tenant over all windows.
     pub fn totals(&self) -> Vec<f64> {
         let mut t = vec![0.0; self.tenants];
@@ -139,5 +182,30 @@ mod tests {
         assert!((j[0] - 0.9).abs() < 1e-12);
         assert!((j[1] - 0.5).abs() < 1e-12);
         assert_eq!(j[2], 1.0);
+    }
+
+    #[test]
+    fn jain_of_demand_counts_what_was_left_waiting() {
+        let mut w = WindowedService::new(100, 2);
+        // w0: tenant 0 served 90, tenant 1 served 10 and nothing left: fair.
+        w.add_service(0, 0, 90);
+        w.add_service(1, 90, 100);
+        // w1: the same service, but tenant 1 still had 200 waiting: unfair.
+        w.record_backlog(100, &[0, 0]);
+        w.add_service(0, 100, 190);
+        w.add_service(1, 190, 200);
+        w.record_backlog(200, &[0, 200]);
+        let j = w.jain_of_demand_series(&[1.0, 1.0], 1, 200);
+        assert_eq!(j[0], 1.0);
+        // Fair split of 100 is 50/50: x = (1.8, 0.2) -> 4 / (2 x 3.28).
+        assert!((j[1] - 4.0 / 6.56).abs() < 1e-12, "{}", j[1]);
+        // By weight alone both windows look the same.
+        let by_weight = w.jain_series(&[1.0, 1.0]);
+        assert_eq!(by_weight[0], by_weight[1]);
+        // With two slots, half of each window was left idle: in w1 tenant 1
+        // waited for it, in w0 nobody did.
+        let two = w.jain_of_demand_series(&[1.0, 1.0], 2, 200);
+        assert_eq!(two[0], 1.0);
+        assert!(two[1] < j[1], "{} vs {}", two[1], j[1]);
     }
 }

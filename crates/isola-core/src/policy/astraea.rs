@@ -35,16 +35,19 @@
 //!   tenant's budget and the pool are spent, it goes to the ready tenant with
 //!   the least service per weight in this period (a fair order): the policy
 //!   never leaves a slot idle while work waits.
-//! * [`Policy::split_bytes`]: a tenant's tasks are split at the configured
-//!   size while latency-sensitive work of *another* tenant is present or
-//!   predicted (queued, in service, dispatched this period, or a predicted
-//!   demand of at least `ls_idle x C`), and in chunks `idle_split_factor`
-//!   times larger otherwise.
+//! * [`Policy::split_bytes`]: a tenant's tasks are split in chunks
+//!   `idle_split_factor` times the configured size when no latency-sensitive
+//!   work of *another* tenant is present or predicted (queued, in service,
+//!   dispatched this period, or a predicted demand of at least `ls_idle x
+//!   C`) *and* the tenant is projected to consume substantial resources (a
+//!   predicted demand of at least `substantial x C`); at the configured size
+//!   otherwise.
 //!
 //! Choices where the poster is silent or ambiguous (it gives no numbers):
 //! * Defaults: `period` 1 ms (several split subtasks of the poster's EC
 //!   experiment per period), `alpha` 0.2 (a customary EWMA weight), `reserve`
-//!   0.1 ("a small portion"), `idle_split_factor` 8, `ls_idle` 0.01.
+//!   0.1 ("a small portion"), `idle_split_factor` 8, `ls_idle` 0.01,
+//!   `substantial` 0.5 (half the engine).
 //! * A tenant still backlogged (ready) when a period ends samples the whole
 //!   budget `C` as its demand: its consumption was capped by the competition,
 //!   not by what it wanted, and an EWMA of consumption alone would freeze the
@@ -77,6 +80,7 @@
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
 use super::{HeadInfo, Policy, PolicyContext};
+use crate::metrics::fairness::water_fill;
 use crate::params::{ParamSpec, Params};
 use crate::tenant::{LatencyObjective, TenantClass};
 use crate::units::{Bytes, Nanos};
@@ -107,6 +111,11 @@ const PARAMS: &[ParamSpec] = &[
         default: "0.01",
         description: "predicted latency-sensitive demand, as a fraction of a period's budget, under which none is expected",
     },
+    ParamSpec {
+        name: "substantial",
+        default: "0.5",
+        description: "predicted demand, as a fraction of a period's budget, from which a tenant's tasks may be split larger",
+    },
 ];
 
 /// Registry entry.
@@ -127,6 +136,7 @@ fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyE
     let reserve = p.f64_in("reserve", (Included(0.0), Excluded(1.0)))?;
     let idle_split_factor = p.u64_in("idle_split_factor", 1..=u32::MAX as u64)?;
     let ls_idle = p.f64_at_least("ls_idle", 0.0)?;
+    let substantial = p.f64_at_least("substantial", 0.0)?;
     Ok(Box::new(Astraea::new(
         s,
         AstraeaParams {
@@ -135,6 +145,7 @@ fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyE
             reserve,
             idle_split_factor,
             ls_idle,
+            substantial,
         },
     )))
 }
@@ -153,6 +164,9 @@ pub struct AstraeaParams {
     /// Predicted latency-sensitive demand (fraction of the budget) under
     /// which none is expected.
     pub ls_idle: f64,
+    /// Predicted demand (fraction of the budget) from which a tenant is
+    /// projected to consume substantial resources.
+    pub substantial: f64,
 }
 
 impl Default for AstraeaParams {
@@ -163,6 +177,7 @@ impl Default for AstraeaParams {
             reserve: 0.1,
             idle_split_factor: 8,
             ls_idle: 0.01,
+            substantial: 0.5,
         }
     }
 }
@@ -337,31 +352,7 @@ pub fn allocate(budget: f64, demand: &[f64], weight: &[f64], latency_sensitive: 
             first[i] = demand[i].min(budget * weight[i] / active_weight);
         }
     }
-    let at = |level: f64, i: usize| (level * weight[i]).clamp(first[i], demand[i].max(0.0));
-    let total = |level: f64| (0..n).map(|i| at(level, i)).sum::<f64>();
-    // The total is piecewise linear in the level, with breakpoints where a
-    // tenant's share leaves its floor or reaches its demand.
-    let mut points: Vec<f64> = (0..n)
-        .filter(|&i| demand[i] > 0.0)
-        .flat_map(|i| [first[i] / weight[i], demand[i] / weight[i]])
-        .collect();
-    points.sort_by(f64::total_cmp);
-    let Some(&top) = points.last() else {
-        return first;
-    };
-    if total(top) <= budget {
-        return (0..n).map(|i| demand[i].max(0.0)).collect();
-    }
-    let mut low = 0.0;
-    for &p in &points {
-        let (f_low, f_p) = (total(low), total(p));
-        if f_p > budget && p > low {
-            let level = low + (budget - f_low) * (p - low) / (f_p - f_low);
-            return (0..n).map(|i| at(level, i)).collect();
-        }
-        low = p;
-    }
-    (0..n).map(|i| at(low, i)).collect()
+    water_fill(budget, demand, weight, &first)
 }
 
 /// Order of service (smallest first): budget or pool left (0) or not (1),
@@ -444,10 +435,11 @@ impl Policy for Astraea {
     }
 
     fn split_bytes(&self, now: Nanos, tenant: usize, default: Bytes) -> Bytes {
-        if self.others_latency_sensitive(now, tenant) {
-            default
-        } else {
+        let substantial = self.demand_at(tenant, now) >= self.params.substantial * self.capacity;
+        if substantial && !self.others_latency_sensitive(now, tenant) {
             default.saturating_mul(self.params.idle_split_factor)
+        } else {
+            default
         }
     }
 }
@@ -460,7 +452,7 @@ mod tests {
 
     use crate::tenant::{Slo, TenantId};
 
-    use crate::policy::test_support::submit;
+    use crate::policy::test_support::{serve, submit};
 
     fn scheduler(slos: &[Slo], slots: u32, fragment: Option<u64>, params: &[(&str, &str)]) -> Scheduler {
         crate::policy::test_support::scheduler(
@@ -488,28 +480,6 @@ mod tests {
     /// Serves one slot until `until`, each dispatch taking its predicted
     /// cost; `arrivals(now)` may submit more work at each dispatch time.
     /// Returns (time, tenant, dispatch) in order.
-    fn serve(
-        s: &mut Scheduler,
-        mut now: Nanos,
-        until: Nanos,
-        mut arrivals: impl FnMut(&mut Scheduler, Nanos),
-    ) -> (Nanos, Vec<(Nanos, usize, Dispatch)>) {
-        let mut out = Vec::new();
-        while now < until {
-            arrivals(s, now);
-            match s.next(now, EngineId(0)) {
-                Some(d) => {
-                    let end = now + d.predicted;
-                    s.complete(end, d.id, d.predicted).unwrap();
-                    out.push((now, d.task.tenant.index(), d));
-                    now = end;
-                }
-                None => now += 100,
-            }
-        }
-        (now, out)
-    }
-
     #[test]
     fn allocation_follows_priority_and_weighted_max_min() {
         // Budget 900: the LS tenant's 100 is met first, the two backlogged
@@ -734,8 +704,9 @@ mod tests {
             .map(|(_, _, d)| d.fragment.map_or(d.task.bytes, |f| f.bytes))
             .collect();
         assert!(bs_bytes.iter().all(|&b| b == 4_000), "{bs_bytes:?}");
-        // The LS tenant has no other LS tenant to protect: large chunks.
-        assert_eq!(hint(&s, now, LS), 32_000);
+        // The LS tenant has no other LS tenant to protect, but it uses 5%
+        // of the engine, not a substantial part: the configured size.
+        assert_eq!(hint(&s, now, LS), 4_000);
         // LS stops, leaving a BS backlog of 1,500 tasks (48 ms of work)
         // planned in 4,000-byte fragments. A few periods later the LS
         // prediction has decayed: the tasks still queued are planned again
@@ -745,7 +716,9 @@ mod tests {
             submit(&mut s, now, 2_000_000 + k, BS, 32_000);
         }
         let (now, out) = serve(&mut s, now, now + 60_000_000, |_, _| {});
-        assert_eq!(hint(&s, now, BS), 32_000);
+        // The backlog was done 12 ms ago; idle since, the BS tenant is no
+        // longer projected to consume much: the configured size again.
+        assert_eq!(hint(&s, now, BS), 4_000);
         let whole = |d: &Dispatch| d.fragment.is_none() && d.predicted == 32_000;
         // Not at once: the LS tenant used 5% of each period, and with
         // alpha = 0.2 its prediction falls under 1% after 8 periods

@@ -26,6 +26,7 @@ pub mod mclock;
 pub mod mtda;
 pub mod registry;
 pub mod sfq;
+pub mod slack;
 pub mod static_partition;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -50,9 +51,15 @@ pub struct HeadInfo {
     /// Predicted service time on this engine (of this fragment, when the
     /// engine fragments the task).
     pub cost: Nanos,
+    /// Predicted service time of this dispatch and of the task's fragments
+    /// after it (equal to `cost` unless the task is fragmented).
+    pub remaining_cost: Nanos,
     /// Predicted service time of the whole task on this engine (equal to
-    /// `cost` unless the task is fragmented).
+    /// `cost` unless the task is fragmented; a live-runtime subtask carries
+    /// its whole job's).
     pub task_cost: Nanos,
+    /// The task's absolute deadline, if its submitter gave one.
+    pub deadline: Option<Nanos>,
 }
 
 /// A tenant as policies see it.

@@ -431,7 +431,9 @@ mod tests {
             arrival: 0,
             bytes: 1,
             cost: 100,
+            remaining_cost: 100,
             task_cost: 100,
+            deadline: None,
         };
         p.on_ready(0, 0, &head, &cx);
         assert_eq!(p.reallocations(), 0);

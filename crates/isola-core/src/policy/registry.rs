@@ -2,7 +2,7 @@
 //! parameters, so scenarios and the CLI can list and build them.
 
 use super::{
-    astraea, bvt, drr, fcfs, ipipe, mclock, mtda, sfq, static_partition, wlbvt, Policy, TenantShare,
+    astraea, bvt, drr, fcfs, ipipe, mclock, mtda, sfq, slack, static_partition, wlbvt, Policy, TenantShare,
 };
 use crate::params::{ParamError, ParamSpec, Params};
 use serde::Serialize;
@@ -86,6 +86,7 @@ pub static POLICIES: &[PolicyInfo] = &[
     ipipe::INFO,
     mtda::INFO,
     astraea::INFO,
+    slack::INFO,
 ];
 
 /// The policy registered as `name` (or with `name` as an alias).

@@ -3,7 +3,7 @@
 //! submission.
 
 use crate::engine::{EngineId, EngineKind, EngineSpec};
-use crate::scheduler::{Scheduler, SchedulerBuilder};
+use crate::scheduler::{Dispatch, Scheduler, SchedulerBuilder};
 use crate::task::{OpSpec, Task, TaskId};
 use crate::tenant::{Slo, TenantId};
 use crate::units::Nanos;
@@ -55,4 +55,30 @@ pub(crate) fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, byte
         },
     )
     .unwrap();
+}
+
+/// Serves engine 0 of `s` from `now` until `until`, one dispatch at a time,
+/// each taking exactly its predicted cost; `arrivals` may submit work before
+/// every decision. Returns the end time and `(start, tenant, dispatch)` for
+/// every dispatch.
+pub(crate) fn serve(
+    s: &mut Scheduler,
+    mut now: Nanos,
+    until: Nanos,
+    mut arrivals: impl FnMut(&mut Scheduler, Nanos),
+) -> (Nanos, Vec<(Nanos, usize, Dispatch)>) {
+    let mut out = Vec::new();
+    while now < until {
+        arrivals(s, now);
+        match s.next(now, EngineId(0)) {
+            Some(d) => {
+                let end = now + d.predicted;
+                s.complete(end, d.id, d.predicted).unwrap();
+                out.push((now, d.task.tenant.index(), d));
+                now = end;
+            }
+            None => now += 100,
+        }
+    }
+    (now, out)
 }
