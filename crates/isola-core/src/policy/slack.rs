@@ -35,7 +35,11 @@
 //!   start goes (the engine is never left idle while work waits). Deadlines
 //!   of other tenants only make them urgent; they do not defer them.
 //!
-//! Choices: a live-runtime subtask is a task of its own that carries its
+//! Choices: predicted costs (of the objective's bound, of the work left and
+//! of the heads that could block) are corrected by each tenant's measured
+//! over predicted service, an EWMA over its completions (weight 1/8), since
+//! serving just in time needs the real service time, and a profile taken on
+//! another day can be off by a third; a live-runtime subtask is a task of its own that carries its
 //! job's whole cost; the job's work left is then estimated as the tenant's
 //! queued dispatches times the head's cost, at most the job's cost (an
 //! overestimate with several jobs queued, which serves the tenant early,
@@ -74,6 +78,8 @@ struct Tenant {
     actual: f64,
     /// The head task while the tenant is ready.
     head: Option<HeadInfo>,
+    /// Measured over predicted service of its completed dispatches (EWMA).
+    accuracy: f64,
 }
 
 impl Tenant {
@@ -82,27 +88,33 @@ impl Tenant {
     /// channel. `None` without a deadline.
     fn latest_start(&self, queued: u64) -> Option<f64> {
         let h = self.head?;
-        let by_objective = self.objective.map(|o| h.arrival as f64 + o.bound(h.task_cost));
+        let service = |predicted: Nanos| predicted as f64 * self.accuracy;
+        let by_objective = self
+            .objective
+            .map(|o| h.arrival as f64 + o.bound(service(h.task_cost) as Nanos));
         let deadline = match (by_objective, h.deadline) {
             (Some(a), Some(b)) => a.min(b as f64),
             (a, b) => a.or(b.map(|b| b as f64))?,
         };
         let job_left = queued.saturating_mul(h.cost).min(h.task_cost);
-        Some(deadline - h.remaining_cost.max(job_left) as f64)
+        Some(deadline - service(h.remaining_cost.max(job_left)))
     }
 }
 
 /// A ready tenant as [`SlackStealing::pick`] weighs it.
 struct Candidate {
     tenant: usize,
-    /// Its head's predicted cost.
-    cost: Nanos,
+    /// Its head's expected service time (predicted, corrected).
+    cost: f64,
     /// Its virtual time.
     actual: f64,
     latest_start: Option<f64>,
     defers: bool,
     seq: u64,
 }
+
+/// Weight of each completion in a tenant's measured/predicted ratio.
+const ACCURACY_WEIGHT: f64 = 0.125;
 
 /// Slack-stealing state for one engine.
 #[derive(Debug, Clone)]
@@ -123,6 +135,7 @@ impl SlackStealing {
                     objective: t.latency,
                     actual: 0.0,
                     head: None,
+                    accuracy: 1.0,
                 })
                 .collect(),
         }
@@ -151,7 +164,7 @@ impl Policy for SlackStealing {
                 let queued = cx.queued.get(i).copied().unwrap_or(0);
                 Some(Candidate {
                     tenant: i,
-                    cost: h.cost,
+                    cost: h.cost as f64 * t.accuracy,
                     actual: t.actual,
                     latest_start: t.latest_start(queued),
                     defers: t.defers,
@@ -162,8 +175,8 @@ impl Policy for SlackStealing {
         let others = |t: usize| ready.iter().filter(move |r| r.tenant != t);
         // Serving any other head first would start it too late.
         let urgent = |c: &Candidate| {
-            let longest = others(c.tenant).map(|r| r.cost).max().unwrap_or(0);
-            c.latest_start.is_some_and(|ls| (now + longest) as f64 > ls)
+            let longest = others(c.tenant).map(|r| r.cost).fold(0.0, f64::max);
+            c.latest_start.is_some_and(|ls| now as f64 + longest > ls)
         };
         let within_share = |c: &Candidate| others(c.tenant).all(|r| c.actual <= r.actual);
         let earliest = |a: &&Candidate, b: &&Candidate| {
@@ -214,6 +227,10 @@ impl Policy for SlackStealing {
     ) {
         let t = &mut self.tenants[tenant];
         t.actual += (measured as f64 - served.cost as f64) / t.weight;
+        if served.cost > 0 {
+            let ratio = measured as f64 / served.cost as f64;
+            t.accuracy += ACCURACY_WEIGHT * (ratio - t.accuracy);
+        }
     }
 }
 
