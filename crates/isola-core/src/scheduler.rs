@@ -541,6 +541,7 @@ impl EngineState {
             remaining_cost,
             task_cost: task.whole_cost.unwrap_or(total),
             deadline: task.deadline,
+            job_piece: task.whole_cost.is_some(),
         }
     }
 

@@ -162,8 +162,8 @@ struct JobState {
     unit_exp: f64,
     predicted_total: f64,
     busy: Nanos,
-    /// Predicted work of the current stage not yet served, counted in its
-    /// engine's backlog for the tenant.
+    /// Predicted work of the current stage not yet dispatched, counted in
+    /// its engine's backlog for the tenant.
     stage_left: Nanos,
 }
 
@@ -186,13 +186,20 @@ struct TenantRun {
     busy_per_engine: Vec<u64>,
 }
 
-/// `served` ns of `job`'s current stage were served (`None`: all that is
-/// left, the stage is over): they leave the stage engine's `backlog`.
-fn stage_served(backlog: &mut [Vec<Nanos>], scenario: &Scenario, job: &mut JobState, served: Option<Nanos>) {
-    let done = served.map_or(job.stage_left, |s| s.min(job.stage_left));
+/// `dispatched` ns of predicted work of `job`'s current stage went to its
+/// engine (`None`: all that is left, the stage is over or the job gone):
+/// they leave the stage engine's `backlog`.
+fn take_backlog(
+    backlog: &mut [Vec<Nanos>],
+    scenario: &Scenario,
+    job: &mut JobState,
+    dispatched: Option<Nanos>,
+) {
+    let done = dispatched.map_or(job.stage_left, |d| d.min(job.stage_left));
     if done > 0 {
-        let engine = scenario.tenants[job.tenant].workload.stages[job.stage];
-        backlog[engine][job.tenant] -= done;
+        let stages = &scenario.tenants[job.tenant].workload.stages;
+        debug_assert!(job.stage < stages.len(), "work left after the last stage");
+        backlog[stages[job.stage]][job.tenant] -= done;
         job.stage_left -= done;
     }
 }
@@ -502,7 +509,7 @@ impl<'a> Sim<'a> {
     /// work out of that engine's backlog.
     fn remove_job(&mut self, key: usize) -> JobState {
         let mut job = self.jobs.remove(key);
-        stage_served(&mut self.backlog, self.scenario, &mut job, None);
+        take_backlog(&mut self.backlog, self.scenario, &mut job, None);
         job
     }
 
@@ -519,6 +526,12 @@ impl<'a> Sim<'a> {
     fn dispatch(&mut self, e: usize) {
         while let Some(d) = self.sched.next(self.now, EngineId(e as u32)) {
             let key = d.task.id.0 as usize;
+            take_backlog(
+                &mut self.backlog,
+                self.scenario,
+                &mut self.jobs[key],
+                Some(d.predicted),
+            );
             let job = &self.jobs[key];
             let t = job.tenant;
             let w = &self.scenario.tenants[t].workload;
@@ -591,8 +604,10 @@ impl<'a> Sim<'a> {
         self.tenants[t].busy_per_engine[e] += f.service;
         let job = &mut self.jobs[key];
         job.busy += f.service;
-        let served = (!c.task_done).then_some(f.service);
-        stage_served(&mut self.backlog, self.scenario, job, served);
+        if c.task_done {
+            // Rounding of fragment predictions may leave a little.
+            take_backlog(&mut self.backlog, self.scenario, job, None);
+        }
         if f.aborted {
             // OSMOSIS' watchdog: the kernel is killed and the job fails. Its
             // other fragments, if any, still drain.

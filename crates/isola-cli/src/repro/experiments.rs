@@ -308,6 +308,15 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         if i > 0 {
             runs.remove(0);
         }
+        // Isola's `slack` keeps a guard against service-time jitter by
+        // default; the simulated service here has none, so without the
+        // guard it shows how close to the trade-off's end a schedule gets.
+        runs.push(PolicyRun {
+            name: "slack".into(),
+            label: "slack/guard0".into(),
+            params: [("guard".to_string(), "0".to_string())].into(),
+            fragment: Some(128 << 10),
+        });
         for r in runs.iter_mut().filter(|r| r.label != "native") {
             r.label = format!("{}@w{weight}", r.label);
         }
@@ -463,36 +472,21 @@ struct AstraeaScore<'a> {
     ls_p99: u64,
 }
 
-/// Names the best run ([`astraea_best`]) and checks the goal in its two
-/// readings: ASTRAEA states the BS SLA as the application's bandwidth (over
-/// its run); the stricter reading asks for it while the LS tenant runs,
-/// which no schedule can give here (the note says why).
+/// Names the best run ([`astraea_best`]) and checks the goal: the BS
+/// tenant at half its solo bandwidth while the LS tenant runs, which no
+/// schedule can give here (a note says why). A second note gives the goal
+/// with the BS SLA as ASTRAEA states it (the application's bandwidth over
+/// its run), which every policy meets in this set-up, so that only the LS
+/// half would decide it.
 fn astraea_goals(o: &mut Outcome, scored: &[AstraeaScore]) {
     let best = astraea_best(scored);
     o.best_policy = best.map(|b| b.label.to_string());
-    let paper = scored.iter().filter(|s| s.bs_over_run >= 0.5).min_by(|a, b| {
-        a.ls_violations
-            .total_cmp(&b.ls_violations)
-            .then(a.ls_p99.cmp(&b.ls_p99))
-    });
-    if let Some(s) = paper {
-        o.goals.push(Check {
-            what:
-                "LS SLA violations under 5% with the BS tenant at >= 50% of its solo bandwidth over its run \
-                   (the SLA as ASTRAEA states it)"
-                    .into(),
-            met: s.ls_violations < 0.05,
-            detail: format!(
-                "{}: {} LS violations, BS at {:.2} of solo over its run",
-                s.label,
-                fmt_pct(s.ls_violations),
-                s.bs_over_run
-            ),
-        });
-    }
     if let Some(s) = best {
         o.goals.push(Check {
-            what: "stricter: the same with the BS tenant at >= 50% of solo while the LS tenant runs".into(),
+            what:
+                "LS SLA violations under 5% with the BS tenant at >= 50% of its solo bandwidth while the LS \
+                   tenant runs"
+                    .into(),
             met: s.ls_violations < 0.05 && s.bs_while_sharing >= 0.5,
             detail: format!(
                 "{}: {} LS violations, BS at {:.2} of solo while sharing",
@@ -502,12 +496,25 @@ fn astraea_goals(o: &mut Outcome, scored: &[AstraeaScore]) {
             ),
         });
     }
+    let over_run = |f: fn(f64, f64) -> f64| scored.iter().map(|s| s.bs_over_run).reduce(f);
+    let paper = scored.iter().filter(|s| s.bs_over_run >= 0.5).min_by(|a, b| {
+        a.ls_violations
+            .total_cmp(&b.ls_violations)
+            .then(a.ls_p99.cmp(&b.ls_p99))
+    });
+    if let (Some(s), Some(low), Some(high)) = (paper, over_run(f64::min), over_run(f64::max)) {
+        o.notes.push(format!(
+            "context: with the BS SLA as ASTRAEA states it, the BS tenant's bandwidth over its run ({low:.2}-{high:.2} \
+             of solo across policies here), the goal would come down to the LS half: {} has {} LS violations",
+            s.label,
+            fmt_pct(s.ls_violations),
+        ));
+    }
     o.notes.push(
-        "the stricter reading cannot hold here: the LS tenant always has a task queued (closed loop), so for \
-         its 1 MiB task to finish within 2x its service time it needs at least half the engine while it runs \
-         (plus the subtask it waits for), which leaves the BS tenant under half; the weights trace that \
-         trade-off. Over its whole run the BS tenant keeps most of its bandwidth: the LS tenant's 128 tasks \
-         overlap only the start of its 256"
+        "the goal cannot hold here: the LS tenant always has a task queued (closed loop), so for its task of \
+         service time S to finish within 2S it must get half the engine over those 2S, plus the subtask in \
+         service when it arrives, which leaves the BS tenant under half while they share; the weights trace \
+         that trade-off"
             .into(),
     );
 }

@@ -140,12 +140,15 @@ pub(crate) fn water_fill(budget: f64, demand: &[f64], weight: &[f64], floor: &[f
 }
 
 /// Jain's index of `served` against each tenant's weighted max-min fair
-/// allocation of `capacity`, given what each asked for (`demand`; all in
-/// one unit). Tenants that asked for nothing are left out; 1.0 when fewer
-/// than two remain. A tenant served all it asked for scores 1 however small
-/// its share; one held under its fair allocation scores `served / fair`,
-/// so capacity left idle while a tenant waited counts against the index.
-/// A capacity under the total served is taken as the total served.
+/// allocation of `capacity`, given what each asked for (`demand`, at least
+/// what it was served; all in one unit). Tenants that asked for nothing are
+/// left out; 1.0 when fewer than two remain; 0.0 when two or more asked and
+/// none was served. A tenant served all it asked for scores 1 however small
+/// its share; one held under its fair allocation scores `served / fair`.
+/// Like every Jain's index it measures equality, not efficiency: capacity
+/// left idle lowers it only insofar as some tenants are held further below
+/// their fair allocation than others. A capacity under the total served is
+/// taken as the total served.
 pub fn jain_of_demand(
     served: &[f64],
     demand: &[f64],
@@ -156,6 +159,12 @@ pub fn jain_of_demand(
     same_len(served, weights)?;
     check(served, false)?;
     check(&[capacity], false)?;
+    if let Some(index) = (0..served.len()).find(|&i| served[i] > demand[i] * (1.0 + 1e-9) + 1e-9) {
+        return Err(FairnessError::BadValue {
+            index,
+            value: served[index],
+        });
+    }
     let fair = max_min_fair(demand, weights, capacity.max(served.iter().sum()))?;
     let x: Vec<f64> = served
         .iter()
@@ -165,6 +174,9 @@ pub fn jain_of_demand(
         .collect();
     if x.len() < 2 {
         return Ok(1.0);
+    }
+    if x.iter().all(|&v| v == 0.0) {
+        return Ok(0.0);
     }
     jain_index(&x)
 }
@@ -260,14 +272,24 @@ mod tests {
         // A victim that asked for 5 but got 1 is starved: x = (1/3.33, 1.35, 1.35).
         let j = jain_of_demand(&[1.0, 4.5, 4.5], &[5.0, 50.0, 50.0], &[1.0; 3], 10.0).unwrap();
         assert!(j < 0.85, "{j}");
-        // Capacity left idle while a tenant waits: 2 + 2 served of 10, both asking for 10.
+        // Capacity 10, both asking for 10, 2 + 2 served: held equally far
+        // below their fair 5 each, which Jain's index (equality, not
+        // efficiency) counts as fair.
         close(
-            jain_of_demand(&[2.0, 2.0], &[10.0, 10.0], &[1.0; 2], 4.0).unwrap(),
+            jain_of_demand(&[2.0, 2.0], &[10.0, 10.0], &[1.0; 2], 10.0).unwrap(),
             1.0,
             1e-12,
         );
+        // Held unequally far below it: x = (0.2, 0.4) -> 0.36 / 0.4.
         let idle = jain_of_demand(&[1.0, 2.0], &[10.0, 10.0], &[1.0; 2], 10.0).unwrap();
         close(idle, 9.0 / 10.0, 1e-12);
+        // Both waited and nobody was served: 0.
+        assert_eq!(
+            jain_of_demand(&[0.0, 0.0], &[3.0, 1.0], &[1.0; 2], 10.0).unwrap(),
+            0.0
+        );
+        // Served more than asked for: an error.
+        assert!(jain_of_demand(&[2.0, 1.0], &[1.0, 1.0], &[1.0; 2], 10.0).is_err());
         // Nobody (or one tenant) asking: 1.
         assert_eq!(
             jain_of_demand(&[0.0, 3.0], &[0.0, 3.0], &[1.0, 1.0], 3.0).unwrap(),

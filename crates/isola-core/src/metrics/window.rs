@@ -14,8 +14,8 @@ pub struct WindowedService {
     service: Vec<Vec<f64>>,
     /// active[w][t]: the tenant wanted service in window w.
     active: Vec<Vec<bool>>,
-    /// backlog[w][t]: work the tenant had outstanding (queued or in
-    /// service, not yet served) when window w ended, in the service unit.
+    /// backlog[w][t]: work the tenant had waiting (not yet begun) when
+    /// window w ended, in the service unit.
     backlog: Vec<Vec<f64>>,
 }
 
@@ -58,9 +58,9 @@ impl WindowedService {
         self.for_each_window(start, end, |s, w, _| s.active[w][tenant] = true);
     }
 
-    /// Records `backlog` (each tenant's outstanding work, in the service
-    /// unit) as its value at the end of every window that ended by `now`
-    /// and has none yet. A driver calls it before anything at `now` changes
+    /// Records `backlog` (each tenant's work waiting to be served, in the
+    /// service unit) as its value at the end of every window that ended by
+    /// `now` and has none yet. A driver calls it before anything at `now` changes
     /// the backlog, so the value is the one each window ended with.
     pub fn record_backlog(&mut self, now: Nanos, backlog: &[Nanos]) {
         let ended = (now / self.window) as usize;
@@ -129,10 +129,11 @@ impl WindowedService {
     /// allocation of the window's capacity ([`jain_of_demand`]): `slots`
     /// busy for the part of the window before `end` (the run's end). A
     /// tenant's demand is the service it got plus the work it still had
-    /// outstanding when the window ended ([`WindowedService::record_backlog`];
+    /// waiting when the window ended ([`WindowedService::record_backlog`];
     /// none recorded counts as none). A tenant that got all it asked for is
-    /// treated fairly however small its share; capacity left idle while a
-    /// tenant waited counts against the index.
+    /// treated fairly however small its share. (Inputs are finite and
+    /// weights positive by construction; were the index undefined, the
+    /// window would count as fair.)
     pub fn jain_of_demand_series(&self, weights: &[f64], slots: u32, end: Nanos) -> Vec<f64> {
         (0..self.windows())
             .map(|w| {

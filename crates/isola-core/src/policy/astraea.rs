@@ -10,7 +10,8 @@
 //! future demands" that "guide task allocations, redirecting resources to
 //! active apps"; the predictions "inform the task splitter's granularity
 //! decisions — maintaining larger task sizes when latency-sensitive workloads
-//! are minimal"; and "ASTRAEA reserves a small portion of resources, which can
+//! are minimal and an application is projected to consume substantial
+//! resources, thus reducing splitting overhead"; and "ASTRAEA reserves a small portion of resources, which can
 //! be allocated to applications experiencing SLA violations".
 //!
 //! As implemented, per engine:
@@ -72,7 +73,11 @@
 //! * "Larger task sizes when latency-sensitive workloads are minimal": the
 //!   size depends on latency-sensitive work of the *other* tenants, so a
 //!   latency-sensitive tenant alone is not split finely either ("skipping
-//!   unnecessary splitting for single apps", §3).
+//!   unnecessary splitting for single apps", §3), if it uses a substantial
+//!   part of the engine. "Substantial" is `substantial x C` of predicted
+//!   demand (default half the engine); a light tenant keeps the configured
+//!   size even alone, as the poster's second condition reads, at the cost of
+//!   some splitting overhead on work that is light anyway.
 //! * Periods are rolled forward lazily in every hook (idle periods decay the
 //!   demands as zero samples), so an idle engine needs no wake-ups; the
 //!   policy is work-conserving, so no decision waits for a period boundary.

@@ -60,6 +60,10 @@ pub struct HeadInfo {
     pub task_cost: Nanos,
     /// The task's absolute deadline, if its submitter gave one.
     pub deadline: Option<Nanos>,
+    /// The task is one piece of a job its submitter split (the live
+    /// runtime's subtasks): `task_cost` is the job's, and the job's other
+    /// pieces are separate tasks.
+    pub job_piece: bool,
 }
 
 /// A tenant as policies see it.

@@ -21,35 +21,39 @@
 //! * A ready tenant's head task has a deadline when the tenant has a latency
 //!   objective (`arrival + bound(whole task's predicted cost)`) or the task
 //!   carries one (the earlier of the two). Its *latest start* is the deadline
-//!   less the task's predicted work not yet dispatched (its fragments left,
-//!   [`HeadInfo::remaining_cost`]).
-//! * It is *urgent* when serving any other ready tenant's head first (the
-//!   longest such head: tasks run to completion) would start it after its
-//!   latest start. An urgent tenant goes first, least latest start first, as
+//!   less `guard` of its latency budget (`deadline - arrival`, kept in
+//!   reserve against service-time jitter) less the task's predicted work not
+//!   yet dispatched (its fragments left, [`HeadInfo::remaining_cost`]).
+//! * It is *urgent* when serving other ready tenants' heads first would
+//!   start it after its latest start: the longest such head (tasks run to
+//!   completion) once per slot of the engine, since each slot may hold a
+//!   piece ahead of it (lanes busy, or a hardware queue). An urgent tenant goes first, least latest start first, as
 //!   long as its `A` is no larger than every other ready tenant's: its
 //!   weight caps its share, so a tenant with unreachable deadlines cannot
 //!   starve the others.
 //! * Otherwise the slot goes to the smallest `A` among the ready tenants,
-//!   except latency-sensitive ones (by class) that are not urgent: those
-//!   wait while they have slack. If only they are ready, the earliest latest
+//!   except latency-sensitive ones (by class) with a deadline that are not
+//!   urgent: those wait while they have slack. If only they are ready, the earliest latest
 //!   start goes (the engine is never left idle while work waits). Deadlines
 //!   of other tenants only make them urgent; they do not defer them.
 //!
-//! Choices: predicted costs (of the objective's bound, of the work left and
-//! of the heads that could block) are corrected by each tenant's measured
-//! over predicted service, an EWMA over its completions (weight 1/8), since
-//! serving just in time needs the real service time, and a profile taken on
-//! another day can be off by a third; a live-runtime subtask is a task of its own that carries its
-//! job's whole cost; the job's work left is then estimated as the tenant's
-//! queued dispatches times the head's cost, at most the job's cost (an
-//! overestimate with several jobs queued, which serves the tenant early,
-//! not late). Slots are not modelled separately: on an engine with several,
-//! "serving another head first" is as pessimistic as on one.
+//! Choices: the predicted work left and the predicted heads that could
+//! block are corrected by each tenant's measured over predicted service (an
+//! EWMA over its completions, weight 1/8), since serving just in time needs
+//! the real service time; the deadline itself is not, as the objective is
+//! stated on the predicted cost. A live-runtime subtask
+//! ([`HeadInfo::job_piece`]) is a task of its own that carries its job's
+//! whole cost; the job's work left is then estimated as the tenant's queued
+//! dispatches times the head's cost (an overestimate with several jobs
+//! queued, which serves the tenant early, not late; not capped at the job's
+//! predicted cost, since its pieces together cost more than the whole). Counting a blocking head once per slot is pessimistic on an
+//! engine with several lanes (the tenant is served earlier than it could
+//! be, never later).
 
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
 use super::{HeadInfo, Policy, PolicyContext};
-use crate::params::Params;
+use crate::params::{ParamSpec, Params};
 use crate::tenant::{LatencyObjective, TenantClass};
 use crate::units::Nanos;
 
@@ -60,18 +64,25 @@ pub const INFO: PolicyInfo = PolicyInfo {
     description: "Slack stealing: a tenant's task with a deadline waits while it can still make it, the others share by weight meanwhile; weights cap every tenant's share.",
     source: "Isola; slack stealing (Lehoczky & Ramos-Thuel, RTSS 1992) over BVT (Duda & Cheriton, SOSP 1999)",
     work_conserving: true,
-    params: &[],
+    params: &[ParamSpec {
+        name: "guard",
+        default: "0.1",
+        description: "fraction of each deadline's latency budget kept in reserve against service-time jitter, in [0, 1)",
+    }],
     build,
 };
 
-fn build(_: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
-    Ok(Box::new(SlackStealing::new(s)))
+fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    use std::ops::Bound::{Excluded, Included};
+    let guard = p.f64_in("guard", (Included(0.0), Excluded(1.0)))?;
+    Ok(Box::new(SlackStealing::new(s, guard)))
 }
 
 #[derive(Debug, Clone)]
 struct Tenant {
     weight: f64,
-    /// Latency-sensitive: waits while its head task has slack.
+    /// Latency-sensitive: waits while its head task has a deadline and
+    /// slack.
     defers: bool,
     objective: Option<LatencyObjective>,
     /// Virtual time: service received over weight.
@@ -83,21 +94,25 @@ struct Tenant {
 }
 
 impl Tenant {
-    /// The head task's latest start: its deadline less its predicted work
-    /// not yet dispatched, with `queued` dispatches waiting in the tenant's
-    /// channel. `None` without a deadline.
-    fn latest_start(&self, queued: u64) -> Option<f64> {
+    /// The head task's latest start: its deadline, less `guard` of its
+    /// latency budget, less its predicted work not yet dispatched, with
+    /// `queued` dispatches waiting in the tenant's channel. `None` without
+    /// a deadline.
+    fn latest_start(&self, queued: u64, guard: f64) -> Option<f64> {
         let h = self.head?;
         let service = |predicted: Nanos| predicted as f64 * self.accuracy;
-        let by_objective = self
-            .objective
-            .map(|o| h.arrival as f64 + o.bound(service(h.task_cost) as Nanos));
+        let by_objective = self.objective.map(|o| h.arrival as f64 + o.bound(h.task_cost));
         let deadline = match (by_objective, h.deadline) {
             (Some(a), Some(b)) => a.min(b as f64),
             (a, b) => a.or(b.map(|b| b as f64))?,
         };
-        let job_left = queued.saturating_mul(h.cost).min(h.task_cost);
-        Some(deadline - service(h.remaining_cost.max(job_left)))
+        let deadline = h.arrival as f64 + (1.0 - guard) * (deadline - h.arrival as f64);
+        let left = if h.job_piece {
+            queued.saturating_mul(h.cost).max(h.remaining_cost)
+        } else {
+            h.remaining_cost
+        };
+        Some(deadline - service(left))
     }
 }
 
@@ -120,12 +135,16 @@ const ACCURACY_WEIGHT: f64 = 0.125;
 #[derive(Debug, Clone)]
 pub struct SlackStealing {
     tenants: Vec<Tenant>,
+    /// Fraction of each latency budget kept in reserve.
+    guard: f64,
 }
 
 impl SlackStealing {
-    /// The policy for `setup`'s tenants.
-    pub fn new(setup: &PolicySetup<'_>) -> Self {
+    /// The policy for `setup`'s tenants, keeping `guard` (in [0, 1)) of
+    /// each latency budget in reserve.
+    pub fn new(setup: &PolicySetup<'_>, guard: f64) -> Self {
         SlackStealing {
+            guard,
             tenants: setup
                 .tenants
                 .iter()
@@ -161,22 +180,23 @@ impl Policy for SlackStealing {
             .ready()
             .filter_map(|(i, t)| {
                 let h = t.head?;
-                let queued = cx.queued.get(i).copied().unwrap_or(0);
+                let latest_start = t.latest_start(cx.queued.get(i).copied().unwrap_or(0), self.guard);
                 Some(Candidate {
                     tenant: i,
                     cost: h.cost as f64 * t.accuracy,
                     actual: t.actual,
-                    latest_start: t.latest_start(queued),
-                    defers: t.defers,
+                    latest_start,
+                    defers: t.defers && latest_start.is_some(),
                     seq: h.seq,
                 })
             })
             .collect();
         let others = |t: usize| ready.iter().filter(move |r| r.tenant != t);
-        // Serving any other head first would start it too late.
+        // Serving other heads first would start it too late.
+        let slots = f64::from(cx.slots.max(1));
         let urgent = |c: &Candidate| {
             let longest = others(c.tenant).map(|r| r.cost).fold(0.0, f64::max);
-            c.latest_start.is_some_and(|ls| now as f64 + longest > ls)
+            c.latest_start.is_some_and(|ls| now as f64 + longest * slots > ls)
         };
         let within_share = |c: &Candidate| others(c.tenant).all(|r| c.actual <= r.actual);
         let earliest = |a: &&Candidate, b: &&Candidate| {
@@ -238,7 +258,7 @@ impl Policy for SlackStealing {
 mod tests {
     use super::*;
     use crate::engine::{EngineId, EngineKind};
-    use crate::policy::test_support::{serve, submit};
+    use crate::policy::test_support::{serve, serve_with, submit};
     use crate::scheduler::Scheduler;
     use crate::tenant::{Slo, TenantClass};
 
@@ -265,9 +285,10 @@ mod tests {
     /// ASTRAEA's experiment in miniature: a closed-loop latency-sensitive
     /// tenant (8,000 ns tasks, one outstanding, objective `multiple` x
     /// service) beside a backlogged bandwidth tenant, tasks split into
-    /// 1,000 ns fragments. Returns the LS tasks' latencies and the BS
-    /// tenant's share of the engine while the LS tenant ran.
-    fn astraea_like(policy: &str, ls_weight: f64, multiple: f64) -> (Vec<Nanos>, f64) {
+    /// 1,000 ns fragments, every dispatch taking `stretch` times its
+    /// prediction. Returns the LS tasks' latencies and the BS tenant's share
+    /// of the engine while the LS tenant ran.
+    fn astraea_like(policy: &str, ls_weight: f64, multiple: f64, stretch: f64) -> (Vec<Nanos>, f64) {
         let mut s = scheduler(policy, ls_weight, multiple);
         for k in 0..400 {
             submit(&mut s, 0, 1_000_000 + k, BS, 64_000);
@@ -279,7 +300,13 @@ mod tests {
         let mut out = Vec::new();
         let mut now = 0;
         while latencies.len() < 100 {
-            let (end, mut step) = serve(&mut s, now, now + 1, |_, _| {});
+            let (end, mut step) = serve_with(
+                &mut s,
+                now,
+                now + 1,
+                |_, _| {},
+                |d| (d.predicted as f64 * stretch) as Nanos,
+            );
             now = end;
             // An LS task is done when its last fragment is.
             if let Some((_, t, d)) = step.last() {
@@ -292,8 +319,12 @@ mod tests {
             }
             out.append(&mut step);
         }
-        let bs: Nanos = out.iter().filter(|o| o.1 == BS).map(|o| o.2.predicted).sum();
-        (latencies, bs as f64 / now as f64)
+        let bs: f64 = out
+            .iter()
+            .filter(|o| o.1 == BS)
+            .map(|o| o.2.predicted as f64 * stretch)
+            .sum();
+        (latencies, bs / now as f64)
     }
 
     #[test]
@@ -303,25 +334,59 @@ mod tests {
         // half (less one fragment of blocking per task), whatever the LS
         // tenant's weight.
         for weight in [2.0, 16.0] {
-            let (lat, bs) = astraea_like("slack", weight, 2.0);
+            let (lat, bs) = astraea_like("slack", weight, 2.0, 1.0);
             assert!(lat.iter().all(|&l| l <= 16_000), "weight {weight}: {lat:?}");
             assert!(bs >= 0.4, "weight {weight}: BS share {bs}");
         }
         // Weighted fair sharing at the same weight meets the deadlines only
         // by serving the LS tenant early, at the BS tenant's expense.
-        let (lat, bs_bvt) = astraea_like("bvt", 2.0, 2.0);
+        let (lat, bs_bvt) = astraea_like("bvt", 2.0, 2.0, 1.0);
         assert!(lat.iter().all(|&l| l <= 16_000), "{lat:?}");
-        let (_, bs_slack) = astraea_like("slack", 2.0, 2.0);
+        let (_, bs_slack) = astraea_like("slack", 2.0, 2.0, 1.0);
         assert!(bs_slack > bs_bvt + 0.05, "slack {bs_slack} vs bvt {bs_bvt}");
     }
 
     #[test]
     fn weight_caps_a_tenant_whose_deadlines_cannot_be_met() {
-        // Objective 1x cannot be met beside any other work; at weight 1 the
-        // LS tenant still gets only about half the engine.
-        let (lat, bs) = astraea_like("slack", 1.0, 1.0);
-        assert!(lat.iter().any(|&l| l > 8_000));
+        // Objective 1x cannot be met beside any other work (every task
+        // waits for the fragment in service); at weight 1 the LS tenant
+        // still gets only about half the engine, and the BS tenant is not
+        // starved.
+        let (lat, bs) = astraea_like("slack", 1.0, 1.0, 1.0);
+        let late = lat.iter().filter(|&&l| l > 8_000).count();
+        assert!(late > 90, "{late} of {} late", lat.len());
         assert!((0.4..=0.6).contains(&bs), "BS share {bs}");
+    }
+
+    #[test]
+    fn service_slower_than_predicted_is_learnt() {
+        // Every dispatch takes 1.25x its prediction: the deadline (2x the
+        // predicted 8,000) stays, the work left is stretched. After the
+        // first few tasks (the EWMA learning) no deadline is missed.
+        let (lat, bs) = astraea_like("slack", 4.0, 2.0, 1.25);
+        let late = lat[10..].iter().filter(|&&l| l > 16_000).count();
+        assert_eq!(late, 0, "{lat:?}");
+        assert!(bs > 0.2, "BS share {bs}");
+    }
+
+    #[test]
+    fn a_latency_sensitive_tenant_without_deadlines_is_not_deferred() {
+        // Class latency-sensitive but no objective: it shares by weight.
+        let slos = [
+            Slo {
+                class: TenantClass::LatencySensitive,
+                ..Slo::weighted(1.0)
+            },
+            Slo::weighted(1.0),
+        ];
+        let mut s =
+            crate::policy::test_support::scheduler("slack", EngineKind::Accelerator, 1, None, &slos, &[]);
+        for k in 0..200 {
+            submit(&mut s, 0, k, (k % 2) as usize, 1_000);
+        }
+        let (_, out) = serve(&mut s, 0, 100_000, |_, _| {});
+        let ls = out.iter().filter(|o| o.1 == 0).count();
+        assert!((45..=55).contains(&ls), "{ls} of {}", out.len());
     }
 
     #[test]

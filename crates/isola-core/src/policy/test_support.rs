@@ -63,17 +63,28 @@ pub(crate) fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, byte
 /// every dispatch.
 pub(crate) fn serve(
     s: &mut Scheduler,
+    now: Nanos,
+    until: Nanos,
+    arrivals: impl FnMut(&mut Scheduler, Nanos),
+) -> (Nanos, Vec<(Nanos, usize, Dispatch)>) {
+    serve_with(s, now, until, arrivals, |d| d.predicted)
+}
+
+/// [`serve`], each dispatch taking `service(dispatch)` ns.
+pub(crate) fn serve_with(
+    s: &mut Scheduler,
     mut now: Nanos,
     until: Nanos,
     mut arrivals: impl FnMut(&mut Scheduler, Nanos),
+    service: impl Fn(&Dispatch) -> Nanos,
 ) -> (Nanos, Vec<(Nanos, usize, Dispatch)>) {
     let mut out = Vec::new();
     while now < until {
         arrivals(s, now);
         match s.next(now, EngineId(0)) {
             Some(d) => {
-                let end = now + d.predicted;
-                s.complete(end, d.id, d.predicted).unwrap();
+                let end = now + service(&d);
+                s.complete(end, d.id, end - now).unwrap();
                 out.push((now, d.task.tenant.index(), d));
                 now = end;
             }
