@@ -1,53 +1,54 @@
-//! Slack stealing over borrowed virtual time: latency-bound work waits for
-//! as long as its deadline allows, and the rest shares the engine by weight
-//! meanwhile (Lehoczky and Ramos-Thuel, RTSS 1992, "slack stealing", on
-//! Duda and Cheriton's BVT, SOSP 1999). Isola's own policy, not a paper's.
+//! Slack stealing over borrowed virtual time: latency-bound work waits for as
+//! long as its deadline allows, and the rest shares the engine by weight
+//! meanwhile (Lehoczky and Ramos-Thuel, RTSS 1992, "slack stealing", on Duda
+//! and Cheriton's BVT, SOSP 1999). Isola's own policy, not a paper's.
 //!
 //! Why: weighted fair sharing gives a latency-sensitive tenant its share
-//! *early*, whether or not it needs the engine that soon, so meeting a
-//! latency objective takes a weight that also hands it more of the engine
-//! than it needs. Here the weight only caps how much a tenant may take; its
-//! deadlines decide *when* it is served. A tenant's task is served as late
-//! as it can be and still meet its deadline; until then the engine goes to
-//! everyone else by weight.
+//! *early*, whether or not it needs the engine that soon, so meeting a latency
+//! objective takes a weight that also hands it more of the engine than it
+//! needs. Here the weight only caps how much a tenant may take; its deadlines
+//! decide *when* it is served. A tenant's task is served as late as it can be
+//! and still meet its deadline; until then the engine goes to everyone else by
+//! weight.
 //!
 //! As implemented, per engine:
 //!
-//! * Virtual time: each tenant's `A` advances by the service it receives
-//!   over its weight (predicted cost at dispatch, corrected by `measured -
+//! * Virtual time: each tenant's `A` advances by the service it receives over
+//!   its weight (predicted cost at dispatch, corrected by `measured -
 //!   predicted` at completion); a tenant that becomes ready is brought up to
 //!   the smallest `A` among the ready (idling earns no credit), as in
 //!   [`super::bvt`].
 //! * A ready tenant's head task has a deadline when the tenant has a latency
 //!   objective (`arrival + bound(whole task's predicted cost)`) or the task
 //!   carries one (the earlier of the two). Its *latest start* is the deadline
-//!   less `guard` of its latency budget (`deadline - arrival`, kept in
-//!   reserve against service-time jitter) less the task's predicted work not
-//!   yet dispatched (its fragments left, [`HeadInfo::remaining_cost`]).
-//! * It is *urgent* when serving other ready tenants' heads first would
-//!   start it after its latest start: the longest such head (tasks run to
-//!   completion) once per slot of the engine, since each slot may hold a
-//!   piece ahead of it (lanes busy, or a hardware queue). An urgent tenant goes first, least latest start first, as
-//!   long as its `A` is no larger than every other ready tenant's: its
-//!   weight caps its share, so a tenant with unreachable deadlines cannot
-//!   starve the others.
+//!   less `guard` of its latency budget (`deadline - arrival`, kept in reserve
+//!   against service-time jitter) less the task's predicted work not yet
+//!   dispatched (its fragments left, [`HeadInfo::remaining_cost`]).
+//! * It is *urgent* when serving other ready tenants' heads first would start
+//!   it after its latest start: the longest such head (tasks run to completion)
+//!   once per slot of the engine, since each slot may hold a piece ahead of it
+//!   (lanes busy, or a hardware queue). An urgent tenant goes first, least
+//!   latest start first, as long as its `A` is no larger than every other ready
+//!   tenant's: its weight caps its share, so a tenant with unreachable
+//!   deadlines cannot starve the others.
 //! * Otherwise the slot goes to the smallest `A` among the ready tenants,
 //!   except latency-sensitive ones (by class) with a deadline that are not
-//!   urgent: those wait while they have slack. If only they are ready, the earliest latest
-//!   start goes (the engine is never left idle while work waits). Deadlines
-//!   of other tenants only make them urgent; they do not defer them.
+//!   urgent: those wait while they have slack. If only they are ready, the
+//!   earliest latest start goes (the engine is never left idle while work
+//!   waits). Deadlines of other tenants only make them urgent; they do not
+//!   defer them.
 //!
-//! Choices: the predicted work left and the predicted heads that could
-//! block are corrected by each tenant's measured over predicted service (an
-//! EWMA over its completions, weight 1/8), since serving just in time needs
-//! the real service time; the deadline itself is not, as the objective is
-//! stated on the predicted cost. A live-runtime subtask
-//! ([`HeadInfo::job_piece`]) is a task of its own that carries its job's
-//! whole cost; the job's work left is then estimated as the tenant's queued
-//! dispatches times the head's cost (an overestimate with several jobs
-//! queued, which serves the tenant early, not late; not capped at the job's
-//! predicted cost, since its pieces together cost more than the whole). Counting a blocking head once per slot is pessimistic on an
-//! engine with several lanes (the tenant is served earlier than it could
+//! Choices: the predicted work left and the predicted heads that could block
+//! are corrected by each tenant's measured over predicted service (an EWMA over
+//! its completions, weight 1/8), since serving just in time needs the real
+//! service time; the deadline itself is not, as the objective is stated on the
+//! predicted cost. A live-runtime subtask ([`HeadInfo::job_piece`]) is a task
+//! of its own that carries its job's whole cost; the job's work left is then
+//! estimated as the tenant's queued dispatches times the head's cost (an
+//! overestimate with several jobs queued, which serves the tenant early, not
+//! late; not capped at the job's predicted cost, since its pieces together cost
+//! more than the whole). Counting a blocking head once per slot is pessimistic
+//! on an engine with several lanes (the tenant is served earlier than it could
 //! be, never later).
 
 use super::registry::{PolicyInfo, PolicySetup};
@@ -331,7 +332,7 @@ mod tests {
     fn latency_tenant_served_just_in_time_leaves_the_rest_to_the_others() {
         // Objective 2x: the LS tenant needs half the engine; slack stealing
         // meets every deadline and gives the BS tenant close to the other
-        // half (less one fragment of blocking per task), whatever the LS
+        // half (less its guard and a fragment of blocking per task), whatever the LS
         // tenant's weight.
         for weight in [2.0, 16.0] {
             let (lat, bs) = astraea_like("slack", weight, 2.0, 1.0);
