@@ -1,4 +1,4 @@
-//! Formatting of numbers for people: durations, rates, tables.
+//! Formatting for people: durations, tables, this machine in a line.
 
 /// A duration in ns as `850ns`, `12.3us`, `4.56ms` or `1.23s`.
 pub fn duration(ns: f64) -> String {
@@ -47,6 +47,30 @@ pub fn table_with(header: &[&str], rows: &[Vec<String>], left: usize) -> String 
         out.push('\n');
     }
     out
+}
+
+/// This machine in a line: host name, CPU model, cores.
+pub fn machine() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let host = if host.is_empty() {
+        "unknown host".into()
+    } else {
+        host
+    };
+    format!("{host}: {cpu}, {cores} cores, {}", std::env::consts::OS)
 }
 
 #[cfg(test)]

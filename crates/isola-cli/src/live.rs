@@ -113,7 +113,12 @@ struct TenantRun {
     accepted: u64,
 }
 
-fn run_policy_live(scenario: &Scenario, run: &PolicyRun, seed: u64) -> anyhow::Result<PolicyResult> {
+/// Runs `scenario` live under one policy (the scenario passed [`check_live`]).
+pub(crate) fn run_policy_live(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    seed: u64,
+) -> anyhow::Result<PolicyResult> {
     let mut b = RuntimeBuilder::new();
     for e in &scenario.engines {
         let (service, clock_hz) = match &e.device {

@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     drop(progress);
     let profile = Profile {
-        machine: machine(),
+        machine: crate::format::machine(),
         operators,
     };
     profile.save(&args.out)?;
@@ -132,19 +132,4 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.out.display()
     )?;
     Ok(())
-}
-
-/// What the profile was measured on, as far as the system says.
-fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, m)| m.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    format!("{cpus} CPUs, {model}")
 }

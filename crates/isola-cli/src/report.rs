@@ -55,7 +55,7 @@ impl Generated {
     pub fn here(command: impl Into<String>) -> Self {
         Generated {
             date: utc_now(),
-            machine: machine(),
+            machine: crate::format::machine(),
             command: command.into(),
         }
     }
@@ -415,30 +415,6 @@ fn utc(secs: u64) -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02} UTC")
-}
-
-/// This machine in a line: host name, CPU model, cores.
-fn machine() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let host = if host.is_empty() {
-        "unknown host".into()
-    } else {
-        host
-    };
-    format!("{host}: {cpu}, {cores} cores, {}", std::env::consts::OS)
 }
 
 /// The page's stylesheet.

@@ -327,10 +327,22 @@ struct Queued {
     /// Index of the next fragment, and how many there are (1: not fragmented).
     index: u32,
     count: u32,
-    /// Fragment size the task was planned with (`None`: whole).
-    frag: Option<Bytes>,
+    /// How the task was planned: fragment size and costs.
+    plan: Plan,
     /// Key of the task's outstanding-fragment counter, once one is dispatched.
     group: Option<usize>,
+}
+
+/// How a task is cut into dispatches, with their predicted costs, fixed
+/// when it is planned so that taking a fragment asks no cost model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Plan {
+    /// Fragment size (`None`: the task goes whole).
+    frag: Option<Bytes>,
+    /// Predicted cost of a whole fragment (of the task, when unfragmented).
+    frag_cost: Nanos,
+    /// Predicted cost of the last fragment (it may be shorter).
+    last_cost: Nanos,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -361,6 +373,8 @@ struct EngineState {
     in_flight: Vec<u32>,
     /// Dispatches waiting per tenant (tasks, or fragments not yet sent).
     queued: Vec<u64>,
+    /// Predicted cost of the dispatches waiting, per tenant.
+    queued_cost: Vec<Nanos>,
     busy: u32,
     stats: Vec<ChannelStats>,
     /// When each tenant last became ready (its reservation tags start there).
@@ -408,6 +422,7 @@ impl EngineState {
             reservation_due: IndexedHeap::new(n),
             in_flight: vec![0; n],
             queued: vec![0; n],
+            queued_cost: vec![0; n],
             busy: 0,
             stats: vec![ChannelStats::default(); n],
             fragments_left: Slab::new(),
@@ -427,7 +442,7 @@ impl EngineState {
         };
         match &self.limit[t] {
             // The rest of a task already started is not held to an ops limit.
-            Some(l) if !l.conforms(now) && (l.paces_pieces() || !continues) => {
+            Some(l) if !l.admits_piece(now, continues) => {
                 self.state[t] = ChannelState::Throttled;
                 self.throttled.set(t, HeapKey::new(l.ready_at() as f64, head.seq));
             }
@@ -508,30 +523,50 @@ impl EngineState {
         frag.map_or(1, |f| bytes.div_ceil(f) as u32)
     }
 
-    /// What the next dispatch of `task` looks like once `sent` bytes of it
-    /// went: the whole task when it is not fragmented (`frag` is `None`),
-    /// else the next fragment, whose cost comes from the engine's model (or,
-    /// if it does not know the operator, the task's cost pro rata).
-    fn head_for(&self, task: &Task, seq: u64, sent: Bytes, frag: Option<Bytes>) -> HeadInfo {
+    /// How `task` is dispatched when planned with fragment size `frag`
+    /// (`None`: whole): fragment costs come from the engine's model (or, if
+    /// it does not know the operator, the task's cost pro rata).
+    fn plan(&self, task: &Task, frag: Option<Bytes>) -> Plan {
         let total = task.predicted_cost.unwrap_or(0);
+        let Some(f) = frag else {
+            return Plan {
+                frag,
+                frag_cost: total,
+                last_cost: total,
+            };
+        };
         let cost_of = |bytes: Bytes| {
             self.spec
                 .cost
                 .predict(&task.op.name, bytes)
                 .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes.max(1) as u128) as Nanos)
         };
-        let (bytes, cost, remaining_cost) = match frag {
+        let last = task.bytes - (Self::fragment_count(task.bytes, frag) as u64 - 1) * f;
+        Plan {
+            frag,
+            frag_cost: cost_of(f),
+            last_cost: cost_of(last),
+        }
+    }
+
+    /// What the next dispatch of `task`, planned as `plan`, looks like once
+    /// `sent` bytes of it went: the whole task when it is not fragmented,
+    /// else the next fragment.
+    fn head_for(task: &Task, seq: u64, sent: Bytes, plan: &Plan) -> HeadInfo {
+        let (bytes, cost, remaining_cost) = match plan.frag {
             Some(f) => {
                 let left = task.bytes - sent;
-                let bytes = f.min(left);
-                let cost = cost_of(bytes);
                 // This fragment and the task's later ones: whole fragments
-                // of `f` bytes and a shorter last one.
-                let (full, last) = (left / f, left % f);
-                let rest = full.saturating_mul(cost_of(f)) + if last > 0 { cost_of(last) } else { 0 };
-                (bytes, cost, rest.max(cost))
+                // of `f` bytes, then the last.
+                let whole_before_last = (left - 1) / f;
+                let remaining = whole_before_last * plan.frag_cost + plan.last_cost;
+                if left > f {
+                    (f, plan.frag_cost, remaining)
+                } else {
+                    (left, plan.last_cost, remaining)
+                }
             }
-            _ => (task.bytes, total, total),
+            None => (task.bytes, plan.frag_cost, plan.frag_cost),
         };
         HeadInfo {
             seq,
@@ -539,7 +574,7 @@ impl EngineState {
             bytes,
             cost,
             remaining_cost,
-            task_cost: task.whole_cost.unwrap_or(total),
+            task_cost: task.whole_cost.unwrap_or(task.predicted_cost.unwrap_or(0)),
             deadline: task.deadline,
             job_piece: task.whole_cost.is_some(),
         }
@@ -556,19 +591,21 @@ impl EngineState {
             return;
         }
         let frag = self.fragment_size(now, t, q.task.bytes);
-        if frag == q.frag {
+        if frag == q.plan.frag {
             return;
         }
-        let head = self.head_for(&q.task, q.head.seq, 0, frag);
+        let plan = self.plan(&q.task, frag);
+        let head = Self::head_for(&q.task, q.head.seq, 0, &plan);
         let count = Self::fragment_count(q.task.bytes, frag);
-        let old = q.count;
+        let (old_count, old_cost) = (q.count, q.head.remaining_cost);
         let Some(q) = self.channels[t].head_mut() else {
             return;
         };
-        q.frag = frag;
+        q.plan = plan;
         q.count = count;
         q.head = head;
-        self.queued[t] = self.queued[t] - old as u64 + count as u64;
+        self.queued[t] = self.queued[t] - old_count as u64 + count as u64;
+        self.queued_cost[t] = self.queued_cost[t] - old_cost + head.remaining_cost;
     }
 
     /// Takes the head of ready tenant `t` (a whole task or its next fragment)
@@ -596,10 +633,10 @@ impl EngineState {
                 group: q.group,
             }
         } else {
-            let (task, sent, index, count, group, frag) =
-                (q.task.clone(), q.sent, q.index, q.count, q.group, q.frag);
+            let (task, sent, index, count, group, plan) =
+                (q.task.clone(), q.sent, q.index, q.count, q.group, q.plan);
             let group = group.unwrap_or_else(|| self.fragments_left.insert(count));
-            let next = self.head_for(&task, head.seq, sent + head.bytes, frag);
+            let next = Self::head_for(&task, head.seq, sent + head.bytes, &plan);
             let q = self.channels[t].head_mut()?;
             q.sent += head.bytes;
             q.index += 1;
@@ -634,6 +671,7 @@ impl EngineState {
         }
         self.in_flight[t] += 1;
         self.queued[t] -= 1;
+        self.queued_cost[t] -= head.cost;
         self.busy += 1;
         self.stats[t].dispatched += 1;
         // The new head, and whether it continues a task already started.
@@ -642,7 +680,7 @@ impl EngineState {
             .map_or((None, false), |q| (Some(q.head), q.index > 0));
         let stays_ready = match (&next, &self.limit[t]) {
             (None, _) => false,
-            (Some(_), Some(l)) => l.conforms(now) || (continues && !l.paces_pieces()),
+            (Some(_), Some(l)) => l.admits_piece(now, continues),
             (Some(_), None) => true,
         };
         if stays_ready {
@@ -661,7 +699,15 @@ impl EngineState {
         Some(taken)
     }
 
+    /// When this engine may next have work without an event: a throttled
+    /// tenant released or a policy period. `None` while every slot is busy:
+    /// the next completion makes it dispatch anyway, and a release time
+    /// already past would otherwise wake a driver at the same instant again
+    /// and again.
     fn next_wakeup(&self) -> Option<Nanos> {
+        if self.busy >= self.spec.slots {
+            return None;
+        }
         let release = self
             .throttled
             .peek()
@@ -747,7 +793,8 @@ impl Scheduler {
         };
         task.predicted_cost = Some(cost);
         let frag = e.fragment_size(now, t, task.bytes);
-        let head = e.head_for(&task, self.next_seq, 0, frag);
+        let plan = e.plan(&task, frag);
+        let head = EngineState::head_for(&task, self.next_seq, 0, &plan);
         let count = EngineState::fragment_count(task.bytes, frag);
         let queued = Queued {
             task,
@@ -755,7 +802,7 @@ impl Scheduler {
             sent: 0,
             index: 0,
             count,
-            frag,
+            plan,
             group: None,
         };
         if let Err(q) = e.channels[t].push(queued) {
@@ -769,6 +816,7 @@ impl Scheduler {
         }
         self.next_seq += 1;
         e.queued[t] += count as u64;
+        e.queued_cost[t] += head.remaining_cost;
         e.stats[t].submitted += 1;
         if e.state[t] == ChannelState::Empty {
             e.admit_head(now, t);
@@ -869,22 +917,11 @@ impl Scheduler {
     }
 
     /// The earliest time `next` may return work although nothing was
-    /// submitted or completed in between, over every engine.
+    /// submitted or completed in between, over every engine with a free
+    /// slot: what a driver should wait for. (A full engine dispatches at its
+    /// next completion anyway.)
     pub fn next_wakeup(&self) -> Option<Nanos> {
         self.engines.iter().filter_map(EngineState::next_wakeup).min()
-    }
-
-    /// [`Scheduler::next_wakeup`] over the engines with a free slot: what a
-    /// driver should wait for. A full engine is left out: its next
-    /// completion makes it dispatch anyway, and a release time already past
-    /// on a full engine would otherwise wake the driver at the same instant
-    /// again and again.
-    pub fn next_wakeup_with_free_slot(&self) -> Option<Nanos> {
-        (0..self.engine_count())
-            .map(|e| EngineId(e as u32))
-            .filter(|&e| self.engine(e).is_some_and(|spec| self.busy(e) < spec.slots))
-            .filter_map(|e| self.next_wakeup_of(e))
-            .min()
     }
 
     /// [`Scheduler::next_wakeup`] for one engine.
@@ -895,6 +932,12 @@ impl Scheduler {
     /// Counters of `tenant` on `engine`.
     pub fn stats(&self, engine: EngineId, tenant: TenantId) -> Option<&ChannelStats> {
         self.engines.get(engine.index())?.stats.get(tenant.index())
+    }
+
+    /// Predicted cost of the dispatches waiting on `engine`, per tenant
+    /// (work queued, not yet dispatched; empty for an unknown engine).
+    pub fn queued_cost(&self, engine: EngineId) -> &[Nanos] {
+        self.engines.get(engine.index()).map_or(&[], |e| &e.queued_cost)
     }
 
     /// Tasks queued for `tenant` on `engine`.
@@ -948,6 +991,7 @@ impl Scheduler {
                 }
                 e.state[t] = ChannelState::Empty;
                 e.queued[t] = 0;
+                e.queued_cost[t] = 0;
             }
             e.throttled = IndexedHeap::new(e.state.len());
             e.reservation_due = IndexedHeap::new(e.state.len());

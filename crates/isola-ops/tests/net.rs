@@ -6,27 +6,16 @@
 
 mod common;
 
-use common::TempFile;
+use common::{op, params, TempFile};
 use etherparse::defrag::IpDefragPool;
 use etherparse::{
     IpFragOffset, IpHeaders, IpNumber, Ipv4Header, Ipv4HeaderSlice, Ipv4Options, PacketBuilder, SlicedPacket,
     TcpHeader, TcpOptionElement, TcpSlice,
 };
-use isola_ops::{build_operator, run_split, text_payload, valid_input, OpError, Operator};
+use isola_ops::{build_operator, run_split, text_payload, valid_input, OpError};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
-
-fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn op(name: &str, pairs: &[(&str, &str)]) -> Box<dyn Operator> {
-    build_operator(name, &params(pairs)).unwrap()
-}
 
 // ---------------------------------------------------------------- lpm
 

@@ -6,7 +6,7 @@
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
-use crate::worker::{PlacedPart, WorkDone, WorkItem};
+use crate::worker::{guarded, PlacedPart, WorkDone, WorkItem};
 use isola_core::{DispatchId, Nanos, OpSpec, Scheduler, Subtask, Task, TaskId, TenantId};
 use isola_ops::Carry;
 use std::collections::HashMap;
@@ -14,18 +14,6 @@ use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Runs operator code on the dispatcher thread (a splitter's plan or
-/// reassembly), turning a panic into the task's error instead of the end
-/// of the runtime.
-fn guarded<T>(op: &str, f: impl FnOnce() -> Result<T, TaskError>) -> Result<T, TaskError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        Err(TaskError::Panicked {
-            op: op.to_string(),
-            message: crate::worker::panic_message(panic.as_ref()),
-        })
-    })
-}
 
 /// A placed task's output and each of its subtasks' ranges of it.
 type PlacedPlan = (Arc<PlacedOutput>, Vec<Vec<Range<usize>>>);
@@ -172,7 +160,7 @@ impl Dispatcher {
         loop {
             // A full engine's completion is a message anyway.
             let deadline = self.scheduler.as_ref().and_then(|s| {
-                s.next_wakeup_with_free_slot()
+                s.next_wakeup()
                     .map(|at| self.shared.epoch + Duration::from_nanos(at))
             });
             let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {

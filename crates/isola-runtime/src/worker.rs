@@ -153,16 +153,23 @@ fn execute(item: WorkItem) -> Result<PartOutput, TaskError> {
             }
         }
     };
-    catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|panic| {
+    guarded(op.name(), run)
+}
+
+/// Runs operator code (a subtask on a worker; a splitter's plan or
+/// reassembly on the dispatcher thread), turning a panic into the task's
+/// [`TaskError::Panicked`] instead of the end of the thread, or runtime.
+pub(crate) fn guarded<T>(op: &str, f: impl FnOnce() -> Result<T, TaskError>) -> Result<T, TaskError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         Err(TaskError::Panicked {
-            op: op.name().to_string(),
+            op: op.to_string(),
             message: panic_message(panic.as_ref()),
         })
     })
 }
 
 /// The text of a panic payload.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {

@@ -381,6 +381,7 @@ proptest! {
         let rt = runtime(mode, workers, split, Slo::default());
         let (tx, rx) = crossbeam_channel::unbounded();
         let mut expected = BTreeMap::new();
+        let mut panicking = std::collections::BTreeSet::new();
         for (kind, tenant, len) in tasks {
             let handle = rt.tenant(TenantId(tenant as u32));
             let payload = text_payload(len, len as u64);
@@ -402,8 +403,9 @@ proptest! {
                     let tx = tx.clone();
                     let id = t.id();
                     std::thread::spawn(move || {
-                let _ = tx.send(t.wait());
-            });
+                        let _ = tx.send(t.wait());
+                    });
+                    panicking.insert(id);
                     (id, None)
                 }
                 3 => {
@@ -424,6 +426,12 @@ proptest! {
             prop_assert!(seen.insert(c.task, ()).is_none(), "task {} completed twice", c.task);
             match &expected[&c.task] {
                 Some(out) => prop_assert_eq!(c.result.as_ref().unwrap(), out),
+                None if panicking.contains(&c.task) => prop_assert!(
+                    matches!(&c.result, Err(TaskError::Panicked { op, .. }) if op == "fragile"),
+                    "task {}: {:?}",
+                    c.task,
+                    c.result
+                ),
                 None => prop_assert!(c.result.is_err()),
             }
         }

@@ -75,10 +75,20 @@ pub(super) fn sample() -> Report {
             .enumerate()
             .map(|(p, name)| {
                 let base = 20e-6 * (1.0 + p as f64);
-                let samples: Vec<f64> = (0..5000)
+                let mut samples: Vec<f64> = (0..5000)
                     .map(|_| base * (1.0 + 50.0 * noise(&mut rng).powi(6)))
                     .collect();
-                Series::cdf(*name, &samples)
+                samples.sort_by(f64::total_cmp);
+                // Every 25th sample, with the fraction at or below it.
+                let n = samples.len() as f64;
+                let points = samples
+                    .iter()
+                    .enumerate()
+                    .skip(24)
+                    .step_by(25)
+                    .map(|(i, &x)| (x, (i + 1) as f64 / n))
+                    .collect();
+                Series::new(*name, points)
             })
             .collect(),
     )
@@ -384,7 +394,21 @@ fn numbers_and_dates() {
     assert_eq!(utc(951_782_400 + 3_661), "2000-02-29 01:01 UTC");
     assert_eq!(utc(1_738_332_300), "2025-01-31 14:05 UTC");
     let g = Generated::here("isola repro");
-    assert!(g.date.ends_with(" UTC") && g.machine.contains("cores"));
+    // Now, not the epoch's fallback; this machine's cores and system.
+    let year: u32 = g.date[..4].parse().unwrap();
+    assert!(
+        year >= 2025 && g.date.len() == "2025-01-31 14:05 UTC".len(),
+        "{}",
+        g.date
+    );
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert!(
+        g.machine
+            .ends_with(&format!(", {cores} cores, {}", std::env::consts::OS)),
+        "{}",
+        g.machine
+    );
+    assert_eq!(g.command, "isola repro");
 }
 
 #[test]

@@ -6,6 +6,7 @@ use super::{aaas, every_policy, mtda, Check, Ctx, Experiment, Outcome, PolicyOut
 use crate::format::duration;
 use crate::report::{Figure, Table};
 use crate::svg::{Axis, BarSeries, Chart, Format, Series};
+use anyhow::Context;
 use isola_sim::scenario::PolicyRun;
 use isola_sim::{PolicyResult, TenantResult};
 use std::collections::BTreeMap;
@@ -115,10 +116,6 @@ fn fmt_pct(x: f64) -> String {
 
 fn fmt_index(x: f64) -> String {
     format!("{x:.4}")
-}
-
-fn fmt_ns(x: f64) -> String {
-    duration(x)
 }
 
 fn tenant<'a>(r: &'a PolicyResult, name: &str) -> Option<&'a TenantResult> {
@@ -301,10 +298,19 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     // the two SLAs pull against each other (the LS tenant always has work,
     // so whatever share it gets the BS tenant loses while it runs), and the
     // weight picks the point on that trade-off. Native ignores weights.
-    let text = include_str!("../../../../scenarios/repro/astraea.toml");
+    let mut scenario = isola_sim::Scenario::parse(
+        include_str!("../../../../scenarios/repro/astraea.toml"),
+        "scenarios/repro/astraea.toml",
+    )?;
+    let ls = scenario
+        .tenants
+        .iter()
+        .position(|t| t.name == LS)
+        .context("astraea.toml has no latency-sensitive tenant")?;
+    let setup = ctx.prepare(&scenario)?;
     let mut results = Vec::new();
     for (i, weight) in LS_WEIGHTS.iter().enumerate() {
-        let mut runs = every_policy(Some(128 << 10), |_| BTreeMap::new());
+        let mut runs = every_policy(Some(128 << 10));
         if i > 0 {
             runs.remove(0);
         }
@@ -320,14 +326,9 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         for r in runs.iter_mut().filter(|r| r.label != "native") {
             r.label = format!("{}@w{weight}", r.label);
         }
-        let weighted = text.replace("weight = 16", &format!("weight = {weight}"));
+        scenario.tenants[ls].slo.weight = f64::from(*weight);
         let share = 1.0 / LS_WEIGHTS.len() as f64;
-        results.extend(ctx.simulate(
-            "scenarios/repro/astraea.toml",
-            &weighted,
-            &runs,
-            (i as f64 * share, share),
-        )?);
+        results.extend(ctx.run_policies(&scenario, &setup, &runs, (i as f64 * share, share)));
     }
     let ok = succeeded(&results, &mut o.notes);
     // The BS tenant's share of the engine while the LS tenant runs, over its
@@ -598,7 +599,7 @@ fn astraea_live(mut o: Outcome) -> anyhow::Result<Outcome> {
 
 fn osmosis_pu(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     let mut o = outcome("osmosis-pu", ctx);
-    let runs = every_policy(None, |_| BTreeMap::new());
+    let runs = every_policy(None);
     let results = ctx.simulate(
         "scenarios/osmosis-pu-contention.toml",
         include_str!("../../../../scenarios/osmosis-pu-contention.toml"),
@@ -708,18 +709,15 @@ fn osmosis_pu(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
 /// Every registered policy with OSMOSIS' DMA fragments of `bytes`,
 /// labelled `policy+fragN` (no native run: native does not fragment).
 fn fragmented_runs(bytes: u64) -> impl Iterator<Item = PolicyRun> {
-    every_policy(Some(bytes), |_| BTreeMap::new())
-        .into_iter()
-        .skip(1)
-        .map(move |mut r| {
-            r.label = format!("{}+frag{bytes}", r.label);
-            r
-        })
+    every_policy(Some(bytes)).into_iter().skip(1).map(move |mut r| {
+        r.label = format!("{}+frag{bytes}", r.label);
+        r
+    })
 }
 
 fn osmosis_hol(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     let mut o = outcome("osmosis-hol", ctx);
-    let mut runs = every_policy(None, |_| BTreeMap::new());
+    let mut runs = every_policy(None);
     runs.extend(fragmented_runs(512));
     let results = ctx.simulate(
         "scenarios/osmosis-dma-hol.toml",
@@ -827,7 +825,7 @@ fn osmosis_mix(
     fragments: bool,
 ) -> anyhow::Result<Outcome> {
     let mut o = outcome(name, ctx);
-    let mut runs = every_policy(None, |_| BTreeMap::new());
+    let mut runs = every_policy(None);
     if fragments {
         runs.extend(fragmented_runs(512));
     }
@@ -907,7 +905,7 @@ fn osmosis_mix(
         o.directions.push(c);
     }
     for v in &victims {
-        if let Some(c) = direction(&ok, "wlbvt", &["rr"], &format!("{v} FCT"), true, fmt_ns, |r| {
+        if let Some(c) = direction(&ok, "wlbvt", &["rr"], &format!("{v} FCT"), true, duration, |r| {
             Some(fct(r, v) as f64)
         }) {
             o.directions.push(c);
@@ -1023,7 +1021,7 @@ fn mtda_table_iv(ctx: &mut Ctx, name: &str, balanced: bool) -> anyhow::Result<Ou
     let mut o = outcome(name, ctx);
     // Every policy as registered (sharing engine time), and the weighted
     // fair queuing ones charging bytes: MTDA judges fairness on throughput.
-    let mut runs = every_policy(None, |_| BTreeMap::new());
+    let mut runs = every_policy(None);
     for name in ["drr", "sfq"] {
         runs.push(PolicyRun {
             name: name.into(),
@@ -1152,7 +1150,7 @@ fn mtda_burst(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     let mut o = outcome("mtda-burst", ctx);
     const BURST_NS: u64 = 8_000_000_000;
     let text = mtda::burst_scenario("12s", "8s", 0.4, 0.6);
-    let runs = every_policy(None, |_| BTreeMap::new());
+    let runs = every_policy(None);
     let results = ctx.simulate("mtda-burst.toml", &text, &runs, (0.0, 1.0))?;
     let ok = succeeded(&results, &mut o.notes);
     // The p99 of the tenants that did not burst (what isolation protects):
@@ -1233,7 +1231,7 @@ fn mtda_burst(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
             &["native", "static"],
             "victims' worst p99 after the burst",
             true,
-            fmt_ns,
+            duration,
             |r| {
                 r.series
                     .iter()
@@ -1297,10 +1295,12 @@ fn aaas_observations(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     let mut o = outcome("aaas", ctx);
     let share = 1.0 / CASES.len() as f64;
     let mut best_per_case: BTreeMap<String, usize> = BTreeMap::new();
+    // Per case: its name, and A/B data rate natively and under drr/bytes.
+    let mut ratios: Vec<(&str, f64, f64)> = Vec::new();
     for (i, case) in CASES.iter().enumerate() {
         let file = format!("aaas-{}.toml", case.name);
         let from = i as f64 * share;
-        let native = every_policy(None, |_| BTreeMap::new()).remove(0);
+        let native = every_policy(None).remove(0);
         let mut results = ctx.simulate(
             &file,
             &aaas::scenario(case, Setup::Native),
@@ -1309,10 +1309,7 @@ fn aaas_observations(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         )?;
         // Isola: every policy on the link one transfer at a time, in
         // max-payload fragments, plus byte-charged DRR (data-rate fairness).
-        let mut runs: Vec<PolicyRun> = every_policy(Some(256), |_| BTreeMap::new())
-            .into_iter()
-            .skip(1)
-            .collect();
+        let mut runs: Vec<PolicyRun> = every_policy(Some(256)).into_iter().skip(1).collect();
         runs.push(PolicyRun {
             name: "drr".into(),
             label: "drr/bytes".into(),
@@ -1365,6 +1362,13 @@ fn aaas_observations(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
                 ]
             })
             .collect();
+        // Charted as the table shows them (two decimals).
+        let charted = |label: &str| {
+            ok.iter()
+                .find(|(l, _)| *l == label)
+                .map_or(f64::NAN, |(_, r)| (rate_ratio(r) * 100.0).round() / 100.0)
+        };
+        ratios.push((case.name, charted("native"), charted("drr/bytes")));
         let best_total = ok.iter().map(|(_, r)| total(r)).fold(0.0, f64::max);
         let native_r = ok.iter().find(|(l, _)| *l == "native").map(|(_, r)| *r);
         // Best: for the small-write case the highest aggregate; otherwise
@@ -1471,24 +1475,6 @@ fn aaas_observations(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         .map(|(l, n)| format!("{l} (best in {n} of {} cases)", CASES.len()));
     // One figure: each case's data-rate ratio natively and under the
     // byte-charged policy (1 is fair).
-    let ratios: Vec<(String, f64, f64)> = o
-        .tables
-        .iter()
-        .map(|t| {
-            let find = |label: &str| {
-                t.rows
-                    .iter()
-                    .find(|r| r[0] == label)
-                    .and_then(|r| r[5].parse::<f64>().ok())
-                    .unwrap_or(f64::NAN)
-            };
-            (
-                t.caption.split(' ').next().unwrap_or("").to_string(),
-                find("native"),
-                find("drr/bytes"),
-            )
-        })
-        .collect();
     o.figures.push(figure(
         "Data-rate ratio per observation",
         "Tenant A's data rate over tenant B's, natively and under byte-charged DRR with max-payload fragments (1 = fair).",
@@ -1497,7 +1483,7 @@ fn aaas_observations(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
             "A/B data rate",
             "case",
             Axis::new("A/B"),
-            ratios.iter().map(|r| r.0.clone()).collect(),
+            ratios.iter().map(|r| r.0.to_string()).collect(),
             vec![
                 BarSeries::new("native", ratios.iter().map(|r| r.1).collect()),
                 BarSeries::new("drr/bytes", ratios.iter().map(|r| r.2).collect()),

@@ -207,43 +207,65 @@ impl Ctx {
         file: &str,
         text: &str,
         runs: &[PolicyRun],
-        (from, share): (f64, f64),
+        span: (f64, f64),
     ) -> anyhow::Result<Vec<PolicyOutcome>> {
-        let mut scenario = Scenario::parse(text, Path::new(file))?;
+        let scenario = Scenario::parse(text, Path::new(file))?;
+        let setup = self.prepare(&scenario)?;
+        Ok(self.run_policies(&scenario, &setup, runs, span))
+    }
+
+    /// What every policy's run of `scenario` shares: whether it runs live,
+    /// and when it asks for slowdowns, each tenant's mean latency alone
+    /// (simulated, natively), computed once for all policies. A tenant's
+    /// weight does not matter alone, so variants of `scenario` differing
+    /// only in weights can share it.
+    pub fn prepare(&mut self, scenario: &Scenario) -> anyhow::Result<Prepared> {
         let live = self.live
-            && match crate::live::check_live(&scenario) {
+            && match crate::live::check_live(scenario) {
                 Ok(()) => true,
                 Err(e) => {
                     self.fell_back.push(format!("simulated, not live: {e:#}"));
                     false
                 }
             };
-        // Solo references once for all policies, not once per policy run.
         let alone = if scenario.run.solo && !live {
             let seed = self.seed.unwrap_or(scenario.run.seed);
-            Some(isola_sim::solo_latencies(&scenario, seed, |_, _| {})?)
+            Some(isola_sim::solo_latencies(scenario, seed, |_, _| {})?)
         } else {
             None
         };
-        scenario.run.solo = false;
+        Ok(Prepared { live, alone })
+    }
+
+    /// Runs `scenario` under each of `runs` as [`Ctx::simulate`] does, with
+    /// `setup` from [`Ctx::prepare`].
+    pub fn run_policies(
+        &mut self,
+        scenario: &Scenario,
+        setup: &Prepared,
+        runs: &[PolicyRun],
+        (from, share): (f64, f64),
+    ) -> Vec<PolicyOutcome> {
+        let seed = self.seed.unwrap_or(scenario.run.seed);
+        let step = share / runs.len().max(1) as f64;
         let mut out = Vec::with_capacity(runs.len());
         for (i, run) in runs.iter().enumerate() {
-            scenario.run.policies = vec![run.clone()];
-            let base = from + share * i as f64 / runs.len().max(1) as f64;
-            let step = share / runs.len().max(1) as f64;
+            let base = from + step * i as f64;
             let (progress, label) = (&mut self.progress, &self.label);
-            let mut tick = |r: usize, n: usize, f: f64| {
-                let position = base + step * (r as f64 + f) / n.max(1) as f64;
+            let mut tick = |f: f64| {
+                let position = base + step * f;
                 progress.update((position.clamp(0.0, 1.0) * 1000.0) as u64, label.clone());
             };
-            let result = if live {
-                crate::live::run_live(&scenario, &[], self.seed, &mut tick).map_err(|e| format!("{e:#}"))
+            let result = if setup.live {
+                tick(0.0);
+                let r = crate::live::run_policy_live(scenario, run, seed).map_err(|e| format!("{e:#}"));
+                tick(1.0);
+                r
             } else {
-                isola_sim::simulate(&scenario, &[], self.seed, &mut tick).map_err(|e| e.to_string())
+                isola_sim::run_policy(scenario, run, seed, None, Some(&mut tick)).map_err(|e| e.to_string())
             };
-            let result = result.map(|mut report| {
-                let mut r = report.policies.remove(0);
-                if let Some(alone) = &alone {
+            let result = result.map(|mut r| {
+                if let Some(alone) = &setup.alone {
                     isola_sim::add_slowdowns(&mut r, alone);
                 }
                 r
@@ -253,8 +275,14 @@ impl Ctx {
                 result,
             });
         }
-        Ok(out)
+        out
     }
+}
+
+/// See [`Ctx::prepare`].
+pub struct Prepared {
+    live: bool,
+    alone: Option<Vec<f64>>,
 }
 
 /// One policy's run of a scenario, or why it could not run.
@@ -267,12 +295,8 @@ pub struct PolicyOutcome {
 
 /// Every registered policy with its defaults, labelled by name, plus the
 /// native baseline (`fcfs` on whole tasks, labelled `native`) first.
-/// `fragment` applies to every policy but native; `params` adds
-/// experiment-specific parameters to a policy by name.
-pub fn every_policy(
-    fragment: Option<u64>,
-    params: impl Fn(&str) -> BTreeMap<String, String>,
-) -> Vec<PolicyRun> {
+/// `fragment` applies to every policy but native.
+pub fn every_policy(fragment: Option<u64>) -> Vec<PolicyRun> {
     let native = PolicyRun {
         name: "fcfs".into(),
         label: "native".into(),
@@ -283,7 +307,7 @@ pub fn every_policy(
         .chain(POLICIES.iter().map(|p| PolicyRun {
             name: p.name.into(),
             label: p.name.into(),
-            params: params(p.name),
+            params: BTreeMap::new(),
             fragment,
         }))
         .collect()
@@ -386,13 +410,7 @@ fn to_report(outcomes: &[Outcome], command: &str) -> Report {
                     c.detail
                 )
             };
-            let findings = o
-                .best_policy
-                .iter()
-                .map(|b| format!("best policy here: {b}"))
-                .chain(o.goals.iter().map(verdict))
-                .chain(o.directions.iter().map(verdict))
-                .collect();
+            let findings = o.goals.iter().chain(&o.directions).map(verdict).collect();
             ReportExperiment {
                 name: o.name.clone(),
                 title: o.title.clone(),
@@ -429,24 +447,15 @@ mod tests {
 
     #[test]
     fn every_registered_policy_runs_after_native() {
-        let runs = every_policy(Some(512), |name| {
-            if name == "drr" {
-                [("quantum".to_string(), "100".to_string())].into()
-            } else {
-                BTreeMap::new()
-            }
-        });
+        let runs = every_policy(Some(512));
         assert_eq!(runs[0].label, "native");
         assert_eq!(runs[0].fragment, None);
         assert_eq!(runs.len(), POLICIES.len() + 1);
         for (run, info) in runs[1..].iter().zip(POLICIES) {
             assert_eq!(run.name, info.name);
             assert_eq!(run.fragment, Some(512));
+            assert!(run.params.is_empty());
         }
-        assert_eq!(
-            runs.iter().find(|r| r.name == "drr").unwrap().params["quantum"],
-            "100"
-        );
     }
 
     #[test]

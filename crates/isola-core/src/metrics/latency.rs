@@ -48,6 +48,13 @@ impl LatencyHistogram {
         LatencyHistogram { hist, sum: 0, max: 0 }
     }
 
+    /// Forgets every sample, keeping the buckets allocated.
+    pub fn clear(&mut self) {
+        self.hist.reset();
+        self.sum = 0;
+        self.max = 0;
+    }
+
     /// Records one latency.
     pub fn record(&mut self, ns: Nanos) {
         self.sum += ns as u128;
@@ -128,6 +135,11 @@ mod tests {
         }
         assert_eq!(s.mean, 5000.5, "the mean is exact");
         assert_eq!(LatencyHistogram::new().summary(), LatencySummary::default());
+        // Cleared, it is as new.
+        h.clear();
+        assert_eq!(h.summary(), LatencySummary::default());
+        h.record(7);
+        assert_eq!((h.count(), h.summary().max), (1, 7));
     }
 
     #[test]

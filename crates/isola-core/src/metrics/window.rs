@@ -58,6 +58,29 @@ impl WindowedService {
         self.for_each_window(start, end, |s, w, _| s.active[w][tenant] = true);
     }
 
+    /// The service of every table in `parts` added up, window by window (a
+    /// tenant is active where any part has it active); backlogs are not
+    /// carried. All parts must share the window length and tenant count; an
+    /// empty list gives an empty table of 1 ns windows.
+    pub fn merged(parts: &[WindowedService]) -> WindowedService {
+        let Some(first) = parts.first() else {
+            return WindowedService::new(1, 0);
+        };
+        let mut out = WindowedService::new(first.window, first.tenants);
+        for part in parts {
+            if part.windows() > 0 {
+                out.grow(part.windows() - 1);
+            }
+            for (w, (service, active)) in part.service.iter().zip(&part.active).enumerate() {
+                for t in 0..out.tenants.min(part.tenants) {
+                    out.service[w][t] += service[t];
+                    out.active[w][t] |= active[t];
+                }
+            }
+        }
+        out
+    }
+
     /// Records `backlog` (each tenant's work waiting to be served, in the
     /// service unit) as its value at the end of every window that ended by
     /// `now` and has none yet. A driver calls it before anything at `now` changes
@@ -135,6 +158,9 @@ impl WindowedService {
     /// weights positive by construction; were the index undefined, the
     /// window would count as fair.)
     pub fn jain_of_demand_series(&self, weights: &[f64], slots: u32, end: Nanos) -> Vec<f64> {
+        let weights: Vec<f64> = (0..self.tenants)
+            .map(|t| weights.get(t).copied().unwrap_or(1.0))
+            .collect();
         (0..self.windows())
             .map(|w| {
                 let start = w as Nanos * self.window;
@@ -143,10 +169,6 @@ impl WindowedService {
                 let served = &self.service[w];
                 let demand: Vec<f64> = (0..self.tenants)
                     .map(|t| served[t] + self.backlog.get(w).and_then(|b| b.get(t)).copied().unwrap_or(0.0))
-                    .map(|d| d.max(0.0))
-                    .collect();
-                let weights: Vec<f64> = (0..self.tenants)
-                    .map(|t| weights.get(t).copied().unwrap_or(1.0))
                     .collect();
                 jain_of_demand(served, &demand, &weights, capacity).unwrap_or(1.0)
             })
@@ -183,6 +205,22 @@ mod tests {
         assert!((j[0] - 0.9).abs() < 1e-12);
         assert!((j[1] - 0.5).abs() < 1e-12);
         assert_eq!(j[2], 1.0);
+    }
+
+    #[test]
+    fn merged_tables_add_service_and_activity() {
+        let mut a = WindowedService::new(100, 2);
+        a.add_service(0, 0, 50);
+        let mut b = WindowedService::new(100, 2);
+        b.add_service(0, 0, 30);
+        b.add_service(1, 150, 200);
+        let m = WindowedService::merged(&[a, b]);
+        assert_eq!(m.windows(), 2);
+        assert_eq!(m.totals(), vec![80.0, 50.0]);
+        assert_eq!(m.shares(1), vec![0.0, 1.0]);
+        // Tenant 1 is active only in window 1: window 0 has one active tenant.
+        assert_eq!(m.jain_series(&[1.0, 1.0]), vec![1.0, 1.0]);
+        assert_eq!(WindowedService::merged(&[]).windows(), 0);
     }
 
     #[test]

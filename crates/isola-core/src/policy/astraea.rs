@@ -482,9 +482,6 @@ mod tests {
         }
     }
 
-    /// Serves one slot until `until`, each dispatch taking its predicted
-    /// cost; `arrivals(now)` may submit more work at each dispatch time.
-    /// Returns (time, tenant, dispatch) in order.
     #[test]
     fn allocation_follows_priority_and_weighted_max_min() {
         // Budget 900: the LS tenant's 100 is met first, the two backlogged

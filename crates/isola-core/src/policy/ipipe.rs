@@ -12,9 +12,9 @@
 //! (the largest `percentile`-th percentile service time: the heavy-weight one
 //! that holds the others up) moves to the DRR group. A DRR tenant whose tail
 //! latency falls under `return_threshold` moves back to FCFS (hysteresis:
-//! `return_threshold < tail_threshold`). A free slot serves the FCFS group
-//! first, the DRR group (deficit round robin over predicted cost, weighted,
-//! `quantum`); the groups take turns while both have work. With no tenant
+//! `return_threshold < tail_threshold`). The FCFS group and the DRR group
+//! (deficit round robin over predicted cost, weighted, `quantum`) take
+//! turns on free slots while both have work. With no tenant
 //! in the DRR group this is plain FCFS.
 //!
 //! Choices (iPipe's cores are split between the groups; here the groups

@@ -81,7 +81,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "cores",
         default: "auto",
-        description: "CM of eq. 7, the processors the credits abstract (occupancy CM_i is measured in the same unit); `auto` = the engine's slots",
+        description: "CM of eq. 7, the processors the credits abstract (each tenant's CM_i is its weighted allotment of them); `auto` = the engine's slots",
     },
 ];
 
@@ -141,7 +141,6 @@ pub struct Mtda {
     start: usize,
     step: usize,
     started: bool,
-    period_start: Nanos,
     period_end: Nanos,
     /// Dispatches in this credit period.
     dispatched: Vec<u64>,
@@ -165,7 +164,6 @@ impl Mtda {
             start: 0,
             step: n,
             started: false,
-            period_start: 0,
             period_end: 0,
             dispatched: vec![0; n],
             reallocations: 0,
@@ -192,7 +190,6 @@ impl Mtda {
     fn roll(&mut self, now: Nanos) {
         if !self.started {
             self.started = true;
-            self.period_start = now;
             self.period_end = now.saturating_add(self.period);
             return;
         }
@@ -200,8 +197,7 @@ impl Mtda {
             return;
         }
         let ended = (now - self.period_end) / self.period + 1;
-        self.period_start = self.period_end + (ended - 1) * self.period;
-        self.period_end = self.period_start.saturating_add(self.period);
+        self.period_end = self.period_end.saturating_add(ended.saturating_mul(self.period));
         self.dispatched.iter_mut().for_each(|d| *d = 0);
         self.current.clone_from(&self.credit);
     }

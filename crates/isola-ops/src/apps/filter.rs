@@ -19,7 +19,7 @@
 //! Output: the kept packets back to back, unchanged (the input's
 //! container). Batches split: outputs of consecutive packets concatenate.
 
-use super::{chunks, l4, push_packet, seed_of, Batch, Kernel, SampleFlow, SplitMix};
+use super::{chunks, l4, push_packet, seed_of, Batch, Emit, SampleFlow, SplitMix};
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
 use isola_core::params::{ParamError, Params};
@@ -191,16 +191,9 @@ impl Filter {
     }
 }
 
-impl Kernel for Filter {
-    /// The output so far.
-    type State = Vec<u8>;
-
+impl Emit for Filter {
     fn name(&self) -> &'static str {
         "filter"
-    }
-
-    fn state(&self) -> Vec<u8> {
-        Vec::new()
     }
 
     fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
@@ -211,14 +204,6 @@ impl Kernel for Filter {
             }
         }
         Ok(())
-    }
-
-    fn merge(&self, into: &mut Vec<u8>, later: Vec<u8>) {
-        into.extend_from_slice(&later);
-    }
-
-    fn finish(&self, out: Vec<u8>) -> Result<Vec<u8>, OpError> {
-        Ok(out)
     }
 }
 

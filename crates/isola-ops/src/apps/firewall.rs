@@ -28,7 +28,7 @@
 //! 1 allowed, 0 denied. Batches split: outputs of consecutive packets
 //! concatenate.
 
-use super::{chunks, l4, push_packet, seed_of, Batch, Kernel, SampleFlow, SplitMix};
+use super::{chunks, l4, push_packet, seed_of, Batch, Emit, SampleFlow, SplitMix};
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
 use isola_core::params::{ParamError, Params};
@@ -240,16 +240,9 @@ impl Firewall {
     }
 }
 
-impl Kernel for Firewall {
-    /// The output so far.
-    type State = Vec<u8>;
-
+impl Emit for Firewall {
     fn name(&self) -> &'static str {
         "firewall"
-    }
-
-    fn state(&self) -> Vec<u8> {
-        Vec::new()
     }
 
     fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
@@ -270,14 +263,6 @@ impl Kernel for Firewall {
             out.extend_from_slice(p.bytes);
         }
         Ok(())
-    }
-
-    fn merge(&self, into: &mut Vec<u8>, later: Vec<u8>) {
-        into.extend_from_slice(&later);
-    }
-
-    fn finish(&self, out: Vec<u8>) -> Result<Vec<u8>, OpError> {
-        Ok(out)
     }
 }
 

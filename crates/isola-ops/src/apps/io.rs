@@ -30,7 +30,7 @@
 //! split: answers of consecutive packets concatenate.
 
 use super::{
-    be_u32, be_u64, chunks, l4, push_packet, seed_of, usize_param, Batch, Kernel, SampleFlow, SplitMix,
+    be_u32, be_u64, chunks, l4, push_packet, seed_of, usize_param, Batch, Emit, Kernel, SampleFlow, SplitMix,
 };
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
@@ -163,25 +163,17 @@ fn host_memory(p: &Params<'_>) -> Result<Vec<u8>, OpError> {
         host.truncate(size);
         return Ok(host);
     }
-    let read = || -> std::io::Result<Vec<u8>> {
-        use std::io::Read;
-        let mut host = Vec::new();
-        std::fs::File::open(path)?
-            .take(MAX_MEMORY + 1)
-            .read_to_end(&mut host)?;
-        Ok(host)
+    let size = |bytes: u64| {
+        p.bad(
+            "memory",
+            &format!("a file of 1 byte to 1 GiB of host memory ({path} has {bytes} bytes)"),
+        )
     };
-    match read() {
-        Ok(host) if !host.is_empty() && host.len() as u64 <= MAX_MEMORY => Ok(host),
-        Ok(host) => Err(p
-            .bad(
-                "memory",
-                &format!(
-                    "a file of 1 byte to 1 GiB of host memory ({path} has {} bytes)",
-                    host.len()
-                ),
-            )
-            .into()),
+    match crate::operator::read_file(path, MAX_MEMORY) {
+        Ok(host) if !host.is_empty() => Ok(host),
+        Ok(_) => Err(size(0).into()),
+        // Read up to one byte past the limit.
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(size(MAX_MEMORY + 1).into()),
         Err(e) => Err(p
             .bad("memory", &format!("a readable host memory file ({e})"))
             .into()),
@@ -197,16 +189,9 @@ impl IoRead {
     }
 }
 
-impl Kernel for IoRead {
-    /// The answers so far.
-    type State = Vec<u8>;
-
+impl Emit for IoRead {
     fn name(&self) -> &'static str {
         "io-read"
-    }
-
-    fn state(&self) -> Vec<u8> {
-        Vec::new()
     }
 
     fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
@@ -262,14 +247,6 @@ impl Kernel for IoRead {
         out.extend_from_slice(&udp.to_bytes());
         out.extend_from_slice(data);
         Ok(())
-    }
-
-    fn merge(&self, into: &mut Vec<u8>, later: Vec<u8>) {
-        into.extend_from_slice(&later);
-    }
-
-    fn finish(&self, out: Vec<u8>) -> Result<Vec<u8>, OpError> {
-        Ok(out)
     }
 }
 

@@ -140,8 +140,58 @@ pub(crate) trait Kernel: Send + Sync + 'static {
     /// Adds `later`, the state of the packets right after those of `into`.
     fn merge(&self, into: &mut Self::State, later: Self::State);
 
+    /// The state of the packets of `parts`, consecutive runs in order.
+    fn merge_all(&self, parts: Vec<Self::State>) -> Self::State {
+        let mut state = self.state();
+        for later in parts {
+            self.merge(&mut state, later);
+        }
+        state
+    }
+
     /// The output.
     fn finish(&self, state: Self::State) -> Result<Vec<u8>, OpError>;
+}
+
+/// A [`Kernel`] whose output is each packet's output, concatenated: the
+/// state is the output so far, and the outputs of consecutive packets
+/// concatenate, so it splits.
+pub(crate) trait Emit: Send + Sync + 'static {
+    /// The registered operator name.
+    fn name(&self) -> &'static str;
+
+    /// Appends the output of packet `p` to `out`.
+    fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError>;
+}
+
+impl<E: Emit> Kernel for E {
+    /// The output so far.
+    type State = Vec<u8>;
+
+    fn name(&self) -> &'static str {
+        Emit::name(self)
+    }
+
+    fn state(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
+        Emit::packet(self, p, out)
+    }
+
+    fn merge(&self, into: &mut Vec<u8>, later: Vec<u8>) {
+        into.extend_from_slice(&later);
+    }
+
+    fn merge_all(&self, parts: Vec<Vec<u8>>) -> Vec<u8> {
+        // One allocation of the total size.
+        parts.concat()
+    }
+
+    fn finish(&self, out: Vec<u8>) -> Result<Vec<u8>, OpError> {
+        Ok(out)
+    }
 }
 
 /// An operator made of a [`Kernel`].
@@ -221,12 +271,11 @@ impl<K: Kernel> Splitter for Batch<K> {
 
     fn reassemble(&self, _: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
         let op = self.0.name();
-        let mut state = self.0.state();
-        for part in parts {
-            let later: K::State = downcast(op, part)?;
-            self.0.merge(&mut state, later);
-        }
-        self.0.finish(state)
+        let states = parts
+            .into_iter()
+            .map(|part| downcast::<K::State>(op, part))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.0.finish(self.0.merge_all(states))
     }
 }
 

@@ -18,7 +18,7 @@
 //! each packet delimited by its total length. Batches split: outputs of
 //! consecutive packets concatenate.
 
-use super::{chunks, push_packet, seed_of, Batch, Kernel, SampleFlow, SplitMix};
+use super::{chunks, push_packet, seed_of, Batch, Emit, SampleFlow, SplitMix};
 use crate::lpm::{random_routes, table, Table};
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
@@ -48,22 +48,12 @@ impl Router {
 /// The header checksum `hc` of a header whose 16-bit word `old` became
 /// `new` (RFC 1624 equation 3, in one's complement arithmetic).
 pub fn incremental_checksum(hc: u16, old: u16, new: u16) -> u16 {
-    let sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    !(sum as u16)
+    !crate::checksum::fold(u64::from(!hc) + u64::from(!old) + u64::from(new))
 }
 
-impl Kernel for Router {
-    /// The output so far.
-    type State = Vec<u8>;
-
+impl Emit for Router {
     fn name(&self) -> &'static str {
         "ipv4-router"
-    }
-
-    fn state(&self) -> Vec<u8> {
-        Vec::new()
     }
 
     fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
@@ -87,14 +77,6 @@ impl Kernel for Router {
         let hc = incremental_checksum(p.header.header_checksum(), old, new);
         packet[10..12].copy_from_slice(&hc.to_be_bytes());
         Ok(())
-    }
-
-    fn merge(&self, into: &mut Vec<u8>, later: Vec<u8>) {
-        into.extend_from_slice(&later);
-    }
-
-    fn finish(&self, out: Vec<u8>) -> Result<Vec<u8>, OpError> {
-        Ok(out)
     }
 }
 

@@ -6,6 +6,8 @@
 // rest would otherwise be reported as dead code in each of them.
 #![allow(dead_code)]
 
+use isola_ops::{build_operator, OpError, Operator};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -117,4 +119,28 @@ pub fn calls_per_second(mut f: impl FnMut()) -> f64 {
         calls += 1;
     }
     f64::from(calls) / start.elapsed().as_secs_f64()
+}
+
+/// Operator parameters from `(name, value)` pairs.
+pub fn params(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The operator `name` built with `pairs`; panics, naming it, if it does
+/// not build.
+pub fn op(name: &str, pairs: &[(&str, &str)]) -> Box<dyn Operator> {
+    build_operator(name, &params(pairs)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The text of the parameter error building `name` with `pairs` gives;
+/// panics if it builds or fails otherwise.
+pub fn param_error(name: &str, pairs: &[(&str, &str)]) -> String {
+    match build_operator(name, &params(pairs)) {
+        Err(OpError::Param(e)) => e.to_string(),
+        Err(e) => panic!("{name} {pairs:?}: not a parameter error: {e}"),
+        Ok(_) => panic!("{name} {pairs:?} must not build"),
+    }
 }
