@@ -214,10 +214,6 @@ fn drive_tenant(
     deadline: Option<Instant>,
 ) -> anyhow::Result<TenantRun> {
     let w = &t.workload;
-    // The workload's parameters over the operator's sample ones (so an
-    // AES key or an EC code need not be spelled out to try a scenario).
-    let mut params = sample_params(&w.op);
-    params.extend(w.params.clone());
     let mut sizes = SizeSampler::new(&w.size, seed, index);
     // One text payload, grown to the largest size asked for; each task's
     // input is built from a prefix of it. Inputs are cached for at most
@@ -226,20 +222,31 @@ fn drive_tenant(
     const CACHED_INPUTS: usize = 64;
     let mut text: Vec<u8> = Vec::new();
     let mut payloads: HashMap<(u64, String), Arc<Vec<u8>>> = HashMap::new();
-    let mut payload = |bytes: u64, op: &str| -> anyhow::Result<Arc<Vec<u8>>> {
+    // Each operator's parameters: the workload's over the operator's sample
+    // ones (so an AES key or an EC code need not be spelled out to try a
+    // scenario); its inputs are built, and its tasks submitted, with them.
+    type Params = BTreeMap<String, String>;
+    let mut op_params: HashMap<String, Params> = HashMap::new();
+    let mut input = |bytes: u64, op: &str| -> anyhow::Result<(Arc<Vec<u8>>, Params)> {
+        let params = op_params
+            .entry(op.to_string())
+            .or_insert_with(|| {
+                let mut p = sample_params(op);
+                p.extend(w.params.clone());
+                p
+            })
+            .clone();
         if let Some(p) = payloads.get(&(bytes, op.to_string())) {
-            return Ok(Arc::clone(p));
+            return Ok((Arc::clone(p), params));
         }
         if (text.len() as u64) < bytes {
             text = text_payload(bytes as usize, seed ^ index as u64);
         }
-        let mut op_params = sample_params(op);
-        op_params.extend(params.clone());
-        let p = Arc::new(valid_input(op, &op_params, &text[..bytes as usize])?);
+        let p = Arc::new(valid_input(op, &params, &text[..bytes as usize])?);
         if payloads.len() < CACHED_INPUTS {
             payloads.insert((bytes, op.to_string()), Arc::clone(&p));
         }
-        Ok(p)
+        Ok((p, params))
     };
     let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
     let mut out = TenantRun::default();
@@ -247,7 +254,8 @@ fn drive_tenant(
     let limit = w.count.unwrap_or(u64::MAX);
     let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
     let mut submit = |bytes: u64, op: &str, out: &mut TenantRun| -> anyhow::Result<bool> {
-        match handle.submit_to(op, &params, payload(bytes, op)?, &tx) {
+        let (payload, params) = input(bytes, op)?;
+        match handle.submit_to(op, &params, payload, &tx) {
             Ok(_) => {
                 out.accepted += 1;
                 Ok(true)
@@ -331,6 +339,7 @@ fn report(scenario: &Scenario, run: &PolicyRun, runs: &[TenantRun], elapsed: Nan
     let mut tenants = Vec::new();
     for (i, spec) in scenario.tenants.iter().enumerate() {
         let ok: Vec<&Completion> = runs[i].done.iter().filter(|c| c.result.is_ok()).collect();
+        let over_budget = ok.iter().filter(|c| c.over_budget).count();
         let mut hist = LatencyHistogram::new();
         let mut violations = 0u64;
         for c in &ok {
@@ -371,12 +380,12 @@ fn report(scenario: &Scenario, run: &PolicyRun, runs: &[TenantRun], elapsed: Nan
         tenants.push(TenantResult {
             name: spec.name.clone(),
             weight: spec.slo.weight,
-            completed: ok.len() as u64,
+            // Tasks over the tenant's service budget count as aborted, as
+            // the simulator's watchdog aborts them (live, they run to the
+            // end), and so not as completed.
+            completed: (ok.len() - over_budget) as u64,
             rejected: runs[i].rejected,
-            // Failed tasks, and tasks over the tenant's service budget (the
-            // simulator's watchdog aborts those; live, they run to the end).
-            aborted: (runs[i].done.len() - ok.len()) as u64
-                + ok.iter().filter(|c| c.over_budget).count() as u64,
+            aborted: (runs[i].done.len() - ok.len() + over_budget) as u64,
             unmatched: 0,
             incomplete: runs[i].accepted.saturating_sub(runs[i].done.len() as u64),
             throughput_ops: ok.len() as f64 * NANOS_PER_SEC as f64 / interval as f64,

@@ -425,6 +425,58 @@ fn run_refuses_what_has_no_live_model() {
     }
 }
 
+/// Runs `isola run --json` on one tenant `t` with `tenant` (its SLO lines
+/// and workload table) on one accelerator, `files` written beside the
+/// scenario, and returns that tenant's result.
+fn run_one_tenant(name: &str, tenant: &str, files: &[(&str, &str)]) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("isola-run-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    let file = dir.join("scenario.toml");
+    let scenario = format!(
+        "[run]\npolicies = [\"fcfs\"]\n\n[[engine]]\nname = \"acc\"\nkind = \"accelerator\"\n\
+         service = {{ dist = \"affine\", base = \"1us\", per_byte_ns = 1.0 }}\n\n[[tenant]]\nname = \"t\"\n{tenant}"
+    );
+    std::fs::write(&file, scenario).unwrap();
+    let out = isola(&["run", file.to_str().unwrap(), "--json"]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["policies"][0]["tenants"][0].clone()
+}
+
+/// A traced task whose operator differs from the workload's is built and
+/// submitted with its own operator's parameters (an AES key, not the
+/// workload's SHA ones), and every task completes.
+#[test]
+fn run_gives_traced_operators_their_own_parameters() {
+    let trace = "time_ns,tenant,op,bytes\n0,t,sha256,4096\n1000,t,aes-gcm-encrypt,4096\n2000,t,sha256,1024\n";
+    let t = run_one_tenant(
+        "trace",
+        "[tenant.workload]\nengine = \"acc\"\nop = \"sha256\"\nsize = \"4KiB\"\narrival = { trace = \"trace.csv\" }\n",
+        &[("trace.csv", trace)],
+    );
+    let counts = (t["completed"].as_u64(), t["aborted"].as_u64());
+    assert_eq!(counts, (Some(3), Some(0)), "{t}");
+}
+
+/// Live, a task over its tenant's service budget runs to its end but
+/// counts as aborted, as the simulator's watchdog would abort it: not also
+/// as completed.
+#[test]
+fn run_counts_over_budget_tasks_once() {
+    let t = run_one_tenant(
+        "budget",
+        "budget = \"1ns\"\n[tenant.workload]\nengine = \"acc\"\nop = \"sha256\"\nsize = \"64KiB\"\n\
+         arrival = { closed = 1 }\ncount = 5\n",
+        &[],
+    );
+    let counts = (t["completed"].as_u64(), t["aborted"].as_u64());
+    assert_eq!(counts, (Some(0), Some(5)), "{t}");
+}
+
 /// Each tenant's tasks go to its own engine, and a run with a duration is
 /// that long, with what is unfinished counted as incomplete.
 #[test]

@@ -99,7 +99,7 @@ fn at_limit_wait_versus_allow() {
 /// service it missed while idle.
 #[test]
 fn returning_tenant_gets_no_credit_for_idle_time() {
-    for policy in ["mclock", "sfq", "bvt", "drr"] {
+    for policy in ["mclock", "sfq", "bvt", "drr", "slack"] {
         let task = |at, tenant| Arrival {
             at,
             tenant,
@@ -145,7 +145,7 @@ fn returning_tenant_gets_no_credit_for_idle_time() {
 /// floor then comes from the policy's virtual time, not from a ready tenant.
 #[test]
 fn returning_tenant_gets_no_credit_when_nobody_else_is_queued() {
-    for policy in ["mclock", "sfq", "bvt", "drr"] {
+    for policy in ["mclock", "sfq", "bvt", "drr", "slack"] {
         // Tenant 1 is closed-loop with one task outstanding on a 1-slot
         // engine; tenant 0 returns mid-task with a burst of 2000 tasks.
         let mut setup = Setup::closed(policy, 1, &[1.0, 1.0], &[1_000, 1_000], 3_000);

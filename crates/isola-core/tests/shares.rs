@@ -10,7 +10,7 @@ use support::{run, Setup};
 /// 10,000 dispatches the service ratio is within 2% of 1:3.
 #[test]
 fn weighted_policies_give_one_to_three() {
-    for policy in ["wrr", "drr", "sfq", "bvt", "wlbvt", "mclock"] {
+    for policy in ["wrr", "drr", "sfq", "bvt", "wlbvt", "mclock", "slack"] {
         for slots in [1, 4] {
             let out = run(&Setup::closed(
                 policy,

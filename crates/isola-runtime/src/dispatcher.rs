@@ -65,6 +65,9 @@ pub(crate) struct Submission {
     pub op: Arc<dyn isola_ops::Operator>,
     pub input: Arc<Vec<u8>>,
     pub predicted_ns: Nanos,
+    /// The model its costs are predicted with (its tenant's, else its
+    /// engine's): the whole task's and each subtask's alike.
+    pub cost: Arc<dyn isola_core::CostModel>,
     pub submitted: Instant,
     pub reply: Reply,
 }
@@ -83,6 +86,8 @@ struct Job {
     started_ns: Option<Nanos>,
     service_ns: Nanos,
     predicted_ns: Nanos,
+    /// Its cost model (see [`Submission::cost`]).
+    cost: Arc<dyn isola_core::CostModel>,
     /// Subtasks (empty: the task runs whole).
     parts: Vec<Subtask>,
     ordered: bool,
@@ -281,6 +286,7 @@ impl Dispatcher {
             started_ns: None,
             service_ns: 0,
             predicted_ns: s.predicted_ns,
+            cost: s.cost,
             next_part: usize::from(ordered),
             carries: (0..carries).map(|_| None).collect(),
             parts,
@@ -324,8 +330,7 @@ impl Dispatcher {
                 let share =
                     |total: u64| (total as u128 * job.parts[p].bytes as u128 / planned as u128) as u64;
                 let bytes = share(input_len).max(1);
-                let engine = &self.shared.engines[job.engine];
-                let predicted = engine
+                let predicted = job
                     .cost
                     .predict(&job.op_name, bytes)
                     .filter(|&ns| ns > 0)

@@ -377,7 +377,7 @@ impl TenantHandle {
                 .position(|e| e.serves(op))
                 .ok_or_else(|| SubmitError::NoEngine(op.to_string()))?,
         };
-        let cost = self.cost.as_ref().unwrap_or(&shared.engines[engine].cost);
+        let cost = Arc::clone(self.cost.as_ref().unwrap_or(&shared.engines[engine].cost));
         let predicted_ns =
             cost.predict(op, payload.len() as u64)
                 .ok_or_else(|| SubmitError::NoCostModel {
@@ -409,6 +409,7 @@ impl TenantHandle {
             op: operator,
             input: payload,
             predicted_ns,
+            cost,
             submitted,
             reply,
         };
@@ -416,13 +417,15 @@ impl TenantHandle {
             shared.outstanding[t].fetch_sub(1, Ordering::AcqRel);
             return Err(SubmitError::ShutDown);
         }
-        drop(closed);
+        // Counted before the shutdown lock is let go: shutdown cannot read
+        // the stats between the send and the count.
         if let Ok(mut r) = shared.records.lock() {
             let s = &mut r[t].stats;
             s.submitted += 1;
             let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
             s.first_submit_ns.get_or_insert(at);
         }
+        drop(closed);
         Ok((id, engine))
     }
 }

@@ -173,6 +173,40 @@ fn tasks_split_only_while_the_engine_is_contended() {
     assert_eq!(c.result.unwrap(), one_shot("sha256", &big));
 }
 
+/// A tenant with a cost model of its own has its subtasks predicted by it
+/// too, not only the whole task.
+#[test]
+fn a_tenants_own_cost_model_prices_its_subtasks() {
+    /// Records the sizes it is asked about.
+    #[derive(Debug, Default)]
+    struct Recording(Mutex<Vec<u64>>);
+    impl isola_core::CostModel for Recording {
+        fn predict(&self, _: &str, bytes: u64) -> Option<u64> {
+            self.0.lock().unwrap().push(bytes);
+            Some(1_000 + bytes)
+        }
+    }
+    let rt = runtime(isolated("sfq"), 1, Some(4_096), Slo::default());
+    let model = Arc::new(Recording::default());
+    let tenant = rt
+        .tenant(TenantId(0))
+        .with_cost(Arc::clone(&model) as Arc<dyn isola_core::CostModel>);
+    let c = tenant
+        .submit("sha256", &BTreeMap::new(), vec![7u8; 40_000])
+        .unwrap()
+        .wait();
+    assert!(c.result.is_ok() && c.subtasks > 1, "{:?}", c.subtasks);
+    let asked = model.0.lock().unwrap().clone();
+    assert_eq!(asked[0], 40_000, "the whole task first");
+    assert_eq!(
+        asked.len(),
+        1 + c.subtasks as usize,
+        "each subtask priced: {asked:?}"
+    );
+    assert!(asked[1..].iter().all(|&b| b < 40_000), "{asked:?}");
+    rt.shutdown();
+}
+
 /// An operator error and a panic fail their own task only; the runtime
 /// goes on serving.
 #[test]
@@ -450,7 +484,7 @@ fn submissions_racing_shutdown_are_never_lost() {
         let rt = runtime(isolated("sfq"), 1, Some(4_096), Slo::default());
         let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
         let accepted = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|s| {
+        let stats = std::thread::scope(|s| {
             for t in 0..2u32 {
                 let handle = rt.tenant(TenantId(t));
                 let (tx, accepted) = (tx.clone(), &accepted);
@@ -469,15 +503,22 @@ fn submissions_racing_shutdown_are_never_lost() {
                 });
             }
             std::thread::sleep(Duration::from_millis(2 + round % 5));
-            rt.shutdown();
+            rt.shutdown()
         });
         drop(tx);
+        let accepted = accepted.into_inner();
+        // Every accepted task is counted in the stats shutdown returns.
+        let counted: u64 = stats.iter().map(|s| s.submitted).sum();
+        assert_eq!(
+            counted, accepted as u64,
+            "round {round}: submissions missing from the stats"
+        );
         let got: Vec<Completion> = rx.iter().collect();
         let ids: std::collections::BTreeSet<u64> = got.iter().map(|c| c.task).collect();
         assert_eq!(ids.len(), got.len(), "a task completed twice");
         assert_eq!(
             got.len(),
-            accepted.into_inner(),
+            accepted,
             "round {round}: accepted tasks without a completion"
         );
         for c in &got {

@@ -16,8 +16,9 @@
 //! * Virtual time: each tenant's `A` advances by the service it receives over
 //!   its weight (predicted cost at dispatch, corrected by `measured -
 //!   predicted` at completion); a tenant that becomes ready is brought up to
-//!   the smallest `A` among the ready (idling earns no credit), as in
-//!   [`super::bvt`].
+//!   the smallest `A` among the ready, or, when nobody is ready, to the
+//!   scheduler virtual time last seen at a decision (idling earns no
+//!   credit), as in [`super::bvt`].
 //! * A ready tenant's head task has a deadline when the tenant has a latency
 //!   objective (`arrival + bound(whole task's predicted cost)`) or the task
 //!   carries one (the earlier of the two). Its *latest start* is the deadline
@@ -117,18 +118,6 @@ impl Tenant {
     }
 }
 
-/// A ready tenant as [`SlackStealing::pick`] weighs it.
-struct Candidate {
-    tenant: usize,
-    /// Its head's expected service time (predicted, corrected).
-    cost: f64,
-    /// Its virtual time.
-    actual: f64,
-    latest_start: Option<f64>,
-    defers: bool,
-    seq: u64,
-}
-
 /// Weight of each completion in a tenant's measured/predicted ratio.
 const ACCURACY_WEIGHT: f64 = 0.125;
 
@@ -138,6 +127,9 @@ pub struct SlackStealing {
     tenants: Vec<Tenant>,
     /// Fraction of each latency budget kept in reserve.
     guard: f64,
+    /// Scheduler virtual time: the largest "smallest virtual time among
+    /// the ready" seen at a decision.
+    svt: f64,
 }
 
 impl SlackStealing {
@@ -146,6 +138,7 @@ impl SlackStealing {
     pub fn new(setup: &PolicySetup<'_>, guard: f64) -> Self {
         SlackStealing {
             guard,
+            svt: 0.0,
             tenants: setup
                 .tenants
                 .iter()
@@ -161,68 +154,75 @@ impl SlackStealing {
         }
     }
 
-    fn ready(&self) -> impl Iterator<Item = (usize, &Tenant)> {
-        self.tenants.iter().enumerate().filter(|(_, t)| t.head.is_some())
+    fn ready(&self) -> impl Iterator<Item = (usize, &Tenant, HeadInfo)> {
+        self.tenants
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((i, t, t.head?)))
     }
 }
 
 impl Policy for SlackStealing {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let svt = self.ready().map(|(_, t)| t.actual).reduce(f64::min);
+        // As BVT: the smallest virtual time among the ready, or the last
+        // one seen when nobody is ready (idling earns no credit).
+        let svt = self
+            .ready()
+            .map(|(_, t, _)| t.actual)
+            .reduce(f64::min)
+            .unwrap_or(self.svt);
         let t = &mut self.tenants[tenant];
-        if let Some(svt) = svt {
-            t.actual = t.actual.max(svt);
-        }
+        t.actual = t.actual.max(svt);
         t.head = Some(*head);
     }
 
     fn pick(&mut self, now: Nanos, cx: &PolicyContext<'_>) -> Option<usize> {
-        let ready: Vec<Candidate> = self
-            .ready()
-            .filter_map(|(i, t)| {
-                let h = t.head?;
-                let latest_start = t.latest_start(cx.queued.get(i).copied().unwrap_or(0), self.guard);
-                Some(Candidate {
-                    tenant: i,
-                    cost: h.cost as f64 * t.accuracy,
-                    actual: t.actual,
-                    latest_start,
-                    defers: t.defers && latest_start.is_some(),
-                    seq: h.seq,
-                })
-            })
-            .collect();
-        let others = |t: usize| ready.iter().filter(move |r| r.tenant != t);
-        // Serving other heads first would start it too late.
+        // First pass: the smallest virtual time, and the two longest heads
+        // (expected service), so each tenant's "longest other head" is known.
+        let mut min_actual = f64::INFINITY;
+        let (mut longest, mut second) = ((usize::MAX, 0.0f64), 0.0f64);
+        for (i, t, h) in self.ready() {
+            min_actual = min_actual.min(t.actual);
+            let cost = h.cost as f64 * t.accuracy;
+            if cost > longest.1 {
+                second = longest.1;
+                longest = (i, cost);
+            } else if cost > second {
+                second = cost;
+            }
+        }
+        if min_actual.is_finite() {
+            self.svt = self.svt.max(min_actual);
+        }
         let slots = f64::from(cx.slots.max(1));
-        let urgent = |c: &Candidate| {
-            let longest = others(c.tenant).map(|r| r.cost).fold(0.0, f64::max);
-            c.latest_start.is_some_and(|ls| now as f64 + longest * slots > ls)
+        // Second pass: the best urgent tenant within its share (least latest
+        // start), the best by virtual time among those that cannot wait,
+        // and the earliest latest start of all.
+        let mut urgent_best: Option<(f64, u64, usize)> = None;
+        let mut fair_best: Option<(f64, u64, usize)> = None;
+        let mut earliest: Option<(f64, u64, usize)> = None;
+        let better = |best: &Option<(f64, u64, usize)>, key: (f64, u64)| {
+            best.is_none_or(|b| key.0.total_cmp(&b.0).then(key.1.cmp(&b.1)).is_lt())
         };
-        let within_share = |c: &Candidate| others(c.tenant).all(|r| c.actual <= r.actual);
-        let earliest = |a: &&Candidate, b: &&Candidate| {
-            let ls = |c: &Candidate| c.latest_start.unwrap_or(f64::INFINITY);
-            ls(a).total_cmp(&ls(b)).then(a.seq.cmp(&b.seq))
-        };
-        // Urgent and within its share: least latest start first.
-        if let Some(c) = ready
-            .iter()
-            .filter(|c| urgent(c) && within_share(c))
-            .min_by(earliest)
-        {
-            return Some(c.tenant);
+        for (i, t, h) in self.ready() {
+            let latest_start = t.latest_start(cx.queued.get(i).copied().unwrap_or(0), self.guard);
+            // Serving the longest other head first (once per slot) would
+            // start it too late.
+            let other = if longest.0 == i { second } else { longest.1 };
+            let urgent = latest_start.is_some_and(|ls| now as f64 + other * slots > ls);
+            let ls = latest_start.unwrap_or(f64::INFINITY);
+            if urgent && t.actual <= min_actual && better(&urgent_best, (ls, h.seq)) {
+                urgent_best = Some((ls, h.seq, i));
+            }
+            let waits = t.defers && latest_start.is_some() && !urgent;
+            if !waits && better(&fair_best, (t.actual, h.seq)) {
+                fair_best = Some((t.actual, h.seq, i));
+            }
+            if better(&earliest, (ls, h.seq)) {
+                earliest = Some((ls, h.seq, i));
+            }
         }
-        // Otherwise by virtual time, latency-sensitive tenants with slack
-        // waiting.
-        if let Some(c) = ready
-            .iter()
-            .filter(|c| !c.defers || urgent(c))
-            .min_by(|a, b| a.actual.total_cmp(&b.actual).then(a.seq.cmp(&b.seq)))
-        {
-            return Some(c.tenant);
-        }
-        // Only latency-sensitive tenants with slack: the earliest latest start.
-        ready.iter().min_by(earliest).map(|c| c.tenant)
+        urgent_best.or(fair_best).or(earliest).map(|b| b.2)
     }
 
     fn on_dispatch(
