@@ -1,0 +1,347 @@
+//! The scheduler: per-tenant virtual channels on each engine, one policy
+//! instance per engine, rate shapers for reservations and limits, and
+//! accounting. It is driven, never drives:
+//!
+//! * [`Scheduler::submit`] queues a task (or rejects it with a typed reason
+//!   and hands it back: nothing is dropped silently);
+//! * [`Scheduler::next`] is called when an engine has a free slot and returns
+//!   the next dispatch, or `None`;
+//! * [`Scheduler::complete`] reports a dispatch finished, with its measured
+//!   service time;
+//! * [`Scheduler::next_wakeup`] says when `next` may have something new even
+//!   though nothing was submitted or completed (a shaper releasing a tenant,
+//!   a policy's period).
+//!
+//! Order of service on a free slot: first the ready tenant whose reservation
+//! is most overdue (mClock's constraint phase), then the policy's pick among
+//! ready tenants, and, if the policy says `AtLimit::Allow`, the limited tenant
+//! that would be released soonest. A tenant is *ready* when its channel is
+//! non-empty and its limit shaper lets its head go now; otherwise it is
+//! *throttled* until the shaper's release time.
+
+/// Builds the policy context from an engine's fields (disjoint borrows, so
+/// the policy itself can be borrowed mutably beside it).
+macro_rules! cx {
+    ($e:expr) => {
+        $crate::policy::PolicyContext {
+            tenants: &$e.shares,
+            slots: $e.spec.slots,
+            in_flight: &$e.in_flight,
+            queued: &$e.queued,
+        }
+    };
+}
+
+mod builder;
+mod engine;
+mod types;
+
+pub use builder::SchedulerBuilder;
+pub use types::{
+    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, RejectReason, Rejection,
+    SchedulerError,
+};
+
+use crate::channel::VirtualChannel;
+use crate::engine::{EngineId, EngineSpec};
+use crate::policy::HeadInfo;
+use crate::ready_heap::IndexedHeap;
+use crate::task::{Subtask, Task, TaskId};
+use crate::tenant::{Tenant, TenantId};
+use crate::units::{Bytes, Nanos};
+use engine::{ChannelState, EngineState, Queued};
+use slab::Slab;
+
+#[derive(Debug, Clone, Copy)]
+struct InService {
+    generation: u32,
+    engine: EngineId,
+    tenant: TenantId,
+    task: TaskId,
+    head: HeadInfo,
+    dispatched: Nanos,
+    fragment: Option<Subtask>,
+    group: Option<usize>,
+    task_predicted: Nanos,
+}
+
+/// Channels + policy + shapers + accounting for a set of engines and tenants.
+/// See the module documentation for how a driver uses it.
+pub struct Scheduler {
+    tenants: Vec<Tenant>,
+    engines: Vec<EngineState>,
+    in_service: Slab<InService>,
+    next_seq: u64,
+    next_generation: u32,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("tenants", &self.tenants.len())
+            .field("engines", &self.engines.len())
+            .field("in_service", &self.in_service.len())
+            .finish()
+    }
+}
+
+impl Scheduler {
+    /// The tenants, by id.
+    pub fn tenants(&self) -> &[Tenant] {
+        &self.tenants
+    }
+
+    /// The engine `id`'s configuration.
+    pub fn engine(&self, id: EngineId) -> Option<&EngineSpec> {
+        self.engines.get(id.index()).map(|e| &e.spec)
+    }
+
+    /// Number of engines.
+    pub fn engine_count(&self) -> usize {
+        self.engines.len()
+    }
+
+    /// Queues `task`. On rejection the task comes back with the reason, and
+    /// the rejection is counted when it is the channel's.
+    pub fn submit(&mut self, now: Nanos, mut task: Task) -> Result<(), Rejection> {
+        let reject = |reason, task| {
+            Err(Rejection {
+                reason,
+                task: Box::new(task),
+            })
+        };
+        if self.closed {
+            return reject(RejectReason::Closed, task);
+        }
+        let t = task.tenant.index();
+        if t >= self.tenants.len() {
+            return reject(RejectReason::UnknownTenant(task.tenant), task);
+        }
+        let Some(e) = self.engines.get_mut(task.engine.index()) else {
+            return reject(RejectReason::UnknownEngine(task.engine), task);
+        };
+        let cost = match task
+            .predicted_cost
+            .or_else(|| e.spec.cost.predict(&task.op.name, task.bytes))
+        {
+            Some(c) => c,
+            None => {
+                let op = task.op.name.clone();
+                return reject(
+                    RejectReason::NoCostModel {
+                        engine: task.engine,
+                        op,
+                    },
+                    task,
+                );
+            }
+        };
+        task.predicted_cost = Some(cost);
+        let frag = e.fragment_size(now, t, task.bytes);
+        let plan = e.plan(&task, frag);
+        let head = EngineState::head_for(&task, self.next_seq, 0, &plan);
+        let count = EngineState::fragment_count(task.bytes, frag);
+        let queued = Queued {
+            task,
+            head,
+            sent: 0,
+            index: 0,
+            count,
+            plan,
+            group: None,
+        };
+        if let Err(q) = e.channels[t].push(queued) {
+            e.stats[t].rejected += 1;
+            let reason = RejectReason::ChannelFull {
+                tenant: q.task.tenant,
+                engine: q.task.engine,
+                cap: e.channels[t].cap(),
+            };
+            return reject(reason, q.task);
+        }
+        self.next_seq += 1;
+        e.queued[t] += count as u64;
+        e.queued_cost[t] += head.remaining_cost;
+        e.stats[t].submitted += 1;
+        if e.state[t] == ChannelState::Empty {
+            e.admit_head(now, t);
+        }
+        Ok(())
+    }
+
+    /// The next task for a free slot of `engine` at `now`, or `None` when the
+    /// engine is full, nothing is ready, or the policy holds back.
+    pub fn next(&mut self, now: Nanos, engine: EngineId) -> Option<Dispatch> {
+        if self.closed {
+            return None;
+        }
+        let e = self.engines.get_mut(engine.index())?;
+        if e.busy >= e.spec.slots {
+            return None;
+        }
+        let (t, reason) = e.choose(now)?;
+        let taken = e.take_head(now, t, reason)?;
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1);
+        let slot = self.in_service.insert(InService {
+            generation,
+            engine,
+            tenant: taken.task.tenant,
+            task: taken.task.id,
+            head: taken.head,
+            dispatched: now,
+            fragment: taken.fragment,
+            group: taken.group,
+            task_predicted: taken.task.predicted_cost.unwrap_or(taken.head.cost),
+        }) as u32;
+        Some(Dispatch {
+            id: DispatchId { slot, generation },
+            engine,
+            task: taken.task,
+            fragment: taken.fragment,
+            predicted: taken.head.cost,
+            reason,
+        })
+    }
+
+    /// Records that dispatch `id` finished at `now` after `measured` ns of service.
+    pub fn complete(
+        &mut self,
+        now: Nanos,
+        id: DispatchId,
+        measured: Nanos,
+    ) -> Result<Completed, SchedulerError> {
+        let slot = id.slot as usize;
+        match self.in_service.get(slot) {
+            Some(s) if s.generation == id.generation => {}
+            _ => return Err(SchedulerError::UnknownDispatch(id)),
+        }
+        let s = self.in_service.remove(slot);
+        let t = s.tenant.index();
+        let e = &mut self.engines[s.engine.index()];
+        e.busy -= 1;
+        e.in_flight[t] -= 1;
+        e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
+        let over_budget = self.tenants[t].slo.service_budget.is_some_and(|b| measured > b);
+        let task_done = match s.group {
+            None => true,
+            // A group missing after `close` means the rest was handed back.
+            Some(g) => match e.fragments_left.get_mut(g) {
+                Some(left) => {
+                    *left -= 1;
+                    let done = *left == 0;
+                    if done {
+                        e.fragments_left.remove(g);
+                    }
+                    done
+                }
+                None => false,
+            },
+        };
+        let st = &mut e.stats[t];
+        st.completed += 1;
+        st.tasks_completed += task_done as u64;
+        st.bytes_completed += s.head.bytes;
+        st.busy_ns = st.busy_ns.saturating_add(measured);
+        st.over_budget += over_budget as u64;
+        Ok(Completed {
+            task: s.task,
+            tenant: s.tenant,
+            engine: s.engine,
+            bytes: s.head.bytes,
+            arrival: s.head.arrival,
+            dispatched: s.dispatched,
+            completed: now,
+            predicted: s.head.cost,
+            task_predicted: s.task_predicted,
+            measured,
+            over_budget,
+            fragment: s.fragment,
+            task_done,
+        })
+    }
+
+    /// The earliest time `next` may return work although nothing was
+    /// submitted or completed in between, over every engine with a free
+    /// slot: what a driver should wait for. (A full engine dispatches at its
+    /// next completion anyway.)
+    pub fn next_wakeup(&self) -> Option<Nanos> {
+        self.engines.iter().filter_map(EngineState::next_wakeup).min()
+    }
+
+    /// [`Scheduler::next_wakeup`] for one engine.
+    pub fn next_wakeup_of(&self, engine: EngineId) -> Option<Nanos> {
+        self.engines.get(engine.index())?.next_wakeup()
+    }
+
+    /// Counters of `tenant` on `engine`.
+    pub fn stats(&self, engine: EngineId, tenant: TenantId) -> Option<&ChannelStats> {
+        self.engines.get(engine.index())?.stats.get(tenant.index())
+    }
+
+    /// Predicted cost of the dispatches waiting on `engine`, per tenant
+    /// (work queued, not yet dispatched; empty for an unknown engine).
+    pub fn queued_cost(&self, engine: EngineId) -> &[Nanos] {
+        self.engines.get(engine.index()).map_or(&[], |e| &e.queued_cost)
+    }
+
+    /// Tasks queued for `tenant` on `engine`.
+    pub fn queued(&self, engine: EngineId, tenant: TenantId) -> usize {
+        self.engines
+            .get(engine.index())
+            .and_then(|e| e.channels.get(tenant.index()))
+            .map_or(0, VirtualChannel::len)
+    }
+
+    /// The fragment size `engine`'s policy wants now for `tenant`'s tasks
+    /// when the configured split size is `default` ([`Policy::split_bytes`]):
+    /// ASTRAEA enlarges it while no latency-sensitive work is expected. A
+    /// driver that splits tasks itself (the live runtime) asks this; engines
+    /// that fragment ask it on their own. `default` for an unknown engine or
+    /// tenant.
+    pub fn split_bytes(&self, now: Nanos, engine: EngineId, tenant: TenantId, default: Bytes) -> Bytes {
+        match self.engines.get(engine.index()) {
+            Some(e) if tenant.index() < self.tenants.len() => {
+                e.policy.split_bytes(now, tenant.index(), default).max(1)
+            }
+            _ => default,
+        }
+    }
+
+    /// Dispatches in service on `engine`.
+    pub fn busy(&self, engine: EngineId) -> u32 {
+        self.engines.get(engine.index()).map_or(0, |e| e.busy)
+    }
+
+    /// Dispatches in service on every engine.
+    pub fn in_service(&self) -> usize {
+        self.in_service.len()
+    }
+
+    /// Stops accepting and dispatching work and returns every queued task,
+    /// oldest first per channel, so the driver can complete each one (as
+    /// cancelled). Dispatches in service can still be completed.
+    pub fn close(&mut self) -> Vec<Task> {
+        self.closed = true;
+        let mut out = Vec::new();
+        for e in &mut self.engines {
+            for (t, c) in e.channels.iter_mut().enumerate() {
+                for q in c.drain() {
+                    // A partly dispatched task is handed back whole; its
+                    // fragments in service will not report it done.
+                    if let Some(g) = q.group {
+                        e.fragments_left.try_remove(g);
+                    }
+                    out.push(q.task);
+                }
+                e.state[t] = ChannelState::Empty;
+                e.queued[t] = 0;
+                e.queued_cost[t] = 0;
+            }
+            e.throttled = IndexedHeap::new(e.state.len());
+            e.reservation_due = IndexedHeap::new(e.state.len());
+        }
+        out
+    }
+}

@@ -1,0 +1,185 @@
+//! The values the scheduler hands its drivers: dispatches, completions,
+//! rejections, errors and per-channel counters.
+
+use crate::engine::EngineId;
+use crate::policy::PolicyError;
+use crate::task::{Subtask, Task, TaskId};
+use crate::tenant::TenantId;
+use crate::units::{Bytes, Nanos};
+
+/// Identifies one dispatch until it is completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DispatchId {
+    pub(super) slot: u32,
+    pub(super) generation: u32,
+}
+
+/// Why a task was served when it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchReason {
+    /// Its tenant's reservation was due.
+    Reservation,
+    /// The policy picked it.
+    Policy,
+    /// Every tenant with work was at its limit and the policy allows breaking it.
+    LimitBreak,
+}
+
+/// A task handed to an engine slot.
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    /// Pass back to [`Scheduler::complete`].
+    pub id: DispatchId,
+    /// The engine whose slot serves it.
+    pub engine: EngineId,
+    /// The task, with `predicted_cost` filled in (for the whole task).
+    pub task: Task,
+    /// The byte range this dispatch serves when the engine fragments the
+    /// task; `None` for a whole task.
+    pub fragment: Option<Subtask>,
+    /// Predicted service time of this dispatch (the fragment's, if any).
+    pub predicted: Nanos,
+    /// Why it was chosen.
+    pub reason: DispatchReason,
+}
+
+/// What the scheduler knows of a finished dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completed {
+    /// The task.
+    pub task: TaskId,
+    /// Its tenant.
+    pub tenant: TenantId,
+    /// The engine that served it.
+    pub engine: EngineId,
+    /// Its size.
+    pub bytes: Bytes,
+    /// When it was submitted.
+    pub arrival: Nanos,
+    /// When it was dispatched.
+    pub dispatched: Nanos,
+    /// When it completed.
+    pub completed: Nanos,
+    /// Predicted service time of this dispatch (the fragment's, if any).
+    pub predicted: Nanos,
+    /// Predicted service time of the whole task.
+    pub task_predicted: Nanos,
+    /// Measured service time of this dispatch.
+    pub measured: Nanos,
+    /// Whether `measured` exceeded the tenant's per-task service budget.
+    pub over_budget: bool,
+    /// The byte range this dispatch served, when the task was fragmented.
+    pub fragment: Option<Subtask>,
+    /// Whether this completion finished the task (always, unless it is a
+    /// fragment with others still outstanding). A driver reports the task to
+    /// its tenant exactly once, on the completion where this is true.
+    pub task_done: bool,
+}
+
+/// Why a task was not queued. The task itself is handed back with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RejectReason {
+    /// The tenant id is not in the scheduler.
+    #[error("unknown tenant {0:?}")]
+    UnknownTenant(TenantId),
+    /// The engine id is not in the scheduler.
+    #[error("unknown engine {0:?}")]
+    UnknownEngine(EngineId),
+    /// The tenant's channel on that engine holds `cap` tasks already.
+    #[error("channel of tenant {tenant:?} on engine {engine:?} is full ({cap} tasks)")]
+    ChannelFull {
+        /// Tenant.
+        tenant: TenantId,
+        /// Engine.
+        engine: EngineId,
+        /// The channel's capacity.
+        cap: usize,
+    },
+    /// The task has no predicted cost and the engine's model does not know its operator.
+    #[error("engine {engine:?} has no cost model for operator `{op}`")]
+    NoCostModel {
+        /// Engine.
+        engine: EngineId,
+        /// Operator name.
+        op: String,
+    },
+    /// The scheduler was closed.
+    #[error("the scheduler is shut down")]
+    Closed,
+}
+
+/// A rejected task, handed back to its submitter with the reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("task {:?} rejected: {reason}", task.id)]
+pub struct Rejection {
+    /// Why.
+    pub reason: RejectReason,
+    /// The task, unchanged.
+    pub task: Box<Task>,
+}
+
+/// Errors from [`Scheduler::complete`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedulerError {
+    /// The dispatch id is unknown or was already completed.
+    #[error("dispatch {0:?} is not in service (unknown or completed twice)")]
+    UnknownDispatch(DispatchId),
+}
+
+/// Why a scheduler could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    /// Two tenants share a name.
+    #[error("tenant `{0}` is defined twice")]
+    DuplicateTenant(String),
+    /// Two engines share a name.
+    #[error("engine `{0}` is defined twice")]
+    DuplicateEngine(String),
+    /// An SLO is inconsistent.
+    #[error("tenant `{tenant}`: {field}: {reason}")]
+    InvalidSlo {
+        /// Tenant name.
+        tenant: String,
+        /// Offending SLO field.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An engine has no slots.
+    #[error("engine `{0}` must have at least one slot")]
+    NoSlots(String),
+    /// No engine or no tenant.
+    #[error("a scheduler needs at least one engine and one tenant")]
+    Empty,
+    /// The policy could not be built for an engine.
+    #[error("engine `{engine}`: {source}")]
+    Policy {
+        /// Engine name.
+        engine: String,
+        /// The policy's error.
+        source: PolicyError,
+    },
+}
+
+/// Counters of one tenant on one engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChannelStats {
+    /// Tasks accepted into the channel.
+    pub submitted: u64,
+    /// Tasks refused because the channel was full.
+    pub rejected: u64,
+    /// Dispatches (tasks, or fragments of tasks).
+    pub dispatched: u64,
+    /// Tasks dispatched in the reservation phase.
+    pub reserved_dispatches: u64,
+    /// Dispatches completed.
+    pub completed: u64,
+    /// Tasks completed (all of their fragments).
+    pub tasks_completed: u64,
+    /// Bytes of completed dispatches.
+    pub bytes_completed: u64,
+    /// Measured service time of completed tasks (slot x ns).
+    pub busy_ns: u64,
+    /// Completed tasks whose service exceeded the tenant's budget.
+    pub over_budget: u64,
+}
