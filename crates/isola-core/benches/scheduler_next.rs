@@ -56,7 +56,7 @@ fn backlogged(policy: &str, n: usize, slots: u32, backlog: usize) -> (Scheduler,
                 arrival: 0,
                 deadline: None,
                 predicted_cost: None,
-                whole_cost: None,
+                planner: None,
             };
             s.submit(0, task).expect("backlog fits the channel");
         }

@@ -55,10 +55,11 @@ pub struct EngineSpec {
     pub slots: u32,
     /// Predicts service time; fills in tasks submitted without a prediction.
     pub cost: Arc<dyn CostModel>,
-    /// Serve tasks larger than this as fragments of this size, each its own
-    /// dispatch (OSMOSIS' DMA fragmentation), so a large transfer cannot hold
-    /// the engine for its whole length. `None`: never fragment.
-    pub fragment: Option<u64>,
+    /// Whether and how tasks are split into subtasks, each its own
+    /// dispatch, so that one large task cannot hold a slot for its whole
+    /// length (ASTRAEA's task splitting; OSMOSIS' DMA fragmentation).
+    /// `None`: tasks are served whole.
+    pub split: Option<SplitRule>,
 }
 
 impl EngineSpec {
@@ -69,14 +70,74 @@ impl EngineSpec {
             kind,
             slots,
             cost,
-            fragment: None,
+            split: None,
         }
     }
 
-    /// The same engine, serving tasks in fragments of at most `bytes` bytes
-    /// (`None` or 0: whole tasks).
-    pub fn with_fragment(mut self, bytes: Option<u64>) -> Self {
-        self.fragment = bytes.filter(|&b| b > 0);
+    /// The same engine, splitting every task larger than `bytes` into
+    /// subtasks of about that size (`None` or 0: whole tasks).
+    pub fn with_split(mut self, bytes: Option<u64>) -> Self {
+        self.split = bytes.filter(|&b| b > 0).map(SplitRule::always);
+        self
+    }
+
+    /// The same engine with split rule `rule` (`None`: whole tasks).
+    pub fn with_split_rule(mut self, rule: Option<SplitRule>) -> Self {
+        self.split = rule.filter(|r| r.bytes > 0);
         self
     }
 }
+
+/// When and how an engine splits tasks into subtasks.
+///
+/// The subtask size is `bytes` as the engine's policy adapts it to the load
+/// ([`crate::Policy::split_bytes`]); where the cuts fall is the task's
+/// [`crate::task::SubtaskPlanner`]'s (equal byte ranges without one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitRule {
+    /// Subtask size in bytes of the task's input, before the policy adapts
+    /// it; a task no larger than the (adapted) size is served whole.
+    pub bytes: u64,
+    /// When tasks are split.
+    pub when: SplitWhen,
+}
+
+impl SplitRule {
+    /// Split every task larger than `bytes`.
+    pub fn always(bytes: u64) -> Self {
+        SplitRule {
+            bytes,
+            when: SplitWhen::Always,
+        }
+    }
+
+    /// Split tasks larger than `bytes` only while another tenant is active
+    /// on the engine ([`SplitWhen::Contended`]).
+    pub fn contended(bytes: u64, window: crate::Nanos) -> Self {
+        SplitRule {
+            bytes,
+            when: SplitWhen::Contended { window },
+        }
+    }
+}
+
+/// When an engine splits a task, decided when the task is planned (at
+/// submit, and again when it reaches the head of its channel with nothing
+/// of it dispatched yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitWhen {
+    /// Every task larger than the subtask size.
+    Always,
+    /// Only while another tenant is active on the engine: it has work
+    /// queued or in service there, or submitted some within `window` ns. A
+    /// tenant alone runs its tasks whole, so isolation costs it nothing
+    /// (ASTRAEA skips splitting for a single application).
+    Contended {
+        /// How long after its last submission a tenant still counts as active.
+        window: crate::Nanos,
+    },
+}
+
+/// Default window of [`SplitWhen::Contended`]: 50 ms.
+pub const DEFAULT_CONTENTION_WINDOW_NS: crate::Nanos = 50_000_000;

@@ -26,7 +26,7 @@
 //! let op = OpSpec::named("generic");
 //! s.submit(0, Task { id: TaskId(1), tenant: a, engine: acc, op, bytes: 64,
 //!                    arrival: 0, deadline: None, predicted_cost: None,
-//!                    whole_cost: None }).unwrap();
+//!                    planner: None }).unwrap();
 //! let d = s.next(0, acc).unwrap();
 //! let done = s.complete(1_000, d.id, 1_000).unwrap();
 //! assert_eq!(done.completed - done.arrival, 1_000);
@@ -49,12 +49,12 @@ pub mod tenant;
 pub mod units;
 
 pub use cost::{AffineCost, CostModel, CostModelError, PerOpCost, PiecewiseLinearCost};
-pub use engine::{EngineId, EngineKind, EngineSpec};
+pub use engine::{EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use policy::{AtLimit, Charge, Policy, PolicyError, PolicyInfo, POLICIES};
 pub use scheduler::{
     BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, RejectReason, Rejection,
     Scheduler, SchedulerBuilder, SchedulerError,
 };
-pub use task::{OpSpec, Subtask, Task, TaskId};
+pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId};
 pub use tenant::{LatencyObjective, RateSpec, Slo, Tenant, TenantClass, TenantId};
 pub use units::{Bytes, Nanos, Rate, RateUnit, NANOS_PER_SEC};

@@ -51,11 +51,44 @@ pub struct Task {
     /// Predicted service time on its engine. `None` lets the scheduler fill it
     /// in from the engine's cost model at submit.
     pub predicted_cost: Option<Nanos>,
-    /// For a piece of a larger task that the driver split itself (the live
-    /// runtime's subtasks): the whole task's predicted cost, against which
-    /// latency objectives are judged (with `arrival` the whole task's
-    /// arrival). `None` for a task submitted whole.
-    pub whole_cost: Option<Nanos>,
+    /// How the task is cut into subtasks when its engine splits it (see
+    /// [`SubtaskPlanner`]); `None`: into equal byte ranges.
+    pub planner: Option<PlannerRef>,
+}
+
+/// Cuts a task into subtasks in its operator's own terms. The scheduler
+/// decides *whether* a task is split and *about how large* its subtasks are
+/// (the engine's split rule, adapted by the policy); a planner says *where*
+/// the cuts fall, since an operator may need them aligned (AES-GCM to
+/// 16-byte blocks) or in its own units (erasure coding plans ranges of each
+/// data shard). The live runtime plans with the operator; the simulator,
+/// which has no operator, uses equal byte ranges ([`Subtask::ranges`]).
+///
+/// Each subtask is charged (cost model, rate shapers, accounting) the share
+/// of the task's bytes its range covers of all the ranges planned.
+pub trait SubtaskPlanner: Send + Sync {
+    /// The subtasks of `task` when pieces of about `split` bytes of its
+    /// input are wanted, in order (indices from 0, `count` on each), or
+    /// `None` when it cannot or need not be split (it is then served whole).
+    /// `ordered` subtasks are dispatched one after another, each once the
+    /// one before it has completed.
+    fn plan(&self, task: &Task, split: Bytes) -> Option<Vec<Subtask>>;
+}
+
+/// A shared [`SubtaskPlanner`], compared by identity.
+#[derive(Clone)]
+pub struct PlannerRef(pub Arc<dyn SubtaskPlanner>);
+
+impl std::fmt::Debug for PlannerRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlannerRef(..)")
+    }
+}
+
+impl PartialEq for PlannerRef {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// A contiguous byte range of a task, served as its own dispatch. Subtasks of

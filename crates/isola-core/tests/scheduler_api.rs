@@ -16,7 +16,7 @@ fn task(id: u64, tenant: u32, engine: u32, op: &str) -> Task {
         arrival: 0,
         deadline: None,
         predicted_cost: None,
-        whole_cost: None,
+        planner: None,
     }
 }
 
@@ -120,7 +120,7 @@ fn builder_errors_name_what_is_wrong() {
 fn fragmenting(policy: &str) -> isola_core::Scheduler {
     let mut b = SchedulerBuilder::new();
     let link = AffineCost::new(0.0, 1.0).unwrap(); // 1 ns per byte
-    b.engine(EngineSpec::new("dma", EngineKind::Dma, 1, Arc::new(link)).with_fragment(Some(512)));
+    b.engine(EngineSpec::new("dma", EngineKind::Dma, 1, Arc::new(link)).with_split(Some(512)));
     b.tenant("congestor", Slo::default());
     b.tenant("victim", Slo::default());
     b.policy(policy, Default::default());
@@ -144,7 +144,7 @@ fn fragments_tile_the_task_and_finish_it_once() {
         let Some(d) = s.next(now, EngineId(0)) else {
             break;
         };
-        let f = d.fragment.expect("fragmented");
+        let f = d.subtask.expect("fragmented");
         assert_eq!((f.count, f.bytes.min(512)), (9, f.bytes));
         assert_eq!(d.predicted, f.bytes, "fragment cost from the model");
         costs.push(d.predicted);
@@ -236,7 +236,7 @@ fn an_ops_limit_charges_one_operation_per_fragmented_task() {
             1,
             Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
         )
-        .with_fragment(Some(256)),
+        .with_split(Some(256)),
     );
     let t = b.tenant(
         "a",

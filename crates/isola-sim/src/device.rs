@@ -359,7 +359,7 @@ mod tests {
                         arrival: 0,
                         deadline: None,
                         predicted_cost: None,
-                        whole_cost: None,
+                        planner: None,
                     },
                 )
                 .unwrap();

@@ -267,7 +267,7 @@ impl<'a> Sim<'a> {
                 EngineKind::Accelerator => e.queue_depth,
                 _ => e.slots,
             };
-            b.engine(EngineSpec::new(e.name.clone(), e.kind, slots, cost).with_fragment(fragment));
+            b.engine(EngineSpec::new(e.name.clone(), e.kind, slots, cost).with_split(fragment));
             devices.push(match &e.device {
                 DeviceSpec::Dma(spec) => Device::Dma(DmaLink::new(*spec)),
                 _ => Device::Lanes(FifoLanes::new(e.slots)),
@@ -465,7 +465,7 @@ impl<'a> Sim<'a> {
             arrival: self.now,
             deadline: None,
             predicted_cost: Some(predicted.round() as Nanos),
-            whole_cost: None,
+            planner: None,
         };
         if self.sched.submit(self.now, task).is_err() {
             // Typed rejection (a full channel): count it; the job ends here.
@@ -493,7 +493,7 @@ impl<'a> Sim<'a> {
             let job = &self.jobs[key];
             let t = job.tenant;
             let w = &self.scenario.tenants[t].workload;
-            let bytes = d.fragment.map_or(d.task.bytes, |f| f.bytes);
+            let bytes = d.subtask.map_or(d.task.bytes, |f| f.bytes);
             let service = self.tenants[t].stages[job.stage].sample(bytes, job.unit_exp, w.direction);
             self.devices[e].start(
                 self.now,
@@ -564,7 +564,7 @@ impl<'a> Sim<'a> {
         if f.aborted {
             // OSMOSIS' watchdog: the kernel is killed and the job fails. Its
             // other fragments, if any, still drain.
-            if c.task_done || c.fragment.is_none() {
+            if c.task_done || c.subtask.is_none() {
                 self.tenants[t].aborted += 1;
                 let job = self.jobs.remove(key);
                 self.job_ended(job.source);

@@ -146,7 +146,7 @@ mod tests {
             task_predicted: 100,
             measured: 100,
             over_budget: false,
-            fragment: None,
+            subtask: None,
             task_done: true,
         };
         r.record(&done(0, 150)); // within 2 x 100

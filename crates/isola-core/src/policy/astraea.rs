@@ -703,7 +703,7 @@ mod tests {
         let bs_bytes: Vec<u64> = out
             .iter()
             .filter(|(_, t, _)| *t == BS)
-            .map(|(_, _, d)| d.fragment.map_or(d.task.bytes, |f| f.bytes))
+            .map(|(_, _, d)| d.subtask.map_or(d.task.bytes, |f| f.bytes))
             .collect();
         assert!(bs_bytes.iter().all(|&b| b == 4_000), "{bs_bytes:?}");
         // The LS tenant has no other LS tenant to protect, but it uses 5%
@@ -721,7 +721,7 @@ mod tests {
         // The backlog was done 12 ms ago; idle since, the BS tenant is no
         // longer projected to consume much: the configured size again.
         assert_eq!(hint(&s, now, BS), 4_000);
-        let whole = |d: &Dispatch| d.fragment.is_none() && d.predicted == 32_000;
+        let whole = |d: &Dispatch| d.subtask.is_none() && d.predicted == 32_000;
         // Not at once: the LS tenant used 5% of each period, and with
         // alpha = 0.2 its prediction falls under 1% after 8 periods
         // (0.05 x 0.8^8 = 0.0084).
@@ -736,7 +736,7 @@ mod tests {
         // Every task of the backlog was served, whole or in fragments.
         let tasks = out
             .iter()
-            .filter(|(_, _, d)| d.fragment.is_none_or(|f| f.index == 0))
+            .filter(|(_, _, d)| d.subtask.is_none_or(|f| f.index == 0))
             .count();
         assert_eq!(tasks, 1_500);
     }

@@ -46,24 +46,20 @@ pub struct HeadInfo {
     pub seq: u64,
     /// When the task was submitted.
     pub arrival: Nanos,
-    /// Input size.
+    /// Input size (of this subtask, when the engine splits the task: the
+    /// bytes of the task it is charged).
     pub bytes: Bytes,
-    /// Predicted service time on this engine (of this fragment, when the
-    /// engine fragments the task).
+    /// Predicted service time on this engine (of this subtask, when the
+    /// engine splits the task).
     pub cost: Nanos,
-    /// Predicted service time of this dispatch and of the task's fragments
-    /// after it (equal to `cost` unless the task is fragmented).
+    /// Predicted service time of this dispatch and of the task's subtasks
+    /// after it (equal to `cost` unless the task is split).
     pub remaining_cost: Nanos,
     /// Predicted service time of the whole task on this engine (equal to
-    /// `cost` unless the task is fragmented; a live-runtime subtask carries
-    /// its whole job's).
+    /// `cost` unless the task is split).
     pub task_cost: Nanos,
     /// The task's absolute deadline, if its submitter gave one.
     pub deadline: Option<Nanos>,
-    /// The task is one piece of a job its submitter split (the live
-    /// runtime's subtasks): `task_cost` is the job's, and the job's other
-    /// pieces are separate tasks.
-    pub job_piece: bool,
 }
 
 /// A tenant as policies see it.

@@ -430,7 +430,6 @@ mod tests {
             remaining_cost: 100,
             task_cost: 100,
             deadline: None,
-            job_piece: false,
         };
         p.on_ready(0, 0, &head, &cx);
         assert_eq!(p.reallocations(), 0);

@@ -43,12 +43,7 @@
 //! are corrected by each tenant's measured over predicted service (an EWMA over
 //! its completions, weight 1/8), since serving just in time needs the real
 //! service time; the deadline itself is not, as the objective is stated on the
-//! predicted cost. A live-runtime subtask ([`HeadInfo::job_piece`]) is a task
-//! of its own that carries its job's whole cost; the job's work left is then
-//! estimated as the tenant's queued dispatches times the head's cost (an
-//! overestimate with several jobs queued, which serves the tenant early, not
-//! late; not capped at the job's predicted cost, since its pieces together cost
-//! more than the whole). Counting a blocking head once per slot is pessimistic
+//! predicted cost. Counting a blocking head once per slot is pessimistic
 //! on an engine with several lanes (the tenant is served earlier than it could
 //! be, never later).
 
@@ -97,10 +92,9 @@ struct Tenant {
 
 impl Tenant {
     /// The head task's latest start: its deadline, less `guard` of its
-    /// latency budget, less its predicted work not yet dispatched, with
-    /// `queued` dispatches waiting in the tenant's channel. `None` without
-    /// a deadline.
-    fn latest_start(&self, queued: u64, guard: f64) -> Option<f64> {
+    /// latency budget, less its predicted work not yet dispatched. `None`
+    /// without a deadline.
+    fn latest_start(&self, guard: f64) -> Option<f64> {
         let h = self.head?;
         let service = |predicted: Nanos| predicted as f64 * self.accuracy;
         let by_objective = self.objective.map(|o| h.arrival as f64 + o.bound(h.task_cost));
@@ -109,12 +103,7 @@ impl Tenant {
             (a, b) => a.or(b.map(|b| b as f64))?,
         };
         let deadline = h.arrival as f64 + (1.0 - guard) * (deadline - h.arrival as f64);
-        let left = if h.job_piece {
-            queued.saturating_mul(h.cost).max(h.remaining_cost)
-        } else {
-            h.remaining_cost
-        };
-        Some(deadline - service(left))
+        Some(deadline - service(h.remaining_cost))
     }
 }
 
@@ -205,7 +194,7 @@ impl Policy for SlackStealing {
             best.is_none_or(|b| key.0.total_cmp(&b.0).then(key.1.cmp(&b.1)).is_lt())
         };
         for (i, t, h) in self.ready() {
-            let latest_start = t.latest_start(cx.queued.get(i).copied().unwrap_or(0), self.guard);
+            let latest_start = t.latest_start(self.guard);
             // Serving the longest other head first (once per slot) would
             // start it too late.
             let other = if longest.0 == i { second } else { longest.1 };
@@ -311,7 +300,7 @@ mod tests {
             now = end;
             // An LS task is done when its last fragment is.
             if let Some((_, t, d)) = step.last() {
-                if *t == LS && d.fragment.is_none_or(|f| f.index + 1 == f.count) {
+                if *t == LS && d.subtask.is_none_or(|f| f.index + 1 == f.count) {
                     latencies.push(now - ls_arrival);
                     ls_arrival = now;
                     ls_next_id += 1;
@@ -428,7 +417,7 @@ mod tests {
                 arrival: now,
                 deadline: Some(now + 1_000),
                 predicted_cost: None,
-                whole_cost: None,
+                planner: None,
             },
         )
         .unwrap();

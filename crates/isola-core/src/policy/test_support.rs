@@ -24,7 +24,7 @@ pub(crate) fn scheduler(
     let mut b = SchedulerBuilder::new();
     b.engine(
         EngineSpec::new("e", kind, slots, Arc::new(AffineCost::new(0.0, 1.0).unwrap()))
-            .with_fragment(fragment),
+            .with_split(fragment),
     );
     for (i, s) in slos.iter().enumerate() {
         b.tenant(format!("t{i}"), s.clone());
@@ -51,7 +51,7 @@ pub(crate) fn submit(s: &mut Scheduler, now: Nanos, id: u64, tenant: usize, byte
             arrival: now,
             deadline: None,
             predicted_cost: None,
-            whole_cost: None,
+            planner: None,
         },
     )
     .unwrap();

@@ -1,9 +1,11 @@
 //! One engine's scheduling state: per-tenant channels, shapers, the
-//! policy instance, fragment planning and the ready/throttled bookkeeping.
+//! policy instance, the decision to split, and the ready/throttled/blocked
+//! bookkeeping.
 
 use super::{ChannelStats, DispatchReason};
 use crate::channel::VirtualChannel;
-use crate::engine::EngineSpec;
+use super::plan::Plan;
+use crate::engine::{EngineSpec, SplitWhen};
 use crate::policy::{AtLimit, HeadInfo, Policy, TenantShare};
 
 use crate::ready_heap::{HeapKey, IndexedHeap};
@@ -19,34 +21,27 @@ pub(super) enum ChannelState {
     Empty,
     Ready,
     Throttled,
+    /// Its head continues an ordered task whose previous subtask is still
+    /// in service: nothing of it may go until that one completes.
+    Blocked,
 }
 
-/// A queued task. When its engine fragments, `sent` bytes of it have
-/// already been dispatched and `head` describes the next fragment.
+/// A queued task. When its engine splits it, the first `index` subtasks
+/// (`sent` bytes of the task) have been dispatched and `head` describes the
+/// next one.
 #[derive(Debug, Clone)]
 pub(super) struct Queued {
     pub(super) task: Task,
     pub(super) head: HeadInfo,
     pub(super) sent: Bytes,
-    /// Index of the next fragment, and how many there are (1: not fragmented).
+    /// Index of the next dispatch (of `plan.count()`).
     pub(super) index: u32,
-    pub(super) count: u32,
-    /// How the task was planned: fragment size and costs.
+    /// How the task is cut into dispatches, and the subtask size it was
+    /// planned with (`None`: whole).
     pub(super) plan: Plan,
-    /// Key of the task's outstanding-fragment counter, once one is dispatched.
+    pub(super) split: Option<Bytes>,
+    /// Key of the task's outstanding-subtask counter, once one is dispatched.
     pub(super) group: Option<usize>,
-}
-
-/// How a task is cut into dispatches, with their predicted costs, fixed
-/// when it is planned so that taking a fragment asks no cost model.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Plan {
-    /// Fragment size (`None`: the task goes whole).
-    pub(super) frag: Option<Bytes>,
-    /// Predicted cost of a whole fragment (of the task, when unfragmented).
-    pub(super) frag_cost: Nanos,
-    /// Predicted cost of the last fragment (it may be shorter).
-    pub(super) last_cost: Nanos,
 }
 
 pub(super) struct EngineState {
@@ -62,7 +57,7 @@ pub(super) struct EngineState {
     /// Ready tenants with a reservation, by the time it is next due.
     pub(super) reservation_due: IndexedHeap,
     pub(super) in_flight: Vec<u32>,
-    /// Dispatches waiting per tenant (tasks, or fragments not yet sent).
+    /// Dispatches waiting per tenant (tasks, or subtasks not yet sent).
     pub(super) queued: Vec<u64>,
     /// Predicted cost of the dispatches waiting, per tenant.
     pub(super) queued_cost: Vec<Nanos>,
@@ -70,15 +65,17 @@ pub(super) struct EngineState {
     pub(super) stats: Vec<ChannelStats>,
     /// When each tenant last became ready (its reservation tags start there).
     pub(super) ready_since: Vec<Nanos>,
-    /// Fragments still in service or queued, per fragmented task in service.
-    pub(super) fragments_left: Slab<u32>,
+    /// Subtasks still in service or queued, per split task in service.
+    pub(super) subtasks_left: Slab<u32>,
+    /// When each tenant last submitted here (for [`SplitWhen::Contended`]).
+    pub(super) last_submit: Vec<Option<Nanos>>,
 }
 
-/// What `take_head` took off a channel: a whole task or one fragment of it.
+/// What `take_head` took off a channel: a whole task or one subtask of it.
 pub(super) struct Taken {
     pub(super) task: Task,
     pub(super) head: HeadInfo,
-    pub(super) fragment: Option<Subtask>,
+    pub(super) subtask: Option<Subtask>,
     pub(super) group: Option<usize>,
 }
 
@@ -108,8 +105,9 @@ impl EngineState {
             queued_cost: vec![0; n],
             busy: 0,
             stats: vec![ChannelStats::default(); n],
-            fragments_left: Slab::new(),
+            subtasks_left: Slab::new(),
             ready_since: vec![0; n],
+            last_submit: vec![None; n],
             spec,
             policy,
             shares,
@@ -189,83 +187,41 @@ impl EngineState {
         None
     }
 
-    /// The fragment size for a task of tenant `t` of `bytes` bytes planned
-    /// at `now`, if it is fragmented: the engine's, as the policy adapts it
-    /// ([`Policy::split_bytes`]), enlarged if needed so the count fits in a
-    /// `u32`.
-    pub(super) fn fragment_size(&self, now: Nanos, t: usize, bytes: Bytes) -> Option<Bytes> {
-        self.spec
-            .fragment
-            .map(|f| self.policy.split_bytes(now, t, f).max(1))
-            .filter(|&f| bytes > f)
-            .map(|f| f.max(bytes.div_ceil(u32::MAX as u64)))
+    /// Whether a tenant other than `t` is active here at `now`: work queued
+    /// or in service, or a submission within `window` ns.
+    fn contended(&self, now: Nanos, t: usize, window: Nanos) -> bool {
+        (0..self.state.len()).any(|u| {
+            u != t
+                && (self.queued[u] > 0
+                    || self.in_flight[u] > 0
+                    || self.last_submit[u].is_some_and(|at| now.saturating_sub(at) <= window))
+        })
     }
 
-    /// How many dispatches a task of `bytes` bytes planned with `frag` takes.
-    pub(super) fn fragment_count(bytes: Bytes, frag: Option<Bytes>) -> u32 {
-        frag.map_or(1, |f| bytes.div_ceil(f) as u32)
-    }
-
-    /// How `task` is dispatched when planned with fragment size `frag`
-    /// (`None`: whole): fragment costs come from the engine's model (or, if
-    /// it does not know the operator, the task's cost pro rata).
-    pub(super) fn plan(&self, task: &Task, frag: Option<Bytes>) -> Plan {
-        let total = task.predicted_cost.unwrap_or(0);
-        let Some(f) = frag else {
-            return Plan {
-                frag,
-                frag_cost: total,
-                last_cost: total,
-            };
-        };
-        let cost_of = |bytes: Bytes| {
-            self.spec
-                .cost
-                .predict(&task.op.name, bytes)
-                .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes.max(1) as u128) as Nanos)
-        };
-        let last = task.bytes - (Self::fragment_count(task.bytes, frag) as u64 - 1) * f;
-        Plan {
-            frag,
-            frag_cost: cost_of(f),
-            last_cost: cost_of(last),
-        }
-    }
-
-    /// What the next dispatch of `task`, planned as `plan`, looks like once
-    /// `sent` bytes of it went: the whole task when it is not fragmented,
-    /// else the next fragment.
-    pub(super) fn head_for(task: &Task, seq: u64, sent: Bytes, plan: &Plan) -> HeadInfo {
-        let (bytes, cost, remaining_cost) = match plan.frag {
-            Some(f) => {
-                let left = task.bytes - sent;
-                // This fragment and the task's later ones: whole fragments
-                // of `f` bytes, then the last.
-                let whole_before_last = (left - 1) / f;
-                let remaining = whole_before_last * plan.frag_cost + plan.last_cost;
-                if left > f {
-                    (f, plan.frag_cost, remaining)
-                } else {
-                    (left, plan.last_cost, remaining)
-                }
+    /// The subtask size for a task of tenant `t` of `bytes` bytes planned at
+    /// `now`, if it is split: the engine's split rule decides whether, and
+    /// its size as the policy adapts it ([`Policy::split_bytes`]).
+    pub(super) fn split_size(&self, now: Nanos, t: usize, bytes: Bytes) -> Option<Bytes> {
+        let rule = self.spec.split?;
+        if let SplitWhen::Contended { window } = rule.when {
+            if !self.contended(now, t, window) {
+                return None;
             }
-            None => (task.bytes, plan.frag_cost, plan.frag_cost),
-        };
-        HeadInfo {
-            seq,
-            arrival: task.arrival,
-            bytes,
-            cost,
-            remaining_cost,
-            task_cost: task.whole_cost.unwrap_or(task.predicted_cost.unwrap_or(0)),
-            deadline: task.deadline,
-            job_piece: task.whole_cost.is_some(),
         }
+        Some(self.policy.split_bytes(now, t, rule.bytes).max(1)).filter(|&f| bytes > f)
+    }
+
+    /// Plans `task` of tenant `t` at `now` (see [`Plan::new`]); also
+    /// returns the subtask size it was planned with.
+    pub(super) fn plan(&self, now: Nanos, t: usize, task: &Task) -> (Plan, Option<Bytes>) {
+        let split = self.split_size(now, t, task.bytes);
+        (Plan::new(task, split, self.spec.cost.as_ref()), split)
     }
 
     /// Tenant `t`'s channel has a new head that nothing of was dispatched:
-    /// plan its fragments again with the split size the policy wants now
-    /// (it was planned when submitted, possibly long before).
+    /// plan it again with the split the engine wants now (it was planned
+    /// when submitted, possibly long before, when the engine may have been
+    /// uncontended or the policy wanted another size).
     pub(super) fn replan_head(&mut self, now: Nanos, t: usize) {
         let Some(q) = self.channels[t].head() else {
             return;
@@ -273,69 +229,54 @@ impl EngineState {
         if q.index != 0 || q.group.is_some() {
             return;
         }
-        let frag = self.fragment_size(now, t, q.task.bytes);
-        if frag == q.plan.frag {
+        let split = self.split_size(now, t, q.task.bytes);
+        if split == q.split {
             return;
         }
-        let plan = self.plan(&q.task, frag);
-        let head = Self::head_for(&q.task, q.head.seq, 0, &plan);
-        let count = Self::fragment_count(q.task.bytes, frag);
-        let (old_count, old_cost) = (q.count, q.head.remaining_cost);
+        let plan = Plan::new(&q.task, split, self.spec.cost.as_ref());
+        let head = plan.head(&q.task, q.head.seq, 0, 0);
+        let (old_count, old_cost, count) = (q.plan.count(), q.head.remaining_cost, plan.count());
         let Some(q) = self.channels[t].head_mut() else {
-            return;
+            unreachable!("the head was just read");
         };
         q.plan = plan;
-        q.count = count;
+        q.split = split;
         q.head = head;
         self.queued[t] = self.queued[t] - old_count as u64 + count as u64;
         self.queued_cost[t] = self.queued_cost[t] - old_cost + head.remaining_cost;
     }
 
-    /// Takes the head of ready tenant `t` (a whole task or its next fragment)
-    /// and updates shapers, state and policy.
-    pub(super) fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Option<Taken> {
-        let q = self.channels[t].head()?;
+    /// Takes the head of ready tenant `t` (a whole task or its next
+    /// subtask) and updates shapers, state and policy.
+    pub(super) fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Taken {
+        debug_assert_eq!(self.state[t], ChannelState::Ready, "only a ready tenant's head is taken");
+        let q = self.channels[t]
+            .head_mut()
+            .expect("a ready tenant's channel has a head");
         let head = q.head;
         let first = q.index == 0;
-        let last = q.index + 1 >= q.count;
-        let taken = if last {
-            let q = self.channels[t].pop()?;
+        let count = q.plan.count();
+        let subtask = q.plan.piece(&q.task, q.index, q.sent).subtask;
+        let blocks = q.plan.ordered();
+        let taken = if q.index + 1 >= count {
+            let q = self.channels[t].pop().expect("a ready tenant's channel has a head");
+            debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
             self.replan_head(now, t);
-            let fragment = (q.count > 1).then_some(Subtask {
-                task: q.task.id,
-                index: q.index,
-                count: q.count,
-                offset: q.sent,
-                bytes: head.bytes,
-                ordered: false,
-            });
             Taken {
                 task: q.task,
                 head,
-                fragment,
+                subtask,
                 group: q.group,
             }
         } else {
-            let (task, sent, index, count, group, plan) =
-                (q.task.clone(), q.sent, q.index, q.count, q.group, q.plan);
-            let group = group.unwrap_or_else(|| self.fragments_left.insert(count));
-            let next = Self::head_for(&task, head.seq, sent + head.bytes, &plan);
-            let q = self.channels[t].head_mut()?;
+            let group = *q.group.get_or_insert_with(|| self.subtasks_left.insert(count));
             q.sent += head.bytes;
             q.index += 1;
-            q.group = Some(group);
-            q.head = next;
+            q.head = q.plan.head(&q.task, head.seq, q.index, q.sent);
             Taken {
-                fragment: Some(Subtask {
-                    task: task.id,
-                    index,
-                    count,
-                    offset: sent,
-                    bytes: head.bytes,
-                    ordered: false,
-                }),
-                task,
+                task: q.task.clone(),
                 head,
+                subtask,
                 group: Some(group),
             }
         };
@@ -361,7 +302,10 @@ impl EngineState {
         let (next, continues) = self.channels[t]
             .head()
             .map_or((None, false), |q| (Some(q.head), q.index > 0));
+        // An ordered task's next subtask waits for this one to complete.
+        let blocked = continues && blocks;
         let stays_ready = match (&next, &self.limit[t]) {
+            _ if blocked => false,
             (None, _) => false,
             (Some(_), Some(l)) => l.admits_piece(now, continues),
             (Some(_), None) => true,
@@ -375,11 +319,22 @@ impl EngineState {
             self.policy.on_dispatch(now, t, &head, None, &cx!(self));
             self.reservation_due.remove(t);
             self.state[t] = ChannelState::Empty;
-            if next.is_some() {
+            if blocked {
+                self.state[t] = ChannelState::Blocked;
+            } else if next.is_some() {
                 self.admit_head(now, t);
             }
         }
-        Some(taken)
+        taken
+    }
+
+    /// An ordered subtask of tenant `t` completed: its task's next subtask
+    /// may go now.
+    pub(super) fn unblock(&mut self, now: Nanos, t: usize) {
+        if self.state[t] == ChannelState::Blocked {
+            self.state[t] = ChannelState::Empty;
+            self.admit_head(now, t);
+        }
     }
 
     /// When this engine may next have work without an event: a throttled

@@ -34,6 +34,7 @@ macro_rules! cx {
 
 mod builder;
 mod engine;
+mod plan;
 mod types;
 
 pub use builder::SchedulerBuilder;
@@ -48,7 +49,7 @@ use crate::policy::HeadInfo;
 use crate::ready_heap::IndexedHeap;
 use crate::task::{Subtask, Task, TaskId};
 use crate::tenant::{Tenant, TenantId};
-use crate::units::{Bytes, Nanos};
+use crate::units::Nanos;
 use engine::{ChannelState, EngineState, Queued};
 use slab::Slab;
 
@@ -60,7 +61,7 @@ struct InService {
     task: TaskId,
     head: HeadInfo,
     dispatched: Nanos,
-    fragment: Option<Subtask>,
+    subtask: Option<Subtask>,
     group: Option<usize>,
     task_predicted: Nanos,
 }
@@ -138,19 +139,19 @@ impl Scheduler {
             }
         };
         task.predicted_cost = Some(cost);
-        let frag = e.fragment_size(now, t, task.bytes);
-        let plan = e.plan(&task, frag);
-        let head = EngineState::head_for(&task, self.next_seq, 0, &plan);
-        let count = EngineState::fragment_count(task.bytes, frag);
+        let (plan, split) = e.plan(now, t, &task);
+        let head = plan.head(&task, self.next_seq, 0, 0);
+        let count = plan.count();
         let queued = Queued {
             task,
             head,
             sent: 0,
             index: 0,
-            count,
             plan,
+            split,
             group: None,
         };
+        e.last_submit[t] = Some(now);
         if let Err(q) = e.channels[t].push(queued) {
             e.stats[t].rejected += 1;
             let reason = RejectReason::ChannelFull {
@@ -181,7 +182,7 @@ impl Scheduler {
             return None;
         }
         let (t, reason) = e.choose(now)?;
-        let taken = e.take_head(now, t, reason)?;
+        let taken = e.take_head(now, t, reason);
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1);
         let slot = self.in_service.insert(InService {
@@ -191,7 +192,7 @@ impl Scheduler {
             task: taken.task.id,
             head: taken.head,
             dispatched: now,
-            fragment: taken.fragment,
+            subtask: taken.subtask,
             group: taken.group,
             task_predicted: taken.task.predicted_cost.unwrap_or(taken.head.cost),
         }) as u32;
@@ -199,7 +200,7 @@ impl Scheduler {
             id: DispatchId { slot, generation },
             engine,
             task: taken.task,
-            fragment: taken.fragment,
+            subtask: taken.subtask,
             predicted: taken.head.cost,
             reason,
         })
@@ -220,6 +221,7 @@ impl Scheduler {
         let s = self.in_service.remove(slot);
         let t = s.tenant.index();
         let e = &mut self.engines[s.engine.index()];
+        debug_assert!(e.busy > 0 && e.in_flight[t] > 0, "a dispatch in service holds a slot");
         e.busy -= 1;
         e.in_flight[t] -= 1;
         e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
@@ -227,18 +229,21 @@ impl Scheduler {
         let task_done = match s.group {
             None => true,
             // A group missing after `close` means the rest was handed back.
-            Some(g) => match e.fragments_left.get_mut(g) {
+            Some(g) => match e.subtasks_left.get_mut(g) {
                 Some(left) => {
                     *left -= 1;
                     let done = *left == 0;
                     if done {
-                        e.fragments_left.remove(g);
+                        e.subtasks_left.remove(g);
                     }
                     done
                 }
                 None => false,
             },
         };
+        if !task_done && s.subtask.is_some_and(|st| st.ordered) {
+            e.unblock(now, t);
+        }
         let st = &mut e.stats[t];
         st.completed += 1;
         st.tasks_completed += task_done as u64;
@@ -257,7 +262,7 @@ impl Scheduler {
             task_predicted: s.task_predicted,
             measured,
             over_budget,
-            fragment: s.fragment,
+            subtask: s.subtask,
             task_done,
         })
     }
@@ -294,13 +299,12 @@ impl Scheduler {
             .map_or(0, VirtualChannel::len)
     }
 
-    /// The fragment size `engine`'s policy wants now for `tenant`'s tasks
-    /// when the configured split size is `default` ([`Policy::split_bytes`]):
-    /// ASTRAEA enlarges it while no latency-sensitive work is expected. A
-    /// driver that splits tasks itself (the live runtime) asks this; engines
-    /// that fragment ask it on their own. `default` for an unknown engine or
-    /// tenant.
-    pub fn split_bytes(&self, now: Nanos, engine: EngineId, tenant: TenantId, default: Bytes) -> Bytes {
+    /// The subtask size `engine`'s policy wants now for `tenant`'s tasks
+    /// when the configured size is `default` ([`crate::Policy::split_bytes`]):
+    /// ASTRAEA enlarges it while no latency-sensitive work is expected.
+    /// Engines with a split rule apply it when they plan a task; this is for
+    /// observing it. `default` for an unknown engine or tenant.
+    pub fn split_bytes(&self, now: Nanos, engine: EngineId, tenant: TenantId, default: u64) -> u64 {
         match self.engines.get(engine.index()) {
             Some(e) if tenant.index() < self.tenants.len() => {
                 e.policy.split_bytes(now, tenant.index(), default).max(1)
@@ -329,9 +333,9 @@ impl Scheduler {
             for (t, c) in e.channels.iter_mut().enumerate() {
                 for q in c.drain() {
                     // A partly dispatched task is handed back whole; its
-                    // fragments in service will not report it done.
+                    // subtasks in service will not report it done.
                     if let Some(g) = q.group {
-                        e.fragments_left.try_remove(g);
+                        e.subtasks_left.try_remove(g);
                     }
                     out.push(q.task);
                 }

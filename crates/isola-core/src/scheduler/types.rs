@@ -34,10 +34,10 @@ pub struct Dispatch {
     pub engine: EngineId,
     /// The task, with `predicted_cost` filled in (for the whole task).
     pub task: Task,
-    /// The byte range this dispatch serves when the engine fragments the
-    /// task; `None` for a whole task.
-    pub fragment: Option<Subtask>,
-    /// Predicted service time of this dispatch (the fragment's, if any).
+    /// The subtask this dispatch serves when the engine split the task (in
+    /// the task's planner's terms); `None` for a whole task.
+    pub subtask: Option<Subtask>,
+    /// Predicted service time of this dispatch (the subtask's, if any).
     pub predicted: Nanos,
     /// Why it was chosen.
     pub reason: DispatchReason,
@@ -60,7 +60,7 @@ pub struct Completed {
     pub dispatched: Nanos,
     /// When it completed.
     pub completed: Nanos,
-    /// Predicted service time of this dispatch (the fragment's, if any).
+    /// Predicted service time of this dispatch (the subtask's, if any).
     pub predicted: Nanos,
     /// Predicted service time of the whole task.
     pub task_predicted: Nanos,
@@ -68,10 +68,10 @@ pub struct Completed {
     pub measured: Nanos,
     /// Whether `measured` exceeded the tenant's per-task service budget.
     pub over_budget: bool,
-    /// The byte range this dispatch served, when the task was fragmented.
-    pub fragment: Option<Subtask>,
+    /// The subtask this dispatch served, when the task was split.
+    pub subtask: Option<Subtask>,
     /// Whether this completion finished the task (always, unless it is a
-    /// fragment with others still outstanding). A driver reports the task to
+    /// subtask with others still outstanding). A driver reports the task to
     /// its tenant exactly once, on the completion where this is true.
     pub task_done: bool,
 }
@@ -168,13 +168,13 @@ pub struct ChannelStats {
     pub submitted: u64,
     /// Tasks refused because the channel was full.
     pub rejected: u64,
-    /// Dispatches (tasks, or fragments of tasks).
+    /// Dispatches (tasks, or subtasks of tasks).
     pub dispatched: u64,
     /// Tasks dispatched in the reservation phase.
     pub reserved_dispatches: u64,
     /// Dispatches completed.
     pub completed: u64,
-    /// Tasks completed (all of their fragments).
+    /// Tasks completed (all of their subtasks).
     pub tasks_completed: u64,
     /// Bytes of completed dispatches.
     pub bytes_completed: u64,

@@ -112,7 +112,7 @@ pub fn build(setup: &Setup) -> (Scheduler, EngineId, Vec<TenantId>) {
             setup.slots,
             Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
         )
-        .with_fragment(setup.fragment),
+        .with_split(setup.fragment),
     );
     let ids = setup
         .slos
@@ -153,7 +153,7 @@ pub fn run(setup: &Setup) -> Outcome {
             arrival: now,
             deadline: None,
             predicted_cost: Some(cost),
-            whole_cost: None,
+            planner: None,
         };
         out.submitted_bytes.insert(TaskId(next_id), bytes);
         match s.submit(now, task) {
@@ -199,7 +199,7 @@ pub fn run(setup: &Setup) -> Outcome {
             total += 1;
             out.dispatched[t] += 1;
             out.dispatch_times[t].push(now);
-            out.dispatched_ids.push((d.task.id, d.fragment));
+            out.dispatched_ids.push((d.task.id, d.subtask));
             out.windows.add_service(t, now, now + cost);
             seq += 1;
             running.push(Reverse((now + cost, seq)));
