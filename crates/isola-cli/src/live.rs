@@ -12,7 +12,7 @@ use anyhow::bail;
 use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram};
 use isola_core::{EngineId, EngineKind, Nanos, TenantId, NANOS_PER_SEC};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
-use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, SubmitError};
+use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, TaskError};
 use isola_sim::device::ServiceModel;
 use isola_sim::results::LatencyStats;
 use isola_sim::scenario::{ArrivalSpec, DeviceSpec, PolicyRun};
@@ -147,6 +147,7 @@ pub(crate) fn run_policy_live(
         };
         let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
             .with_queue_depth(e.queue_depth.saturating_sub(e.slots) as usize)
+            .with_kind(e.kind)
             .with_split_when(SplitWhen::Always);
         if e.kind == EngineKind::Accelerator {
             config.split_bytes = run.fragment;
@@ -255,17 +256,9 @@ fn drive_tenant(
     let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
     let mut submit = |bytes: u64, op: &str, out: &mut TenantRun| -> anyhow::Result<bool> {
         let (payload, params) = input(bytes, op)?;
-        match handle.submit_to(op, &params, payload, &tx) {
-            Ok(_) => {
-                out.accepted += 1;
-                Ok(true)
-            }
-            Err(SubmitError::ChannelFull { .. }) => {
-                out.rejected += 1;
-                Ok(false)
-            }
-            Err(e) => Err(e.into()),
-        }
+        handle.submit_to(op, &params, payload, &tx)?;
+        out.accepted += 1;
+        Ok(true)
     };
     match &w.arrival {
         ArrivalSpec::Closed(n) => {
@@ -284,7 +277,7 @@ fn drive_tenant(
                     break;
                 };
                 in_flight -= 1;
-                out.done.push(c.without_output());
+                out.record(c);
                 if submitted < limit && !past_deadline() {
                     if submit(sizes.sample(), &w.op, &mut out)? {
                         in_flight += 1;
@@ -307,17 +300,30 @@ fn drive_tenant(
                 let (bytes, op) = next.traced.unwrap_or_else(|| (sizes.sample(), w.op.clone()));
                 submit(bytes, &op, &mut out)?;
                 submitted += 1;
-                out.done.extend(rx.try_iter().map(Completion::without_output));
+                rx.try_iter().for_each(|c| out.record(c));
             }
             while (out.done.len() as u64) < out.accepted {
                 match recv_until(&rx, deadline) {
-                    Some(c) => out.done.push(c.without_output()),
+                    Some(c) => out.record(c),
                     None => break,
                 }
             }
         }
     }
     Ok(out)
+}
+
+impl TenantRun {
+    /// Keeps a completion (its output freed); a task the core refused (a
+    /// full channel) is counted as rejected, not as accepted.
+    fn record(&mut self, c: Completion) {
+        if matches!(c.result, Err(TaskError::Rejected(_))) {
+            self.rejected += 1;
+            self.accepted -= 1;
+        } else {
+            self.done.push(c.without_output());
+        }
+    }
 }
 
 /// The next completion, or `None` once `deadline` (if any) has passed.

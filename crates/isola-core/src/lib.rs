@@ -55,6 +55,6 @@ pub use scheduler::{
     BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, RejectReason, Rejection,
     Scheduler, SchedulerBuilder, SchedulerError,
 };
-pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId};
+pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{LatencyObjective, RateSpec, Slo, Tenant, TenantClass, TenantId};
 pub use units::{Bytes, Nanos, Rate, RateUnit, NANOS_PER_SEC};

@@ -73,6 +73,24 @@ pub trait SubtaskPlanner: Send + Sync {
     /// `ordered` subtasks are dispatched one after another, each once the
     /// one before it has completed.
     fn plan(&self, task: &Task, split: Bytes) -> Option<Vec<Subtask>>;
+
+    /// Predicted service time of a subtask charged `bytes` of `task`, when
+    /// the planner knows better than the engine's cost model (a tenant
+    /// whose tasks cost differently); `None`: the engine's model decides.
+    fn predict(&self, _task: &Task, _bytes: Bytes) -> Option<Nanos> {
+        None
+    }
+}
+
+/// The planner of tasks that cannot be split (an operator with no way to
+/// cut its input): they are served whole whatever their engine's split rule.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unsplittable;
+
+impl SubtaskPlanner for Unsplittable {
+    fn plan(&self, _task: &Task, _split: Bytes) -> Option<Vec<Subtask>> {
+        None
+    }
 }
 
 /// A shared [`SubtaskPlanner`], compared by identity.

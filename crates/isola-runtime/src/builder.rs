@@ -1,7 +1,7 @@
 //! Configuring a runtime: engines, tenants and the scheduling mode.
 
 use crate::runtime::Runtime;
-use isola_core::{CostModel, EngineId, Slo, TenantId};
+use isola_core::{CostModel, EngineId, EngineKind, Slo, SplitWhen, TenantId, DEFAULT_CONTENTION_WINDOW_NS};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -11,6 +11,9 @@ use std::sync::Arc;
 pub struct EngineConfig {
     /// Unique name.
     pub name: String,
+    /// What it stands for (an accelerator unless set): the core's policies
+    /// and per-kind settings see it.
+    pub kind: EngineKind,
     /// Operators it serves (registry names); empty: every operator.
     pub ops: Vec<String>,
     /// Worker threads (the engine's parallel lanes); at least 1.
@@ -22,33 +25,19 @@ pub struct EngineConfig {
     /// Predicts service time from operator and size (profiled on this
     /// machine; `isola profile`).
     pub cost: Arc<dyn CostModel>,
-    /// Run tasks of splittable operators larger than this as subtasks of
-    /// about this many bytes (ASTRAEA's task splitting); `None`: never split.
-    /// Native mode never splits.
+    /// The core splits tasks of splittable operators larger than this into
+    /// subtasks of about this many bytes (ASTRAEA's task splitting), planned
+    /// by the operator; `None`: never split. Native mode never splits.
     pub split_bytes: Option<u64>,
-    /// When tasks are split (ASTRAEA: only when it pays).
+    /// When the core splits tasks (ASTRAEA: only while contended).
     pub split_when: SplitWhen,
 }
-
-/// When an engine splits tasks into subtasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SplitWhen {
-    /// Every task larger than the subtask size.
-    Always,
-    /// Only while another tenant is active on the engine: it has work there
-    /// or submitted some within this many ns. A tenant alone runs its tasks
-    /// whole, so isolation costs it nothing (ASTRAEA skips splitting for a
-    /// single application).
-    Contended(u64),
-}
-
-/// Default contention window: 50 ms.
-pub const DEFAULT_CONTENTION_WINDOW_NS: u64 = 50_000_000;
 
 impl std::fmt::Debug for EngineConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EngineConfig")
             .field("name", &self.name)
+            .field("kind", &self.kind)
             .field("ops", &self.ops)
             .field("workers", &self.workers)
             .field("queue_depth", &self.queue_depth)
@@ -64,13 +53,22 @@ impl EngineConfig {
     pub fn new(name: impl Into<String>, ops: &[&str], workers: usize, cost: Arc<dyn CostModel>) -> Self {
         EngineConfig {
             name: name.into(),
+            kind: EngineKind::Accelerator,
             ops: ops.iter().map(|s| s.to_string()).collect(),
             workers,
             queue_depth: 1,
             cost,
             split_bytes: None,
-            split_when: SplitWhen::Contended(DEFAULT_CONTENTION_WINDOW_NS),
+            split_when: SplitWhen::Contended {
+                window: DEFAULT_CONTENTION_WINDOW_NS,
+            },
         }
+    }
+
+    /// Sets what the engine stands for.
+    pub fn with_kind(mut self, kind: EngineKind) -> Self {
+        self.kind = kind;
+        self
     }
 
     /// Sets the queue depth.
@@ -98,11 +96,12 @@ impl EngineConfig {
     }
 }
 
-/// How tasks reach the engines.
+/// How the core schedules the engines' tasks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
-    /// Straight to the engines' FIFO queues, unsplit, first come first
-    /// served: what an application gets on a DPU without Isola.
+    /// First come first served over every tenant, tasks whole: what an
+    /// application gets on a DPU without Isola (the core's `fcfs` with no
+    /// split rule).
     Native,
     /// Through the isolation core with this policy (a registry name) and
     /// parameters.

@@ -1,50 +1,30 @@
-//! The dispatcher thread: owns the isolation core's `Scheduler` (or, in
-//! native mode, nothing), turns submissions into (sub)tasks, hands them to
-//! engine queues as the scheduler decides, and turns worker reports into
+//! The dispatcher thread: owns the isolation core's `Scheduler`, submits
+//! each tenant task to it, hands what it dispatches (whole tasks or the
+//! subtasks it split them into) to the engines' worker queues, reports
+//! each back with its measured service time, and turns the results into
 //! each task's one completion.
+//!
+//! It decides nothing: whether and how finely a task is split, in what
+//! order tenants are served and how many dispatches an engine holds are the
+//! core's (native mode is the core's `fcfs` on whole tasks). It owns
+//! threads, buffers and carries: the operator's plan of the subtasks (asked
+//! by the core through [`OperatorPlanner`]), the shared output placed
+//! subtasks write into, and the carries it reassembles.
 
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
 use crate::worker::{guarded, PlacedPart, WorkDone, WorkItem};
-use isola_core::{DispatchId, Nanos, OpSpec, Scheduler, Subtask, Task, TaskId, TenantId};
+use isola_core::{
+    Bytes, Dispatch, DispatchId, EngineId, Nanos, OpSpec, PlannerRef, Scheduler, Subtask, SubtaskPlanner,
+    Task, TaskId, TenantId,
+};
 use isola_ops::Carry;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// A placed task's output and each of its subtasks' ranges of it.
-type PlacedPlan = (Arc<PlacedOutput>, Vec<Vec<Range<usize>>>);
-
-/// For a split task of an operator with a `Placement`: its output buffer
-/// and each subtask's ranges of it, checked to be in bounds and disjoint.
-/// `None` for operators that reassemble from their subtasks' results.
-fn place(
-    op: &dyn isola_ops::Operator,
-    input_len: usize,
-    parts: &[Subtask],
-) -> Result<Option<PlacedPlan>, TaskError> {
-    let Some(placement) = op.placement() else {
-        return Ok(None);
-    };
-    let (len, regions) = guarded(op.name(), || {
-        let len = placement.output_len(input_len)?;
-        Ok((
-            len,
-            parts
-                .iter()
-                .map(|p| placement.regions(p, input_len))
-                .collect::<Vec<_>>(),
-        ))
-    })?;
-    let output = PlacedOutput::new(len, &regions).map_err(|bad| TaskError::BadPlan {
-        op: op.name().to_string(),
-        reason: bad.0,
-    })?;
-    Ok(Some((Arc::new(output), regions)))
-}
 
 /// What the dispatcher is told.
 pub(crate) enum Msg {
@@ -72,88 +52,117 @@ pub(crate) struct Submission {
     pub reply: Reply,
 }
 
-/// A task in flight.
-struct Job {
+/// Plans a task's subtasks with its operator's [`isola_ops::Splitter`]
+/// when the core decides to split it, and keeps the plan: the dispatcher
+/// needs every subtask's output ranges before the first one runs.
+pub(crate) struct OperatorPlanner {
+    input: Arc<JobInput>,
+    cost: Arc<dyn isola_core::CostModel>,
+    op_name: String,
+    /// The plan last given to the core: the one its subtasks come from.
+    planned: Mutex<Option<Vec<Subtask>>>,
+}
+
+impl SubtaskPlanner for OperatorPlanner {
+    fn plan(&self, task: &Task, split: Bytes) -> Option<Vec<Subtask>> {
+        let op = self.input.op.as_ref();
+        let splitter = op.splitter()?;
+        let len = self.input.input.len();
+        // A plan that fails or panics leaves the task whole: the operator
+        // then meets the input whole and reports what is wrong with it.
+        let plan = guarded(op.name(), || {
+            splitter
+                .plan(task.id, len, usize::try_from(split).unwrap_or(usize::MAX))
+                .map_err(TaskError::Operator)
+        })
+        .ok()
+        .map(|mut parts| {
+            let ordered = splitter.ordered();
+            parts.iter_mut().for_each(|p| p.ordered = ordered);
+            parts
+        });
+        if let Ok(mut planned) = self.planned.lock() {
+            planned.clone_from(&plan);
+        }
+        plan
+    }
+
+    fn predict(&self, _task: &Task, bytes: Bytes) -> Option<Nanos> {
+        self.cost.predict(&self.op_name, bytes).filter(|&ns| ns > 0)
+    }
+}
+
+/// A submitted task until its completion is sent.
+struct TaskInFlight {
     id: u64,
     tenant: TenantId,
     engine: usize,
     op_name: String,
-    /// The operator as the core sees it (made once per job).
-    op_spec: Arc<OpSpec>,
     input: Arc<JobInput>,
+    planner: Option<Arc<OperatorPlanner>>,
     reply: Reply,
     submitted_ns: Nanos,
     started_ns: Option<Nanos>,
     service_ns: Nanos,
     predicted_ns: Nanos,
-    /// Its cost model (see [`Submission::cost`]).
-    cost: Arc<dyn isola_core::CostModel>,
-    /// Subtasks (empty: the task runs whole).
-    parts: Vec<Subtask>,
-    ordered: bool,
-    /// Ordered: the next subtask to submit. Unordered: unused.
-    next_part: usize,
-    /// Unordered: each subtask's carry. Ordered: the latest carry in slot 0.
+    /// How many subtasks the core split it into (1: whole).
+    subtasks: u32,
+    /// Unordered subtasks: each one's carry. Ordered: the latest in slot 0.
     carries: Vec<Option<Carry>>,
     /// For operators with a `Placement`: the output every subtask writes
-    /// its share of in place, and each subtask's ranges (handed over with it).
+    /// its share of in place, and each subtask's ranges of it.
     placed: Option<Arc<PlacedOutput>>,
     regions: Vec<Vec<Range<usize>>>,
-    /// Pieces submitted and not yet reported.
-    outstanding: usize,
+    /// A whole task's output (when its worker did not deliver it).
+    output: Option<Vec<u8>>,
+    /// Its worker delivered its completion itself.
+    delivered: bool,
+    /// Dispatches handed to workers and not yet reported back.
+    running: usize,
+    /// The core is done with it: its last dispatch completed, or it was
+    /// handed back at shutdown.
+    settled: bool,
     error: Option<TaskError>,
 }
 
-/// One piece of a job handed to the scheduler or an engine.
-struct Piece {
-    job: u64,
-    part: Option<usize>,
-    dispatch: Option<DispatchId>,
+/// A dispatch on a worker queue.
+struct Running {
+    task: u64,
+    dispatch: DispatchId,
+    subtask: Option<Subtask>,
 }
 
 pub(crate) struct Dispatcher {
     shared: Arc<Shared>,
     rx: crossbeam_channel::Receiver<Msg>,
-    scheduler: Option<Scheduler>,
+    scheduler: Scheduler,
     queues: Vec<crossbeam_channel::Sender<WorkItem>>,
-    jobs: HashMap<u64, Job>,
-    pieces: HashMap<u64, Piece>,
+    tasks: HashMap<u64, TaskInFlight>,
+    running: HashMap<u64, Running>,
     next_token: u64,
     shutdown_ack: Option<crossbeam_channel::Sender<()>>,
-    /// Per engine, per tenant: jobs in flight.
-    active_jobs: Vec<Vec<usize>>,
-    /// Per engine, per tenant: when it last submitted.
-    last_submit: Vec<Vec<Option<Nanos>>>,
+    /// The planner of every task whose operator cannot be split.
+    unsplittable: PlannerRef,
 }
 
 impl Dispatcher {
     pub(crate) fn new(
         shared: Arc<Shared>,
         rx: crossbeam_channel::Receiver<Msg>,
-        scheduler: Option<Scheduler>,
+        scheduler: Scheduler,
         queues: Vec<crossbeam_channel::Sender<WorkItem>>,
     ) -> Self {
         Dispatcher {
             rx,
             scheduler,
             queues,
-            jobs: HashMap::new(),
-            pieces: HashMap::new(),
+            tasks: HashMap::new(),
+            running: HashMap::new(),
             next_token: 0,
             shutdown_ack: None,
-            active_jobs: vec![vec![0; shared.tenants.len()]; shared.engines.len()],
-            last_submit: vec![vec![None; shared.tenants.len()]; shared.engines.len()],
+            unsplittable: PlannerRef(Arc::new(isola_core::Unsplittable)),
             shared,
         }
-    }
-
-    /// Whether a tenant other than `tenant` is active on `engine` at `now`.
-    fn contended(&self, engine: usize, tenant: usize, now: Nanos, window: Nanos) -> bool {
-        (0..self.active_jobs[engine].len()).any(|t| {
-            t != tenant
-                && (self.active_jobs[engine][t] > 0
-                    || self.last_submit[engine][t].is_some_and(|at| now.saturating_sub(at) <= window))
-        })
     }
 
     fn now(&self) -> Nanos {
@@ -164,10 +173,10 @@ impl Dispatcher {
     pub(crate) fn run(mut self) {
         loop {
             // A full engine's completion is a message anyway.
-            let deadline = self.scheduler.as_ref().and_then(|s| {
-                s.next_wakeup()
-                    .map(|at| self.shared.epoch + Duration::from_nanos(at))
-            });
+            let deadline = self
+                .scheduler
+                .next_wakeup()
+                .map(|at| self.shared.epoch + Duration::from_nanos(at));
             let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {
                 Ok(m) => Some(m),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
@@ -180,11 +189,14 @@ impl Dispatcher {
                 None => {}
             }
             self.pump();
-            if self.shutdown_ack.is_some() && self.jobs.is_empty() {
+            if self.shutdown_ack.is_some() && self.tasks.is_empty() {
+                debug_assert!(self.running.is_empty(), "no dispatch outlives its task");
                 // Closing the queues stops the workers.
                 self.queues.clear();
                 if let Some(ack) = self.shutdown_ack.take() {
-                    let _ = ack.send(());
+                    // The runtime waits on the other end; if it is gone,
+                    // nobody is left to tell.
+                    ack.send(()).ok();
                 }
                 return;
             }
@@ -194,390 +206,322 @@ impl Dispatcher {
     fn submit(&mut self, s: Submission) {
         let now = self.now();
         let submitted_ns = s.submitted.duration_since(self.shared.epoch).as_nanos() as Nanos;
-        let (e, t) = (s.engine, s.tenant.index());
-        let engine = &self.shared.engines[e];
-        // Native mode never splits; isolated engines split splittable tasks
-        // larger than their subtask size, when splitting pays.
-        let worth_it = match engine.split_when {
-            crate::builder::SplitWhen::Always => true,
-            crate::builder::SplitWhen::Contended(window) => self.contended(e, t, now, window),
+        let input = Arc::new(JobInput {
+            op: s.op,
+            input: s.input,
+        });
+        let planner = input.op.splitter().is_some().then(|| {
+            Arc::new(OperatorPlanner {
+                input: Arc::clone(&input),
+                cost: Arc::clone(&s.cost),
+                op_name: s.op_name.clone(),
+                planned: Mutex::new(None),
+            })
+        });
+        let core_task = Task {
+            id: TaskId(s.id),
+            tenant: s.tenant,
+            engine: EngineId(s.engine as u32),
+            op: OpSpec::named(s.op_name.as_str()),
+            bytes: input.input.len() as u64,
+            arrival: submitted_ns.min(now),
+            deadline: None,
+            predicted_cost: Some(s.predicted_ns),
+            planner: Some(match &planner {
+                Some(p) => PlannerRef(Arc::clone(p) as Arc<dyn SubtaskPlanner>),
+                None => self.unsplittable.clone(),
+            }),
         };
-        self.last_submit[e][t] = Some(now);
-        // Every job counts as active until `finish`, which every path reaches.
-        self.active_jobs[e][t] += 1;
-        // The policy may adapt the subtask size to the load (ASTRAEA).
-        let chunk = match (&self.scheduler, engine.split_bytes) {
-            (Some(scheduler), Some(c)) => {
-                Some(scheduler.split_bytes(now, isola_core::EngineId(e as u32), s.tenant, c))
-            }
-            (_, c) => c,
-        };
-        let plan = match (&self.scheduler, chunk, s.op.splitter()) {
-            (Some(_), Some(chunk), Some(split)) if worth_it && s.input.len() as u64 > chunk => {
-                let planned = guarded(s.op.name(), || {
-                    split
-                        .plan(TaskId(s.id), s.input.len(), chunk as usize)
-                        .map_err(TaskError::Operator)
-                });
-                match planned {
-                    Ok(parts) => Some((parts, split.ordered())),
-                    Err(e) => {
-                        let job = self.new_job(s, submitted_ns, Vec::new(), false);
-                        self.finish(job, Err(e));
-                        return;
-                    }
-                }
-            }
-            _ => None,
-        };
-        let (parts, ordered) = plan.unwrap_or_default();
-        let placed = if ordered || parts.is_empty() {
-            Ok(None)
-        } else {
-            place(s.op.as_ref(), s.input.len(), &parts)
-        };
-        let id = s.id;
-        let mut job = self.new_job(s, submitted_ns, parts, ordered);
-        match placed {
-            Ok(Some((output, regions))) => {
-                job.placed = Some(output);
-                job.regions = regions;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                self.finish(job, Err(e));
-                return;
-            }
-        }
-        if self.shutdown_ack.is_some() {
-            self.finish(job, Err(TaskError::Cancelled));
-            return;
-        }
-        let first: Vec<Option<usize>> = if job.parts.is_empty() {
-            vec![None]
-        } else if job.ordered {
-            vec![Some(0)]
-        } else {
-            (0..job.parts.len()).map(Some).collect()
-        };
-        self.jobs.insert(id, job);
-        for part in first {
-            self.send_piece(now, id, part);
-        }
-    }
-
-    fn new_job(&self, s: Submission, submitted_ns: Nanos, parts: Vec<Subtask>, ordered: bool) -> Job {
-        let carries = if ordered { 1 } else { parts.len() };
-        Job {
+        let task = TaskInFlight {
             id: s.id,
             tenant: s.tenant,
             engine: s.engine,
-            op_spec: Arc::new(OpSpec {
-                name: s.op_name.clone(),
-                params: Vec::new(),
-            }),
             op_name: s.op_name,
-            input: Arc::new(JobInput {
-                op: s.op,
-                input: s.input,
-            }),
+            input,
+            planner,
             reply: s.reply,
             submitted_ns,
             started_ns: None,
             service_ns: 0,
             predicted_ns: s.predicted_ns,
-            cost: s.cost,
-            next_part: usize::from(ordered),
-            carries: (0..carries).map(|_| None).collect(),
-            parts,
-            ordered,
+            subtasks: 1,
+            carries: Vec::new(),
             placed: None,
             regions: Vec::new(),
-            outstanding: 0,
+            output: None,
+            delivered: false,
+            running: 0,
+            settled: false,
             error: None,
-        }
-    }
-
-    /// Hands a job's piece to the scheduler (isolated) or straight to its
-    /// engine's queue (native).
-    fn send_piece(&mut self, now: Nanos, job_id: u64, part: Option<usize>) {
-        let Some(job) = self.jobs.get_mut(&job_id) else {
-            return;
         };
-        let token = self.next_token;
-        self.next_token += 1;
-        job.outstanding += 1;
-        self.pieces.insert(
-            token,
-            Piece {
-                job: job_id,
-                part,
-                dispatch: None,
-            },
-        );
-        let Some(scheduler) = self.scheduler.as_mut() else {
-            self.enqueue(token);
-            return;
-        };
-        // A subtask's size in the operator's own terms (for EC, bytes of
-        // each shard) is turned into the share of the task's input it
-        // covers, which is what the cost model and byte charges are in.
-        let input_len = job.input.input.len() as u64;
-        let (bytes, predicted) = match part {
-            None => (input_len, job.predicted_ns),
-            Some(p) => {
-                let planned: u64 = job.parts.iter().map(|s| s.bytes).sum::<u64>().max(1);
-                let share =
-                    |total: u64| (total as u128 * job.parts[p].bytes as u128 / planned as u128) as u64;
-                let bytes = share(input_len).max(1);
-                let predicted = job
-                    .cost
-                    .predict(&job.op_name, bytes)
-                    .filter(|&ns| ns > 0)
-                    .unwrap_or_else(|| share(job.predicted_ns).max(1));
-                (bytes, predicted)
+        match self.scheduler.submit(now, core_task) {
+            Ok(()) => {
+                self.tasks.insert(s.id, task);
             }
-        };
-        let task = Task {
-            id: TaskId(token),
-            tenant: job.tenant,
-            engine: isola_core::EngineId(job.engine as u32),
-            op: Arc::clone(&job.op_spec),
-            bytes,
-            // A subtask belongs to the task the tenant submitted: it arrived
-            // then, and latency objectives are judged on the whole task.
-            arrival: job.submitted_ns.min(now),
-            deadline: None,
-            predicted_cost: Some(predicted),
-            whole_cost: part.map(|_| job.predicted_ns),
-        };
-        if let Err(rejection) = scheduler.submit(now, task) {
-            // Channel caps are enforced at submit by the tenant's handle;
-            // the core's own cap is set beyond reach, so this is a bug guard.
-            self.pieces.remove(&token);
-            if let Some(job) = self.jobs.get_mut(&job_id) {
-                job.outstanding -= 1;
-            }
-            let error = TaskError::Rejected(rejection.reason.to_string());
-            self.piece_failed(job_id, error);
+            // A full channel, an over-quota tenant, a closed scheduler: the
+            // task's one completion says which.
+            Err(rejection) => self.finish(task, Err(TaskError::Rejected(rejection.reason))),
         }
-    }
-
-    /// Puts piece `token` on its engine's queue.
-    fn enqueue(&mut self, token: u64) {
-        let Some(piece) = self.pieces.get(&token) else {
-            return;
-        };
-        let Some(job) = self.jobs.get_mut(&piece.job) else {
-            return;
-        };
-        let previous = if job.ordered { job.carries[0].take() } else { None };
-        let direct = piece.part.is_none().then(|| crate::worker::Direct {
-            completion: Completion {
-                task: job.id,
-                tenant: job.tenant,
-                engine: isola_core::EngineId(job.engine as u32),
-                op: job.op_name.clone(),
-                bytes: job.input.input.len() as u64,
-                result: Err(TaskError::Cancelled),
-                submitted_ns: job.submitted_ns,
-                started_ns: None,
-                finished_ns: 0,
-                service_ns: 0,
-                predicted_ns: job.predicted_ns,
-                subtasks: 1,
-                over_budget: false,
-            },
-            reply: job.reply.clone(),
-            budget: self.shared.tenants[job.tenant.index()].1.service_budget,
-            shared: Arc::clone(&self.shared),
-        });
-        let item = WorkItem {
-            token,
-            job: Arc::clone(&job.input),
-            part: piece.part.map(|p| job.parts[p]),
-            previous,
-            placed: match (&job.placed, piece.part) {
-                (Some(output), Some(p)) => Some(PlacedPart {
-                    output: Arc::clone(output),
-                    regions: job.regions.get_mut(p).map(std::mem::take).unwrap_or_default(),
-                }),
-                _ => None,
-            },
-            direct,
-        };
-        // The workers hold the receivers until the dispatcher closes the
-        // queues, so a send cannot fail while the dispatcher runs.
-        let _ = self.queues[job.engine].send(item);
     }
 
     /// Dispatches whatever the scheduler releases now.
     fn pump(&mut self) {
-        let Some(scheduler) = self.scheduler.as_mut() else {
-            return;
-        };
-        let now = self.shared.epoch.elapsed().as_nanos() as Nanos;
-        let mut ready = Vec::new();
-        for e in 0..scheduler.engine_count() {
-            while let Some(d) = scheduler.next(now, isola_core::EngineId(e as u32)) {
-                ready.push((d.task.id.0, d.id));
+        let now = self.now();
+        for e in 0..self.scheduler.engine_count() {
+            while let Some(d) = self.scheduler.next(now, EngineId(e as u32)) {
+                self.start(now, d);
             }
         }
-        for (token, id) in ready {
-            if let Some(p) = self.pieces.get_mut(&token) {
-                p.dispatch = Some(id);
+    }
+
+    /// Hands dispatch `d` to its engine's queue (or, for a task already
+    /// failed, completes it at once without running it).
+    fn start(&mut self, now: Nanos, d: Dispatch) {
+        let id = d.task.id.0;
+        let Some(task) = self.tasks.get_mut(&id) else {
+            unreachable!("the core dispatched task {id}, which the dispatcher does not hold");
+        };
+        if let Some(sub) = d.subtask {
+            if task.carries.is_empty() {
+                task.subtasks = sub.count;
+                task.carries = (0..if sub.ordered { 1 } else { sub.count })
+                    .map(|_| None)
+                    .collect();
+                if !sub.ordered {
+                    if let Err(e) = place(task) {
+                        task.error.get_or_insert(e);
+                    }
+                }
             }
-            self.enqueue(token);
+            debug_assert_eq!(task.subtasks, sub.count, "a task keeps its plan once split");
+        }
+        if task.error.is_some() {
+            // Nothing more of a failed task runs; the core still hears of
+            // each of its subtasks, so that it settles.
+            self.settle(now, id, d.id, 0);
+            return;
+        }
+        let token = self.next_token;
+        self.next_token += 1;
+        task.running += 1;
+        self.running.insert(
+            token,
+            Running {
+                task: id,
+                dispatch: d.id,
+                subtask: d.subtask,
+            },
+        );
+        let previous = match d.subtask {
+            Some(s) if s.ordered && s.index > 0 => {
+                let carry = task.carries[0].take();
+                debug_assert!(carry.is_some(), "an ordered subtask runs after the one before it");
+                carry
+            }
+            _ => None,
+        };
+        let direct = d.subtask.is_none().then(|| crate::worker::Direct {
+            completion: task.completion(Err(TaskError::Cancelled), 0),
+            reply: task.reply.clone(),
+            budget: self.shared.tenants[task.tenant.index()].1.service_budget,
+            shared: Arc::clone(&self.shared),
+        });
+        let placed = match (&task.placed, d.subtask) {
+            (Some(output), Some(s)) => Some(PlacedPart {
+                output: Arc::clone(output),
+                regions: std::mem::take(&mut task.regions[s.index as usize]),
+            }),
+            _ => None,
+        };
+        let item = WorkItem {
+            token,
+            job: Arc::clone(&task.input),
+            part: d.subtask,
+            previous,
+            placed,
+            direct,
+        };
+        // The workers hold the receivers until the dispatcher closes the
+        // queues, which it does only once no task is left.
+        if self.queues[task.engine].send(item).is_err() {
+            unreachable!(
+                "engine {}'s workers are gone while the dispatcher runs",
+                task.engine
+            );
         }
     }
 
     fn done(&mut self, d: WorkDone) {
         let now = self.now();
-        let Some(piece) = self.pieces.remove(&d.token) else {
-            return;
+        let Some(run) = self.running.remove(&d.token) else {
+            unreachable!("a worker reported work {} the dispatcher never sent", d.token);
         };
-        if let (Some(s), Some(id)) = (self.scheduler.as_mut(), piece.dispatch) {
-            // A dispatch id from this scheduler, completed once.
-            let _ = s.complete(now, id, d.measured_ns);
-        }
         let started = d.started.duration_since(self.shared.epoch).as_nanos() as Nanos;
-        let Some(job) = self.jobs.get_mut(&piece.job) else {
-            return;
+        let Some(task) = self.tasks.get_mut(&run.task) else {
+            unreachable!("task {} ended while one of its dispatches ran", run.task);
         };
-        job.outstanding -= 1;
-        job.service_ns = job.service_ns.saturating_add(d.measured_ns);
+        task.running -= 1;
+        task.service_ns = task.service_ns.saturating_add(d.measured_ns);
         if !matches!(d.output, Err(TaskError::Cancelled)) {
-            job.started_ns = Some(job.started_ns.map_or(started, |s| s.min(started)));
+            task.started_ns = Some(task.started_ns.map_or(started, |s| s.min(started)));
         }
         match d.output {
-            Ok(PartOutput::Whole(out)) => {
-                let job = self.jobs.remove(&piece.job).expect("present: looked up above");
-                self.finish(job, Ok(out));
-            }
-            Ok(PartOutput::Delivered) => {
-                // The worker completed the task itself.
-                let job = self.jobs.remove(&piece.job).expect("present: looked up above");
-                let active = &mut self.active_jobs[job.engine][job.tenant.index()];
-                *active = active.saturating_sub(1);
-            }
+            Ok(PartOutput::Whole(out)) => task.output = Some(out),
+            Ok(PartOutput::Delivered) => task.delivered = true,
             Ok(PartOutput::Part(carry)) => {
-                let index = piece.part.unwrap_or(0);
-                if job.ordered {
-                    job.carries[0] = Some(carry);
-                    if job.next_part < job.parts.len() && job.error.is_none() && self.shutdown_ack.is_none() {
-                        let next = job.next_part;
-                        job.next_part += 1;
-                        self.send_piece(now, piece.job, Some(next));
-                        return;
-                    }
-                    if self.shutdown_ack.is_some() && job.next_part < job.parts.len() {
-                        job.error.get_or_insert(TaskError::Cancelled);
-                    }
-                } else if let Some(slot) = job.carries.get_mut(index) {
-                    *slot = Some(carry);
-                }
-                self.maybe_finish(piece.job);
+                let slot = match run.subtask {
+                    Some(s) if !s.ordered => s.index as usize,
+                    _ => 0,
+                };
+                task.carries[slot] = Some(carry);
             }
-            Err(e) => self.piece_failed(piece.job, e),
-        }
-    }
-
-    /// Records a piece's error; the job finishes once nothing is in flight.
-    fn piece_failed(&mut self, job_id: u64, e: TaskError) {
-        if let Some(job) = self.jobs.get_mut(&job_id) {
-            job.error.get_or_insert(e);
-            if job.ordered {
-                // No further subtask of a failed chain is submitted.
-                job.next_part = job.parts.len();
+            Err(e) => {
+                task.error.get_or_insert(e);
             }
         }
-        self.maybe_finish(job_id);
+        self.settle(now, run.task, run.dispatch, d.measured_ns);
     }
 
-    /// Finishes a split job once all its pieces are back.
-    fn maybe_finish(&mut self, job_id: u64) {
-        let Some(job) = self.jobs.get(&job_id) else {
-            return;
+    /// Reports dispatch `dispatch` of task `id` complete to the core, and
+    /// finishes the task if that was the last of it.
+    fn settle(&mut self, now: Nanos, id: u64, dispatch: DispatchId, measured: Nanos) {
+        let done = match self.scheduler.complete(now, dispatch, measured) {
+            Ok(c) => c.task_done,
+            Err(e) => unreachable!("the core's own dispatch was refused: {e}"),
         };
-        let all_sent = !job.ordered || job.next_part >= job.parts.len();
-        if job.outstanding > 0 || !all_sent {
-            return;
-        }
-        let mut job = self.jobs.remove(&job_id).expect("present: looked up above");
-        let result = match job.error.take() {
-            Some(e) => Err(e),
-            None => {
-                let carries: Option<Vec<Carry>> = job.carries.drain(..).collect();
-                let op = job.input.op.as_ref();
-                match (carries, job.placed.take(), op.placement(), op.splitter()) {
-                    // Written in place: only the operator's finishing touch
-                    // (e.g. a tag) is left.
-                    (Some(c), Some(output), Some(placement), _) => guarded(op.name(), || {
-                        let mut out = PlacedOutput::into_vec(output);
-                        placement.finish(c, &mut out)?;
-                        Ok(out)
-                    }),
-                    (Some(c), None, _, Some(split)) => guarded(op.name(), || {
-                        split
-                            .reassemble(job.input.input.len(), c)
-                            .map_err(TaskError::Operator)
-                    }),
-                    _ => Err(TaskError::Operator(isola_ops::OpError::WrongCarry {
-                        op: op.name(),
-                    })),
-                }
-            }
+        let Some(task) = self.tasks.get_mut(&id) else {
+            unreachable!("task {id} ended before its last dispatch");
         };
-        self.finish(job, result);
+        task.settled |= done;
+        self.finish_if_settled(id);
     }
 
-    /// Sends a job's one completion and counts it.
-    fn finish(&mut self, job: Job, result: Result<Vec<u8>, TaskError>) {
-        let active = &mut self.active_jobs[job.engine][job.tenant.index()];
-        *active = active.saturating_sub(1);
-        let budget = self.shared.tenants[job.tenant.index()].1.service_budget;
+    /// Sends task `id`'s completion once the core is done with it and no
+    /// dispatch of it runs.
+    fn finish_if_settled(&mut self, id: u64) {
+        match self.tasks.get(&id) {
+            Some(t) if t.settled && t.running == 0 => {}
+            _ => return,
+        }
+        let Some(mut task) = self.tasks.remove(&id) else {
+            unreachable!("looked up above");
+        };
+        if task.delivered {
+            // A whole task its worker completed itself.
+            return;
+        }
+        let result = match (task.error.take(), task.output.take()) {
+            (Some(e), _) => Err(e),
+            (None, Some(out)) => Ok(out),
+            (None, None) => reassemble(&mut task),
+        };
+        self.finish(task, result);
+    }
+
+    /// Sends a task's one completion and counts it.
+    fn finish(&mut self, task: TaskInFlight, result: Result<Vec<u8>, TaskError>) {
+        let completion = task.completion(result, self.now());
+        let budget = self.shared.tenants[task.tenant.index()].1.service_budget;
         let completion = Completion {
-            task: job.id,
-            tenant: job.tenant,
-            engine: isola_core::EngineId(job.engine as u32),
-            op: job.op_name,
-            bytes: job.input.input.len() as u64,
-            result,
-            submitted_ns: job.submitted_ns,
-            started_ns: job.started_ns,
-            finished_ns: self.now(),
-            service_ns: job.service_ns,
-            predicted_ns: job.predicted_ns,
-            subtasks: job.parts.len().max(1) as u32,
-            over_budget: budget.is_some_and(|b| job.service_ns > b),
+            over_budget: budget.is_some_and(|b| task.service_ns > b),
+            ..completion
         };
-        self.shared.complete(completion, &job.reply);
+        self.shared.complete(completion, &task.reply);
     }
 
     /// Stops taking work: everything still queued is cancelled, what runs
-    /// finishes; the loop ends when no job is left.
+    /// finishes; the loop ends when no task is left.
     fn begin_shutdown(&mut self, ack: crossbeam_channel::Sender<()>) {
         self.shutdown_ack = Some(ack);
         self.shared.cancelled.store(true, Ordering::Release);
-        if let Some(s) = self.scheduler.as_mut() {
-            for task in s.close() {
-                if let Some(piece) = self.pieces.remove(&task.id.0) {
-                    if let Some(job) = self.jobs.get_mut(&piece.job) {
-                        job.outstanding -= 1;
-                    }
-                    self.piece_failed(piece.job, TaskError::Cancelled);
-                }
-            }
+        for handed_back in self.scheduler.close() {
+            let id = handed_back.id.0;
+            let Some(task) = self.tasks.get_mut(&id) else {
+                unreachable!("the core handed back task {id}, which the dispatcher does not hold");
+            };
+            task.settled = true;
+            task.error.get_or_insert(TaskError::Cancelled);
+            self.finish_if_settled(id);
         }
-        // Ordered chains with subtasks not yet submitted stop here.
-        let waiting: Vec<u64> = self
-            .jobs
-            .iter()
-            .filter(|(_, j)| j.ordered && j.next_part < j.parts.len())
-            .map(|(&id, _)| id)
-            .collect();
-        for id in waiting {
-            self.piece_failed(id, TaskError::Cancelled);
+    }
+}
+
+impl TaskInFlight {
+    /// The task's completion with `result`, finished at `finished_ns`.
+    fn completion(&self, result: Result<Vec<u8>, TaskError>, finished_ns: Nanos) -> Completion {
+        Completion {
+            task: self.id,
+            tenant: self.tenant,
+            engine: EngineId(self.engine as u32),
+            op: self.op_name.clone(),
+            bytes: self.input.input.len() as u64,
+            result,
+            submitted_ns: self.submitted_ns,
+            started_ns: self.started_ns,
+            finished_ns,
+            service_ns: self.service_ns,
+            predicted_ns: self.predicted_ns,
+            subtasks: self.subtasks,
+            over_budget: false,
         }
+    }
+}
+
+/// Sets up a split task of an operator with a `Placement` to write in
+/// place: its output buffer, and each subtask's ranges of it, checked to be
+/// in bounds and disjoint (what makes the shared buffer sound). Operators
+/// without one reassemble from their subtasks' carries instead.
+fn place(task: &mut TaskInFlight) -> Result<(), TaskError> {
+    let op = task.input.op.as_ref();
+    let Some(placement) = op.placement() else {
+        return Ok(());
+    };
+    let planned = task
+        .planner
+        .as_ref()
+        .and_then(|p| p.planned.lock().ok().and_then(|g| g.clone()));
+    let Some(parts) = planned.filter(|p| p.len() == task.subtasks as usize) else {
+        unreachable!("a split task's planner kept the plan its subtasks come from");
+    };
+    let input_len = task.input.input.len();
+    let (len, regions) = guarded(op.name(), || {
+        let len = placement.output_len(input_len)?;
+        Ok((
+            len,
+            parts
+                .iter()
+                .map(|p| placement.regions(p, input_len))
+                .collect::<Vec<_>>(),
+        ))
+    })?;
+    let output = PlacedOutput::new(len, &regions).map_err(|bad| TaskError::BadPlan {
+        op: op.name().to_string(),
+        reason: bad.0,
+    })?;
+    task.placed = Some(Arc::new(output));
+    task.regions = regions;
+    Ok(())
+}
+
+/// A split task's output from its subtasks' carries.
+fn reassemble(task: &mut TaskInFlight) -> Result<Vec<u8>, TaskError> {
+    let carries: Option<Vec<Carry>> = task.carries.drain(..).collect();
+    let op = task.input.op.as_ref();
+    match (carries, task.placed.take(), op.placement(), op.splitter()) {
+        // Written in place: only the operator's finishing touch (e.g. a
+        // tag) is left.
+        (Some(c), Some(output), Some(placement), _) => guarded(op.name(), || {
+            let mut out = PlacedOutput::into_vec(output);
+            placement.finish(c, &mut out)?;
+            Ok(out)
+        }),
+        (Some(c), None, _, Some(split)) => guarded(op.name(), || {
+            split
+                .reassemble(task.input.input.len(), c)
+                .map_err(TaskError::Operator)
+        }),
+        _ => Err(TaskError::Operator(isola_ops::OpError::WrongCarry {
+            op: op.name(),
+        })),
     }
 }

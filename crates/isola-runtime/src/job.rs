@@ -19,10 +19,14 @@ pub enum TaskError {
         /// The panic message.
         message: String,
     },
-    /// The isolation core refused the task (a bug guard: the handle checks
-    /// everything the core would).
+    /// The isolation core refused the task: its channel was full, its
+    /// tenant over its memory quota, or the runtime shutting down.
     #[error("the scheduler refused the task: {0}")]
-    Rejected(String),
+    Rejected(isola_core::RejectReason),
+    /// A worker's result did not fit the work it was given (a runtime bug,
+    /// reported on the task rather than taking the runtime down).
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The operator's subtask plan would have its subtasks write outside
     /// the output or over one another's output; the task did not run.
     #[error("operator `{op}` planned unsound subtasks: {reason}")]
@@ -53,14 +57,6 @@ pub enum SubmitError {
         op: String,
         /// Engine name.
         engine: String,
-    },
-    /// The tenant already has `cap` tasks waiting or running.
-    #[error("tenant `{tenant}` has {cap} tasks outstanding, its queue cap")]
-    ChannelFull {
-        /// Tenant name.
-        tenant: String,
-        /// Its queue cap.
-        cap: usize,
     },
     /// The runtime is shutting down or gone.
     #[error("the runtime is shut down")]

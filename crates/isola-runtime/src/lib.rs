@@ -8,11 +8,16 @@
 //! completion per task: success or a typed error (operator failure, panic,
 //! cancellation at shutdown), with over-budget tasks flagged.
 //!
-//! `Mode::Native` is the baseline a DPU application gets without Isola:
-//! tasks go straight to the engines' FIFO queues, unsplit.
+//! Every task goes through the core: its channel caps and quotas, its
+//! policy, its decision to split a task (the engine's split rule; the
+//! operator only says where the cuts fall). `Mode::Native`, the baseline a
+//! DPU application gets without Isola, is the core's `fcfs` on whole tasks,
+//! not a second path.
 //!
-//! What it must not do: make scheduling decisions of its own (policies live
-//! in `isola-core`), or implement operators (they live in `isola-ops`).
+//! What it must not do: make scheduling decisions of its own (what runs
+//! when, split or whole, admitted or refused: all the core's), or implement
+//! operators (they live in `isola-ops`). It owns threads, buffers, carries
+//! and the clock.
 
 #![warn(missing_docs)]
 
@@ -27,9 +32,8 @@ mod stats;
 mod worker;
 pub mod workload;
 
-pub use builder::{
-    BuildError, EngineConfig, Mode, RuntimeBuilder, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS, DEFAULT_SPIN,
-};
+pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, DEFAULT_SPIN};
+pub use isola_core::{SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use job::{Completion, SubmitError, TaskError};
 pub use runtime::{Runtime, TenantHandle, Ticket};
 pub use stats::TenantStats;

@@ -4,10 +4,10 @@ use crate::builder::{BuildError, EngineConfig, Mode, RuntimeBuilder};
 use crate::dispatcher::{Dispatcher, Msg, Submission};
 use crate::job::{Completion, Reply, SubmitError, TaskError};
 use crate::stats::{TenantRecord, TenantStats};
-use isola_core::{EngineKind, EngineSpec, Nanos, SchedulerBuilder, Slo, TenantId};
+use isola_core::{EngineSpec, Nanos, SchedulerBuilder, Slo, SplitRule, TenantId};
 use isola_ops::Operator;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -24,8 +24,6 @@ pub(crate) struct Shared {
     pub tenants: Vec<(String, Slo)>,
     tx: crossbeam_channel::Sender<Msg>,
     operators: OperatorCache,
-    /// Tasks accepted and not yet completed, per tenant.
-    outstanding: Vec<AtomicUsize>,
     records: Mutex<Vec<TenantRecord>>,
     /// Set at shutdown. Submissions hold its read lock from the check to
     /// their message, and shutdown takes the write lock to set it, so every
@@ -46,9 +44,6 @@ impl Shared {
             if let Some(r) = records.get_mut(t) {
                 r.record(&c);
             }
-        }
-        if let Some(n) = self.outstanding.get(t) {
-            n.fetch_sub(1, Ordering::AcqRel);
         }
         reply.send(c);
     }
@@ -94,34 +89,9 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// The core's channel cap per tenant: tasks are capped by the handles (per
-/// task, not per subtask), so the core must never refuse a subtask.
-const CORE_QUEUE_CAP: usize = 1 << 30;
-
 impl Runtime {
     pub(crate) fn start(b: RuntimeBuilder) -> Result<Runtime, BuildError> {
-        let scheduler = match &b.mode {
-            Mode::Native => None,
-            Mode::Isolated { policy, params } => {
-                let mut sb = SchedulerBuilder::new();
-                for (name, slo) in &b.tenants {
-                    let mut slo = slo.clone();
-                    slo.queue_cap = CORE_QUEUE_CAP;
-                    sb.tenant(name.clone(), slo);
-                }
-                for e in &b.engines {
-                    let slots = (e.workers + e.queue_depth).min(u32::MAX as usize) as u32;
-                    sb.engine(EngineSpec::new(
-                        e.name.clone(),
-                        EngineKind::Accelerator,
-                        slots,
-                        Arc::clone(&e.cost),
-                    ));
-                }
-                sb.policy(policy.clone(), params.clone());
-                Some(sb.build()?)
-            }
-        };
+        let scheduler = core_scheduler(&b)?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             epoch: Instant::now(),
@@ -131,7 +101,6 @@ impl Runtime {
                     .map(|(name, slo)| TenantRecord::new(name, slo.latency))
                     .collect(),
             ),
-            outstanding: b.tenants.iter().map(|_| AtomicUsize::new(0)).collect(),
             engines: b.engines,
             tenants: b.tenants,
             tx: tx.clone(),
@@ -157,9 +126,8 @@ impl Runtime {
         let mut queues = Vec::new();
         let spawn_error = |e: std::io::Error| BuildError::Thread(e.to_string());
         for e in &shared.engines {
-            // Native mode queues without bound (the application's calls pile
-            // up in the SDK); isolated mode dispatches at most `workers +
-            // queue_depth` at a time, so the queue never holds more.
+            // The core dispatches at most `workers + queue_depth` at a time,
+            // so the queue never holds more.
             let (qtx, qrx) = crossbeam_channel::unbounded();
             queues.push(qtx);
             for w in 0..e.workers {
@@ -361,7 +329,9 @@ impl TenantHandle {
             return Err(SubmitError::ShutDown);
         }
         let t = self.tenant.index();
-        let (name, slo) = shared.tenants.get(t).ok_or(SubmitError::ShutDown)?;
+        if t >= shared.tenants.len() {
+            return Err(SubmitError::ShutDown);
+        }
         let op = operator.name();
         let engine = match self.engine {
             Some(e) if shared.engines[e].serves(op) => e,
@@ -384,21 +354,6 @@ impl TenantHandle {
                     op: op.to_string(),
                     engine: shared.engines[engine].name.clone(),
                 })?;
-        let cap = slo.queue_cap;
-        if shared.outstanding[t]
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < cap).then_some(n + 1)
-            })
-            .is_err()
-        {
-            if let Ok(mut r) = shared.records.lock() {
-                r[t].stats.rejected += 1;
-            }
-            return Err(SubmitError::ChannelFull {
-                tenant: name.clone(),
-                cap,
-            });
-        }
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let submitted = Instant::now();
         let submission = Submission {
@@ -414,7 +369,6 @@ impl TenantHandle {
             reply,
         };
         if shared.tx.send(Msg::Submit(submission)).is_err() {
-            shared.outstanding[t].fetch_sub(1, Ordering::AcqRel);
             return Err(SubmitError::ShutDown);
         }
         // Counted before the shutdown lock is let go: shutdown cannot read
@@ -483,4 +437,30 @@ impl Ticket {
             over_budget: false,
         }
     }
+}
+
+/// The isolation core the dispatcher drives: one channel per tenant per
+/// engine (capped at the tenant's queue cap), each engine with `workers +
+/// queue_depth` slots (so its queue stays as short as configured and the
+/// policy sets the order) and its split rule. Native mode is the core's
+/// `fcfs` on whole tasks.
+fn core_scheduler(b: &RuntimeBuilder) -> Result<isola_core::Scheduler, BuildError> {
+    let mut sb = SchedulerBuilder::new();
+    for (name, slo) in &b.tenants {
+        sb.tenant(name.clone(), slo.clone());
+    }
+    let native = b.mode == Mode::Native;
+    for e in &b.engines {
+        let slots = (e.workers + e.queue_depth).min(u32::MAX as usize) as u32;
+        let split = e.split_bytes.filter(|_| !native).map(|bytes| SplitRule {
+            bytes,
+            when: e.split_when,
+        });
+        sb.engine(EngineSpec::new(e.name.clone(), e.kind, slots, Arc::clone(&e.cost)).with_split_rule(split));
+    }
+    match &b.mode {
+        Mode::Native => sb.policy("fcfs", BTreeMap::new()),
+        Mode::Isolated { policy, params } => sb.policy(policy.clone(), params.clone()),
+    };
+    Ok(sb.build()?)
 }

@@ -106,6 +106,7 @@ impl TenantRecord {
                 }
             }
             Err(TaskError::Cancelled) => s.cancelled += 1,
+            Err(TaskError::Rejected(_)) => s.rejected += 1,
             Err(_) => s.failed += 1,
         }
     }

@@ -88,7 +88,7 @@ pub(crate) fn run_worker(
         if let Some(d) = direct {
             let result = match output {
                 Ok(PartOutput::Whole(out)) => Ok(out),
-                Ok(_) => Err(TaskError::Rejected("a whole task gave a subtask's result".into())),
+                Ok(_) => Err(TaskError::Internal("a whole task gave a subtask's result".into())),
                 Err(e) => Err(e),
             };
             let ns = |at: Instant| at.duration_since(d.shared.epoch).as_nanos() as u64;

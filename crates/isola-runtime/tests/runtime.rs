@@ -4,7 +4,7 @@
 //! rejects at submit; shutdown cancels what is queued; over-budget tasks are
 //! flagged.
 
-use isola_core::{AffineCost, Slo, TenantId};
+use isola_core::{AffineCost, RejectReason, Slo, TenantId};
 use isola_ops::{build_operator, sample_params, text_payload, valid_input, OpError, Operator};
 use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, SubmitError, TaskError};
 use proptest::prelude::*;
@@ -236,35 +236,43 @@ fn failures_and_panics_fail_only_their_task() {
     }
 }
 
-/// A tenant at its queue cap is refused at submit, with a typed error, and
-/// the refusal is counted; the other tenant is not affected.
+/// A tenant whose channel in the core holds its queue cap of tasks has the
+/// next one refused by the core, as that task's one completion with a typed
+/// reason, and the refusal is counted; the other tenant is not affected.
 #[test]
-fn a_full_queue_rejects_at_submit() {
+fn a_full_channel_rejects_with_a_typed_completion() {
     let slo = Slo {
         queue_cap: 2,
         ..Slo::default()
     };
+    // One worker and a queue depth of 1: the engine holds two tasks, the
+    // core's channel two more (the dispatcher takes messages in order and
+    // dispatches after each, so the first two are in service before the
+    // third is submitted).
     let rt = runtime(isolated("fcfs"), 1, None, slo);
     let (gate, open) = Gate::new();
     let a = rt.tenant(TenantId(0));
-    let t1 = a.submit_operator(gate.clone(), vec![1]).unwrap();
-    let t2 = a.submit_operator(gate.clone(), vec![2]).unwrap();
-    match a.submit_operator(gate.clone(), vec![3]) {
-        Err(SubmitError::ChannelFull { tenant, cap }) => assert_eq!((tenant.as_str(), cap), ("a", 2)),
+    let held: Vec<_> = (0..4u8)
+        .map(|i| a.submit_operator(gate.clone(), vec![i]).unwrap())
+        .collect();
+    match a.submit_operator(gate.clone(), vec![4]).unwrap().wait().result {
+        Err(TaskError::Rejected(RejectReason::ChannelFull { tenant, cap, .. })) => {
+            assert_eq!((tenant, cap), (TenantId(0), 2))
+        }
         other => panic!("{other:?}"),
     }
     let b = rt
         .tenant(TenantId(1))
-        .submit_operator(gate.clone(), vec![4])
+        .submit_operator(gate.clone(), vec![9])
         .unwrap();
     release(&open);
-    for t in [t1, t2, b] {
+    for t in held.into_iter().chain([b]) {
         assert!(t.wait().result.is_ok());
     }
     // Room again once tasks completed.
     assert!(a.submit_operator(gate, vec![5]).unwrap().wait().result.is_ok());
     let stats = rt.shutdown();
-    assert_eq!((stats[0].rejected, stats[0].succeeded), (1, 3));
+    assert_eq!((stats[0].rejected, stats[0].succeeded), (1, 5));
 }
 
 /// Shutdown: running tasks finish, queued ones complete `Cancelled`, and
@@ -496,7 +504,6 @@ fn submissions_racing_shutdown_are_never_lost() {
                                 accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             }
                             Err(SubmitError::ShutDown) => return,
-                            Err(SubmitError::ChannelFull { .. }) => std::thread::yield_now(),
                             Err(e) => panic!("{e}"),
                         }
                     }

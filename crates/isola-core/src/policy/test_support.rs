@@ -23,8 +23,7 @@ pub(crate) fn scheduler(
 ) -> Scheduler {
     let mut b = SchedulerBuilder::new();
     b.engine(
-        EngineSpec::new("e", kind, slots, Arc::new(AffineCost::new(0.0, 1.0).unwrap()))
-            .with_split(fragment),
+        EngineSpec::new("e", kind, slots, Arc::new(AffineCost::new(0.0, 1.0).unwrap())).with_split(fragment),
     );
     for (i, s) in slos.iter().enumerate() {
         b.tenant(format!("t{i}"), s.clone());

@@ -2,9 +2,9 @@
 //! policy instance, the decision to split, and the ready/throttled/blocked
 //! bookkeeping.
 
+use super::plan::Plan;
 use super::{ChannelStats, DispatchReason};
 use crate::channel::VirtualChannel;
-use super::plan::Plan;
 use crate::engine::{EngineSpec, SplitWhen};
 use crate::policy::{AtLimit, HeadInfo, Policy, TenantShare};
 
@@ -249,7 +249,11 @@ impl EngineState {
     /// Takes the head of ready tenant `t` (a whole task or its next
     /// subtask) and updates shapers, state and policy.
     pub(super) fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Taken {
-        debug_assert_eq!(self.state[t], ChannelState::Ready, "only a ready tenant's head is taken");
+        debug_assert_eq!(
+            self.state[t],
+            ChannelState::Ready,
+            "only a ready tenant's head is taken"
+        );
         let q = self.channels[t]
             .head_mut()
             .expect("a ready tenant's channel has a head");
@@ -259,7 +263,9 @@ impl EngineState {
         let subtask = q.plan.piece(&q.task, q.index, q.sent).subtask;
         let blocks = q.plan.ordered();
         let taken = if q.index + 1 >= count {
-            let q = self.channels[t].pop().expect("a ready tenant's channel has a head");
+            let q = self.channels[t]
+                .pop()
+                .expect("a ready tenant's channel has a head");
             debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
             self.replan_head(now, t);
             Taken {

@@ -221,7 +221,10 @@ impl Scheduler {
         let s = self.in_service.remove(slot);
         let t = s.tenant.index();
         let e = &mut self.engines[s.engine.index()];
-        debug_assert!(e.busy > 0 && e.in_flight[t] > 0, "a dispatch in service holds a slot");
+        debug_assert!(
+            e.busy > 0 && e.in_flight[t] > 0,
+            "a dispatch in service holds a slot"
+        );
         e.busy -= 1;
         e.in_flight[t] -= 1;
         e.policy.on_complete(now, t, &s.head, measured, &cx!(e));

@@ -61,21 +61,27 @@ pub(super) struct Piece {
 
 impl Plan {
     /// Plans `task` (its predicted cost filled in) in pieces of about
-    /// `split` bytes (`None`: whole), predicting each piece's cost with
-    /// `model` (or, when it does not know the operator, pro rata of the
-    /// task's cost).
+    /// `split` bytes (`None`: whole), predicting each piece's cost with the
+    /// task's planner, else `model`, else (when neither knows the operator)
+    /// pro rata of the task's cost.
     pub(super) fn new(task: &Task, split: Option<Bytes>, model: &dyn CostModel) -> Plan {
         let total = task.predicted_cost.unwrap_or(0);
         let Some(size) = split.filter(|&s| s > 0 && s < task.bytes) else {
             return Plan::Whole { cost: total };
         };
+        let planner = task.planner.as_ref();
         let cost_of = |bytes: Bytes| {
-            model
-                .predict(&task.op.name, bytes)
+            planner
+                .and_then(|p| p.0.predict(task, bytes))
+                .or_else(|| model.predict(&task.op.name, bytes))
                 .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes.max(1) as u128) as Nanos)
         };
-        if let Some(planner) = &task.planner {
-            return match planner.0.plan(task, size).and_then(|s| Listed::new(task, s, cost_of)) {
+        if let Some(planner) = planner {
+            return match planner
+                .0
+                .plan(task, size)
+                .and_then(|s| Listed::new(task, s, cost_of))
+            {
                 Some(listed) => Plan::Listed(Arc::new(listed)),
                 None => Plan::Whole { cost: total },
             };
@@ -109,7 +115,11 @@ impl Plan {
     /// Dispatch `index` of `task`, `sent` bytes of which were charged to
     /// the dispatches before it.
     pub(super) fn piece(&self, task: &Task, index: u32, sent: Bytes) -> Piece {
-        debug_assert!(index < self.count(), "dispatch {index} of a {}-piece plan", self.count());
+        debug_assert!(
+            index < self.count(),
+            "dispatch {index} of a {}-piece plan",
+            self.count()
+        );
         match self {
             Plan::Whole { cost } => Piece {
                 bytes: task.bytes,
@@ -183,7 +193,10 @@ impl Listed {
             && subtasks.iter().enumerate().all(|(i, s)| {
                 s.index as usize == i && s.count as usize == n && s.ordered == ordered && s.task == task.id
             });
-        debug_assert!(well_formed, "a planner's subtasks are indexed 0..count in order: {subtasks:?}");
+        debug_assert!(
+            well_formed,
+            "a planner's subtasks are indexed 0..count in order: {subtasks:?}"
+        );
         let planned: u128 = subtasks.iter().map(|s| s.bytes as u128).sum();
         if !well_formed || n < 2 || planned == 0 {
             return None;
