@@ -150,6 +150,7 @@ pub struct RuntimeBuilder {
     pub(crate) mode: Mode,
     pub(crate) spin: std::time::Duration,
     pub(crate) pin: bool,
+    pub(crate) record_core_calls: bool,
 }
 
 /// Default time threads poll their channel before sleeping: 50 us.
@@ -170,6 +171,7 @@ impl RuntimeBuilder {
             mode: Mode::Native,
             spin: DEFAULT_SPIN,
             pin: false,
+            record_core_calls: false,
         }
     }
 
@@ -207,6 +209,46 @@ impl RuntimeBuilder {
     pub fn pin_threads(&mut self, pin: bool) -> &mut Self {
         self.pin = pin;
         self
+    }
+
+    /// Keeps a log of every call on the isolation core ([`crate::CoreCall`],
+    /// read with [`crate::Runtime::core_log`]); for tests and audits, as
+    /// it grows with every message the dispatcher handles.
+    pub fn record_core_calls(&mut self, record: bool) -> &mut Self {
+        self.record_core_calls = record;
+        self
+    }
+
+    /// The isolation core this configuration runs on, as the runtime builds
+    /// it: one channel per tenant per engine (capped at the tenant's queue
+    /// cap), each engine with `workers + queue_depth` slots (so its queue
+    /// stays as short as configured and the policy sets the order) and its
+    /// split rule; native mode is the core's `fcfs` on whole tasks.
+    pub fn scheduler(&self) -> Result<isola_core::Scheduler, BuildError> {
+        let mut sb = isola_core::SchedulerBuilder::new();
+        for (name, slo) in &self.tenants {
+            sb.tenant(name.clone(), slo.clone());
+        }
+        let native = self.mode == Mode::Native;
+        for e in &self.engines {
+            let slots = (e.workers + e.queue_depth).min(u32::MAX as usize) as u32;
+            let split = e
+                .split_bytes
+                .filter(|_| !native)
+                .map(|bytes| isola_core::SplitRule {
+                    bytes,
+                    when: e.split_when,
+                });
+            sb.engine(
+                isola_core::EngineSpec::new(e.name.clone(), e.kind, slots, Arc::clone(&e.cost))
+                    .with_split_rule(split),
+            );
+        }
+        match &self.mode {
+            Mode::Native => sb.policy("fcfs", BTreeMap::new()),
+            Mode::Isolated { policy, params } => sb.policy(policy.clone(), params.clone()),
+        };
+        Ok(sb.build()?)
     }
 
     /// Starts the runtime's threads.

@@ -165,6 +165,13 @@ impl Dispatcher {
         }
     }
 
+    /// Adds `call` to the core log, if one is kept.
+    fn log(&self, call: impl FnOnce() -> crate::CoreCall) {
+        if let Some(log) = &self.shared.core_log {
+            log.push(call());
+        }
+    }
+
     fn now(&self) -> Nanos {
         self.shared.epoch.elapsed().as_nanos() as Nanos
     }
@@ -254,7 +261,18 @@ impl Dispatcher {
             settled: false,
             error: None,
         };
-        match self.scheduler.submit(now, core_task) {
+        let (tenant, engine, bytes) = (core_task.tenant, core_task.engine, core_task.bytes);
+        let accepted = self.scheduler.submit(now, core_task);
+        self.log(|| crate::CoreCall::Submit {
+            now,
+            task: TaskId(s.id),
+            tenant,
+            engine,
+            bytes,
+            predicted: s.predicted_ns,
+            accepted: accepted.is_ok(),
+        });
+        match accepted {
             Ok(()) => {
                 self.tasks.insert(s.id, task);
             }
@@ -268,7 +286,15 @@ impl Dispatcher {
     fn pump(&mut self) {
         let now = self.now();
         for e in 0..self.scheduler.engine_count() {
-            while let Some(d) = self.scheduler.next(now, EngineId(e as u32)) {
+            let engine = EngineId(e as u32);
+            loop {
+                let d = self.scheduler.next(now, engine);
+                self.log(|| crate::CoreCall::Next {
+                    now,
+                    engine,
+                    dispatched: d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index))),
+                });
+                let Some(d) = d else { break };
                 self.start(now, d);
             }
         }
@@ -386,7 +412,15 @@ impl Dispatcher {
     /// finishes the task if that was the last of it.
     fn settle(&mut self, now: Nanos, id: u64, dispatch: DispatchId, measured: Nanos) {
         let done = match self.scheduler.complete(now, dispatch, measured) {
-            Ok(c) => c.task_done,
+            Ok(c) => {
+                self.log(|| crate::CoreCall::Complete {
+                    now,
+                    task: c.task,
+                    subtask: c.subtask.map(|s| s.index),
+                    measured,
+                });
+                c.task_done
+            }
             Err(e) => unreachable!("the core's own dispatch was refused: {e}"),
         };
         let Some(task) = self.tasks.get_mut(&id) else {
@@ -434,6 +468,8 @@ impl Dispatcher {
     fn begin_shutdown(&mut self, ack: crossbeam_channel::Sender<()>) {
         self.shutdown_ack = Some(ack);
         self.shared.cancelled.store(true, Ordering::Release);
+        let now = self.now();
+        self.log(|| crate::CoreCall::Close { now });
         for handed_back in self.scheduler.close() {
             let id = handed_back.id.0;
             let Some(task) = self.tasks.get_mut(&id) else {

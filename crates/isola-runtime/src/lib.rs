@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod builder;
+pub mod core_log;
 mod dispatcher;
 mod job;
 mod placed;
@@ -33,6 +34,7 @@ mod worker;
 pub mod workload;
 
 pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, DEFAULT_SPIN};
+pub use core_log::{CoreCall, CoreLog};
 pub use isola_core::{SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use job::{Completion, SubmitError, TaskError};
 pub use runtime::{Runtime, TenantHandle, Ticket};

@@ -1,10 +1,10 @@
 //! The running runtime, the handles tenants submit through, and tickets.
 
-use crate::builder::{BuildError, EngineConfig, Mode, RuntimeBuilder};
+use crate::builder::{BuildError, EngineConfig, RuntimeBuilder};
 use crate::dispatcher::{Dispatcher, Msg, Submission};
 use crate::job::{Completion, Reply, SubmitError, TaskError};
 use crate::stats::{TenantRecord, TenantStats};
-use isola_core::{EngineSpec, Nanos, SchedulerBuilder, Slo, SplitRule, TenantId};
+use isola_core::{Nanos, Slo, TenantId};
 use isola_ops::Operator;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +34,8 @@ pub(crate) struct Shared {
     pub cancelled: Arc<AtomicBool>,
     /// How long threads poll their channel before sleeping.
     pub spin: std::time::Duration,
+    /// Every call on the core, when the builder asked for it.
+    pub core_log: Option<crate::CoreLog>,
 }
 
 impl Shared {
@@ -91,7 +93,7 @@ impl std::fmt::Debug for Runtime {
 
 impl Runtime {
     pub(crate) fn start(b: RuntimeBuilder) -> Result<Runtime, BuildError> {
-        let scheduler = core_scheduler(&b)?;
+        let scheduler = b.scheduler()?;
         let (tx, rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             epoch: Instant::now(),
@@ -109,6 +111,7 @@ impl Runtime {
             next_id: AtomicU64::new(0),
             cancelled: Arc::new(AtomicBool::new(false)),
             spin: b.spin,
+            core_log: b.record_core_calls.then(crate::CoreLog::default),
         });
         let cores = if b.pin {
             core_affinity::get_core_ids().unwrap_or_default()
@@ -182,6 +185,12 @@ impl Runtime {
             .lock()
             .map(|r| r.iter().map(TenantRecord::snapshot).collect())
             .unwrap_or_default()
+    }
+
+    /// The log of calls made on the isolation core, if the builder asked
+    /// for one ([`RuntimeBuilder::record_core_calls`]).
+    pub fn core_log(&self) -> Option<crate::CoreLog> {
+        self.shared.core_log.clone()
     }
 
     /// Nanoseconds since the runtime started (the clock of completions).
@@ -437,30 +446,4 @@ impl Ticket {
             over_budget: false,
         }
     }
-}
-
-/// The isolation core the dispatcher drives: one channel per tenant per
-/// engine (capped at the tenant's queue cap), each engine with `workers +
-/// queue_depth` slots (so its queue stays as short as configured and the
-/// policy sets the order) and its split rule. Native mode is the core's
-/// `fcfs` on whole tasks.
-fn core_scheduler(b: &RuntimeBuilder) -> Result<isola_core::Scheduler, BuildError> {
-    let mut sb = SchedulerBuilder::new();
-    for (name, slo) in &b.tenants {
-        sb.tenant(name.clone(), slo.clone());
-    }
-    let native = b.mode == Mode::Native;
-    for e in &b.engines {
-        let slots = (e.workers + e.queue_depth).min(u32::MAX as usize) as u32;
-        let split = e.split_bytes.filter(|_| !native).map(|bytes| SplitRule {
-            bytes,
-            when: e.split_when,
-        });
-        sb.engine(EngineSpec::new(e.name.clone(), e.kind, slots, Arc::clone(&e.cost)).with_split_rule(split));
-    }
-    match &b.mode {
-        Mode::Native => sb.policy("fcfs", BTreeMap::new()),
-        Mode::Isolated { policy, params } => sb.policy(policy.clone(), params.clone()),
-    };
-    Ok(sb.build()?)
 }

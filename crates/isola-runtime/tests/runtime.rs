@@ -1,7 +1,7 @@
 //! The live runtime's guarantees: every submitted task ends in exactly one
 //! completion, with the operator's one-shot output (split or not) or a typed
 //! error; operator failures and panics fail only their task; a full queue
-//! rejects at submit; shutdown cancels what is queued; over-budget tasks are
+//! is refused by the core as a typed completion; shutdown cancels what is queued; over-budget tasks are
 //! flagged.
 
 use isola_core::{AffineCost, RejectReason, Slo, TenantId};
