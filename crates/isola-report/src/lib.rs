@@ -5,9 +5,10 @@
 //! table, sections of tables and figures, and the same data as JSON; and
 //! SVG charts on their own (lines, CDFs, grouped bars).
 //!
-//! What it must not do: know where the numbers come from. It has no notion
-//! of simulators, runtimes, policies or papers, runs nothing and measures
-//! nothing: it draws the [`Report`] and [`Chart`]s it is given, and writes
+//! What it must not do: know where the numbers come from. It depends on no
+//! simulator, runtime or experiment, runs nothing and measures nothing: it
+//! draws the [`Report`] and [`Chart`]s it is given (a section's claims and
+//! best policy, a figure's paper caption are text to it), and writes
 //! numbers as people read them ([`text`]).
 
 #![warn(missing_docs)]
