@@ -2,11 +2,12 @@
 //! operations/s) of every operator for every input size and thread count,
 //! as a table, JSON, CSV and one SVG plot per operator.
 
-use crate::format::{duration, table_with};
-use crate::progress::Progress;
-use crate::svg::{bytes_binary, LineChart, Series};
+use crate::format::table_with;
+use crate::progress::Bar;
 use anyhow::{bail, Context};
 use isola_ops::{build_operator, find_operator, sample_params, text_payload, valid_input, Operator};
+use isola_report::text::{bytes_binary, duration};
+use isola_report::{Axis, Chart, Format, Series};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -116,7 +117,7 @@ fn run_ops(args: &OpsArgs) -> anyhow::Result<()> {
         }
     }
     let total = (ops.len() * sizes.len() * args.threads.len()) as u64;
-    let mut progress = Progress::new(total);
+    let mut progress = Bar::new(total);
     let mut points = Vec::new();
     for name in &ops {
         let params = sample_params(name);
@@ -284,14 +285,15 @@ fn write_out(dir: &Path, sweep: &Sweep) -> anyhow::Result<()> {
                     .collect(),
             })
             .collect();
-        let chart = LineChart {
-            title: format!("{name}: throughput by input size"),
-            x_label: "payload bytes per operation".into(),
-            y_label: "MB/s".into(),
-            x_log2: true,
-            x_format: bytes_binary,
+        let chart = Chart::lines(
+            format!("{name}: throughput by input size"),
+            Axis::new("payload bytes per operation")
+                .log2()
+                .format(Format::Bytes)
+                .ticks_at_data(),
+            Axis::new("MB/s"),
             series,
-        };
+        );
         let path = dir.join(format!("{name}.svg"));
         std::fs::write(&path, chart.render()).with_context(|| format!("writing {}", path.display()))?;
     }

@@ -1,17 +1,5 @@
-//! Formatting for people: durations, tables, this machine in a line.
-
-/// A duration in ns as `850ns`, `12.3us`, `4.56ms` or `1.23s`.
-pub fn duration(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0}ns")
-    } else if ns < 1e6 {
-        format!("{:.1}us", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2}ms", ns / 1e6)
-    } else {
-        format!("{:.2}s", ns / 1e9)
-    }
-}
+//! Formatting for people: tables, this machine in a line (durations and
+//! sizes are `isola_report::text`'s).
 
 /// Renders rows as a left-aligned first column and right-aligned others
 /// (names, then numbers).
@@ -78,19 +66,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_pick_a_readable_unit() {
-        assert_eq!(duration(850.0), "850ns");
-        assert_eq!(duration(12_345.0), "12.3us");
-        assert_eq!(duration(4_560_000.0), "4.56ms");
-        assert_eq!(duration(1.234e9), "1.23s");
-    }
-
-    #[test]
     fn tables_align() {
         let t = table(
             &["name", "n"],
             &[vec!["a".into(), "10".into()], vec!["bbb".into(), "2".into()]],
         );
         assert_eq!(t, "name   n\na     10\nbbb    2\n");
+    }
+
+    /// This machine's cores and system, and a host name.
+    #[test]
+    fn machine_says_where() {
+        let m = machine();
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert!(
+            m.ends_with(&format!(", {cores} cores, {}", std::env::consts::OS)),
+            "{m}"
+        );
+        assert!(!m.starts_with(':'), "{m}");
     }
 }

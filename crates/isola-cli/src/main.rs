@@ -1,24 +1,23 @@
 //! # isola
 //!
-//! The command-line front end of Isola: lists policies, simulates scenarios,
-//! and (as later milestones land) runs them live, compares policies and
-//! writes reports. It parses
-//! arguments, calls the library crates and formats their results; it must not
-//! hold scheduling logic of its own.
+//! The command-line front end of Isola: lists policies, simulates scenarios
+//! and runs them live, runs operators, benchmarks and profiles them, and
+//! runs the papers' experiments and the demo. It parses arguments, calls
+//! the library crates (the experiments and the live harness are
+//! `isola_experiments`', the report and charts `isola_report`'s), prints
+//! their results as tables or JSON, writes files and shows progress bars;
+//! it must not hold scheduling logic, experiments or rendering of its own.
 
 mod args;
 mod bench;
 mod demo;
 mod format;
-mod live;
 mod op;
 mod policies;
 mod profile;
 mod progress;
-mod report;
 mod repro;
 mod sim;
-mod svg;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

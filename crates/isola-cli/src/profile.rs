@@ -2,10 +2,11 @@
 //! this machine, fit it, and save the profile (the runtime's and the
 //! simulator's cost model: `service = { profile = "FILE", op = "NAME" }`).
 
-use crate::format::{duration, table_with};
-use crate::progress::Progress;
+use crate::format::table_with;
+use crate::progress::Bar;
 use anyhow::Context;
 use isola_ops::{find_operator, sample_params};
+use isola_report::text::{bytes_binary, duration};
 use isola_runtime::profile::{profile_operator, Profile, ProfileFile};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -53,7 +54,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .with_context(|| format!("--param `{p}`: expected KEY=VALUE"))?;
         given.insert(k.trim().to_string(), v.trim().to_string());
     }
-    let mut progress = Progress::new(ops.len() as u64);
+    let mut progress = Bar::new(ops.len() as u64);
     let mut operators = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         progress.update(i as u64, op.to_string());
@@ -88,13 +89,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             let points: Vec<String> = p
                 .points
                 .iter()
-                .map(|x| {
-                    format!(
-                        "{}:{}",
-                        crate::svg::bytes_binary(x.bytes as f64),
-                        duration(x.median_ns)
-                    )
-                })
+                .map(|x| format!("{}:{}", bytes_binary(x.bytes as f64), duration(x.median_ns)))
                 .collect();
             vec![
                 p.op.clone(),

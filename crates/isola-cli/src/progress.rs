@@ -6,24 +6,27 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 /// Progress of a run of `total` steps.
-pub struct Progress {
+pub struct Bar {
     bar: ProgressBar,
+    total: u64,
     start: Instant,
     terminal: bool,
     shown: bool,
 }
 
-impl Progress {
+impl Bar {
     /// A bar of `total` steps, hidden until the run has taken two seconds.
     pub fn new(total: u64) -> Self {
-        let bar = ProgressBar::with_draw_target(Some(total.max(1)), ProgressDrawTarget::hidden());
+        let total = total.max(1);
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         bar.set_style(
             ProgressStyle::with_template("{msg:>24} [{bar:40}] {percent:>3}% eta {eta}")
                 .expect("the template is valid")
                 .progress_chars("=> "),
         );
-        Progress {
+        Bar {
             bar,
+            total,
             start: Instant::now(),
             terminal: std::io::stderr().is_terminal(),
             shown: false,
@@ -41,7 +44,15 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+/// The libraries' progress reports, as fractions of the bar.
+impl isola_experiments::Progress for Bar {
+    fn update(&mut self, fraction: f64, what: &str) {
+        let position = (fraction.clamp(0.0, 1.0) * self.total as f64) as u64;
+        Bar::update(self, position, what);
+    }
+}
+
+impl Drop for Bar {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
     }

@@ -1,8 +1,9 @@
 //! `isola sim`: simulate a scenario under its policies and print the results.
 
-use crate::format::{duration, table};
-use crate::progress::Progress;
+use crate::format::table;
+use crate::progress::Bar;
 use anyhow::Context;
+use isola_report::text::duration;
 use isola_sim::{simulate, Scenario, SimReport};
 use std::io::Write;
 use std::path::PathBuf;
@@ -36,7 +37,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 /// Runs `isola run`: the scenario live, on real operators.
 pub fn run_live(args: &Args) -> anyhow::Result<()> {
     execute(args, "live", |scenario, tick| {
-        crate::live::run_live(scenario, &args.policies, args.seed, tick)
+        isola_experiments::live::run_live(scenario, &args.policies, args.seed, tick)
     })
 }
 
@@ -81,7 +82,7 @@ fn execute(
 
 /// Runs `f` with a progress callback `(run, runs, fraction of run done)`.
 fn with_progress<T>(f: impl FnOnce(&mut dyn FnMut(usize, usize, f64)) -> T) -> T {
-    let mut progress = Progress::new(1000);
+    let mut progress = Bar::new(1000);
     let mut tick = |run: usize, runs: usize, frac: f64| {
         let position = ((run as f64 + frac) / runs.max(1) as f64) * 1000.0;
         progress.update(position as u64, format!("run {}/{}", (run + 1).min(runs), runs));

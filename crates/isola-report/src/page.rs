@@ -1,14 +1,9 @@
-//! The report `isola repro` writes: one self-contained `report.html` (inline
-//! SVG charts and stylesheet; nothing fetched from the network) and the same
-//! data as `report.json`.
-//!
-//! A [`Report`] holds a summary table (one row per experiment: the goal, the
-//! result, whether it was met) and the [`Experiment`]s: each with a
-//! description, the paper's headline claims beside this run's findings,
-//! tables (one row may be highlighted, say the best policy) and
-//! [`Figure`]s of one or more [`Chart`]s (small multiples), each with the
-//! paper's figure text beside our caption. Charts are [`crate::svg`]'s: line
-//! charts over time, CDFs and grouped bars.
+//! The report as one self-contained HTML page: header, contents, summary
+//! table, then each [`Section`] with its claims beside its findings, its
+//! tables (one row may be highlighted, say the best policy) and its
+//! [`Figure`](crate::Figure)s of charts (small multiples), each with the
+//! paper's figure text beside our caption; and the same data as
+//! `report.json`.
 //!
 //! The page carries a short script that is not needed to display it: on load
 //! it measures each chart as the browser drew it (the box, each line's
@@ -19,109 +14,12 @@
 #[cfg(test)]
 mod tests;
 
-use crate::svg::{escape, Chart};
+use crate::model::{Report, Section, Table};
+use crate::text::escape;
 use anyhow::Context;
-use serde::Serialize;
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-
-/// The whole report.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Report {
-    /// Title of the page.
-    pub title: String,
-    /// When, where and how it was made.
-    pub generated: Generated,
-    /// One row per experiment, shown first.
-    pub summary: Vec<SummaryRow>,
-    /// The experiments, in order.
-    pub experiments: Vec<Experiment>,
-}
-
-/// When, where and how a report was made (free text each).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Generated {
-    /// Date and time.
-    pub date: String,
-    /// The machine: host name, CPU, cores.
-    pub machine: String,
-    /// The command line that made the report.
-    pub command: String,
-}
-
-impl Generated {
-    /// Now (UTC), this machine, and `command`.
-    pub fn here(command: impl Into<String>) -> Self {
-        Generated {
-            date: utc_now(),
-            machine: crate::format::machine(),
-            command: command.into(),
-        }
-    }
-}
-
-/// One line of the summary table.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SummaryRow {
-    /// The experiment's name (links to its section when it matches an
-    /// [`Experiment::name`]).
-    pub experiment: String,
-    /// What the paper shows and we try to reproduce.
-    pub goal: String,
-    /// What we got.
-    pub result: String,
-    /// Whether the goal was met; `None` where it does not apply.
-    pub met: Option<bool>,
-}
-
-/// One experiment: what it is, what the paper reports, what we measured.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Experiment {
-    /// Short identifier (`osmosis-fig9`); the section's anchor is made from it.
-    pub name: String,
-    /// Heading.
-    pub title: String,
-    /// A paragraph on the setup.
-    pub description: String,
-    /// The paper's headline figures, shown beside [`Self::findings`].
-    pub paper_claims: Vec<String>,
-    /// Ours, for the same points.
-    pub findings: Vec<String>,
-    /// The policy that did best, if one did.
-    pub best_policy: Option<String>,
-    /// Result tables.
-    pub tables: Vec<Table>,
-    /// Figures.
-    pub figures: Vec<Figure>,
-}
-
-/// A table of text cells.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Table {
-    /// Caption above it.
-    pub caption: String,
-    /// Column names.
-    pub header: Vec<String>,
-    /// Rows of cells (cells that start like a number are right-aligned).
-    pub rows: Vec<Vec<String>>,
-    /// The row to highlight (index into `rows`), say the best policy's.
-    pub highlight_row: Option<usize>,
-}
-
-/// A figure: one chart, or several side by side (small multiples, say one
-/// per policy), with our caption and the paper's.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Figure {
-    /// Heading of the figure.
-    pub title: String,
-    /// What it shows, in this run.
-    pub caption: String,
-    /// The paper's figure and what it shows (`OSMOSIS Fig. 9: ...`).
-    pub paper: Option<String>,
-    /// The panels.
-    pub charts: Vec<Chart>,
-}
 
 /// Writes `report.html` and `report.json` into `dir` (created if need
 /// be); returns the HTML file's path.
@@ -139,13 +37,13 @@ pub fn write_report(dir: &Path, report: &Report) -> anyhow::Result<PathBuf> {
 pub fn render_html(report: &Report) -> String {
     let mut ids = HashSet::new();
     let anchors: Vec<String> = report
-        .experiments
+        .sections
         .iter()
         .map(|e| unique_id(&mut ids, &format!("exp-{}", slug(&e.name))))
         .collect();
     let anchor_of = |name: &str| {
         report
-            .experiments
+            .sections
             .iter()
             .position(|e| e.name == name || e.title == name)
             .map(|i| anchors[i].as_str())
@@ -153,7 +51,7 @@ pub fn render_html(report: &Report) -> String {
     // Figures are numbered through the report.
     let mut figure_numbers = Vec::new();
     let mut n = 0;
-    for e in &report.experiments {
+    for e in &report.sections {
         figure_numbers.push((n + 1..=n + e.figures.len()).collect::<Vec<_>>());
         n += e.figures.len();
     }
@@ -185,7 +83,7 @@ pub fn render_html(report: &Report) -> String {
         h,
         "<nav class=\"toc\">\n<h2>Contents</h2>\n<ol>\n<li><a href=\"#summary\">Summary</a></li>"
     );
-    for ((e, anchor), numbers) in report.experiments.iter().zip(&anchors).zip(&figure_numbers) {
+    for ((e, anchor), numbers) in report.sections.iter().zip(&anchors).zip(&figure_numbers) {
         let _ = write!(h, "<li><a href=\"#{anchor}\">{}</a>", escape(heading(e)));
         if !e.figures.is_empty() {
             h.push_str("\n<ol>");
@@ -211,9 +109,9 @@ pub fn render_html(report: &Report) -> String {
             "<table class=\"summary\">\n<thead><tr><th>Experiment</th><th>Goal</th><th>Result</th><th>Met</th></tr></thead>\n<tbody>\n",
         );
         for row in &report.summary {
-            let name = match anchor_of(&row.experiment) {
-                Some(a) => format!("<a href=\"#{a}\">{}</a>", escape(&row.experiment)),
-                None => escape(&row.experiment),
+            let name = match anchor_of(&row.section) {
+                Some(a) => format!("<a href=\"#{a}\">{}</a>", escape(&row.section)),
+                None => escape(&row.section),
             };
             let met = match row.met {
                 Some(true) => "<td class=\"met yes\">✓ met</td>",
@@ -231,8 +129,8 @@ pub fn render_html(report: &Report) -> String {
     }
     h.push_str("</section>\n");
 
-    for ((e, anchor), numbers) in report.experiments.iter().zip(&anchors).zip(&figure_numbers) {
-        experiment_html(&mut h, e, anchor, numbers);
+    for ((e, anchor), numbers) in report.sections.iter().zip(&anchors).zip(&figure_numbers) {
+        section_html(&mut h, e, anchor, numbers);
     }
     let _ = writeln!(
         h,
@@ -241,8 +139,8 @@ pub fn render_html(report: &Report) -> String {
     h
 }
 
-/// An experiment's heading: its title, else its name.
-fn heading(e: &Experiment) -> &str {
+/// A section's heading: its title, else its name.
+fn heading(e: &Section) -> &str {
     if e.title.is_empty() {
         &e.name
     } else {
@@ -250,7 +148,7 @@ fn heading(e: &Experiment) -> &str {
     }
 }
 
-fn experiment_html(h: &mut String, e: &Experiment, anchor: &str, figure_numbers: &[usize]) {
+fn section_html(h: &mut String, e: &Section, anchor: &str, figure_numbers: &[usize]) {
     let _ = writeln!(
         h,
         "<section class=\"experiment\" id=\"{anchor}\">\n<h2>{}</h2>",
@@ -389,32 +287,6 @@ fn unique_id(ids: &mut HashSet<String>, base: &str) -> String {
         n += 1;
     }
     id
-}
-
-/// The time now, `2025-01-31 14:05 UTC`.
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    utc(secs)
-}
-
-/// `secs` since the Unix epoch as a UTC date and time (Howard Hinnant's
-/// days-to-civil algorithm).
-fn utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let (hh, mm) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02} UTC")
 }
 
 /// The page's stylesheet.

@@ -1,0 +1,139 @@
+//! `isola repro NAME | all`: each research paper's own experiment, run under
+//! every registered policy on the same arrivals, with our figures printed
+//! beside the paper's headline figures, the best policy named, and the
+//! milestone's goals checked. Experiments are simulated (scenarios embedded
+//! from `scenarios/repro/`, also runnable with `isola sim`); `--live` runs
+//! those whose operators exist for real on this machine.
+//!
+//! The experiments are `isola_experiments`'; this command picks them, shows
+//! their progress, prints their outcomes and writes the files.
+
+use crate::format::table;
+use crate::progress::Bar;
+use anyhow::Context;
+use isola_experiments::{run_experiments, select, Outcome, ALL};
+use isola_report::Generated;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `isola repro`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// An experiment's name, or `all` (see `--list`).
+    #[arg(default_value = "all")]
+    experiment: String,
+    /// List the experiments and exit.
+    #[arg(long)]
+    list: bool,
+    /// Run live, on real operators on this machine's cores, the experiments
+    /// whose engines and operators all exist for real (astraea as `isola
+    /// demo`; the MTDA and OSMOSIS compute mixes on the real applications);
+    /// the others are simulated, with the reason noted.
+    #[arg(long)]
+    live: bool,
+    /// Print one JSON object with every outcome instead of the tables.
+    #[arg(long)]
+    json: bool,
+    /// Write results.json and report.html to this folder.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Seed for every random stream (default: each scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// Runs `isola repro`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    if args.list {
+        let rows: Vec<Vec<String>> = ALL
+            .iter()
+            .map(|e| vec![e.name.to_string(), e.paper.to_string(), e.title.to_string()])
+            .collect();
+        println!("{}", table(&["experiment", "paper", "what"], &rows));
+        return Ok(());
+    }
+    let chosen = select(&args.experiment)?;
+    let outcomes = run_experiments(&chosen, args.live, args.seed, &mut Bar::new(1000))?;
+    if let Some(dir) = &args.out {
+        write_out(dir, &outcomes)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &outcomes)?;
+        writeln!(out)?;
+    } else {
+        for o in &outcomes {
+            print_outcome(&mut out, o)?;
+        }
+        print_summary(&mut out, &outcomes)?;
+        if let Some(dir) = &args.out {
+            writeln!(out, "results written to {}", dir.display())?;
+        }
+    }
+    Ok(())
+}
+
+fn print_outcome(out: &mut impl Write, o: &Outcome) -> std::io::Result<()> {
+    writeln!(out, "== {}: {} ({}, {})", o.name, o.title, o.paper, o.mode)?;
+    for t in &o.tables {
+        writeln!(out, "{}", t.caption)?;
+        let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
+        writeln!(out, "{}", table(&header, &t.rows))?;
+    }
+    writeln!(out, "paper:")?;
+    for c in &o.paper_claims {
+        writeln!(out, "  - {c}")?;
+    }
+    if let Some(best) = &o.best_policy {
+        writeln!(out, "best policy here: {best}")?;
+    }
+    for (kind, checks) in [("goal", &o.goals), ("paper's direction", &o.directions)] {
+        for c in checks {
+            let verdict = if c.met { "met" } else { "NOT met" };
+            writeln!(out, "{kind}: {} -> {verdict} ({})", c.what, c.detail)?;
+        }
+    }
+    for n in &o.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    writeln!(out)
+}
+
+fn print_summary(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result<()> {
+    if outcomes.len() < 2 {
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = outcomes
+        .iter()
+        .map(|o| {
+            let met = o.goals.iter().filter(|c| c.met).count();
+            let dirs = o.directions.iter().filter(|c| c.met).count();
+            vec![
+                o.name.clone(),
+                o.best_policy.clone().unwrap_or_else(|| "-".into()),
+                format!("{met}/{}", o.goals.len()),
+                format!("{dirs}/{}", o.directions.len()),
+            ]
+        })
+        .collect();
+    writeln!(
+        out,
+        "{}",
+        table(
+            &["experiment", "best policy", "goals met", "paper directions held"],
+            &rows
+        )
+    )
+}
+
+/// Writes `results.json`, and the report (`report.html`, `report.json`).
+fn write_out(dir: &Path, outcomes: &[Outcome]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("results.json");
+    std::fs::write(&path, serde_json::to_string_pretty(outcomes)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let generated = Generated::now(crate::format::machine(), command);
+    isola_report::write_report(dir, &isola_experiments::report(outcomes, generated))?;
+    Ok(())
+}

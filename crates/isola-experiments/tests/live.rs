@@ -1,0 +1,131 @@
+//! The live harness (`isola run`): scenarios run on the live runtime and
+//! reported in the simulator's schema.
+
+use isola_experiments::live::run_live;
+use isola_sim::{Scenario, SimReport, TenantResult};
+use std::path::PathBuf;
+
+/// A fresh folder for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("isola-live-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `scenario` (TOML) live with `files` written beside it.
+fn run(name: &str, scenario: &str, files: &[(&str, &str)]) -> SimReport {
+    let dir = scratch(name);
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let loaded = Scenario::load(&file);
+    let report = loaded.map(|s| run_live(&s, &[], None, &mut |_, _, _| {}));
+    std::fs::remove_dir_all(&dir).ok();
+    report.unwrap().unwrap()
+}
+
+/// Runs one tenant `t` with `tenant` (its SLO lines and workload table) on
+/// one accelerator, `files` written beside the scenario, and returns that
+/// tenant's result.
+fn run_one_tenant(name: &str, tenant: &str, files: &[(&str, &str)]) -> TenantResult {
+    let scenario = format!(
+        "[run]\npolicies = [\"fcfs\"]\n\n[[engine]]\nname = \"acc\"\nkind = \"accelerator\"\n\
+         service = {{ dist = \"affine\", base = \"1us\", per_byte_ns = 1.0 }}\n\n[[tenant]]\nname = \"t\"\n{tenant}"
+    );
+    let mut report = run(name, &scenario, files);
+    report.policies.remove(0).tenants.remove(0)
+}
+
+/// A traced task whose operator differs from the workload's is built and
+/// submitted with its own operator's parameters (an AES key, not the
+/// workload's SHA ones), and every task completes.
+#[test]
+fn traced_operators_get_their_own_parameters() {
+    let trace = "time_ns,tenant,op,bytes\n0,t,sha256,4096\n1000,t,aes-gcm-encrypt,4096\n2000,t,sha256,1024\n";
+    let t = run_one_tenant(
+        "trace",
+        "[tenant.workload]\nengine = \"acc\"\nop = \"sha256\"\nsize = \"4KiB\"\narrival = { trace = \"trace.csv\" }\n",
+        &[("trace.csv", trace)],
+    );
+    assert_eq!((t.completed, t.aborted), (3, 0), "{t:?}");
+}
+
+/// Live, a task over its tenant's service budget runs to its end but
+/// counts as aborted, as the simulator's watchdog would abort it: not also
+/// as completed.
+#[test]
+fn over_budget_tasks_count_once() {
+    let t = run_one_tenant(
+        "budget",
+        "budget = \"1ns\"\n[tenant.workload]\nengine = \"acc\"\nop = \"sha256\"\nsize = \"64KiB\"\n\
+         arrival = { closed = 1 }\ncount = 5\n",
+        &[],
+    );
+    assert_eq!((t.completed, t.aborted), (0, 5), "{t:?}");
+}
+
+/// Each tenant's tasks go to its own engine, and a run with a duration is
+/// that long, with what is unfinished counted as incomplete.
+#[test]
+fn tenants_go_to_their_engines_for_the_duration() {
+    let report = run(
+        "engines",
+        r#"[run]
+duration = "300ms"
+policies = ["fcfs"]
+
+[[engine]]
+name = "e0"
+kind = "accelerator"
+service = { dist = "affine", base = "1us", per_byte_ns = 1.0 }
+
+[[engine]]
+name = "e1"
+kind = "accelerator"
+service = { dist = "affine", base = "1us", per_byte_ns = 1.0 }
+
+[[tenant]]
+name = "a"
+[tenant.workload]
+engine = "e0"
+op = "sha256"
+size = "256KiB"
+arrival = { closed = 1 }
+
+[[tenant]]
+name = "b"
+[tenant.workload]
+engine = "e1"
+op = "sha256"
+size = "256KiB"
+arrival = { closed = 1 }
+"#,
+        &[],
+    );
+    let p = &report.policies[0];
+    assert_eq!(p.duration_ns, 300_000_000);
+    for (i, engine) in ["e0", "e1"].iter().enumerate() {
+        let t = &p.tenants[i];
+        assert_eq!(t.engine_shares.get(*engine), Some(&1.0), "{t:?}");
+        assert!(t.completed > 0);
+        assert!(t.incomplete <= 1, "closed loop of one: at most one cut off");
+    }
+}
+
+/// What has no live model is refused, saying what and why.
+#[test]
+fn what_has_no_live_model_is_refused() {
+    for (name, says) in [
+        ("osmosis-dma-hol.toml", "no dma model"),
+        ("mm1.toml", "no real implementation"),
+    ] {
+        let path = format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"));
+        let scenario = Scenario::load(std::path::Path::new(&path)).unwrap();
+        let err = isola_experiments::live::check_live(&scenario)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{name}: {err}");
+    }
+}
