@@ -28,7 +28,7 @@ pub enum DispatchReason {
 /// A task handed to an engine slot.
 #[derive(Debug, Clone)]
 pub struct Dispatch {
-    /// Pass back to [`Scheduler::complete`].
+    /// Pass back to [`Scheduler::complete`](super::Scheduler::complete).
     pub id: DispatchId,
     /// The engine whose slot serves it.
     pub engine: EngineId,
@@ -118,7 +118,7 @@ pub struct Rejection {
     pub task: Box<Task>,
 }
 
-/// Errors from [`Scheduler::complete`].
+/// Errors from [`Scheduler::complete`](super::Scheduler::complete).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchedulerError {
     /// The dispatch id is unknown or was already completed.
