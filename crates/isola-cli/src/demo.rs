@@ -160,7 +160,8 @@ pub fn experiment(args: &Args) -> anyhow::Result<DemoReport> {
     if !(args.scale > 0.0 && args.scale <= 1.0) {
         bail!("--scale: {} is not in (0, 1]", args.scale);
     }
-    let split = isola_sim::quantity::parse_size(&args.split).map_err(|e| anyhow::anyhow!("--split: {e}"))?;
+    let split =
+        isola_model::quantity::parse_size(&args.split).map_err(|e| anyhow::anyhow!("--split: {e}"))?;
     for p in &args.policies {
         isola_core::policy::find_policy(p).with_context(|| format!("--policies: `{p}`"))?;
     }

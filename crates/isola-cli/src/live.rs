@@ -11,13 +11,13 @@
 use anyhow::bail;
 use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram};
 use isola_core::{EngineId, EngineKind, Nanos, TenantId, NANOS_PER_SEC};
+use isola_model::results::LatencyStats;
+use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun};
+use isola_model::{PolicyResult, Scenario, SimReport, TenantResult};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
 use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, SubmitError};
 use isola_sim::device::ServiceModel;
-use isola_sim::results::LatencyStats;
-use isola_sim::scenario::{ArrivalSpec, DeviceSpec, PolicyRun};
 use isola_sim::workload::{ArrivalProcess, SizeSampler};
-use isola_sim::{PolicyResult, Scenario, SimReport, TenantResult};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -207,7 +207,7 @@ pub(crate) fn run_policy_live(
 /// its trace or the run's duration ends, and collects its completions.
 fn drive_tenant(
     handle: &isola_runtime::TenantHandle,
-    t: &isola_sim::scenario::TenantSpec,
+    t: &isola_model::scenario::TenantSpec,
     index: usize,
     seed: u64,
     started: Instant,

@@ -3,7 +3,8 @@
 use crate::format::{duration, table};
 use crate::progress::Progress;
 use anyhow::Context;
-use isola_sim::{simulate, Scenario, SimReport};
+use isola_model::{Scenario, SimReport};
+use isola_sim::simulate;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -5,8 +5,8 @@
 //! at `now`, and `fire` the timers the device asked for; they answer with
 //! finished jobs and new timers. Timers carry a device-chosen token.
 
-use crate::scenario::{Direction, DmaSpec, ServiceSpec};
 use isola_core::{CostModel, DispatchId, Nanos, PiecewiseLinearCost, NANOS_PER_SEC};
+use isola_model::scenario::{Direction, DmaSpec, ServiceSpec};
 use slab::Slab;
 use std::collections::VecDeque;
 

@@ -7,8 +7,8 @@ use crate::format::duration;
 use crate::report::{Figure, Table};
 use crate::svg::{Axis, BarSeries, Chart, Format, Series};
 use anyhow::Context;
-use isola_sim::scenario::PolicyRun;
-use isola_sim::{PolicyResult, TenantResult};
+use isola_model::scenario::PolicyRun;
+use isola_model::{PolicyResult, TenantResult};
 use std::collections::BTreeMap;
 
 /// Every experiment, in the order `all` runs them.
@@ -190,7 +190,7 @@ fn over_time(
     y: Axis,
     ok: &[(&str, &PolicyResult)],
     labels: &[&str],
-    value: impl Fn(&isola_sim::results::SeriesPoint) -> f64,
+    value: impl Fn(&isola_model::results::SeriesPoint) -> f64,
 ) -> Chart {
     let series = ok
         .iter()
@@ -298,7 +298,7 @@ fn astraea(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     // the two SLAs pull against each other (the LS tenant always has work,
     // so whatever share it gets the BS tenant loses while it runs), and the
     // weight picks the point on that trade-off. Native ignores weights.
-    let mut scenario = isola_sim::Scenario::parse(
+    let mut scenario = isola_model::Scenario::parse(
         include_str!("../../../../scenarios/repro/astraea.toml"),
         "scenarios/repro/astraea.toml",
     )?;
@@ -1156,7 +1156,7 @@ fn mtda_burst(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
     // The p99 of the tenants that did not burst (what isolation protects):
     // per window, the largest of their p99s. A window in which one of them
     // completed nothing counts as unbounded (starved), not as zero.
-    let victims_p99 = |p: &isola_sim::results::SeriesPoint| {
+    let victims_p99 = |p: &isola_model::results::SeriesPoint| {
         p.p99_ns
             .iter()
             .skip(1)
@@ -1176,7 +1176,7 @@ fn mtda_burst(ctx: &mut Ctx) -> anyhow::Result<Outcome> {
         let level = pre.get(pre.len() / 2).copied().unwrap_or(0) as f64;
         // Recovered at the first window after which every window stays
         // within 20% of that level.
-        let after: Vec<&isola_sim::results::SeriesPoint> =
+        let after: Vec<&isola_model::results::SeriesPoint> =
             r.series.iter().filter(|p| p.start_ns >= BURST_NS).collect();
         let first_good =
             (0..after.len()).find(|&i| after[i..].iter().all(|p| victims_p99(p) as f64 <= 1.2 * level));

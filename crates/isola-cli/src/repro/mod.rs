@@ -17,8 +17,8 @@ use crate::progress::Progress;
 use crate::report::{Experiment as ReportExperiment, Figure, Generated, Report, SummaryRow, Table};
 use anyhow::{bail, Context};
 use isola_core::policy::POLICIES;
-use isola_sim::scenario::PolicyRun;
-use isola_sim::{PolicyResult, Scenario};
+use isola_model::scenario::PolicyRun;
+use isola_model::{PolicyResult, Scenario};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -266,7 +266,7 @@ impl Ctx {
             };
             let result = result.map(|mut r| {
                 if let Some(alone) = &setup.alone {
-                    isola_sim::add_slowdowns(&mut r, alone);
+                    r.add_slowdowns(alone);
                 }
                 r
             });
