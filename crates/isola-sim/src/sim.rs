@@ -1,6 +1,6 @@
 //! The simulation loop: drives one `isola_core::Scheduler` per run with
-//! virtual time, feeds its dispatches to device models, and records what each
-//! tenant got.
+//! virtual time, feeds its dispatches to device models, and tells the run
+//! recorder (`isola_model::results::RunRecorder`) what each tenant got.
 //!
 //! Events happen in time order; simultaneous events in the order they were
 //! scheduled (a sequence number breaks ties), so a scenario and a seed give

@@ -424,3 +424,165 @@ impl RunRecorder {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant(name: &str, weight: f64, sla: Option<SlaRule>, active: bool) -> RecordedTenant {
+        RecordedTenant {
+            name: name.into(),
+            weight,
+            sla,
+            active,
+        }
+    }
+
+    fn recorder(tenants: Vec<RecordedTenant>) -> RunRecorder {
+        let engines = vec![RecordedEngine {
+            name: "acc".into(),
+            slots: 1,
+        }];
+        RunRecorder::new(tenants, engines, 100)
+    }
+
+    fn task(
+        tenant: u32,
+        bytes: u64,
+        arrival: Nanos,
+        end: Nanos,
+        predicted: Nanos,
+        outcome: Outcome,
+    ) -> TaskRecord {
+        TaskRecord {
+            tenant: TenantId(tenant),
+            bytes,
+            arrival,
+            end,
+            predicted,
+            outcome,
+        }
+    }
+
+    fn served(tenant: u32, start: Nanos, service: Nanos) -> EngineTime {
+        EngineTime {
+            tenant: TenantId(tenant),
+            engine: EngineId(0),
+            start,
+            service,
+        }
+    }
+
+    fn end(duration: Option<Nanos>) -> RunEnd {
+        RunEnd {
+            label: "run".into(),
+            policy_name: "fcfs".into(),
+            duration,
+            events: 9,
+        }
+    }
+
+    #[test]
+    fn counts_throughput_latency_sla_shares_and_time_in_system() {
+        let mut r = recorder(vec![
+            tenant("a", 1.0, Some(SlaRule::PredictedMultiple(2.0)), true),
+            tenant("b", 2.0, Some(SlaRule::PredictedMultiple(2.0)), true),
+        ]);
+        assert!(r.backlog_due(0));
+        r.record_backlog(0, EngineId(0), &[0, 0]);
+        assert!(!r.backlog_due(99) && r.backlog_due(100));
+        r.engine_time(served(0, 0, 50));
+        r.task(task(0, 1000, 0, 50, 50, Outcome::Completed)); // 50 <= 2 x 50
+        r.engine_time(served(1, 50, 100));
+        r.record_backlog(100, EngineId(0), &[0, 30]);
+        r.task(task(1, 500, 60, 150, 40, Outcome::Completed)); // 90 > 2 x 40
+        r.task(task(1, 64, 30, 30, 40, Outcome::Rejected));
+        r.task(task(0, 64, 20, 60, 40, Outcome::Aborted));
+        r.task(task(1, 64, 70, 70, 0, Outcome::Unmatched));
+        r.task(task(0, 64, 120, 200, 40, Outcome::InFlight));
+        r.engine_time(served(7, 0, 10)); // unknown tenant: ignored
+        r.task(task(7, 1, 0, 1, 1, Outcome::Completed));
+        let p = r.finish(end(Some(200)));
+        assert_eq!(
+            (p.policy.as_str(), p.policy_name.as_str(), p.events),
+            ("run", "fcfs", 9)
+        );
+        assert_eq!(p.duration_ns, 200);
+        let (a, b) = (&p.tenants[0], &p.tenants[1]);
+        let counts = |t: &TenantResult| (t.completed, t.rejected, t.aborted, t.unmatched, t.incomplete);
+        assert_eq!(counts(a), (1, 0, 1, 0, 1));
+        assert_eq!(counts(b), (1, 1, 0, 1, 0));
+        // 1000 B and one task in 200 ns.
+        assert_eq!((a.throughput_bps, a.throughput_ops), (5e9, 5e6));
+        assert_eq!((a.sla_violation_rate, b.sla_violation_rate), (0.0, 1.0));
+        assert_eq!((a.latency_ns.mean, b.latency_ns.max), (50.0, 90));
+        assert_eq!(b.flow_completion_ns, 90);
+        assert_eq!(a.engine_shares["acc"], 1.0 / 3.0);
+        assert_eq!(b.engine_time_share, 2.0 / 3.0);
+        // Served in proportion to the weights.
+        assert_eq!(p.jain, 1.0);
+        // In the system: 50 + 90 + 40 (aborted) + 80 (in flight) task x ns.
+        assert_eq!(p.mean_in_system, 260.0 / 200.0);
+        assert_eq!(p.series.len(), 2);
+        assert_eq!(p.series[0].throughput_bps, vec![1e10, 0.0]);
+        assert_eq!(p.series[1].throughput_bps, vec![0.0, 5e9]);
+        assert_eq!(
+            (p.series[0].p99_ns.clone(), p.series[1].p99_ns.clone()),
+            (vec![50, 0], vec![0, 90])
+        );
+        assert_eq!(p.series[0].engine_share, vec![0.5, 0.5]);
+        // Window 0: b (weight 2) got 50 and had 30 more waiting, so its
+        // fair share of 100 was 66.7 and a's 33.3: a got 1.5x its share, b
+        // 0.75x, an index of 2.25^2 / (2 x (1.5^2 + 0.75^2)) = 0.9. By
+        // weight alone, among the tenants served, it looks the same.
+        assert!(
+            (p.series[0].jain_of_demand - 0.9).abs() < 1e-12,
+            "{}",
+            p.series[0].jain_of_demand
+        );
+        // Window 1 has no backlog recorded: b got all it asked for.
+        assert_eq!(p.series[1].jain_of_demand, 1.0);
+        assert_eq!(p.window_mean(|s| s.start_ns as f64), Some(50.0));
+    }
+
+    #[test]
+    fn solo_rule_inactive_tenants_and_the_interval_without_a_duration() {
+        let mut r = recorder(vec![
+            tenant(
+                "a",
+                1.0,
+                Some(SlaRule::SoloMultiple { k: 2.0, solo_ns: 10 }),
+                true,
+            ),
+            tenant("idle", 1.0, None, false),
+        ]);
+        r.engine_time(served(0, 0, 30));
+        // Judged against the tenant's solo time, not the task's prediction.
+        r.task(task(0, 100, 0, 21, 1_000, Outcome::Completed));
+        r.task(task(0, 100, 0, 20, 1, Outcome::Completed));
+        let p = r.finish(end(None));
+        // Until the last completion.
+        assert_eq!(p.duration_ns, 21);
+        assert_eq!(p.tenants[0].sla_violation_rate, 0.5);
+        // The idle tenant is left out of the run's index: one tenant is fair.
+        assert_eq!(p.jain, 1.0);
+        assert_eq!(p.tenants[1].completed, 0);
+        assert_eq!(p.tenants[1].engine_shares["acc"], 0.0);
+        // An empty run lasts at least 1 ns and divides nothing by zero.
+        let empty = recorder(vec![tenant("a", 1.0, None, true)]).finish(end(None));
+        assert_eq!((empty.duration_ns, empty.tenants[0].throughput_bps), (1, 0.0));
+        assert!(empty.series.is_empty());
+    }
+
+    #[test]
+    fn a_late_completion_counts_everywhere_but_its_kept_window() {
+        let mut r = recorder(vec![tenant("a", 1.0, None, true)]);
+        r.task(task(0, 10, 150, 160, 1, Outcome::Completed));
+        r.task(task(0, 10, 0, 50, 1, Outcome::Completed));
+        let p = r.finish(end(Some(200)));
+        assert_eq!(p.tenants[0].completed, 2);
+        assert_eq!(p.series[0].throughput_bps, vec![1e8]);
+        assert_eq!(p.series[0].p99_ns, vec![0]);
+        assert_eq!(p.series[1].p99_ns, vec![10]);
+    }
+}
