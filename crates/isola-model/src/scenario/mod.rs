@@ -8,19 +8,23 @@
 //! that do not apply to an engine's kind, and unbounded runs.
 //!
 //! The types here are descriptions, plain data: a service model, a size
-//! distribution or an arrival process as the file states it. What a driver
-//! does with them (sampling service times, drawing sizes and arrivals,
-//! timing a device) is the driver's (`isola-sim`'s device and workload
-//! models).
+//! distribution or an arrival process as the file states it, and what a
+//! service model predicts ([`ServiceCost`], every driver's cost model). What
+//! a driver does with them (sampling service times, drawing sizes and
+//! arrivals, timing a device) is the driver's (`isola-sim`'s device and
+//! workload models).
 //!
-//! Layout: the public types (this file), the raw TOML types ((`raw`)), the
-//! checks from one to the other (`check`, `tenant`) and error positions
-//! (`source`).
+//! Layout: the public types (this file, and `service` for [`ServiceCost`]),
+//! the raw TOML types (`raw`), the checks from one to the other (`check`,
+//! `tenant`) and error positions (`source`).
 
 mod check;
 mod raw;
+mod service;
 mod source;
 mod tenant;
+
+pub use service::ServiceCost;
 
 use isola_core::{EngineKind, Nanos, Slo};
 use serde::Deserialize;
