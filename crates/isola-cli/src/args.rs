@@ -2,8 +2,8 @@
 //! (`isola bench ops`, `isola profile`).
 
 use anyhow::bail;
+use isola_model::quantity::parse_size;
 use isola_ops::{find_operator, OPERATORS};
-use isola_sim::quantity::parse_size;
 
 /// `--ops`: the registry names given (each checked), or every operator.
 pub fn operators(given: &[String]) -> anyhow::Result<Vec<&'static str>> {

@@ -62,7 +62,7 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
         bail!("--scale: {} is not in (0, 1]", args.scale);
     }
     let split_bytes =
-        isola_sim::quantity::parse_size(&args.split).map_err(|e| anyhow::anyhow!("--split: {e}"))?;
+        isola_model::quantity::parse_size(&args.split).map_err(|e| anyhow::anyhow!("--split: {e}"))?;
     for p in &args.policies {
         isola_core::policy::find_policy(p).with_context(|| format!("--policies: `{p}`"))?;
     }

@@ -3,8 +3,9 @@
 use crate::format::table;
 use crate::progress::Bar;
 use anyhow::Context;
+use isola_model::{Scenario, SimReport};
 use isola_report::text::duration;
-use isola_sim::{simulate, Scenario, SimReport};
+use isola_sim::simulate;
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -3,9 +3,9 @@
 //! beside the paper's.
 
 use crate::judge::tenant;
+use isola_model::results::SeriesPoint;
+use isola_model::{PolicyResult, TenantResult};
 use isola_report::{Axis, BarSeries, Chart, Figure, Format, Series};
-use isola_sim::results::SeriesPoint;
-use isola_sim::{PolicyResult, TenantResult};
 
 /// One latency CDF per policy for tenant `name` (x in seconds, log scale).
 pub(crate) fn latency_cdf(title: &str, ok: &[(&str, &PolicyResult)], name: &str) -> Chart {

@@ -4,7 +4,7 @@
 
 use crate::experiment::Check;
 use crate::runner::PolicyOutcome;
-use isola_sim::{PolicyResult, TenantResult};
+use isola_model::{PolicyResult, TenantResult};
 
 /// A fraction as a percentage with two decimals: `14.84%`.
 pub(crate) fn fmt_pct(x: f64) -> String {

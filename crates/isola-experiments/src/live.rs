@@ -11,13 +11,12 @@
 use anyhow::bail;
 use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram};
 use isola_core::{EngineId, EngineKind, Nanos, TenantId, NANOS_PER_SEC};
+use isola_model::results::LatencyStats;
+use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, ServiceCost};
+use isola_model::{PolicyResult, Scenario, SimReport, TenantResult};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
 use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, TaskError};
-use isola_sim::device::ServiceModel;
-use isola_sim::results::LatencyStats;
-use isola_sim::scenario::{ArrivalSpec, DeviceSpec, PolicyRun};
 use isola_sim::workload::{ArrivalProcess, SizeSampler};
-use isola_sim::{PolicyResult, Scenario, SimReport, TenantResult};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,7 +141,7 @@ pub(crate) fn run_policy_live(
                 .and_then(|t| t.workload.service.clone())
         };
         let cost: Arc<dyn isola_core::CostModel> = match service.or_else(tenant_model) {
-            Some(s) => Arc::new(ServiceModel::new(&s, clock_hz)),
+            Some(s) => Arc::new(ServiceCost::new(&s, clock_hz)),
             None => bail!("engine `{}` needs a service model to predict costs live", e.name),
         };
         let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
@@ -179,7 +178,7 @@ pub(crate) fn run_policy_live(
                     if let (Some(service), DeviceSpec::Compute { clock_hz, .. }) =
                         (&t.workload.service, &scenario.engines[engine].device)
                     {
-                        handle = handle.with_cost(Arc::new(ServiceModel::new(service, *clock_hz)));
+                        handle = handle.with_cost(Arc::new(ServiceCost::new(service, *clock_hz)));
                     }
                     drive_tenant(&handle, t, i, seed, started, deadline)
                 })
@@ -208,7 +207,7 @@ pub(crate) fn run_policy_live(
 /// its trace or the run's duration ends, and collects its completions.
 fn drive_tenant(
     handle: &isola_runtime::TenantHandle,
-    t: &isola_sim::scenario::TenantSpec,
+    t: &isola_model::scenario::TenantSpec,
     index: usize,
     seed: u64,
     started: Instant,

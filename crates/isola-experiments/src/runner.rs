@@ -7,8 +7,8 @@ use crate::experiment::{Experiment, Outcome};
 use crate::progress::Progress;
 use anyhow::Context;
 use isola_core::policy::POLICIES;
-use isola_sim::scenario::PolicyRun;
-use isola_sim::{PolicyResult, Scenario};
+use isola_model::scenario::PolicyRun;
+use isola_model::{PolicyResult, Scenario};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -155,7 +155,7 @@ impl<'p> Runner<'p> {
             };
             let result = result.map(|mut r| {
                 if let Some(alone) = &setup.alone {
-                    isola_sim::add_slowdowns(&mut r, alone);
+                    r.add_slowdowns(alone);
                 }
                 r
             });

@@ -2,7 +2,7 @@
 //! reported in the simulator's schema.
 
 use isola_experiments::live::run_live;
-use isola_sim::{Scenario, SimReport, TenantResult};
+use isola_model::{Scenario, SimReport, TenantResult};
 use std::path::PathBuf;
 
 /// A fresh folder for one test's files.

@@ -9,7 +9,8 @@
 //! Run: `cargo bench -p isola-sim --bench events`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use isola_sim::{run_policy, Scenario};
+use isola_model::Scenario;
+use isola_sim::run_policy;
 use std::time::{Duration, Instant};
 
 fn mm1() -> Scenario {

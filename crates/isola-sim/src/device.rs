@@ -5,81 +5,39 @@
 //! at `now`, and `fire` the timers the device asked for; they answer with
 //! finished jobs and new timers. Timers carry a device-chosen token.
 
-use crate::scenario::{Direction, DmaSpec, ServiceSpec};
-use isola_core::{CostModel, DispatchId, Nanos, PiecewiseLinearCost, NANOS_PER_SEC};
+use isola_core::{DispatchId, Nanos, NANOS_PER_SEC};
+use isola_model::scenario::{Direction, DmaSpec, ServiceCost, ServiceSpec};
 use slab::Slab;
 use std::collections::VecDeque;
 
-/// How long a task takes on a compute engine, as a function of its size.
+/// How long a task takes on a compute engine: the scenario's service model,
+/// its mean ([`ServiceCost`], the prediction) and the draws around it.
 #[derive(Debug, Clone)]
-pub enum ServiceModel {
-    /// Always `ns`.
-    Constant(f64),
-    /// Exponential with this mean.
-    Exponential(f64),
-    /// `base + per_byte x bytes` ns.
-    Affine(f64, f64),
-    /// Interpolated (bytes, ns) points.
-    Table(PiecewiseLinearCost),
-    /// `(base + per_byte x bytes) / clock`.
-    Cycles {
-        /// Fixed cycles.
-        base: f64,
-        /// Cycles per byte.
-        per_byte: f64,
-        /// Clock in Hz.
-        clock_hz: f64,
-    },
-}
-
-/// A service model predicts what it samples on average (the live runtime
-/// takes a scenario's service model as its engines' cost model).
-impl isola_core::CostModel for ServiceModel {
-    fn predict(&self, _op: &str, bytes: u64) -> Option<Nanos> {
-        Some(self.mean(bytes).max(0.0).round() as Nanos)
-    }
+pub struct ServiceModel {
+    cost: ServiceCost,
+    /// Exponentially distributed around the mean (else always the mean).
+    exponential: bool,
 }
 
 impl ServiceModel {
     /// The model for `spec` on an engine clocked at `clock_hz`.
     pub fn new(spec: &ServiceSpec, clock_hz: f64) -> Self {
-        match spec {
-            ServiceSpec::Constant(ns) => ServiceModel::Constant(*ns as f64),
-            ServiceSpec::Exponential(mean) => ServiceModel::Exponential(*mean as f64),
-            ServiceSpec::Affine { base_ns, per_byte_ns } => ServiceModel::Affine(*base_ns, *per_byte_ns),
-            // The scenario checked the table is non-empty with valid times.
-            ServiceSpec::Table(points) => ServiceModel::Table(
-                PiecewiseLinearCost::from_samples(points.iter().copied()).expect("checked table"),
-            ),
-            ServiceSpec::Cycles { base, per_byte } => ServiceModel::Cycles {
-                base: *base,
-                per_byte: *per_byte,
-                clock_hz,
-            },
+        ServiceModel {
+            cost: ServiceCost::new(spec, clock_hz),
+            exponential: matches!(spec, ServiceSpec::Exponential(_)),
         }
     }
 
     /// Mean service time of a task of `bytes` bytes (the prediction).
     pub fn mean(&self, bytes: u64) -> f64 {
-        match self {
-            ServiceModel::Constant(ns) | ServiceModel::Exponential(ns) => *ns,
-            ServiceModel::Affine(b, p) => b + p * bytes as f64,
-            ServiceModel::Table(t) => t.predict("", bytes).unwrap_or(0) as f64,
-            ServiceModel::Cycles {
-                base,
-                per_byte,
-                clock_hz,
-            } => (base + per_byte * bytes as f64) / clock_hz * NANOS_PER_SEC as f64,
-        }
+        self.cost.mean(bytes)
     }
 
     /// One service time; `unit_exp` is the task's draw from Exp(1), used by
     /// the exponential model (drawn per task so every policy sees the same).
     pub fn sample(&self, bytes: u64, unit_exp: f64) -> Nanos {
-        let ns = match self {
-            ServiceModel::Exponential(mean) => mean * unit_exp,
-            other => other.mean(bytes),
-        };
+        let mean = self.mean(bytes);
+        let ns = if self.exponential { mean * unit_exp } else { mean };
         ns.round().max(0.0) as Nanos
     }
 }

@@ -3,8 +3,10 @@
 //! A deterministic discrete-event simulator of a DPU. It drives the very same
 //! `isola_core::Scheduler` the live runtime drives, with virtual time, against
 //! device models (accelerators, processing-unit clusters, PCIe/DMA, egress)
-//! at line rates and tenant counts a small machine cannot reach. Scenarios
-//! are TOML files shared with the live runtime.
+//! at line rates and tenant counts a small machine cannot reach. It has the
+//! event loop, the device models, workload generation and its random
+//! streams; the scenario it runs, the ingress rules and the results it
+//! reports are `isola-model`'s, shared with the live runtime.
 //!
 //! What it must not do: touch an operator's bytes (it models time, not data,
 //! and never depends on `isola-ops`), read the wall clock inside a run, or
@@ -14,16 +16,12 @@
 #![warn(missing_docs)]
 
 pub mod device;
-pub mod ingress;
-pub mod quantity;
-pub mod results;
 pub mod rng;
-pub mod scenario;
 pub mod sim;
 pub mod workload;
 
-pub use results::{PolicyResult, SimReport, TenantResult};
-pub use scenario::{Scenario, ScenarioError};
+use isola_model::scenario::PolicyRun;
+use isola_model::{Scenario, SimReport};
 pub use sim::{run_policy, SimError};
 
 /// Runs every policy of `scenario` (or only `policies`, by label or name)
@@ -37,7 +35,7 @@ pub fn simulate(
     mut progress: impl FnMut(usize, usize, f64),
 ) -> Result<SimReport, SimError> {
     let seed = seed.unwrap_or(scenario.run.seed);
-    let runs: Vec<&scenario::PolicyRun> = if policies.is_empty() {
+    let runs: Vec<&PolicyRun> = if policies.is_empty() {
         scenario.run.policies.iter().collect()
     } else {
         scenario
@@ -63,7 +61,7 @@ pub fn simulate(
         let mut tick = |f: f64| progress(solo_runs + i, total, f);
         let mut result = run_policy(scenario, p, seed, None, Some(&mut tick))?;
         if let Some(alone) = &alone {
-            add_slowdowns(&mut result, alone);
+            result.add_slowdowns(alone);
         }
         out.push(result);
     }
@@ -84,7 +82,7 @@ pub fn solo_latencies(
     seed: u64,
     mut progress: impl FnMut(usize, f64),
 ) -> Result<Vec<f64>, SimError> {
-    let native = scenario::PolicyRun {
+    let native = PolicyRun {
         name: "fcfs".into(),
         label: "alone".into(),
         params: Default::default(),
@@ -97,14 +95,4 @@ pub fn solo_latencies(
             Ok(solo.tenants[t].latency_ns.mean)
         })
         .collect()
-}
-
-/// Fills in `result`'s slowdowns and Fair2 against `alone` (from
-/// [`solo_latencies`]).
-pub fn add_slowdowns(result: &mut PolicyResult, alone: &[f64]) {
-    let shared: Vec<f64> = result.tenants.iter().map(|t| t.latency_ns.mean).collect();
-    for (t, r) in result.tenants.iter_mut().enumerate() {
-        r.slowdown = alone.get(t).filter(|&&a| a > 0.0).map(|a| shared[t] / a);
-    }
-    result.fair2 = isola_core::metrics::fair2(&shared, alone).ok();
 }

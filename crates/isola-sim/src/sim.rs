@@ -1,6 +1,6 @@
 //! The simulation loop: drives one `isola_core::Scheduler` per run with
-//! virtual time, feeds its dispatches to device models, and records what each
-//! tenant got.
+//! virtual time, feeds its dispatches to device models, and tells the run
+//! recorder (`isola_model::results::RunRecorder`) what each tenant got.
 //!
 //! Events happen in time order; simultaneous events in the order they were
 //! scheduled (a sequence number breaks ties), so a scenario and a seed give
@@ -9,20 +9,21 @@
 //! completed when the last stage finishes.
 
 use crate::device::{Device, DmaLink, FifoLanes, Finished, Job, ServiceModel, Timer};
-use crate::ingress::{FiveTuple, MatchingEngine};
-use crate::results::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
 use crate::rng::{stream, Purpose};
-use crate::scenario::{ArrivalSpec, DeviceSpec, EngineModel, PolicyRun, Scenario};
-use crate::workload::{ArrivalProcess, NextArrival, SizeSampler};
-use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram, TenantRecorder, WindowedService};
+use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
-    BuildError, Completed, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, SchedulerBuilder,
-    Task, TaskId, TenantId, NANOS_PER_SEC,
+    BuildError, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, SchedulerBuilder, Task, TaskId,
+    TenantId, NANOS_PER_SEC,
+};
+use isola_model::ingress::{ingress_rules, RuleSet};
+use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
+use isola_model::scenario::{
+    ArrivalSpec, DeviceSpec, Direction, DmaSpec, EngineModel, PolicyRun, Scenario, ServiceSpec,
 };
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
 use slab::Slab;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// Why a run could not start.
@@ -43,9 +44,7 @@ struct EngineCost {
 impl CostModel for EngineCost {
     fn predict(&self, _op: &str, bytes: u64) -> Option<Nanos> {
         match &self.device {
-            DeviceSpec::Dma(spec) => {
-                Some(DmaLink::alone(spec, crate::scenario::Direction::Write, bytes) as Nanos)
-            }
+            DeviceSpec::Dma(spec) => Some(DmaLink::alone(spec, Direction::Write, bytes) as Nanos),
             DeviceSpec::Egress {
                 bytes_per_sec,
                 packet_overhead,
@@ -59,12 +58,12 @@ impl CostModel for EngineCost {
 #[derive(Debug, Clone)]
 enum StageModel {
     Compute(ServiceModel),
-    Dma(crate::scenario::DmaSpec),
+    Dma(DmaSpec),
     Egress { ns_per_byte: f64, overhead: u64 },
 }
 
 impl StageModel {
-    fn for_stage(engine: &EngineModel, tenant_service: Option<&crate::scenario::ServiceSpec>) -> StageModel {
+    fn for_stage(engine: &EngineModel, tenant_service: Option<&ServiceSpec>) -> StageModel {
         match &engine.device {
             DeviceSpec::Compute { service, clock_hz } => {
                 // The scenario checked that one of the two exists.
@@ -84,7 +83,7 @@ impl StageModel {
         }
     }
 
-    fn predict(&self, bytes: u64, direction: crate::scenario::Direction) -> f64 {
+    fn predict(&self, bytes: u64, direction: Direction) -> f64 {
         match self {
             StageModel::Compute(m) => m.mean(bytes),
             StageModel::Dma(spec) => DmaLink::alone(spec, direction, bytes),
@@ -95,7 +94,7 @@ impl StageModel {
         }
     }
 
-    fn sample(&self, bytes: u64, unit_exp: f64, direction: crate::scenario::Direction) -> Nanos {
+    fn sample(&self, bytes: u64, unit_exp: f64, direction: Direction) -> Nanos {
         match self {
             StageModel::Compute(m) => m.sample(bytes, unit_exp),
             other => other.predict(bytes, direction).round() as Nanos,
@@ -161,7 +160,6 @@ struct JobState {
     /// Exp(1) draw per stage for exponential service models.
     unit_exp: f64,
     predicted_total: f64,
-    busy: Nanos,
 }
 
 struct TenantRun {
@@ -176,11 +174,6 @@ struct TenantRun {
     issued: u64,
     limit: Option<u64>,
     closed: bool,
-    rejected: u64,
-    aborted: u64,
-    /// Packets this tenant generated that no ingress rule matched.
-    unmatched: u64,
-    busy_per_engine: Vec<u64>,
 }
 
 /// What to report while a run goes: fraction of the run done, from 0 to 1.
@@ -211,30 +204,15 @@ struct Sim<'a> {
     now: Nanos,
     horizon: Option<Nanos>,
     wakeup_at: Option<Nanos>,
-    recorder: TenantRecorder,
-    matching: Option<MatchingEngine>,
-    bytes_done: Vec<Vec<f64>>,
-    /// Per tenant: latencies of the tasks completed in the current window
-    /// (`latency_window`); completions come in time order, so a window is
-    /// done once a later one starts, and only its p99s are kept.
-    window_latency: Vec<LatencyHistogram>,
-    latency_window: usize,
-    /// Per finished window, per tenant: the 99th-percentile latency.
-    window_p99: Vec<Vec<Nanos>>,
+    /// What each tenant got, for the run's result.
+    results: RunRecorder,
+    /// Ingress rules (OSMOSIS' matching engine), if any tenant declares one.
+    matching: Option<RuleSet<TenantId>>,
     events_done: u64,
     timers: Vec<Timer>,
     finished: Vec<Finished>,
-    last_completion: Nanos,
     total_jobs: Option<u64>,
     jobs_done: u64,
-    /// Integral of the number of jobs in the system over time (job x ns).
-    jobs_area: f64,
-    active: Vec<bool>,
-    /// Per engine: service per tenant per window, and the backlog (the
-    /// scheduler's queued work) each window ended with.
-    engine_service: Vec<WindowedService>,
-    /// When the current metrics window ends.
-    next_window_end: Nanos,
 }
 
 impl<'a> Sim<'a> {
@@ -304,10 +282,6 @@ impl<'a> Sim<'a> {
                 issued: 0,
                 limit,
                 closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
-                rejected: 0,
-                aborted: 0,
-                unmatched: 0,
-                busy_per_engine: vec![0; scenario.engines.len()],
             });
         }
         b.policy(policy.name.clone(), policy.params.clone());
@@ -317,14 +291,8 @@ impl<'a> Sim<'a> {
             scenario,
             label: policy.label.clone(),
             policy: policy.name.clone(),
-            recorder: TenantRecorder::new(sched.tenants()),
-            matching: MatchingEngine::new(
-                scenario
-                    .tenants
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| (i, t.flow_match)),
-            ),
+            results: RunRecorder::for_scenario(scenario, |i| solo.is_none_or(|s| s == i)),
+            matching: ingress_rules(&scenario.tenants),
             sched,
             devices,
             tenants,
@@ -334,23 +302,14 @@ impl<'a> Sim<'a> {
             now: 0,
             horizon: scenario.run.duration,
             wakeup_at: None,
-            bytes_done: Vec::new(),
-            window_latency: vec![LatencyHistogram::new(); n],
-            latency_window: 0,
-            window_p99: Vec::new(),
             events_done: 0,
             timers: Vec::new(),
             finished: Vec::new(),
-            last_completion: 0,
             total_jobs,
             jobs_done: 0,
-            jobs_area: 0.0,
-            active: (0..n).map(|i| solo.is_none_or(|s| s == i)).collect(),
-            engine_service: vec![WindowedService::new(scenario.run.window, n); scenario.engines.len()],
-            next_window_end: 0,
         };
         for i in 0..n {
-            if !sim.active[i] {
+            if solo.is_some_and(|s| s != i) {
                 continue;
             }
             if let ArrivalSpec::Closed(k) = scenario.tenants[i].workload.arrival {
@@ -412,10 +371,17 @@ impl<'a> Sim<'a> {
             None => source,
             Some(m) => {
                 let flow = self.scenario.tenants[source].workload.flow.as_ref();
-                match m.classify(&FiveTuple::of_packet(flow, source, seq)) {
-                    Some(owner) => owner,
+                match m.classify(&packet_tuple(flow, source, seq)) {
+                    Some(owner) => owner.index(),
                     None => {
-                        self.tenants[source].unmatched += 1;
+                        self.results.task(TaskRecord {
+                            tenant: TenantId(source as u32),
+                            bytes,
+                            arrival: self.now,
+                            end: self.now,
+                            predicted: 0,
+                            outcome: Outcome::Unmatched,
+                        });
                         self.job_ended(source);
                         if !closed {
                             self.schedule_next_arrival(source);
@@ -441,7 +407,6 @@ impl<'a> Sim<'a> {
             op,
             unit_exp,
             predicted_total,
-            busy: 0,
         };
         let key = self.jobs.insert(job);
         if !closed {
@@ -469,8 +434,8 @@ impl<'a> Sim<'a> {
         };
         if self.sched.submit(self.now, task).is_err() {
             // Typed rejection (a full channel): count it; the job ends here.
-            self.tenants[t].rejected += 1;
             let job = self.jobs.remove(key);
+            self.record_job(&job, Outcome::Rejected);
             self.job_ended(job.source);
         } else {
             self.dispatch(engine);
@@ -556,17 +521,20 @@ impl<'a> Sim<'a> {
             return;
         };
         let key = c.task.0 as usize;
-        let t = c.tenant.index();
-        self.engine_service[e].add_service(t, f.started, self.now);
-        self.tenants[t].busy_per_engine[e] += f.service;
+        // The device's service ran from `started` to now.
+        self.results.engine_time(EngineTime {
+            tenant: c.tenant,
+            engine: EngineId(e as u32),
+            start: f.started,
+            service: f.service,
+        });
         let job = &mut self.jobs[key];
-        job.busy += f.service;
         if f.aborted {
             // OSMOSIS' watchdog: the kernel is killed and the job fails. Its
             // other fragments, if any, still drain.
             if c.task_done || c.subtask.is_none() {
-                self.tenants[t].aborted += 1;
                 let job = self.jobs.remove(key);
+                self.record_job(&job, Outcome::Aborted);
                 self.job_ended(job.source);
             }
             return;
@@ -575,7 +543,7 @@ impl<'a> Sim<'a> {
             return;
         }
         job.stage += 1;
-        let w = &self.scenario.tenants[t].workload;
+        let w = &self.scenario.tenants[c.tenant.index()].workload;
         if job.stage < w.stages.len() {
             let ratio = self.scenario.engines[e].egress_ratio;
             job.stage_bytes = ((job.stage_bytes as f64 * ratio).round() as u64).max(1);
@@ -583,54 +551,30 @@ impl<'a> Sim<'a> {
             return;
         }
         let job = self.jobs.remove(key);
-        let source = job.source;
-        self.record_job(&c, job);
-        self.job_ended(source);
+        self.record_job(&job, Outcome::Completed);
+        self.job_ended(job.source);
     }
 
-    fn record_job(&mut self, c: &Completed, job: JobState) {
-        let done = Completed {
-            arrival: job.arrival,
-            completed: self.now,
+    /// Records `job` leaving the system (or still in it) now.
+    fn record_job(&mut self, job: &JobState, outcome: Outcome) {
+        self.results.task(TaskRecord {
+            tenant: TenantId(job.tenant as u32),
             bytes: job.bytes,
+            arrival: job.arrival,
+            end: self.now,
             predicted: job.predicted_total.round() as Nanos,
-            measured: job.busy,
-            ..*c
-        };
-        self.recorder.record(&done);
-        self.last_completion = self.now;
-        let w = (self.now / self.scenario.run.window) as usize;
-        while self.bytes_done.len() <= w {
-            self.bytes_done.push(vec![0.0; self.tenants.len()]);
-        }
-        self.bytes_done[w][job.tenant] += job.bytes as f64;
-        if w != self.latency_window {
-            self.close_latency_window();
-            self.latency_window = w;
-        }
-        self.window_latency[job.tenant].record(self.now.saturating_sub(job.arrival));
-    }
-
-    /// Keeps the current window's per-tenant p99s and starts afresh.
-    fn close_latency_window(&mut self) {
-        let w = self.latency_window;
-        if self.window_p99.len() <= w {
-            self.window_p99.resize(w + 1, Vec::new());
-        }
-        self.window_p99[w] = self.window_latency.iter().map(|h| h.quantile(0.99)).collect();
-        for h in &mut self.window_latency {
-            h.clear();
-        }
+            outcome,
+        });
     }
 
     /// Records each engine's queued work as the backlog of every window
     /// that ended by `at` (nothing has changed it since the last event).
     fn record_backlogs(&mut self, at: Nanos) {
-        for (e, ws) in self.engine_service.iter_mut().enumerate() {
-            ws.record_backlog(at, self.sched.queued_cost(EngineId(e as u32)));
+        for e in 0..self.devices.len() {
+            let engine = EngineId(e as u32);
+            self.results
+                .record_backlog(at, engine, self.sched.queued_cost(engine));
         }
-        let window = self.scenario.run.window.max(1);
-        self.next_window_end = (at / window + 1).saturating_mul(window);
     }
 
     fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
@@ -639,8 +583,7 @@ impl<'a> Sim<'a> {
             if self.horizon.is_some_and(|h| at > h) {
                 break;
             }
-            self.jobs_area += self.jobs.len() as f64 * (at - self.now) as f64;
-            if at >= self.next_window_end {
+            if self.results.backlog_due(at) {
                 self.record_backlogs(at);
             }
             self.now = at;
@@ -667,138 +610,22 @@ impl<'a> Sim<'a> {
             }
         }
         if let Some(h) = self.horizon {
-            self.jobs_area += self.jobs.len() as f64 * h.saturating_sub(self.now) as f64;
+            self.now = self.now.max(h);
             self.record_backlogs(h);
+        }
+        // What is still in the system was in it until the run's end.
+        let in_flight: Vec<JobState> = self.jobs.drain().collect();
+        for job in &in_flight {
+            self.record_job(job, Outcome::InFlight);
         }
         if let Some(p) = progress.as_mut() {
             p(1.0);
         }
-        Ok(self.results())
-    }
-
-    fn results(mut self) -> PolicyResult {
-        self.close_latency_window();
-        let interval = self.horizon.unwrap_or(self.last_completion).max(1);
-        let scenario = self.scenario;
-        let n = scenario.tenants.len();
-        let total_busy: u64 = self
-            .tenants
-            .iter()
-            .map(|t| t.busy_per_engine.iter().sum::<u64>())
-            .sum();
-        let mut in_flight = vec![0u64; n];
-        for (_, j) in &self.jobs {
-            in_flight[j.tenant] += 1;
-        }
-        let mut tenants = Vec::with_capacity(n);
-        for (i, spec) in scenario.tenants.iter().enumerate() {
-            let r = self.recorder.report(i, interval).expect("one report per tenant");
-            let run = &self.tenants[i];
-            let busy: u64 = run.busy_per_engine.iter().sum();
-            let engine_shares: BTreeMap<String, f64> = scenario
-                .engines
-                .iter()
-                .enumerate()
-                .map(|(e, m)| {
-                    let all: u64 = self.tenants.iter().map(|t| t.busy_per_engine[e]).sum();
-                    (
-                        m.name.clone(),
-                        if all == 0 {
-                            0.0
-                        } else {
-                            run.busy_per_engine[e] as f64 / all as f64
-                        },
-                    )
-                })
-                .collect();
-            tenants.push(TenantResult {
-                name: spec.name.clone(),
-                weight: spec.slo.weight,
-                completed: r.completed,
-                rejected: run.rejected,
-                aborted: run.aborted,
-                unmatched: run.unmatched,
-                incomplete: in_flight[i],
-                throughput_ops: r.throughput_ops,
-                throughput_bps: r.throughput_bps,
-                latency_ns: LatencyStats::from(r.latency_ns),
-                latency_cdf: self.recorder.latency_cdf(i),
-                sla_violation_rate: r.sla_violation_rate,
-                engine_time_share: if total_busy == 0 {
-                    0.0
-                } else {
-                    busy as f64 / total_busy as f64
-                },
-                engine_shares,
-                flow_completion_ns: r.flow_completion_ns,
-                slowdown: None,
-            });
-        }
-        let active: Vec<usize> = (0..n).filter(|&i| self.active[i]).collect();
-        let busy: Vec<f64> = active
-            .iter()
-            .map(|&i| self.tenants[i].busy_per_engine.iter().sum::<u64>() as f64)
-            .collect();
-        let weights: Vec<f64> = active.iter().map(|&i| scenario.tenants[i].slo.weight).collect();
-        let jain = jain_normalized(&busy, &weights).unwrap_or(1.0);
-        let tput: Vec<f64> = active.iter().map(|&i| tenants[i].throughput_bps).collect();
-        let w_total: f64 = weights.iter().sum();
-        let expected: Vec<f64> = weights.iter().map(|w| w / w_total).collect();
-        let fair1 = fair1(&tput, &expected).unwrap_or(0.0);
-        let all_weights: Vec<f64> = scenario.tenants.iter().map(|t| t.slo.weight).collect();
-        // Engine time over every engine, for shares and the index by weight.
-        let service = WindowedService::merged(&self.engine_service);
-        let jains = service.jain_series(&all_weights);
-        // Fair on every engine: the worst engine's index in each window.
-        let per_engine: Vec<Vec<f64>> = self
-            .engine_service
-            .iter()
-            .zip(&scenario.engines)
-            .map(|(ws, e)| ws.jain_of_demand_series(&all_weights, e.slots, interval))
-            .collect();
-        let demand_jain = |w: usize| {
-            per_engine
-                .iter()
-                .filter_map(|s| s.get(w).copied())
-                .fold(1.0, f64::min)
-        };
-        let window = service.window();
-        let windows = service.windows().max(self.bytes_done.len());
-        let series = (0..windows)
-            .map(|w| {
-                let shares = service.shares(w);
-                let bytes = self.bytes_done.get(w);
-                SeriesPoint {
-                    start_ns: w as Nanos * window,
-                    jain: jains.get(w).copied().unwrap_or(1.0),
-                    jain_of_demand: demand_jain(w),
-                    throughput_bps: (0..n)
-                        .map(|t| bytes.map_or(0.0, |b| b[t]) * NANOS_PER_SEC as f64 / window as f64)
-                        .collect(),
-                    engine_share: shares,
-                    p99_ns: (0..n)
-                        .map(|t| {
-                            self.window_p99
-                                .get(w)
-                                .and_then(|p| p.get(t))
-                                .copied()
-                                .unwrap_or(0)
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
-        PolicyResult {
-            policy: self.label,
+        Ok(self.results.finish(RunEnd {
+            label: self.label,
             policy_name: self.policy,
-            jain,
-            fair1,
-            fair2: None,
-            duration_ns: interval,
-            mean_in_system: self.jobs_area / interval as f64,
+            duration: self.horizon,
             events: self.events_done,
-            tenants,
-            series,
-        }
+        }))
     }
 }

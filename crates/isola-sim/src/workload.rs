@@ -1,15 +1,18 @@
 //! Workload generators: when a tenant's tasks arrive (open loop: Poisson,
 //! constant, uniform, on/off bursts, trace replay; closed loop: N
 //! outstanding) and how large they are (fixed, uniform, lognormal clipped to
-//! a range, empirical). Samplers are `rand_distr`'s.
+//! a range, empirical), and the 5-tuples their packets carry. Samplers are
+//! `rand_distr`'s.
 
 use crate::rng::{stream, Purpose};
-use crate::scenario::{ArrivalSpec, SizeDist, TraceRow};
 use isola_core::{Nanos, NANOS_PER_SEC};
+use isola_model::ingress::FiveTuple;
+use isola_model::scenario::{ArrivalSpec, FlowMatch, SizeDist, TraceRow};
 use rand::distr::weighted::WeightedIndex;
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, Exp1, LogNormal};
 use rand_pcg::Pcg64Mcg;
+use std::net::Ipv4Addr;
 
 /// Draws task sizes.
 #[derive(Debug, Clone)]
@@ -191,6 +194,21 @@ impl ArrivalProcess {
     }
 }
 
+/// The 5-tuple of packet number `seq` of tenant `tenant`'s workload, whose
+/// flow is `flow` (fields it leaves out get defaults derived from the
+/// tenant's index: 10.0.t.1 -> 10.255.0.1, UDP, destination port 4000 + t,
+/// and a source port that changes per packet as a flow's sockets would).
+pub fn packet_tuple(flow: Option<&FlowMatch>, tenant: usize, seq: u64) -> FiveTuple {
+    let f = flow.copied().unwrap_or_default();
+    FiveTuple {
+        src_ip: f.src_ip.unwrap_or(Ipv4Addr::new(10, 0, (tenant % 256) as u8, 1)),
+        dst_ip: f.dst_ip.unwrap_or(Ipv4Addr::new(10, 255, 0, 1)),
+        src_port: f.src_port.unwrap_or(1024 + (seq % 60_000) as u16),
+        dst_port: f.dst_port.unwrap_or(4000u16.wrapping_add(tenant as u16)),
+        proto: f.proto.unwrap_or(17),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +273,20 @@ mod tests {
         }
         let mut e = SizeSampler::new(&SizeDist::Empirical(vec![(64, 0.0), (128, 1.0)]), 1, 0);
         assert!((0..100).all(|_| e.sample() == 128));
+    }
+
+    #[test]
+    fn packet_tuples_default_per_tenant_and_vary_source_ports() {
+        let a = packet_tuple(None, 3, 1);
+        assert_eq!(a.src_ip, Ipv4Addr::new(10, 0, 3, 1));
+        assert_eq!((a.dst_port, a.proto), (4003, 17));
+        assert_ne!(a.src_port, packet_tuple(None, 3, 2).src_port);
+        let flow = FlowMatch {
+            dst_port: Some(4791),
+            src_port: Some(7),
+            ..FlowMatch::default()
+        };
+        let b = packet_tuple(Some(&flow), 3, 2);
+        assert_eq!((b.src_port, b.dst_port), (7, 4791));
     }
 }

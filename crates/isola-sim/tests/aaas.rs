@@ -1,7 +1,8 @@
 //! The PCIe/DMA model against the contention observations of "Accelerator as
 //! a Service" (AaaS), section 3.3-3.4.
 
-use isola_sim::{simulate, PolicyResult, Scenario};
+use isola_model::{PolicyResult, Scenario};
+use isola_sim::simulate;
 
 /// Closed-loop DMA writers on a PCIe link: `(name, size, queues)` each, where
 /// `queues` is the tenant's queue pairs (transfers it keeps in flight).

@@ -1,6 +1,7 @@
 //! Same scenario and seed: byte-identical results. Another seed: other arrivals.
 
-use isola_sim::{simulate, Scenario};
+use isola_model::Scenario;
+use isola_sim::simulate;
 use std::path::PathBuf;
 
 fn json(seed: Option<u64>) -> String {

@@ -1,7 +1,8 @@
 //! Ingress matching in a run: packets go to the tenant whose rule matches
 //! their 5-tuple; unmatched packets are dropped at ingress and counted.
 
-use isola_sim::{simulate, Scenario};
+use isola_model::Scenario;
+use isola_sim::simulate;
 
 #[test]
 fn packets_follow_matching_rules() {

@@ -1,8 +1,9 @@
 //! OSMOSIS' contention experiments on the simulated SmartNIC, from the
 //! scenario files in `scenarios/`.
 
-use isola_sim::scenario::SizeDist;
-use isola_sim::{run_policy, simulate, PolicyResult, Scenario};
+use isola_model::scenario::SizeDist;
+use isola_model::{PolicyResult, Scenario};
+use isola_sim::{run_policy, simulate};
 use std::path::PathBuf;
 
 fn scenario(name: &str) -> Scenario {

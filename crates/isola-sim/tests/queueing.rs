@@ -9,7 +9,8 @@
 //! 2% bound is about 4 standard errors: a failure means the simulator is
 //! wrong, not unlucky. Lighter loads decorrelate faster and need fewer.
 
-use isola_sim::{simulate, PolicyResult, Scenario};
+use isola_model::{PolicyResult, Scenario};
+use isola_sim::simulate;
 
 /// Simulates `servers` FIFO servers fed by Poisson arrivals at `lambda`
 /// tasks/s with `service` (a TOML service table), for `count` customers.

@@ -1,7 +1,8 @@
 //! Trace replay: a tenant's tasks arrive at the trace's times with the
 //! trace's sizes.
 
-use isola_sim::{simulate, Scenario};
+use isola_model::Scenario;
+use isola_sim::simulate;
 
 #[test]
 fn replays_times_and_sizes_of_its_rows() {

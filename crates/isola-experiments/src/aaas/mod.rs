@@ -14,9 +14,9 @@ pub mod scenario;
 use crate::experiment::{Check, Experiment, Outcome};
 use crate::judge::{row_of, succeeded, tenant};
 use crate::runner::{every_policy, Runner};
+use isola_model::scenario::PolicyRun;
+use isola_model::PolicyResult;
 use isola_report::Table;
-use isola_sim::scenario::PolicyRun;
-use isola_sim::PolicyResult;
 use scenario::{scenario, Setup, CASES};
 use std::collections::BTreeMap;
 

@@ -138,8 +138,8 @@ mod tests {
                 Setup::Limited(1e5),
             ] {
                 let text = scenario(case, setup);
-                let s =
-                    isola_sim::Scenario::parse(&text, "aaas.toml").unwrap_or_else(|e| panic!("{text}\n{e}"));
+                let s = isola_model::Scenario::parse(&text, "aaas.toml")
+                    .unwrap_or_else(|e| panic!("{text}\n{e}"));
                 assert_eq!(s.tenants.len(), 2);
             }
         }

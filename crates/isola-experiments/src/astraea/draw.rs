@@ -3,8 +3,8 @@
 
 use super::{BS, LS};
 use crate::draw::{bars_per_policy, figure as beside_paper, latency_cdf};
+use isola_model::PolicyResult;
 use isola_report::{Axis, Figure, Format};
-use isola_sim::PolicyResult;
 
 /// The figure of the simulated runs `ok`.
 pub(super) fn figure(ok: &[(&str, &PolicyResult)]) -> Figure {

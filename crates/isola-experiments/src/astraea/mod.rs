@@ -15,10 +15,10 @@ use crate::judge::{direction, fmt_pct, row_of, succeeded, tenant};
 use crate::progress::Progress;
 use crate::runner::{every_policy, Runner};
 use anyhow::Context;
+use isola_model::scenario::PolicyRun;
+use isola_model::PolicyResult;
 use isola_report::text::duration;
 use isola_report::Table;
-use isola_sim::scenario::PolicyRun;
-use isola_sim::PolicyResult;
 
 /// The experiment, as `isola repro` lists it.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -54,7 +54,7 @@ fn simulated(mut o: Outcome, runner: &mut Runner) -> anyhow::Result<Outcome> {
     // the two SLAs pull against each other (the LS tenant always has work,
     // so whatever share it gets the BS tenant loses while it runs), and the
     // weight picks the point on that trade-off. Native ignores weights.
-    let mut scenario = isola_sim::Scenario::parse(
+    let mut scenario = isola_model::Scenario::parse(
         include_str!("../../../../scenarios/repro/astraea.toml"),
         "scenarios/repro/astraea.toml",
     )?;
@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn the_embedded_scenario_has_both_tenants() {
-        let s = isola_sim::Scenario::parse(
+        let s = isola_model::Scenario::parse(
             include_str!("../../../../scenarios/repro/astraea.toml"),
             "astraea.toml",
         )

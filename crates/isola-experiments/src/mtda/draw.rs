@@ -4,8 +4,8 @@
 use super::victims_p99;
 use crate::draw::{figure, over_time};
 use crate::runner::PolicyOutcome;
+use isola_model::PolicyResult;
 use isola_report::{Axis, Chart, Figure, Format, Series};
-use isola_sim::PolicyResult;
 use std::collections::BTreeMap;
 
 /// Fig. 10: each policy's Fair1 for each tenant count of `per_count`.

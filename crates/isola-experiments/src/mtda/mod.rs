@@ -13,11 +13,11 @@ pub mod scenario;
 use crate::experiment::{Check, Experiment, Outcome};
 use crate::judge::{direction, fmt_index, row_of, succeeded, tenant};
 use crate::runner::{every_policy, PolicyOutcome, Runner};
+use isola_model::results::SeriesPoint;
+use isola_model::scenario::PolicyRun;
+use isola_model::PolicyResult;
 use isola_report::text::duration;
 use isola_report::Table;
-use isola_sim::results::SeriesPoint;
-use isola_sim::scenario::PolicyRun;
-use isola_sim::PolicyResult;
 
 /// Table IV at equal rates.
 pub const BALANCED: Experiment = Experiment {

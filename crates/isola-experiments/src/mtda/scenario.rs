@@ -156,11 +156,11 @@ mod tests {
         for n in [1, 2, 4, 8] {
             for balanced in [true, false] {
                 let text = table_iv(n, balanced, "10ms");
-                let s = isola_sim::Scenario::parse(&text, "mtda.toml").unwrap();
+                let s = isola_model::Scenario::parse(&text, "mtda.toml").unwrap();
                 assert_eq!(s.tenants.len(), n);
             }
         }
-        let s = isola_sim::Scenario::parse(&burst("2s", "1s", 0.4, 0.6), "b.toml").unwrap();
+        let s = isola_model::Scenario::parse(&burst("2s", "1s", 0.4, 0.6), "b.toml").unwrap();
         assert_eq!(s.tenants.len(), 4);
     }
 }

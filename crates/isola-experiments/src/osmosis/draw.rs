@@ -3,8 +3,8 @@
 //! succeeded.
 
 use crate::draw::{figure, latency_cdf, over_time};
+use isola_model::PolicyResult;
 use isola_report::{Axis, Chart, Figure, Format, Series};
-use isola_sim::PolicyResult;
 
 /// Fig. 9: the Congestor's PU share under round robin and WLBVT, and
 /// Jain's index under every policy.

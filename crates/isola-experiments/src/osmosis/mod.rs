@@ -11,10 +11,10 @@ mod draw;
 use crate::experiment::{Check, Experiment, Outcome};
 use crate::judge::{direction, fmt_index, mean_jain, row_of, succeeded, tenant};
 use crate::runner::{every_policy, Runner};
+use isola_model::scenario::PolicyRun;
+use isola_model::PolicyResult;
 use isola_report::text::duration;
 use isola_report::Table;
-use isola_sim::scenario::PolicyRun;
-use isola_sim::PolicyResult;
 
 /// Fig. 9: PU shares under a Congestor.
 pub const PU: Experiment = Experiment {
@@ -404,7 +404,7 @@ mod tests {
                 include_str!("../../../../scenarios/osmosis-dma-hol.toml"),
             ),
         ] {
-            isola_sim::Scenario::parse(text, file).unwrap_or_else(|e| panic!("{file}: {e}"));
+            isola_model::Scenario::parse(text, file).unwrap_or_else(|e| panic!("{file}: {e}"));
         }
     }
 }

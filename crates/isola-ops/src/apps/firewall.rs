@@ -2,7 +2,8 @@
 //! packets; the first rule that matches decides, the `default` action when
 //! none does.
 //!
-//! A rule matches a packet when the source and destination addresses lie in
+//! The rules are `isola_model::ingress` rules, the matcher ingress uses: a
+//! rule matches a packet when the source and destination addresses lie in
 //! its prefixes, the ports in its ranges (inclusive) and the protocol is its
 //! protocol (or it has none). Packets without ports (not TCP or UDP, or
 //! fragments) have ports 0, as in `flow-monitor`. Matching is a linear scan
@@ -32,64 +33,37 @@ use super::{chunks, l4, push_packet, seed_of, Batch, Emit, SampleFlow, SplitMix}
 use crate::operator::{OpError, Operator};
 use crate::packet::Packet;
 use isola_core::params::{ParamError, Params};
+use isola_model::ingress::{FiveTuple, Ipv4Prefix, PortRange, RuleSet, TupleRule};
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 
 /// Largest `random-rules`.
 pub const MAX_RANDOM_RULES: u64 = 1_000_000;
 
-/// One rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Rule {
-    pub(crate) src: u32,
-    pub(crate) src_mask: u32,
-    pub(crate) dst: u32,
-    pub(crate) dst_mask: u32,
-    pub(crate) sport: (u16, u16),
-    pub(crate) dport: (u16, u16),
-    pub(crate) proto: Option<u8>,
-    pub(crate) allow: bool,
-}
+/// One rule: the packets it matches, and whether it allows them.
+pub(crate) type Rule = (TupleRule, bool);
 
-impl Rule {
-    fn matches(&self, src: u32, dst: u32, sport: u16, dport: u16, proto: u8) -> bool {
-        src & self.src_mask == self.src
-            && dst & self.dst_mask == self.dst
-            && (self.sport.0..=self.sport.1).contains(&sport)
-            && (self.dport.0..=self.dport.1).contains(&dport)
-            && self.proto.is_none_or(|p| p == proto)
-    }
-}
-
-/// The mask of a `len`-bit prefix (`len` at most 32).
-fn mask(len: u32) -> u32 {
-    u32::MAX.checked_shl(32 - len.min(32)).unwrap_or(0)
-}
-
-/// `a.b.c.d/len`, `a.b.c.d` or `any`: (prefix, mask).
-fn parse_prefix(word: &str) -> Result<(u32, u32), String> {
+/// `a.b.c.d/len`, `a.b.c.d` or `any`.
+fn parse_prefix(word: &str) -> Result<Ipv4Prefix, String> {
     if word == "any" {
-        return Ok((0, 0));
+        return Ok(Ipv4Prefix::ANY);
     }
     let (addr, len) = word.split_once('/').unwrap_or((word, "32"));
     let addr: std::net::Ipv4Addr = addr
         .parse()
         .map_err(|_| format!("`{addr}` is not an IPv4 address"))?;
-    let len: u32 = len
+    let len: u8 = len
         .parse()
         .ok()
         .filter(|&l| l <= 32)
         .ok_or_else(|| format!("prefix length `{len}` is not 0 to 32"))?;
-    let (addr, mask) = (u32::from(addr), mask(len));
-    if addr & !mask != 0 {
-        return Err(format!("prefix `{word}` has bits set past its length"));
-    }
-    Ok((addr, mask))
+    Ipv4Prefix::new(addr, len).ok_or_else(|| format!("prefix `{word}` has bits set past its length"))
 }
 
 /// `N`, `LO-HI` or `any`.
-fn parse_ports(word: &str) -> Result<(u16, u16), String> {
+fn parse_ports(word: &str) -> Result<PortRange, String> {
     if word == "any" {
-        return Ok((0, u16::MAX));
+        return Ok(PortRange::ANY);
     }
     let port = |w: &str| {
         w.parse::<u16>()
@@ -99,10 +73,7 @@ fn parse_ports(word: &str) -> Result<(u16, u16), String> {
         Some((lo, hi)) => (port(lo)?, port(hi)?),
         None => (port(word)?, port(word)?),
     };
-    if lo > hi {
-        return Err(format!("port range `{word}` is empty"));
-    }
-    Ok((lo, hi))
+    PortRange::new(lo, hi).ok_or_else(|| format!("port range `{word}` is empty"))
 }
 
 /// `tcp`, `udp`, `icmp`, `any` or a protocol number.
@@ -130,18 +101,14 @@ pub(crate) fn parse_rule(line: &str) -> Result<Rule, String> {
         "deny" => false,
         a => return Err(format!("action `{a}` is not allow or deny")),
     };
-    let (src, src_mask) = parse_prefix(src)?;
-    let (dst, dst_mask) = parse_prefix(dst)?;
-    Ok(Rule {
-        src,
-        src_mask,
-        dst,
-        dst_mask,
-        sport: parse_ports(sport)?,
-        dport: parse_ports(dport)?,
+    let rule = TupleRule {
+        src: parse_prefix(src)?,
+        dst: parse_prefix(dst)?,
+        src_ports: parse_ports(sport)?,
+        dst_ports: parse_ports(dport)?,
         proto: parse_proto(proto)?,
-        allow,
-    })
+    };
+    Ok((rule, allow))
 }
 
 /// Parses a rule file's text; `Err` is the line number and what is wrong.
@@ -163,40 +130,38 @@ pub(crate) fn random_rules(count: u64, seed: u64) -> Vec<Rule> {
     let mut r = SplitMix(seed);
     (0..count)
         .map(|_| {
-            let src_len = [0, 0, 0, 0, 8, 8, 16, 16, 24, 32][r.below(10) as usize];
-            let dst_len = [0, 16, 16, 24, 24, 24, 24, 32, 32, 32][r.below(10) as usize];
-            let (src_mask, dst_mask) = (mask(src_len), mask(dst_len));
-            let sport = if r.below(5) == 0 {
-                (1024, u16::MAX)
+            let src_len: u8 = [0, 0, 0, 0, 8, 8, 16, 16, 24, 32][r.below(10) as usize];
+            let dst_len: u8 = [0, 16, 16, 24, 24, 24, 24, 32, 32, 32][r.below(10) as usize];
+            let src_ports = if r.below(5) == 0 {
+                PortRange::new(1024, u16::MAX).expect("1024 <= 65535")
             } else {
-                (0, u16::MAX)
+                PortRange::ANY
             };
-            let dport = match r.below(10) {
-                0..5 => {
-                    let p = WELL_KNOWN[r.below(8) as usize];
-                    (p, p)
-                }
+            let dst_ports = match r.below(10) {
+                0..5 => PortRange::single(WELL_KNOWN[r.below(8) as usize]),
                 5..7 => {
                     let lo = r.below(60_000) as u16;
-                    (lo, lo + r.below(1000) as u16)
+                    // lo + 999 < 61,000: never past u16::MAX, never below lo.
+                    PortRange::new(lo, lo + r.below(1000) as u16).expect("lo <= lo + n")
                 }
-                _ => (0, u16::MAX),
+                _ => PortRange::ANY,
             };
             let proto = match r.below(20) {
                 0..9 => Some(6),
                 9..18 => Some(17),
                 _ => None,
             };
-            Rule {
-                src: r.next_u64() as u32 & src_mask,
-                src_mask,
-                dst: r.next_u64() as u32 & dst_mask,
-                dst_mask,
-                sport,
-                dport,
+            // Drawn in this order: source, destination, action.
+            let src = Ipv4Prefix::masked(Ipv4Addr::from(r.next_u64() as u32), src_len);
+            let dst = Ipv4Prefix::masked(Ipv4Addr::from(r.next_u64() as u32), dst_len);
+            let rule = TupleRule {
+                src,
+                dst,
+                src_ports,
+                dst_ports,
                 proto,
-                allow: r.below(2) == 0,
-            }
+            };
+            (rule, r.below(2) == 0)
         })
         .collect()
 }
@@ -222,7 +187,8 @@ pub(crate) fn rules(p: &Params<'_>) -> Result<Vec<Rule>, ParamError> {
 /// The `firewall` kernel.
 #[derive(Debug)]
 pub struct Firewall {
-    rules: Vec<Rule>,
+    /// The rules; a match's value says whether the packet is allowed.
+    rules: RuleSet<bool>,
     default_allow: bool,
     verdicts: bool,
 }
@@ -233,7 +199,7 @@ impl Firewall {
         let default_allow = p.choice("default", &[("deny", false), ("allow", true)])?;
         let verdicts = p.choice("output", &[("packets", false), ("verdicts", true)])?;
         Ok(Box::new(Batch(Firewall {
-            rules: rules(p)?,
+            rules: RuleSet::new(rules(p)?),
             default_allow,
             verdicts,
         })))
@@ -247,16 +213,14 @@ impl Emit for Firewall {
 
     fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
         let t = l4("firewall", p)?;
-        let (src, dst) = (
-            u32::from_be_bytes(p.header.source()),
-            u32::from_be_bytes(p.header.destination()),
-        );
-        let proto = p.header.protocol().0;
-        let allow = self
-            .rules
-            .iter()
-            .find(|r| r.matches(src, dst, t.sport, t.dport, proto))
-            .map_or(self.default_allow, |r| r.allow);
+        let tuple = FiveTuple {
+            src_ip: Ipv4Addr::from(p.header.source()),
+            dst_ip: Ipv4Addr::from(p.header.destination()),
+            src_port: t.sport,
+            dst_port: t.dport,
+            proto: p.header.protocol().0,
+        };
+        let allow = self.rules.classify(&tuple).copied().unwrap_or(self.default_allow);
         if self.verdicts {
             out.push(u8::from(allow));
         } else if allow {
@@ -266,14 +230,14 @@ impl Emit for Firewall {
     }
 }
 
-/// A random address in `prefix`/`mask`.
-fn inside(prefix: u32, mask: u32, r: &mut SplitMix) -> u32 {
-    prefix | (r.next_u64() as u32 & !mask)
+/// A random address in `prefix`.
+fn inside(prefix: Ipv4Prefix, r: &mut SplitMix) -> u32 {
+    u32::from(prefix.addr()) | (r.next_u64() as u32 & !prefix.mask())
 }
 
 /// A random port in `range`.
-fn port_in(range: (u16, u16), r: &mut SplitMix) -> u16 {
-    range.0 + r.below(u64::from(range.1 - range.0) + 1) as u16
+fn port_in(range: PortRange, r: &mut SplitMix) -> u16 {
+    range.first() + r.below(u64::from(range.last() - range.first()) + 1) as u16
 }
 
 /// A valid `firewall` input carrying `payload`, for the rules `params`
@@ -296,11 +260,11 @@ pub fn sample_input(params: &BTreeMap<String, String>, payload: &[u8]) -> Result
             ttl: 64,
         };
         if r.below(4) != 0 && !rules.is_empty() {
-            let rule = rules[r.below(rules.len() as u64) as usize];
-            flow.src = inside(rule.src, rule.src_mask, &mut r).to_be_bytes();
-            flow.dst = inside(rule.dst, rule.dst_mask, &mut r).to_be_bytes();
-            flow.sport = port_in(rule.sport, &mut r);
-            flow.dport = port_in(rule.dport, &mut r);
+            let (rule, _) = rules[r.below(rules.len() as u64) as usize];
+            flow.src = inside(rule.src, &mut r).to_be_bytes();
+            flow.dst = inside(rule.dst, &mut r).to_be_bytes();
+            flow.sport = port_in(rule.src_ports, &mut r);
+            flow.dport = port_in(rule.dst_ports, &mut r);
             flow.tcp = match rule.proto {
                 Some(6) => true,
                 Some(_) => false,
@@ -318,14 +282,22 @@ mod tests {
 
     #[test]
     fn rule_lines() {
-        let r = parse_rule("allow 10.0.0.0/8 any 1024-65535 443 tcp").unwrap();
-        assert_eq!((r.src, r.src_mask, r.dst_mask), (0x0A00_0000, 0xFF00_0000, 0));
+        let (r, allow) = parse_rule("allow 10.0.0.0/8 any 1024-65535 443 tcp").unwrap();
         assert_eq!(
-            (r.sport, r.dport, r.proto, r.allow),
-            ((1024, 65535), (443, 443), Some(6), true)
+            (u32::from(r.src.addr()), r.src.mask(), r.dst.mask()),
+            (0x0A00_0000, 0xFF00_0000, 0)
         );
-        let r = parse_rule("deny 192.0.2.1 any any any 47").unwrap();
-        assert_eq!((r.src_mask, r.proto, r.allow), (u32::MAX, Some(47), false));
+        assert_eq!(
+            (r.src_ports, r.dst_ports, r.proto, allow),
+            (
+                PortRange::new(1024, 65535).unwrap(),
+                PortRange::single(443),
+                Some(6),
+                true
+            )
+        );
+        let (r, allow) = parse_rule("deny 192.0.2.1 any any any 47").unwrap();
+        assert_eq!((r.src.mask(), r.proto, allow), (u32::MAX, Some(47), false));
         for bad in [
             "allow 10.0.0.1/8 any any any tcp",
             "allow 10.0.0.0/33 any any any tcp",
@@ -350,11 +322,11 @@ mod tests {
         let a = random_rules(500, 7);
         assert_eq!(a, random_rules(500, 7));
         assert_ne!(a, random_rules(500, 8));
-        for r in &a {
-            assert_eq!(r.src & !r.src_mask, 0);
-            assert_eq!(r.dst & !r.dst_mask, 0);
-            assert!(r.sport.0 <= r.sport.1 && r.dport.0 <= r.dport.1);
+        for (r, _) in &a {
+            assert_eq!(u32::from(r.src.addr()) & !r.src.mask(), 0);
+            assert_eq!(u32::from(r.dst.addr()) & !r.dst.mask(), 0);
+            assert!(r.src_ports.first() <= r.src_ports.last() && r.dst_ports.first() <= r.dst_ports.last());
         }
-        assert!(a.iter().any(|r| r.allow) && a.iter().any(|r| !r.allow));
+        assert!(a.iter().any(|r| r.1) && a.iter().any(|r| !r.1));
     }
 }

@@ -1,7 +1,7 @@
 //! Malformed scenarios are refused before anything runs, with the file, line
 //! and key of the mistake, never a panic.
 
-use isola_sim::{Scenario, ScenarioError};
+use isola_model::{Scenario, ScenarioError};
 
 /// A valid scenario; each case replaces one line of it.
 const BASE: &str = r#"[run]
@@ -191,7 +191,7 @@ fn missing_trace_and_bad_trace_rows() {
     .unwrap();
     let s = Scenario::parse(&text, dir.join("s.toml")).unwrap();
     match &s.tenants[0].workload.arrival {
-        isola_sim::scenario::ArrivalSpec::Trace(rows) => assert_eq!(rows.len(), 2, "only tenant a's rows"),
+        isola_model::scenario::ArrivalSpec::Trace(rows) => assert_eq!(rows.len(), 2, "only tenant a's rows"),
         other => panic!("{other:?}"),
     }
     std::fs::remove_dir_all(dir).ok();
@@ -210,7 +210,7 @@ fn static_partition_with_too_few_slots() {
 /// file, a missing operator or an extra field is an error at the service.
 #[test]
 fn profile_services() {
-    let dir = std::env::temp_dir().join(format!("isola-sim-profile-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("isola-model-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("p.json"),
@@ -228,8 +228,8 @@ fn profile_services() {
     )
     .unwrap();
     match &ok.engines[0].device {
-        isola_sim::scenario::DeviceSpec::Compute {
-            service: Some(isola_sim::scenario::ServiceSpec::Table(points)),
+        isola_model::scenario::DeviceSpec::Compute {
+            service: Some(isola_model::scenario::ServiceSpec::Table(points)),
             ..
         } => assert_eq!(points, &vec![(1024, 2000.0), (1_048_576, 900_000.0)]),
         other => panic!("{other:?}"),

@@ -1,5 +1,13 @@
-//! Results of simulated runs: one [`PolicyResult`] per policy, serialisable
-//! as JSON (the schema `isola sim --json` prints) and as a per-window CSV.
+//! Results of runs, simulated or live: one [`PolicyResult`] per policy,
+//! serialisable as JSON (the schema `isola sim --json` prints) and as a
+//! per-window CSV; the [`RunRecorder`] that computes one from a driver's
+//! records; and the [`SlaRule`] that judges latency objectives.
+
+mod recorder;
+mod sla;
+
+pub use recorder::{EngineTime, Outcome, RecordedEngine, RecordedTenant, RunEnd, RunRecorder, TaskRecord};
+pub use sla::SlaRule;
 
 use isola_core::metrics::LatencySummary;
 use isola_core::Nanos;
@@ -135,6 +143,17 @@ impl PolicyResult {
     /// ([`SeriesPoint::jain`]); the run's index without windows.
     pub fn mean_jain_by_weight(&self) -> f64 {
         self.window_mean(|p| p.jain).unwrap_or(self.jain)
+    }
+
+    /// Fills in the tenants' slowdowns and Fair2 against `alone`, each
+    /// tenant's mean latency when it ran alone (in tenant order; a tenant
+    /// without a positive one gets no slowdown).
+    pub fn add_slowdowns(&mut self, alone: &[f64]) {
+        let shared: Vec<f64> = self.tenants.iter().map(|t| t.latency_ns.mean).collect();
+        for (t, r) in self.tenants.iter_mut().enumerate() {
+            r.slowdown = alone.get(t).filter(|&&a| a > 0.0).map(|a| shared[t] / a);
+        }
+        self.fair2 = isola_core::metrics::fair2(&shared, alone).ok();
     }
 }
 

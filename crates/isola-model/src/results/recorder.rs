@@ -1,0 +1,588 @@
+//! The run recorder: computes a [`PolicyResult`] from what a driver saw,
+//! whatever the driver (the simulator, the live harness, the demo, a
+//! daemon). A driver tells it, as they happen:
+//!
+//! - each piece of engine time a tenant used ([`EngineTime`]: a dispatch,
+//!   a fragment, a pipeline stage), for shares, Jain's index and the
+//!   per-window series;
+//! - each task once, when it leaves the system or is still in it at the
+//!   end ([`TaskRecord`]: completed, rejected, aborted, unmatched at
+//!   ingress, in flight), for counts, latency, throughput and the SLA;
+//! - each engine's queued work when a metrics window ends
+//!   ([`RunRecorder::record_backlog`]), for Jain's index under demand;
+//!
+//! and asks for the result at the end ([`RunRecorder::finish`]). Tasks
+//! should be recorded in completion order: a window's latency percentiles
+//! are kept once a later window starts (a completion for a window already
+//! kept counts everywhere but in that window's p99).
+
+use super::sla::SlaRule;
+use super::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
+use crate::scenario::Scenario;
+use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram, WindowedService};
+use isola_core::{EngineId, Nanos, TenantId, NANOS_PER_SEC};
+use std::collections::BTreeMap;
+
+/// A tenant as the recorder needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedTenant {
+    /// Its name.
+    pub name: String,
+    /// Its weight (entitlement in the fairness indices).
+    pub weight: f64,
+    /// Its SLA, if it has one.
+    pub sla: Option<SlaRule>,
+    /// Whether it takes part in the run (submits work). A solo run leaves
+    /// the others out of the run's Jain index and Fair1.
+    pub active: bool,
+}
+
+/// An engine as the recorder needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedEngine {
+    /// Its name.
+    pub name: String,
+    /// Dispatches it serves at once (its capacity per unit of time).
+    pub slots: u32,
+}
+
+/// Engine time one tenant used: one slot of `engine` busy for `service` ns
+/// from `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineTime {
+    /// The tenant served.
+    pub tenant: TenantId,
+    /// The engine.
+    pub engine: EngineId,
+    /// When the service began.
+    pub start: Nanos,
+    /// How long it lasted (measured).
+    pub service: Nanos,
+}
+
+/// How a task left the system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It went through every stage and produced its result.
+    Completed,
+    /// It was refused because a channel (queue) was full.
+    Rejected,
+    /// It ended without a result: aborted by the watchdog (over its
+    /// service budget) or failed.
+    Aborted,
+    /// It was dropped at ingress: no matching rule took it (recorded
+    /// against the tenant that generated it).
+    Unmatched,
+    /// It was still in the system when the run ended.
+    InFlight,
+}
+
+/// One task, recorded once, when it left the system (or at the run's end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// The tenant it belongs to.
+    pub tenant: TenantId,
+    /// Its payload size.
+    pub bytes: u64,
+    /// When it arrived.
+    pub arrival: Nanos,
+    /// When it left the system: completed, refused, aborted; for a task in
+    /// flight, when the run ended.
+    pub end: Nanos,
+    /// Its predicted service time (what a `PredictedMultiple` SLA is judged
+    /// against; for a pipeline, all stages together).
+    pub predicted: Nanos,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// How the run ended, for [`RunRecorder::finish`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEnd {
+    /// The run's label.
+    pub label: String,
+    /// The registered policy it ran.
+    pub policy_name: String,
+    /// The measured interval; `None`: until the last completion.
+    pub duration: Option<Nanos>,
+    /// Events the driver processed.
+    pub events: u64,
+}
+
+/// What one tenant got so far.
+#[derive(Debug, Clone)]
+struct TenantTally {
+    latency: LatencyHistogram,
+    completed: u64,
+    bytes: u64,
+    violations: u64,
+    rejected: u64,
+    aborted: u64,
+    unmatched: u64,
+    in_flight: u64,
+    first_arrival: Option<Nanos>,
+    last_completion: Option<Nanos>,
+    /// Engine time per engine.
+    busy: Vec<u64>,
+}
+
+/// Computes a [`PolicyResult`] from a driver's records (see the module docs).
+#[derive(Debug, Clone)]
+pub struct RunRecorder {
+    tenants: Vec<RecordedTenant>,
+    engines: Vec<RecordedEngine>,
+    window: Nanos,
+    tally: Vec<TenantTally>,
+    /// Per engine: service per tenant per window, and the backlogs.
+    engine_service: Vec<WindowedService>,
+    /// When the next metrics window ends (backlogs are due from then on).
+    next_window_end: Nanos,
+    /// Per window, per tenant: bytes of the tasks completed in it.
+    bytes_done: Vec<Vec<f64>>,
+    /// Per tenant: latencies of the tasks completed in `latency_window`.
+    window_latency: Vec<LatencyHistogram>,
+    latency_window: usize,
+    /// Per kept window, per tenant: the 99th-percentile latency.
+    window_p99: Vec<Vec<Nanos>>,
+    last_completion: Nanos,
+    /// Time tasks spent in the system, added up (task x ns).
+    sojourn: u128,
+}
+
+impl RunRecorder {
+    /// A recorder for `tenants` on `engines`, with metrics windows of
+    /// `window` ns (at least 1).
+    pub fn new(tenants: Vec<RecordedTenant>, engines: Vec<RecordedEngine>, window: Nanos) -> Self {
+        let window = window.max(1);
+        let (n, e) = (tenants.len(), engines.len());
+        let tally = TenantTally {
+            latency: LatencyHistogram::new(),
+            completed: 0,
+            bytes: 0,
+            violations: 0,
+            rejected: 0,
+            aborted: 0,
+            unmatched: 0,
+            in_flight: 0,
+            first_arrival: None,
+            last_completion: None,
+            busy: vec![0; e],
+        };
+        RunRecorder {
+            tenants,
+            engines,
+            window,
+            tally: vec![tally; n],
+            engine_service: vec![WindowedService::new(window, n); e],
+            next_window_end: 0,
+            bytes_done: Vec::new(),
+            window_latency: vec![LatencyHistogram::new(); n],
+            latency_window: 0,
+            window_p99: Vec::new(),
+            last_completion: 0,
+            sojourn: 0,
+        }
+    }
+
+    /// A recorder for `scenario`'s tenants (SLAs from their latency
+    /// objectives; `active` says which take part) and engines, with its
+    /// metrics window.
+    pub fn for_scenario(scenario: &Scenario, active: impl Fn(usize) -> bool) -> Self {
+        let tenants = scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| RecordedTenant {
+                name: t.name.clone(),
+                weight: t.slo.weight,
+                sla: t.slo.latency.map(SlaRule::from),
+                active: active(i),
+            })
+            .collect();
+        let engines = scenario
+            .engines
+            .iter()
+            .map(|e| RecordedEngine {
+                name: e.name.clone(),
+                slots: e.slots,
+            })
+            .collect();
+        RunRecorder::new(tenants, engines, scenario.run.window)
+    }
+
+    /// Records engine time (ignored for a tenant or engine the recorder
+    /// does not know).
+    pub fn engine_time(&mut self, t: EngineTime) {
+        let (tenant, engine) = (t.tenant.index(), t.engine.index());
+        let (Some(tally), Some(service)) = (self.tally.get_mut(tenant), self.engine_service.get_mut(engine))
+        else {
+            return;
+        };
+        tally.busy[engine] += t.service;
+        service.add_service(tenant, t.start, t.start.saturating_add(t.service));
+    }
+
+    /// Records a task that left the system, or is in it at the run's end
+    /// (ignored for a tenant the recorder does not know).
+    pub fn task(&mut self, r: TaskRecord) {
+        let n = self.tally.len();
+        let t = r.tenant.index();
+        let Some(tally) = self.tally.get_mut(t) else {
+            return;
+        };
+        if r.outcome != Outcome::Unmatched {
+            self.sojourn += u128::from(r.end.saturating_sub(r.arrival));
+        }
+        match r.outcome {
+            Outcome::Rejected => tally.rejected += 1,
+            Outcome::Aborted => tally.aborted += 1,
+            Outcome::Unmatched => tally.unmatched += 1,
+            Outcome::InFlight => tally.in_flight += 1,
+            Outcome::Completed => {
+                let latency = r.end.saturating_sub(r.arrival);
+                tally.latency.record(latency);
+                tally.completed += 1;
+                tally.bytes += r.bytes;
+                if self.tenants[t]
+                    .sla
+                    .is_some_and(|s| s.violated(latency, r.predicted))
+                {
+                    tally.violations += 1;
+                }
+                tally.first_arrival = Some(tally.first_arrival.map_or(r.arrival, |f| f.min(r.arrival)));
+                tally.last_completion = Some(tally.last_completion.map_or(r.end, |l| l.max(r.end)));
+                self.last_completion = self.last_completion.max(r.end);
+                let w = (r.end / self.window) as usize;
+                while self.bytes_done.len() <= w {
+                    self.bytes_done.push(vec![0.0; n]);
+                }
+                self.bytes_done[w][t] += r.bytes as f64;
+                if w > self.latency_window {
+                    self.keep_latency_window();
+                    self.latency_window = w;
+                }
+                if w == self.latency_window {
+                    self.window_latency[t].record(latency);
+                }
+            }
+        }
+    }
+
+    /// Whether a metrics window has ended at `now` since the backlogs were
+    /// last recorded: the driver then records each engine's backlog
+    /// before anything at `now` changes it.
+    pub fn backlog_due(&self, now: Nanos) -> bool {
+        now >= self.next_window_end
+    }
+
+    /// Records `queued`, each tenant's work waiting on `engine` (in ns of
+    /// predicted service), as its value at the end of every window that
+    /// ended by `now` (see `WindowedService::record_backlog`).
+    pub fn record_backlog(&mut self, now: Nanos, engine: EngineId, queued: &[Nanos]) {
+        if let Some(service) = self.engine_service.get_mut(engine.index()) {
+            service.record_backlog(now, queued);
+        }
+        self.next_window_end = (now / self.window + 1).saturating_mul(self.window);
+    }
+
+    /// Keeps the current latency window's per-tenant p99s and starts afresh.
+    fn keep_latency_window(&mut self) {
+        let w = self.latency_window;
+        if self.window_p99.len() <= w {
+            self.window_p99.resize(w + 1, Vec::new());
+        }
+        self.window_p99[w] = self.window_latency.iter().map(|h| h.quantile(0.99)).collect();
+        for h in &mut self.window_latency {
+            h.clear();
+        }
+    }
+
+    /// The run's result.
+    pub fn finish(mut self, end: RunEnd) -> PolicyResult {
+        self.keep_latency_window();
+        let interval = end.duration.unwrap_or(self.last_completion).max(1);
+        let secs = interval as f64 / NANOS_PER_SEC as f64;
+        let n = self.tenants.len();
+        let busy: Vec<u64> = self.tally.iter().map(|t| t.busy.iter().sum()).collect();
+        let total_busy: u64 = busy.iter().sum();
+        let tenants: Vec<TenantResult> = (0..n).map(|i| self.tenant_result(i, secs, total_busy)).collect();
+        let active: Vec<usize> = (0..n).filter(|&i| self.tenants[i].active).collect();
+        let active_busy: Vec<f64> = active.iter().map(|&i| busy[i] as f64).collect();
+        let weights: Vec<f64> = active.iter().map(|&i| self.tenants[i].weight).collect();
+        let jain = jain_normalized(&active_busy, &weights).unwrap_or(1.0);
+        let tput: Vec<f64> = active.iter().map(|&i| tenants[i].throughput_bps).collect();
+        let w_total: f64 = weights.iter().sum();
+        let expected: Vec<f64> = weights.iter().map(|w| w / w_total).collect();
+        let fair1 = fair1(&tput, &expected).unwrap_or(0.0);
+        PolicyResult {
+            policy: end.label,
+            policy_name: end.policy_name,
+            jain,
+            fair1,
+            fair2: None,
+            duration_ns: interval,
+            mean_in_system: self.sojourn as f64 / interval as f64,
+            events: end.events,
+            tenants,
+            series: self.series(interval),
+        }
+    }
+
+    /// Tenant `i`'s result over a run of `secs` seconds.
+    fn tenant_result(&self, i: usize, secs: f64, total_busy: u64) -> TenantResult {
+        let (spec, t) = (&self.tenants[i], &self.tally[i]);
+        let busy: u64 = t.busy.iter().sum();
+        let engine_shares = self
+            .engines
+            .iter()
+            .enumerate()
+            .map(|(e, m)| {
+                let all: u64 = self.tally.iter().map(|t| t.busy[e]).sum();
+                let share = if all == 0 {
+                    0.0
+                } else {
+                    t.busy[e] as f64 / all as f64
+                };
+                (m.name.clone(), share)
+            })
+            .collect::<BTreeMap<String, f64>>();
+        TenantResult {
+            name: spec.name.clone(),
+            weight: spec.weight,
+            completed: t.completed,
+            rejected: t.rejected,
+            aborted: t.aborted,
+            unmatched: t.unmatched,
+            incomplete: t.in_flight,
+            throughput_ops: t.completed as f64 / secs,
+            throughput_bps: t.bytes as f64 / secs,
+            latency_ns: LatencyStats::from(t.latency.summary()),
+            latency_cdf: t.latency.cdf(),
+            sla_violation_rate: if t.completed == 0 {
+                0.0
+            } else {
+                t.violations as f64 / t.completed as f64
+            },
+            engine_time_share: if total_busy == 0 {
+                0.0
+            } else {
+                busy as f64 / total_busy as f64
+            },
+            engine_shares,
+            flow_completion_ns: match (t.first_arrival, t.last_completion) {
+                (Some(f), Some(l)) => l.saturating_sub(f),
+                _ => 0,
+            },
+            slowdown: None,
+        }
+    }
+
+    /// The per-window series of a run that lasted `interval` ns.
+    fn series(&self, interval: Nanos) -> Vec<SeriesPoint> {
+        let n = self.tenants.len();
+        let weights: Vec<f64> = self.tenants.iter().map(|t| t.weight).collect();
+        // Engine time over every engine, for shares and the index by weight.
+        let service = WindowedService::merged(&self.engine_service);
+        let jains = service.jain_series(&weights);
+        // Fair on every engine: the worst engine's index in each window.
+        let per_engine: Vec<Vec<f64>> = self
+            .engine_service
+            .iter()
+            .zip(&self.engines)
+            .map(|(ws, e)| ws.jain_of_demand_series(&weights, e.slots, interval))
+            .collect();
+        let demand_jain = |w: usize| {
+            per_engine
+                .iter()
+                .filter_map(|s| s.get(w).copied())
+                .fold(1.0, f64::min)
+        };
+        let window = service.window();
+        let windows = service.windows().max(self.bytes_done.len());
+        (0..windows)
+            .map(|w| {
+                let bytes = self.bytes_done.get(w);
+                SeriesPoint {
+                    start_ns: w as Nanos * window,
+                    jain: jains.get(w).copied().unwrap_or(1.0),
+                    jain_of_demand: demand_jain(w),
+                    throughput_bps: (0..n)
+                        .map(|t| bytes.map_or(0.0, |b| b[t]) * NANOS_PER_SEC as f64 / window as f64)
+                        .collect(),
+                    engine_share: service.shares(w),
+                    p99_ns: (0..n)
+                        .map(|t| {
+                            self.window_p99
+                                .get(w)
+                                .and_then(|p| p.get(t))
+                                .copied()
+                                .unwrap_or(0)
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant(name: &str, weight: f64, sla: Option<SlaRule>, active: bool) -> RecordedTenant {
+        RecordedTenant {
+            name: name.into(),
+            weight,
+            sla,
+            active,
+        }
+    }
+
+    fn recorder(tenants: Vec<RecordedTenant>) -> RunRecorder {
+        let engines = vec![RecordedEngine {
+            name: "acc".into(),
+            slots: 1,
+        }];
+        RunRecorder::new(tenants, engines, 100)
+    }
+
+    fn task(
+        tenant: u32,
+        bytes: u64,
+        arrival: Nanos,
+        end: Nanos,
+        predicted: Nanos,
+        outcome: Outcome,
+    ) -> TaskRecord {
+        TaskRecord {
+            tenant: TenantId(tenant),
+            bytes,
+            arrival,
+            end,
+            predicted,
+            outcome,
+        }
+    }
+
+    fn served(tenant: u32, start: Nanos, service: Nanos) -> EngineTime {
+        EngineTime {
+            tenant: TenantId(tenant),
+            engine: EngineId(0),
+            start,
+            service,
+        }
+    }
+
+    fn end(duration: Option<Nanos>) -> RunEnd {
+        RunEnd {
+            label: "run".into(),
+            policy_name: "fcfs".into(),
+            duration,
+            events: 9,
+        }
+    }
+
+    #[test]
+    fn counts_throughput_latency_sla_shares_and_time_in_system() {
+        let mut r = recorder(vec![
+            tenant("a", 1.0, Some(SlaRule::PredictedMultiple(2.0)), true),
+            tenant("b", 2.0, Some(SlaRule::PredictedMultiple(2.0)), true),
+        ]);
+        assert!(r.backlog_due(0));
+        r.record_backlog(0, EngineId(0), &[0, 0]);
+        assert!(!r.backlog_due(99) && r.backlog_due(100));
+        r.engine_time(served(0, 0, 50));
+        r.task(task(0, 1000, 0, 50, 50, Outcome::Completed)); // 50 <= 2 x 50
+        r.engine_time(served(1, 50, 100));
+        r.record_backlog(100, EngineId(0), &[0, 30]);
+        r.task(task(1, 500, 60, 150, 40, Outcome::Completed)); // 90 > 2 x 40
+        r.task(task(1, 64, 30, 30, 40, Outcome::Rejected));
+        r.task(task(0, 64, 20, 60, 40, Outcome::Aborted));
+        r.task(task(1, 64, 70, 70, 0, Outcome::Unmatched));
+        r.task(task(0, 64, 120, 200, 40, Outcome::InFlight));
+        r.engine_time(served(7, 0, 10)); // unknown tenant: ignored
+        r.task(task(7, 1, 0, 1, 1, Outcome::Completed));
+        let p = r.finish(end(Some(200)));
+        assert_eq!(
+            (p.policy.as_str(), p.policy_name.as_str(), p.events),
+            ("run", "fcfs", 9)
+        );
+        assert_eq!(p.duration_ns, 200);
+        let (a, b) = (&p.tenants[0], &p.tenants[1]);
+        let counts = |t: &TenantResult| (t.completed, t.rejected, t.aborted, t.unmatched, t.incomplete);
+        assert_eq!(counts(a), (1, 0, 1, 0, 1));
+        assert_eq!(counts(b), (1, 1, 0, 1, 0));
+        // 1000 B and one task in 200 ns.
+        assert_eq!((a.throughput_bps, a.throughput_ops), (5e9, 5e6));
+        assert_eq!((a.sla_violation_rate, b.sla_violation_rate), (0.0, 1.0));
+        assert_eq!((a.latency_ns.mean, b.latency_ns.max), (50.0, 90));
+        assert_eq!(b.flow_completion_ns, 90);
+        assert_eq!(a.engine_shares["acc"], 1.0 / 3.0);
+        assert_eq!(b.engine_time_share, 2.0 / 3.0);
+        // Served in proportion to the weights.
+        assert_eq!(p.jain, 1.0);
+        // In the system: 50 + 90 + 40 (aborted) + 80 (in flight) task x ns.
+        assert_eq!(p.mean_in_system, 260.0 / 200.0);
+        assert_eq!(p.series.len(), 2);
+        assert_eq!(p.series[0].throughput_bps, vec![1e10, 0.0]);
+        assert_eq!(p.series[1].throughput_bps, vec![0.0, 5e9]);
+        assert_eq!(
+            (p.series[0].p99_ns.clone(), p.series[1].p99_ns.clone()),
+            (vec![50, 0], vec![0, 90])
+        );
+        assert_eq!(p.series[0].engine_share, vec![0.5, 0.5]);
+        // Window 0: b (weight 2) got 50 and had 30 more waiting, so its
+        // fair share of 100 was 66.7 and a's 33.3: a got 1.5x its share, b
+        // 0.75x, an index of 2.25^2 / (2 x (1.5^2 + 0.75^2)) = 0.9. By
+        // weight alone, among the tenants served, it looks the same.
+        assert!(
+            (p.series[0].jain_of_demand - 0.9).abs() < 1e-12,
+            "{}",
+            p.series[0].jain_of_demand
+        );
+        // Window 1 has no backlog recorded: b got all it asked for.
+        assert_eq!(p.series[1].jain_of_demand, 1.0);
+        assert_eq!(p.window_mean(|s| s.start_ns as f64), Some(50.0));
+    }
+
+    #[test]
+    fn solo_rule_inactive_tenants_and_the_interval_without_a_duration() {
+        let mut r = recorder(vec![
+            tenant(
+                "a",
+                1.0,
+                Some(SlaRule::SoloMultiple { k: 2.0, solo_ns: 10 }),
+                true,
+            ),
+            tenant("idle", 1.0, None, false),
+        ]);
+        r.engine_time(served(0, 0, 30));
+        // Judged against the tenant's solo time, not the task's prediction.
+        r.task(task(0, 100, 0, 21, 1_000, Outcome::Completed));
+        r.task(task(0, 100, 0, 20, 1, Outcome::Completed));
+        let p = r.finish(end(None));
+        // Until the last completion.
+        assert_eq!(p.duration_ns, 21);
+        assert_eq!(p.tenants[0].sla_violation_rate, 0.5);
+        // The idle tenant is left out of the run's index: one tenant is fair.
+        assert_eq!(p.jain, 1.0);
+        assert_eq!(p.tenants[1].completed, 0);
+        assert_eq!(p.tenants[1].engine_shares["acc"], 0.0);
+        // An empty run lasts at least 1 ns and divides nothing by zero.
+        let empty = recorder(vec![tenant("a", 1.0, None, true)]).finish(end(None));
+        assert_eq!((empty.duration_ns, empty.tenants[0].throughput_bps), (1, 0.0));
+        assert!(empty.series.is_empty());
+    }
+
+    #[test]
+    fn a_late_completion_counts_everywhere_but_its_kept_window() {
+        let mut r = recorder(vec![tenant("a", 1.0, None, true)]);
+        r.task(task(0, 10, 150, 160, 1, Outcome::Completed));
+        r.task(task(0, 10, 0, 50, 1, Outcome::Completed));
+        let p = r.finish(end(Some(200)));
+        assert_eq!(p.tenants[0].completed, 2);
+        assert_eq!(p.series[0].throughput_bps, vec![1e8]);
+        assert_eq!(p.series[0].p99_ns, vec![0]);
+        assert_eq!(p.series[1].p99_ns, vec![10]);
+    }
+}

@@ -1,0 +1,411 @@
+//! Checking a scenario: from the raw TOML types (`raw`) to the
+//! public ones, refusing what cannot run with the file, line and key of the
+//! mistake. The run, engines and service models are checked here; tenants
+//! and their workloads in `tenant`.
+
+use super::raw::{RawEngine, RawRun, RawScenario, RawService, RawSize, RawSizeDist};
+use super::source::Source;
+use super::tenant;
+use super::{
+    DeviceSpec, DmaSpec, EngineModel, PolicyRun, RunSpec, Scenario, ScenarioError, ServiceSpec, SizeDist,
+};
+use crate::quantity::{RateValue, Size};
+use isola_core::params::Params;
+use isola_core::policy::registry::PolicySetup;
+use isola_core::policy::{build_policy, find_policy, TenantShare};
+use isola_core::{EngineKind, RateUnit};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+/// Checks scenario `text`; `path` names it in errors and anchors trace paths.
+pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    let src = Source {
+        file: path.display().to_string(),
+        text,
+    };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        src.at(span, None, e.message().trim().to_string())
+    })?;
+    let (run, policy_spans) = check_run(&src, raw.run)?;
+    let engines = raw
+        .engine
+        .into_iter()
+        .map(|e| check_engine(&src, e))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, e) in engines.iter().enumerate() {
+        if engines[..i].iter().any(|o| o.name == e.name) {
+            return Err(src.at(
+                0..0,
+                Some("engine.name"),
+                format!("engine `{}` is defined twice", e.name),
+            ));
+        }
+    }
+    if engines.is_empty() {
+        return Err(src.at(0..0, Some("engine"), "a scenario needs at least one [[engine]]"));
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut tenants = Vec::new();
+    for t in raw.tenant {
+        let spec = tenant::check_tenant(&src, base, &engines, &tenants, t, run.duration.is_some())?;
+        tenants.push(spec);
+    }
+    if tenants.is_empty() {
+        return Err(src.at(0..0, Some("tenant"), "a scenario needs at least one [[tenant]]"));
+    }
+    // Build every policy for every engine now, so a bad parameter value
+    // or an impossible setup is reported at its line before anything runs.
+    let shares: Vec<TenantShare> = tenants
+        .iter()
+        .map(|t| TenantShare {
+            weight: t.slo.weight,
+            class: t.slo.class,
+            latency: t.slo.latency,
+        })
+        .collect();
+    for (p, span) in run.policies.iter().zip(policy_spans) {
+        for e in &engines {
+            let slots = if e.kind == EngineKind::Accelerator {
+                e.queue_depth
+            } else {
+                e.slots
+            };
+            let setup = PolicySetup {
+                tenants: &shares,
+                slots,
+            };
+            if let Err(err) = build_policy(&p.name, &p.params, &setup) {
+                return Err(src.at(span, Some("policies"), format!("engine `{}`: {err}", e.name)));
+            }
+        }
+    }
+    Ok(Scenario {
+        path: path.to_path_buf(),
+        run,
+        engines,
+        tenants,
+    })
+}
+
+/// The `[run]` table, and where each policy entry is written.
+fn check_run(
+    src: &Source<'_>,
+    raw: Option<Spanned<RawRun>>,
+) -> Result<(RunSpec, Vec<Range<usize>>), ScenarioError> {
+    let raw = raw.map(Spanned::into_inner).unwrap_or_default();
+    let mut spans = Vec::new();
+    let mut policies = Vec::new();
+    match raw.policies {
+        None => {
+            policies.push(PolicyRun {
+                name: "fcfs".into(),
+                label: "fcfs".into(),
+                params: BTreeMap::new(),
+                fragment: None,
+            });
+            spans.push(0..0);
+        }
+        Some(list) => {
+            if list.get_ref().is_empty() {
+                return Err(src.at(list.span(), Some("policies"), "give at least one policy"));
+            }
+            for p in list.into_inner() {
+                let span = p.span();
+                let p = p.into_inner();
+                let info = find_policy(&p.name)
+                    .map_err(|e| src.at(span.clone(), Some("policies"), e.to_string()))?;
+                Params::new(format!("policy `{}`", info.name), info.params, &p.params)
+                    .map_err(|e| src.at(span.clone(), Some("policies"), e.to_string()))?;
+                spans.push(span.clone());
+                let label = p.label.unwrap_or_else(|| p.name.clone());
+                if policies.iter().any(|q: &PolicyRun| q.label == label) {
+                    return Err(src.at(
+                        span,
+                        Some("policies"),
+                        format!("two runs are labelled `{label}`: give one a `label`"),
+                    ));
+                }
+                policies.push(PolicyRun {
+                    name: p.name,
+                    label,
+                    params: p.params,
+                    fragment: p.fragment,
+                });
+            }
+        }
+    }
+    if let Some(d) = raw.duration {
+        if d.0 == 0 {
+            return Err(src.at(0..0, Some("run.duration"), "must be greater than zero"));
+        }
+    }
+    let run = RunSpec {
+        seed: raw.seed.unwrap_or(1),
+        duration: raw.duration.map(|d| d.0),
+        policies,
+        window: raw.window.map_or(100_000, |w| w.0).max(1),
+        solo: raw.solo,
+    };
+    Ok((run, spans))
+}
+
+/// A `service` table: a distribution, or a profile's measured points.
+pub(super) fn check_service(
+    src: &Source<'_>,
+    raw: Spanned<toml::Value>,
+) -> Result<ServiceSpec, ScenarioError> {
+    let span = raw.span();
+    let bad = |m: &str| src.at(span.clone(), Some("service"), m.to_string());
+    let value = raw.into_inner();
+    if let Some(table) = value.as_table().filter(|t| t.contains_key("profile")) {
+        return profile_service(src, table).map_err(|m| bad(&m));
+    }
+    // No key given: the error is placed at the value it quotes, and so at
+    // that value's own key (`mean`, `time`...), as serde's would be.
+    let raw = RawService::deserialize(value).map_err(|e| src.at(span.clone(), None, e.message().trim()))?;
+    Ok(match raw {
+        RawService::Constant { time } => ServiceSpec::Constant(time.0),
+        RawService::Exponential { mean } => {
+            if mean.0 == 0 {
+                return Err(bad("an exponential service needs a mean > 0"));
+            }
+            ServiceSpec::Exponential(mean.0)
+        }
+        RawService::Affine { base, per_byte_ns } => {
+            if !(per_byte_ns.is_finite() && per_byte_ns >= 0.0) {
+                return Err(bad("per_byte_ns must be >= 0"));
+            }
+            ServiceSpec::Affine {
+                base_ns: base.0 as f64,
+                per_byte_ns,
+            }
+        }
+        RawService::Table { points } => {
+            if points.is_empty() {
+                return Err(bad("a table needs at least one [size, time] point"));
+            }
+            ServiceSpec::Table(points.into_iter().map(|(s, t)| (s.0, t.0 as f64)).collect())
+        }
+        RawService::Cycles { base, per_byte } => {
+            if !(base.is_finite() && base >= 0.0 && per_byte.is_finite() && per_byte >= 0.0) {
+                return Err(bad("cycles base and per_byte must be >= 0"));
+            }
+            ServiceSpec::Cycles { base, per_byte }
+        }
+    })
+}
+
+/// `service = { profile = "FILE", op = "NAME" }`: the operator's measured
+/// points from a profile written by `isola profile` (a path relative to the
+/// scenario file), as a table service.
+fn profile_service(src: &Source<'_>, table: &toml::Table) -> Result<ServiceSpec, String> {
+    if let Some(k) = table.keys().find(|k| *k != "profile" && *k != "op") {
+        return Err(format!(
+            "unknown field `{k}` in a profile service (it takes `profile` and `op`)"
+        ));
+    }
+    let file = table
+        .get("profile")
+        .and_then(toml::Value::as_str)
+        .ok_or("`profile` must be the path of a profile file (from `isola profile`)")?;
+    let op = table
+        .get("op")
+        .and_then(toml::Value::as_str)
+        .ok_or("a profile service needs `op`: the operator whose costs to take")?;
+    let path = Path::new(&src.file).parent().unwrap_or(Path::new(".")).join(file);
+    let shown = path.display();
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read profile {shown}: {e}"))?;
+    let profile: isola_core::profile::Profile =
+        serde_json::from_str(&text).map_err(|e| format!("{shown} is not a profile: {e}"))?;
+    let points: Vec<(u64, f64)> = profile
+        .operator(op)
+        .map_err(|e| format!("{shown}: {e}"))?
+        .points
+        .iter()
+        .map(|p| (p.bytes, p.median_ns))
+        .collect();
+    if points.is_empty() || points.iter().any(|p| !(p.1.is_finite() && p.1 >= 0.0)) {
+        return Err(format!("{shown}: the profile of `{op}` has no valid points"));
+    }
+    Ok(ServiceSpec::Table(points))
+}
+
+/// One `[[engine]]`: its kind, the keys that kind takes, and its device.
+fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel, ScenarioError> {
+    let raw = raw.into_inner();
+    let kind = match raw.kind.get_ref().as_str() {
+        "accelerator" => EngineKind::Accelerator,
+        "pu" => EngineKind::ProcessingUnits,
+        "dma" => EngineKind::Dma,
+        "egress" => EngineKind::Egress,
+        other => {
+            return Err(src.at(
+                raw.kind.span(),
+                Some("kind"),
+                format!("unknown engine kind `{other}`: use accelerator, pu, dma or egress"),
+            ))
+        }
+    };
+    // Keys that only some kinds take: (key, where it is written if present, kinds).
+    fn at<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
+        v.as_ref().map(Spanned::span)
+    }
+    use EngineKind::*;
+    type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
+    let kind_keys: [KindKey; 9] = [
+        ("queue_depth", at(&raw.queue_depth), &[Accelerator]),
+        ("service", at(&raw.service), &[Accelerator, ProcessingUnits]),
+        ("clock", at(&raw.clock), &[ProcessingUnits]),
+        ("bandwidth", at(&raw.bandwidth), &[Dma, Egress]),
+        ("max_payload", at(&raw.max_payload), &[Dma]),
+        ("max_read_request", at(&raw.max_read_request), &[Dma]),
+        ("tlp_overhead", at(&raw.tlp_overhead), &[Dma]),
+        ("tlp_rate", at(&raw.tlp_rate), &[Dma]),
+        ("packet_overhead", at(&raw.packet_overhead), &[Egress]),
+    ];
+    for (key, span, kinds) in kind_keys {
+        if let Some(span) = span.filter(|_| !kinds.contains(&kind)) {
+            let names: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+            let message = format!("only applies to {} engines, not {kind}", names.join("/"));
+            return Err(src.at(span, Some(key), message));
+        }
+    }
+
+    let slots = match raw.slots {
+        Some(s) if *s.get_ref() == 0 => return Err(src.at(s.span(), Some("slots"), "must be at least 1")),
+        Some(s) => s.into_inner(),
+        None => 1,
+    };
+    let queue_depth = match raw.queue_depth {
+        Some(q) if *q.get_ref() < slots => {
+            return Err(src.at(
+                q.span(),
+                Some("queue_depth"),
+                format!("must be at least slots ({slots})"),
+            ))
+        }
+        Some(q) => q.into_inner(),
+        None => slots,
+    };
+    let egress_ratio = match raw.egress_ratio {
+        Some(r) if !(r.get_ref().is_finite() && *r.get_ref() >= 0.0) => {
+            return Err(src.at(r.span(), Some("egress_ratio"), "must be >= 0"))
+        }
+        Some(r) => r.into_inner(),
+        None => 1.0,
+    };
+    let bytes_rate = |v: Option<Spanned<RateValue>>, key: &str| -> Result<f64, ScenarioError> {
+        match v {
+            None => Err(src.at(
+                raw.kind.span(),
+                Some(key),
+                format!("{kind} engines need a `{key}` (e.g. \"400Gbit/s\")"),
+            )),
+            Some(r) if r.get_ref().0.unit() != RateUnit::BytesPerSec => Err(src.at(
+                r.span(),
+                Some(key),
+                "must be a data rate such as \"512Gbit/s\" or \"8GB/s\"",
+            )),
+            Some(r) => Ok(r.into_inner().0.per_sec()),
+        }
+    };
+    let device = match kind {
+        Accelerator | ProcessingUnits => DeviceSpec::Compute {
+            service: raw.service.map(|s| check_service(src, s)).transpose()?,
+            clock_hz: raw.clock.map_or(1e9, |c| c.into_inner().0),
+        },
+        Dma => {
+            let size = |v: Option<Spanned<Size>>, key: &str, default: u64| -> Result<u64, ScenarioError> {
+                match v {
+                    Some(s) if s.get_ref().0 == 0 && key != "tlp_overhead" => {
+                        Err(src.at(s.span(), Some(key), "must be greater than zero"))
+                    }
+                    Some(s) => Ok(s.into_inner().0),
+                    None => Ok(default),
+                }
+            };
+            let tlp_rate = match raw.tlp_rate {
+                Some(r) if r.get_ref().0.unit() != RateUnit::OpsPerSec => {
+                    return Err(src.at(
+                        r.span(),
+                        Some("tlp_rate"),
+                        "must be a rate of TLPs such as \"50M/s\"",
+                    ))
+                }
+                r => r.map(|r| r.into_inner().0.per_sec()),
+            };
+            DeviceSpec::Dma(DmaSpec {
+                bytes_per_sec: bytes_rate(raw.bandwidth, "bandwidth")?,
+                max_payload: size(raw.max_payload, "max_payload", 256)?,
+                max_read_request: size(raw.max_read_request, "max_read_request", 512)?,
+                tlp_overhead: size(raw.tlp_overhead, "tlp_overhead", 24)?,
+                tlp_rate,
+            })
+        }
+        Egress => DeviceSpec::Egress {
+            bytes_per_sec: bytes_rate(raw.bandwidth, "bandwidth")?,
+            packet_overhead: raw.packet_overhead.map_or(24, |s| s.into_inner().0),
+        },
+    };
+    Ok(EngineModel {
+        name: raw.name.into_inner(),
+        kind,
+        slots,
+        queue_depth,
+        egress_ratio,
+        device,
+    })
+}
+
+/// A workload's `size`: a fixed size or a distribution (64 B if absent).
+pub(super) fn check_size(
+    src: &Source<'_>,
+    span: Range<usize>,
+    raw: Option<RawSize>,
+) -> Result<SizeDist, ScenarioError> {
+    let bad = |m: String| src.at(span.clone(), Some("size"), m);
+    Ok(match raw {
+        None => SizeDist::Fixed(64),
+        Some(RawSize::Fixed(b)) | Some(RawSize::Dist(RawSizeDist::Fixed { size: Size(b) })) => {
+            SizeDist::Fixed(b)
+        }
+        Some(RawSize::Dist(RawSizeDist::Uniform { min, max })) => {
+            if min.0 > max.0 {
+                return Err(bad(format!("min {} is above max {}", min.0, max.0)));
+            }
+            SizeDist::Uniform {
+                min: min.0,
+                max: max.0,
+            }
+        }
+        Some(RawSize::Dist(RawSizeDist::LogNormal { mu, sigma, min, max })) => {
+            if !(mu.is_finite() && sigma.is_finite() && sigma >= 0.0) {
+                return Err(bad("lognormal needs a finite mu and sigma >= 0".into()));
+            }
+            if min.0 > max.0 {
+                return Err(bad(format!("min {} is above max {}", min.0, max.0)));
+            }
+            SizeDist::LogNormal {
+                mu,
+                sigma,
+                min: min.0,
+                max: max.0,
+            }
+        }
+        Some(RawSize::Dist(RawSizeDist::Empirical { points })) => {
+            if points.is_empty()
+                || points.iter().any(|(_, w)| !(w.is_finite() && *w >= 0.0))
+                || points.iter().all(|(_, w)| *w == 0.0)
+            {
+                return Err(bad(
+                    "empirical sizes need [size, weight] points with weights >= 0, not all 0".into(),
+                ));
+            }
+            SizeDist::Empirical(points.into_iter().map(|(s, w)| (s.0, w)).collect())
+        }
+    })
+}

@@ -1,0 +1,320 @@
+//! Scenario files: one TOML document describes engines, tenants (SLOs and
+//! workloads) and the policies to compare. The same format is shared with the
+//! live runtime. `docs/scenario-format.md` documents every key.
+//!
+//! Loading checks everything before anything runs, and every error names the
+//! file, line, column and key: syntax errors, unknown keys, malformed or
+//! negative quantities, references to undefined engines or policies, keys
+//! that do not apply to an engine's kind, and unbounded runs.
+//!
+//! The types here are descriptions, plain data: a service model, a size
+//! distribution or an arrival process as the file states it, and what a
+//! service model predicts ([`ServiceCost`], every driver's cost model). What
+//! a driver does with them (sampling service times, drawing sizes and
+//! arrivals, timing a device) is the driver's (`isola-sim`'s device and
+//! workload models).
+//!
+//! Layout: the public types (this file, and `service` for [`ServiceCost`]),
+//! the raw TOML types (`raw`), the checks from one to the other (`check`,
+//! `tenant`) and error positions (`source`).
+
+mod check;
+mod raw;
+mod service;
+mod source;
+mod tenant;
+
+pub use service::ServiceCost;
+
+use isola_core::{EngineKind, Nanos, Slo};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A scenario that cannot be used, with where and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {}{message}", key.as_ref().map(|k| format!("key `{k}`: ")).unwrap_or_default())]
+pub struct ScenarioError {
+    /// The scenario (or trace) file.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The offending key, when known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A loaded, checked scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Where it was read from (used for messages and relative trace paths).
+    pub path: PathBuf,
+    /// Run settings.
+    pub run: RunSpec,
+    /// Engines, in file order.
+    pub engines: Vec<EngineModel>,
+    /// Tenants, in file order.
+    pub tenants: Vec<TenantSpec>,
+}
+
+/// The `[run]` table.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// Virtual time to simulate; `None` runs until every workload is done.
+    pub duration: Option<Nanos>,
+    /// Policies to compare, each run on the same arrivals.
+    pub policies: Vec<PolicyRun>,
+    /// Metrics window for time series.
+    pub window: Nanos,
+    /// Also run each tenant alone, for slowdowns and Fair2.
+    pub solo: bool,
+}
+
+/// One policy to run, with its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyRun {
+    /// Registered policy name.
+    pub name: String,
+    /// Name in results (defaults to `name`).
+    pub label: String,
+    /// Policy parameters.
+    pub params: BTreeMap<String, String>,
+    /// Fragment size for DMA and egress engines under this run (OSMOSIS).
+    pub fragment: Option<u64>,
+}
+
+/// How long a task takes on an engine that computes (accelerator, PUs).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServiceSpec {
+    /// Always the same time.
+    Constant(Nanos),
+    /// Exponentially distributed with this mean (M/M/c validation).
+    Exponential(Nanos),
+    /// `base + per_byte x bytes` nanoseconds.
+    Affine {
+        /// Fixed part (ns).
+        base_ns: f64,
+        /// Per-byte part (ns).
+        per_byte_ns: f64,
+    },
+    /// Linear interpolation through (bytes, time) points.
+    Table(Vec<(u64, f64)>),
+    /// `base + per_byte x bytes` cycles at the engine's clock (PUs).
+    Cycles {
+        /// Fixed cycles.
+        base: f64,
+        /// Cycles per byte.
+        per_byte: f64,
+    },
+}
+
+/// What the device behind an engine is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeviceSpec {
+    /// FIFO lanes with a service-time model: accelerators and PU clusters.
+    Compute {
+        /// Default service model (tenants may override it).
+        service: Option<ServiceSpec>,
+        /// Clock for `Cycles` models, in Hz.
+        clock_hz: f64,
+    },
+    /// A PCIe/DMA link.
+    Dma(DmaSpec),
+    /// An egress link.
+    Egress {
+        /// Payload bytes per second.
+        bytes_per_sec: f64,
+        /// Bytes of framing per packet (preamble, gap, FCS).
+        packet_overhead: u64,
+    },
+}
+
+/// PCIe/DMA link parameters (AaaS section 3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DmaSpec {
+    /// Raw link bandwidth in bytes per second, each direction.
+    pub bytes_per_sec: f64,
+    /// Max payload size of a write TLP.
+    pub max_payload: u64,
+    /// Max read request size.
+    pub max_read_request: u64,
+    /// Header and framing bytes per TLP.
+    pub tlp_overhead: u64,
+    /// TLPs per second the root complex accepts (posted-credit return rate);
+    /// every TLP takes at least `1 / tlp_rate`.
+    pub tlp_rate: Option<f64>,
+}
+
+/// An engine: scheduler view and device model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineModel {
+    /// Unique name.
+    pub name: String,
+    /// Kind.
+    pub kind: EngineKind,
+    /// Lanes, processing units, DMA queues or links served in parallel.
+    pub slots: u32,
+    /// Dispatches the device holds at once (in service and waiting, >= slots).
+    pub queue_depth: u32,
+    /// Output bytes per input byte (AaaS observation 2).
+    pub egress_ratio: f64,
+    /// The device model.
+    pub device: DeviceSpec,
+}
+
+/// Direction of a DMA transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Device to host (posted writes).
+    #[default]
+    Write,
+    /// Host to device (read requests and completions).
+    Read,
+}
+
+/// Task sizes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SizeDist {
+    /// Always this size.
+    Fixed(u64),
+    /// Uniform in `[min, max]`.
+    Uniform {
+        /// Smallest.
+        min: u64,
+        /// Largest.
+        max: u64,
+    },
+    /// `exp(N(mu, sigma))` clamped to `[min, max]` (OSMOSIS' generator).
+    LogNormal {
+        /// Mean of the underlying normal.
+        mu: f64,
+        /// Standard deviation of the underlying normal.
+        sigma: f64,
+        /// Clamp below.
+        min: u64,
+        /// Clamp above.
+        max: u64,
+    },
+    /// Sizes with relative weights.
+    Empirical(Vec<(u64, f64)>),
+}
+
+/// When a tenant's tasks arrive.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArrivalSpec {
+    /// Poisson process with this rate (tasks/s).
+    Poisson(f64),
+    /// Evenly spaced at this rate.
+    Constant(f64),
+    /// Inter-arrival times uniform in `[0, 2 / rate]`.
+    Uniform(f64),
+    /// Poisson at `rate` during `on`, silent during `off`, repeating.
+    OnOff {
+        /// On period.
+        on: Nanos,
+        /// Off period.
+        off: Nanos,
+        /// Rate while on.
+        rate: f64,
+    },
+    /// Poisson whose rate changes over time: `(from, rate)` steps, `from`
+    /// counted from the workload's start, ascending, the first at 0.
+    Steps(Vec<(Nanos, f64)>),
+    /// Keep this many tasks outstanding.
+    Closed(u32),
+    /// Replay of a CSV trace's rows for this tenant.
+    Trace(Vec<TraceRow>),
+}
+
+/// One row of a trace: `time_ns,tenant,op,bytes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRow {
+    /// Arrival time.
+    pub time: Nanos,
+    /// Operator.
+    pub op: String,
+    /// Size.
+    pub bytes: u64,
+}
+
+/// A 5-tuple, with each field optional in a matching rule (wildcard).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowMatch {
+    /// Source IPv4 address.
+    pub src_ip: Option<std::net::Ipv4Addr>,
+    /// Destination IPv4 address.
+    pub dst_ip: Option<std::net::Ipv4Addr>,
+    /// Source port.
+    pub src_port: Option<u16>,
+    /// Destination port.
+    pub dst_port: Option<u16>,
+    /// IP protocol number (6 TCP, 17 UDP).
+    pub proto: Option<u8>,
+}
+
+/// A tenant's workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    /// Engines each task goes through, in order (indices into the engines).
+    pub stages: Vec<usize>,
+    /// Operator name.
+    pub op: String,
+    /// Operator parameters (`key = value`), for live runs; the simulator
+    /// takes costs from the service model instead.
+    pub params: BTreeMap<String, String>,
+    /// Sizes.
+    pub size: SizeDist,
+    /// Arrivals.
+    pub arrival: ArrivalSpec,
+    /// Number of tasks, if bounded.
+    pub count: Option<u64>,
+    /// When the first task may arrive.
+    pub start: Nanos,
+    /// Service model for compute stages, overriding the engine's.
+    pub service: Option<ServiceSpec>,
+    /// Direction on DMA stages.
+    pub direction: Direction,
+    /// The 5-tuple its packets carry (matched at ingress).
+    pub flow: Option<FlowMatch>,
+}
+
+/// A tenant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantSpec {
+    /// Unique name.
+    pub name: String,
+    /// Service-level objective.
+    pub slo: Slo,
+    /// Its workload.
+    pub workload: WorkloadSpec,
+    /// Ingress matching rule (OSMOSIS' matching engine); packets that match
+    /// it go to this tenant's channels.
+    pub flow_match: Option<FlowMatch>,
+}
+
+impl Scenario {
+    /// Reads and checks the scenario at `path`.
+    pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: path.display().to_string(),
+            line: 0,
+            column: 0,
+            key: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Scenario::parse(&text, path)
+    }
+
+    /// Checks scenario `text`; `path` names it in errors and anchors trace paths.
+    pub fn parse(text: &str, path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        check::scenario(text, path.as_ref())
+    }
+}

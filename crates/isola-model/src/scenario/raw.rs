@@ -1,0 +1,225 @@
+//! The scenario file as TOML gives it: serde types that mirror the file's
+//! tables and keys, with their positions (`Spanned`) kept so the checks in
+//! `check` can name the line of a mistake. Nothing here judges a
+//! value beyond its type; a quantity's own parse (`crate::quantity`) is the
+//! one exception, reported by serde at the value.
+
+use super::{Direction, FlowMatch};
+use crate::quantity::{parse_size, Duration, Frequency, RateValue, Size};
+use isola_core::TenantClass;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use toml::Spanned;
+
+/// A parameter value as text: strings as written, other values as TOML.
+pub(super) fn value_text(v: toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) run: Option<Spanned<RawRun>>,
+    #[serde(default)]
+    pub(super) engine: Vec<Spanned<RawEngine>>,
+    #[serde(default)]
+    pub(super) tenant: Vec<Spanned<RawTenant>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRun {
+    pub(super) seed: Option<u64>,
+    pub(super) duration: Option<Duration>,
+    pub(super) policies: Option<Spanned<Vec<Spanned<RawPolicy>>>>,
+    pub(super) window: Option<Duration>,
+    #[serde(default)]
+    pub(super) solo: bool,
+}
+
+pub(super) struct RawPolicy {
+    pub(super) name: String,
+    pub(super) label: Option<String>,
+    pub(super) params: BTreeMap<String, String>,
+    pub(super) fragment: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicyTable {
+    name: String,
+    label: Option<String>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+    fragment: Option<Size>,
+}
+
+impl<'de> Deserialize<'de> for RawPolicy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawPolicy;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a policy name, or a table { name, label, params, fragment }")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawPolicy, E> {
+                Ok(RawPolicy {
+                    name: v.into(),
+                    label: None,
+                    params: BTreeMap::new(),
+                    fragment: None,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPolicy, A::Error> {
+                let t = RawPolicyTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                let params = t.params.into_iter().map(|(k, v)| (k, value_text(v))).collect();
+                Ok(RawPolicy {
+                    name: t.name,
+                    label: t.label,
+                    params,
+                    fragment: t.fragment.map(|s| s.0),
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEngine {
+    pub(super) name: Spanned<String>,
+    pub(super) kind: Spanned<String>,
+    pub(super) slots: Option<Spanned<u32>>,
+    pub(super) queue_depth: Option<Spanned<u32>>,
+    pub(super) service: Option<Spanned<toml::Value>>,
+    pub(super) clock: Option<Spanned<Frequency>>,
+    pub(super) egress_ratio: Option<Spanned<f64>>,
+    pub(super) bandwidth: Option<Spanned<RateValue>>,
+    pub(super) max_payload: Option<Spanned<Size>>,
+    pub(super) max_read_request: Option<Spanned<Size>>,
+    pub(super) tlp_overhead: Option<Spanned<Size>>,
+    pub(super) tlp_rate: Option<Spanned<RateValue>>,
+    pub(super) packet_overhead: Option<Spanned<Size>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+pub(super) enum RawService {
+    Constant { time: Duration },
+    Exponential { mean: Duration },
+    Affine { base: Duration, per_byte_ns: f64 },
+    Table { points: Vec<(Size, Duration)> },
+    Cycles { base: f64, per_byte: f64 },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTenant {
+    pub(super) name: Spanned<String>,
+    pub(super) weight: Option<Spanned<f64>>,
+    pub(super) class: Option<TenantClass>,
+    pub(super) reservation: Option<Spanned<RateValue>>,
+    pub(super) reservation_burst: Option<Spanned<f64>>,
+    pub(super) limit: Option<Spanned<RateValue>>,
+    pub(super) burst: Option<Spanned<Size>>,
+    pub(super) latency: Option<Duration>,
+    pub(super) latency_multiple: Option<Spanned<f64>>,
+    pub(super) budget: Option<Duration>,
+    pub(super) queue_cap: Option<Spanned<usize>>,
+    #[serde(rename = "match")]
+    pub(super) flow_match: Option<FlowMatch>,
+    pub(super) workload: Spanned<RawWorkload>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkload {
+    pub(super) engine: Option<Spanned<String>>,
+    pub(super) pipeline: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) op: Option<String>,
+    #[serde(default)]
+    pub(super) params: BTreeMap<String, toml::Value>,
+    pub(super) size: Option<RawSize>,
+    pub(super) arrival: Spanned<RawArrival>,
+    pub(super) count: Option<Spanned<u64>>,
+    pub(super) start: Option<Duration>,
+    pub(super) service: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    pub(super) direction: Direction,
+    pub(super) flow: Option<FlowMatch>,
+}
+
+pub(super) enum RawSize {
+    Fixed(u64),
+    Dist(RawSizeDist),
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+pub(super) enum RawSizeDist {
+    Fixed {
+        size: Size,
+    },
+    Uniform {
+        min: Size,
+        max: Size,
+    },
+    LogNormal {
+        mu: f64,
+        sigma: f64,
+        min: Size,
+        max: Size,
+    },
+    Empirical {
+        points: Vec<(Size, f64)>,
+    },
+}
+
+impl<'de> Deserialize<'de> for RawSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size such as \"64B\", or a table { dist = ... }")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSize, E> {
+                parse_size(v).map(RawSize::Fixed).map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawSize, E> {
+                Ok(RawSize::Fixed(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawSize, E> {
+                u64::try_from(v)
+                    .map(RawSize::Fixed)
+                    .map_err(|_| E::custom(format!("a size cannot be negative, got {v}")))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawSize, A::Error> {
+                RawSizeDist::deserialize(de::value::MapAccessDeserializer::new(map)).map(RawSize::Dist)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub(super) enum RawArrival {
+    Poisson(RateValue),
+    Constant(RateValue),
+    Uniform(RateValue),
+    OnOff {
+        on: Duration,
+        off: Duration,
+        rate: RateValue,
+    },
+    Steps(Vec<(Duration, RateValue)>),
+    Closed(u32),
+    Trace(String),
+}

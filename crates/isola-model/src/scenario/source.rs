@@ -1,0 +1,73 @@
+//! Where a mistake is: byte offsets in a scenario's text turned into line,
+//! column and key, and the `ScenarioError` that names them.
+
+use super::ScenarioError;
+use std::ops::Range;
+
+/// Turns byte offsets into line and column, and builds errors.
+pub(super) struct Source<'a> {
+    /// The file, as errors name it.
+    pub(super) file: String,
+    /// Its text.
+    pub(super) text: &'a str,
+}
+
+impl Source<'_> {
+    /// An error at `span` (its start), naming `key`, or else the key written
+    /// there.
+    pub(super) fn at(
+        &self,
+        span: Range<usize>,
+        key: Option<&str>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        let message = message.into();
+        let start = span.start.min(self.text.len());
+        // Serde reports some errors at the enclosing inline table; when the
+        // message quotes the offending value and it appears in that table,
+        // point at the value itself (and so at its key).
+        let start = match (key, quoted(&message)) {
+            (None, Some(value)) => {
+                let end = span.end.clamp(start, self.text.len());
+                self.text[start..end]
+                    .find(&format!("\"{value}\""))
+                    .map_or(start, |p| start + p)
+            }
+            _ => start,
+        };
+        let before = &self.text[..start];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        ScenarioError {
+            file: self.file.clone(),
+            line,
+            column,
+            key: key.map(str::to_owned).or_else(|| self.key_near(start)),
+            message,
+        }
+    }
+
+    /// The key whose value starts at `offset` (`key = <offset>`), or the key
+    /// written at `offset` (`<offset>key = ...`).
+    fn key_near(&self, offset: usize) -> Option<String> {
+        let is_key = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        let line_start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let before = self.text[line_start..offset].trim_end();
+        if let Some(lhs) = before.strip_suffix('=') {
+            let lhs = lhs.trim_end();
+            let key: String = lhs.chars().rev().take_while(|&c| is_key(c)).collect();
+            if !key.is_empty() {
+                return Some(key.chars().rev().collect());
+            }
+        }
+        let after: String = self.text[offset..].chars().take_while(|&c| is_key(c)).collect();
+        let rest = self.text[offset + after.len()..].trim_start();
+        (!after.is_empty() && rest.starts_with('=')).then_some(after)
+    }
+}
+
+/// The first `backticked` word of an error message.
+fn quoted(message: &str) -> Option<&str> {
+    let rest = message.split_once('`')?.1;
+    Some(rest.split_once('`')?.0)
+}

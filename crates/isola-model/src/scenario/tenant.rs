@@ -1,0 +1,305 @@
+//! Checking a `[[tenant]]`: its service-level objective and its workload
+//! (engines or pipeline, sizes, arrivals, a trace file's rows).
+
+use super::check::{check_service, check_size};
+use super::raw::{value_text, RawArrival, RawTenant};
+use super::source::Source;
+use super::{ArrivalSpec, DeviceSpec, EngineModel, ScenarioError, TenantSpec, TraceRow, WorkloadSpec};
+use crate::quantity::RateValue;
+use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
+use isola_core::{LatencyObjective, RateSpec, RateUnit, Slo};
+use std::ops::Range;
+use std::path::Path;
+use toml::Spanned;
+
+/// Tenant `tenant`'s rows of the CSV trace `file` (relative to `base`),
+/// in time order.
+fn load_trace(
+    src: &Source<'_>,
+    span: Range<usize>,
+    base: &Path,
+    file: &str,
+    tenant: &str,
+) -> Result<Vec<TraceRow>, ScenarioError> {
+    let path = base.join(file);
+    let shown = path.display().to_string();
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::All)
+        .from_path(&path)
+        .map_err(|e| src.at(span.clone(), Some("trace"), format!("cannot read {shown}: {e}")))?;
+    let at = |line: u64, field: &str, message: String| ScenarioError {
+        file: shown.clone(),
+        line: line as usize,
+        column: 1,
+        key: Some(field.to_string()),
+        message,
+    };
+    let headers = reader
+        .headers()
+        .map_err(|e| at(1, "header", e.to_string()))?
+        .clone();
+    let want = ["time_ns", "tenant", "op", "bytes"];
+    if headers.iter().collect::<Vec<_>>() != want {
+        return Err(at(
+            1,
+            "header",
+            format!("expected the columns {}", want.join(",")),
+        ));
+    }
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| at(e.position().map_or(0, |p| p.line()), "row", e.to_string()))?;
+        let line = record.position().map_or(0, |p| p.line());
+        if &record[1] != tenant {
+            continue;
+        }
+        let time = record[0].parse::<u64>().map_err(|_| {
+            at(
+                line,
+                "time_ns",
+                format!("`{}` is not a whole number of ns", &record[0]),
+            )
+        })?;
+        let bytes = record[3].parse::<u64>().map_err(|_| {
+            at(
+                line,
+                "bytes",
+                format!("`{}` is not a whole number of bytes", &record[3]),
+            )
+        })?;
+        rows.push(TraceRow {
+            time,
+            op: record[2].to_string(),
+            bytes,
+        });
+    }
+    rows.sort_by_key(|r| r.time);
+    Ok(rows)
+}
+
+/// One `[[tenant]]`: its SLO and its workload (engines, sizes, arrivals).
+pub(super) fn check_tenant(
+    src: &Source<'_>,
+    base: &Path,
+    engines: &[EngineModel],
+    earlier: &[TenantSpec],
+    raw: Spanned<RawTenant>,
+    bounded_by_duration: bool,
+) -> Result<TenantSpec, ScenarioError> {
+    let raw = raw.into_inner();
+    let name = raw.name.get_ref().clone();
+    if earlier.iter().any(|t| t.name == name) {
+        return Err(src.at(
+            raw.name.span(),
+            Some("name"),
+            format!("tenant `{name}` is defined twice"),
+        ));
+    }
+    let weight = raw.weight.as_ref().map_or(1.0, |w| *w.get_ref());
+    if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&weight) {
+        let span = raw.weight.as_ref().map_or(raw.name.span(), |w| w.span());
+        return Err(src.at(
+            span,
+            Some("weight"),
+            format!("must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {weight}"),
+        ));
+    }
+    let spec = |rate: Option<Spanned<RateValue>>, burst: f64| {
+        rate.map(|r| RateSpec {
+            rate: r.into_inner().0,
+            burst,
+        })
+    };
+    let burst = raw.burst.as_ref().map_or(0.0, |b| b.get_ref().0 as f64);
+    let reservation_burst = match raw.reservation_burst {
+        Some(b) if !(b.get_ref().is_finite() && *b.get_ref() >= 0.0) => {
+            return Err(src.at(b.span(), Some("reservation_burst"), "must be >= 0"))
+        }
+        b => b.map_or(0.0, |b| b.into_inner()),
+    };
+    let latency = match (raw.latency, raw.latency_multiple) {
+        (Some(_), Some(m)) => {
+            return Err(src.at(
+                m.span(),
+                Some("latency_multiple"),
+                "give either latency or latency_multiple, not both",
+            ))
+        }
+        (Some(d), None) => Some(LatencyObjective::Absolute(d.0)),
+        (None, Some(m)) => Some(LatencyObjective::ServiceMultiple(*m.get_ref())),
+        (None, None) => None,
+    };
+    let tenant_span = raw.name.span();
+    let slo = Slo {
+        weight,
+        class: raw.class.unwrap_or_default(),
+        reservation: spec(raw.reservation, reservation_burst),
+        limit: spec(raw.limit, burst),
+        latency,
+        service_budget: raw.budget.map(|b| b.0),
+        queue_cap: match raw.queue_cap {
+            Some(c) if *c.get_ref() == 0 => {
+                return Err(src.at(c.span(), Some("queue_cap"), "must be at least 1"))
+            }
+            Some(c) => c.into_inner(),
+            None => isola_core::tenant::DEFAULT_QUEUE_CAP,
+        },
+        memory_quota: None,
+    };
+    if let Err((field, reason)) = slo.validate() {
+        return Err(src.at(tenant_span, Some(field), reason));
+    }
+
+    let w_span = raw.workload.span();
+    let w = raw.workload.into_inner();
+    let engine_index = |n: &Spanned<String>| {
+        engines
+            .iter()
+            .position(|e| &e.name == n.get_ref())
+            .ok_or_else(|| {
+                let known: Vec<&str> = engines.iter().map(|e| e.name.as_str()).collect();
+                src.at(
+                    n.span(),
+                    None,
+                    format!(
+                        "no engine named `{}` (engines: {})",
+                        n.get_ref(),
+                        known.join(", ")
+                    ),
+                )
+            })
+    };
+    let stages = match (&w.engine, &w.pipeline) {
+        (Some(e), None) => vec![engine_index(e)?],
+        (None, Some(p)) if !p.get_ref().is_empty() => {
+            p.get_ref().iter().map(engine_index).collect::<Result<_, _>>()?
+        }
+        (None, Some(p)) => return Err(src.at(p.span(), Some("pipeline"), "give at least one engine")),
+        (Some(_), Some(p)) => {
+            return Err(src.at(
+                p.span(),
+                Some("pipeline"),
+                "give either engine or pipeline, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(src.at(
+                w_span,
+                Some("workload"),
+                "needs `engine = \"...\"` or `pipeline = [...]`",
+            ))
+        }
+    };
+    let service = w.service.map(|s| check_service(src, s)).transpose()?;
+    for &s in &stages {
+        if let DeviceSpec::Compute { service: None, .. } = engines[s].device {
+            if service.is_none() {
+                return Err(src.at(
+                    w_span.clone(),
+                    Some("service"),
+                    format!(
+                        "engine `{}` has no service model: give one here or on the engine",
+                        engines[s].name
+                    ),
+                ));
+            }
+        }
+    }
+    let size = check_size(src, w_span.clone(), w.size)?;
+    let arrival_span = w.arrival.span();
+    let arrival = match w.arrival.into_inner() {
+        RawArrival::Poisson(r)
+        | RawArrival::Constant(r)
+        | RawArrival::Uniform(r)
+        | RawArrival::OnOff { rate: r, .. }
+            if r.0.unit() != RateUnit::OpsPerSec =>
+        {
+            return Err(src.at(
+                arrival_span,
+                Some("arrival"),
+                "arrival rates are tasks per second, such as \"500k/s\"",
+            ));
+        }
+        RawArrival::Poisson(r) => ArrivalSpec::Poisson(r.0.per_sec()),
+        RawArrival::Constant(r) => ArrivalSpec::Constant(r.0.per_sec()),
+        RawArrival::Uniform(r) => ArrivalSpec::Uniform(r.0.per_sec()),
+        RawArrival::OnOff { on, off, rate } => {
+            if on.0 == 0 {
+                return Err(src.at(
+                    arrival_span,
+                    Some("on"),
+                    "the on period must be greater than zero",
+                ));
+            }
+            ArrivalSpec::OnOff {
+                on: on.0,
+                off: off.0,
+                rate: rate.0.per_sec(),
+            }
+        }
+        RawArrival::Steps(steps) => {
+            let mut out = Vec::with_capacity(steps.len());
+            for (i, (from, rate)) in steps.into_iter().enumerate() {
+                let bad = |why: String| Err(src.at(arrival_span.clone(), Some("steps"), why));
+                if rate.0.unit() != RateUnit::OpsPerSec {
+                    return bad("arrival rates are tasks per second, such as \"500k/s\"".into());
+                }
+                match out.last() {
+                    None if from.0 != 0 => return bad("the first step must start at \"0s\"".into()),
+                    Some(&(prev, _)) if from.0 <= prev => {
+                        return bad(format!("step {} does not start after the one before it", i + 1))
+                    }
+                    _ => {}
+                }
+                out.push((from.0, rate.0.per_sec()));
+            }
+            if out.is_empty() {
+                return Err(src.at(arrival_span, Some("steps"), "give at least one [from, rate] step"));
+            }
+            ArrivalSpec::Steps(out)
+        }
+        RawArrival::Closed(n) => {
+            if n == 0 {
+                return Err(src.at(arrival_span, Some("closed"), "keep at least 1 task outstanding"));
+            }
+            if n as usize > slo.queue_cap {
+                return Err(src.at(
+                    arrival_span,
+                    Some("closed"),
+                    format!("{n} outstanding exceeds queue_cap {}", slo.queue_cap),
+                ));
+            }
+            ArrivalSpec::Closed(n)
+        }
+        RawArrival::Trace(file) => {
+            ArrivalSpec::Trace(load_trace(src, arrival_span.clone(), base, &file, &name)?)
+        }
+    };
+    let count = w.count.map(|c| c.into_inner());
+    let finite = count.is_some() || matches!(arrival, ArrivalSpec::Trace(_));
+    if !finite && !bounded_by_duration {
+        return Err(src.at(
+            arrival_span,
+            Some("count"),
+            "this workload never ends: give it a `count` or give [run] a `duration`",
+        ));
+    }
+    Ok(TenantSpec {
+        name,
+        slo,
+        flow_match: raw.flow_match,
+        workload: WorkloadSpec {
+            stages,
+            op: w.op.unwrap_or_else(|| "generic".into()),
+            params: w.params.into_iter().map(|(k, v)| (k, value_text(v))).collect(),
+            size,
+            arrival,
+            count,
+            start: w.start.map_or(0, |s| s.0),
+            service,
+            direction: w.direction,
+            flow: w.flow,
+        },
+    })
+}
