@@ -356,7 +356,7 @@ fn run_executes_a_scenario_live_with_the_sim_schema() {
         &file,
         r#"[run]
 seed = 3
-policies = ["fcfs", { name = "sfq", fragment = "16KiB" }]
+policies = ["fcfs", { name = "sfq", split = "16KiB" }]
 
 [[engine]]
 name = "acc"

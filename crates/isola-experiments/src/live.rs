@@ -15,7 +15,7 @@ use isola_model::results::LatencyStats;
 use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, ServiceCost};
 use isola_model::{PolicyResult, Scenario, SimReport, TenantResult};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
-use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, SplitWhen, TaskError};
+use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, TaskError};
 use isola_sim::workload::{ArrivalProcess, SizeSampler};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -147,9 +147,9 @@ pub(crate) fn run_policy_live(
         let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
             .with_queue_depth(e.queue_depth.saturating_sub(e.slots) as usize)
             .with_kind(e.kind)
-            .with_split_when(SplitWhen::Always);
+            .with_split_when(e.split_when);
         if e.kind == EngineKind::Accelerator {
-            config.split_bytes = run.fragment;
+            config.split_bytes = run.split;
         }
         b.engine(config);
     }

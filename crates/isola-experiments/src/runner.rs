@@ -184,20 +184,20 @@ pub struct PolicyOutcome {
 
 /// Every registered policy with its defaults, labelled by name, plus the
 /// native baseline (`fcfs` on whole tasks, labelled `native`) first.
-/// `fragment` applies to every policy but native.
-pub fn every_policy(fragment: Option<u64>) -> Vec<PolicyRun> {
+/// `split` (the subtask size) applies to every policy but native.
+pub fn every_policy(split: Option<u64>) -> Vec<PolicyRun> {
     let native = PolicyRun {
         name: "fcfs".into(),
         label: "native".into(),
         params: BTreeMap::new(),
-        fragment: None,
+        split: None,
     };
     std::iter::once(native)
         .chain(POLICIES.iter().map(|p| PolicyRun {
             name: p.name.into(),
             label: p.name.into(),
             params: BTreeMap::new(),
-            fragment,
+            split,
         }))
         .collect()
 }
@@ -210,11 +210,11 @@ mod tests {
     fn every_registered_policy_runs_after_native() {
         let runs = every_policy(Some(512));
         assert_eq!(runs[0].label, "native");
-        assert_eq!(runs[0].fragment, None);
+        assert_eq!(runs[0].split, None);
         assert_eq!(runs.len(), POLICIES.len() + 1);
         for (run, info) in runs[1..].iter().zip(POLICIES) {
             assert_eq!(run.name, info.name);
-            assert_eq!(run.fragment, Some(512));
+            assert_eq!(run.split, Some(512));
             assert!(run.params.is_empty());
         }
     }

@@ -254,3 +254,28 @@ fn profile_services() {
         assert!(err.message.contains(says), "{err}");
     }
 }
+
+#[test]
+fn split_when_is_always_or_contended_and_the_window_needs_contended() {
+    check(
+        &with_line(10, r#"split_when = "sometimes""#),
+        10,
+        "split_when",
+        "use \"always\" or \"contended\"",
+    );
+    check(
+        &with_line(10, r#"contention_window = "1ms""#),
+        10,
+        "contention_window",
+        "only applies with split_when = \"contended\"",
+    );
+    let text = BASE.replace(
+        "slots = 1\n",
+        "slots = 1\nsplit_when = \"contended\"\ncontention_window = \"2ms\"\n",
+    );
+    let s = Scenario::parse(&text, "ok.toml").unwrap();
+    assert_eq!(
+        s.engines[0].split_when,
+        isola_core::SplitWhen::Contended { window: 2_000_000 }
+    );
+}

@@ -86,7 +86,7 @@ pub fn solo_latencies(
         name: "fcfs".into(),
         label: "alone".into(),
         params: Default::default(),
-        fragment: None,
+        split: None,
     };
     (0..scenario.tenants.len())
         .map(|t| {

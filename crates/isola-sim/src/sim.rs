@@ -12,8 +12,8 @@ use crate::device::{Device, DmaLink, FifoLanes, Finished, Job, ServiceModel, Tim
 use crate::rng::{stream, Purpose};
 use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
-    BuildError, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, SchedulerBuilder, Task, TaskId,
-    TenantId, NANOS_PER_SEC,
+    BuildError, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, SchedulerBuilder, SplitRule,
+    Task, TaskId, TenantId, NANOS_PER_SEC,
 };
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
@@ -231,12 +231,17 @@ impl<'a> Sim<'a> {
                 }
                 _ => None,
             };
-            // Transfers fragment (OSMOSIS) and accelerator tasks split
-            // (ASTRAEA); kernels on processing units run to completion.
-            let fragment = match e.kind {
-                EngineKind::Dma | EngineKind::Egress | EngineKind::Accelerator => policy.fragment,
+            // Transfers are split (OSMOSIS' fragments) and so are
+            // accelerator tasks (ASTRAEA), when the engine's rule says so;
+            // kernels on processing units run to completion.
+            let split = match e.kind {
+                EngineKind::Dma | EngineKind::Egress | EngineKind::Accelerator => policy.split,
                 EngineKind::ProcessingUnits => None,
-            };
+            }
+            .map(|bytes| SplitRule {
+                bytes,
+                when: e.split_when,
+            });
             let cost = Arc::new(EngineCost {
                 device: e.device.clone(),
                 default,
@@ -245,7 +250,7 @@ impl<'a> Sim<'a> {
                 EngineKind::Accelerator => e.queue_depth,
                 _ => e.slots,
             };
-            b.engine(EngineSpec::new(e.name.clone(), e.kind, slots, cost).with_split(fragment));
+            b.engine(EngineSpec::new(e.name.clone(), e.kind, slots, cost).with_split_rule(split));
             devices.push(match &e.device {
                 DeviceSpec::Dma(spec) => Device::Dma(DmaLink::new(*spec)),
                 _ => Device::Lanes(FifoLanes::new(e.slots)),

@@ -82,7 +82,7 @@ fn a_limited_tenant_on_a_full_engine_does_not_stall_the_simulation() {
     let text = r#"
         [run]
         duration = "1ms"
-        policies = ["fcfs", { name = "sfq", fragment = "256B" }]
+        policies = ["fcfs", { name = "sfq", split = "256B" }]
 
         [[engine]]
         name = "pcie"

@@ -61,7 +61,7 @@ fn aaas_observations(runner: &mut Runner) -> anyhow::Result<Outcome> {
             name: "drr".into(),
             label: "drr/bytes".into(),
             params: [("charge".to_string(), "bytes".to_string())].into(),
-            fragment: Some(256),
+            split: Some(256),
         });
         results.extend(runner.simulate(
             &file,

@@ -77,7 +77,7 @@ fn simulated(mut o: Outcome, runner: &mut Runner) -> anyhow::Result<Outcome> {
             name: "slack".into(),
             label: "slack/guard0".into(),
             params: [("guard".to_string(), "0".to_string())].into(),
-            fragment: Some(128 << 10),
+            split: Some(128 << 10),
         });
         for r in runs.iter_mut().filter(|r| r.label != "native") {
             r.label = format!("{}@w{weight}", r.label);

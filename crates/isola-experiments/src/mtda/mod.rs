@@ -86,7 +86,7 @@ fn mtda_table_iv(runner: &mut Runner, experiment: &Experiment, balanced: bool) -
             name: name.into(),
             label: format!("{name}/bytes"),
             params: [("charge".to_string(), "bytes".to_string())].into(),
-            fragment: None,
+            split: None,
         });
     }
     let mut per_count: Vec<(usize, Vec<PolicyOutcome>)> = Vec::new();

@@ -13,6 +13,7 @@ use crate::quantity::{RateValue, Size};
 use isola_core::params::Params;
 use isola_core::policy::registry::PolicySetup;
 use isola_core::policy::{build_policy, find_policy, TenantShare};
+use isola_core::SplitWhen;
 use isola_core::{EngineKind, RateUnit};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -105,7 +106,7 @@ fn check_run(
                 name: "fcfs".into(),
                 label: "fcfs".into(),
                 params: BTreeMap::new(),
-                fragment: None,
+                split: None,
             });
             spans.push(0..0);
         }
@@ -133,7 +134,7 @@ fn check_run(
                     name: p.name,
                     label,
                     params: p.params,
-                    fragment: p.fragment,
+                    split: p.split,
                 });
             }
         }
@@ -291,6 +292,30 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         Some(q) => q.into_inner(),
         None => slots,
     };
+    let window = raw
+        .contention_window
+        .as_ref()
+        .map_or(isola_core::DEFAULT_CONTENTION_WINDOW_NS, |w| w.get_ref().0);
+    let split_when = match raw.split_when.as_ref().map(|w| (w.get_ref().as_str(), w.span())) {
+        None | Some(("always", _)) => {
+            if let Some(w) = &raw.contention_window {
+                return Err(src.at(
+                    w.span(),
+                    Some("contention_window"),
+                    "only applies with split_when = \"contended\"",
+                ));
+            }
+            SplitWhen::Always
+        }
+        Some(("contended", _)) => SplitWhen::Contended { window },
+        Some((other, span)) => {
+            return Err(src.at(
+                span,
+                Some("split_when"),
+                format!("`{other}`: use \"always\" or \"contended\""),
+            ))
+        }
+    };
     let egress_ratio = match raw.egress_ratio {
         Some(r) if !(r.get_ref().is_finite() && *r.get_ref() >= 0.0) => {
             return Err(src.at(r.span(), Some("egress_ratio"), "must be >= 0"))
@@ -357,6 +382,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         slots,
         queue_depth,
         egress_ratio,
+        split_when,
         device,
     })
 }

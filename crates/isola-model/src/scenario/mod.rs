@@ -26,6 +26,7 @@ mod tenant;
 
 pub use service::ServiceCost;
 
+use isola_core::SplitWhen;
 use isola_core::{EngineKind, Nanos, Slo};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -84,8 +85,10 @@ pub struct PolicyRun {
     pub label: String,
     /// Policy parameters.
     pub params: BTreeMap<String, String>,
-    /// Fragment size for DMA and egress engines under this run (OSMOSIS).
-    pub fragment: Option<u64>,
+    /// Subtask size under this run for the engines that split (DMA, egress
+    /// and accelerators: OSMOSIS' fragments, ASTRAEA's task splitting);
+    /// `None`: tasks are served whole. Written `split` (or `fragment`).
+    pub split: Option<u64>,
 }
 
 /// How long a task takes on an engine that computes (accelerator, PUs).
@@ -163,6 +166,8 @@ pub struct EngineModel {
     pub queue_depth: u32,
     /// Output bytes per input byte (AaaS observation 2).
     pub egress_ratio: f64,
+    /// When the engine splits tasks, under runs that give a split size.
+    pub split_when: SplitWhen,
     /// The device model.
     pub device: DeviceSpec,
 }

@@ -46,7 +46,7 @@ pub(super) struct RawPolicy {
     pub(super) name: String,
     pub(super) label: Option<String>,
     pub(super) params: BTreeMap<String, String>,
-    pub(super) fragment: Option<u64>,
+    pub(super) split: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -56,7 +56,8 @@ struct RawPolicyTable {
     label: Option<String>,
     #[serde(default)]
     params: BTreeMap<String, toml::Value>,
-    fragment: Option<Size>,
+    #[serde(alias = "fragment")]
+    split: Option<Size>,
 }
 
 impl<'de> Deserialize<'de> for RawPolicy {
@@ -65,14 +66,14 @@ impl<'de> Deserialize<'de> for RawPolicy {
         impl<'de> Visitor<'de> for V {
             type Value = RawPolicy;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a policy name, or a table { name, label, params, fragment }")
+                f.write_str("a policy name, or a table { name, label, params, split }")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawPolicy, E> {
                 Ok(RawPolicy {
                     name: v.into(),
                     label: None,
                     params: BTreeMap::new(),
-                    fragment: None,
+                    split: None,
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPolicy, A::Error> {
@@ -82,7 +83,7 @@ impl<'de> Deserialize<'de> for RawPolicy {
                     name: t.name,
                     label: t.label,
                     params,
-                    fragment: t.fragment.map(|s| s.0),
+                    split: t.split.map(|s| s.0),
                 })
             }
         }
@@ -100,6 +101,8 @@ pub(super) struct RawEngine {
     pub(super) service: Option<Spanned<toml::Value>>,
     pub(super) clock: Option<Spanned<Frequency>>,
     pub(super) egress_ratio: Option<Spanned<f64>>,
+    pub(super) split_when: Option<Spanned<String>>,
+    pub(super) contention_window: Option<Spanned<Duration>>,
     pub(super) bandwidth: Option<Spanned<RateValue>>,
     pub(super) max_payload: Option<Spanned<Size>>,
     pub(super) max_read_request: Option<Spanned<Size>>,
