@@ -56,5 +56,7 @@ pub use scheduler::{
     Scheduler, SchedulerBuilder, SchedulerError,
 };
 pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
-pub use tenant::{LatencyObjective, RateSpec, Slo, Tenant, TenantClass, TenantId};
+pub use tenant::{
+    EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, Tenant, TenantClass, TenantId,
+};
 pub use units::{Bytes, Nanos, Rate, RateUnit, NANOS_PER_SEC};

@@ -1,5 +1,6 @@
 //! Tenants and their service-level objectives.
 
+use crate::engine::EngineKind;
 use crate::units::{Nanos, Rate};
 use serde::{Deserialize, Serialize};
 
@@ -158,8 +159,98 @@ pub struct Tenant {
     pub id: TenantId,
     /// Human-readable unique name.
     pub name: String,
-    /// The tenant's service-level objective.
+    /// The tenant's service-level objective, on every engine unless an
+    /// override says otherwise.
     pub slo: Slo,
+    /// Per-engine (or per-kind) changes to `slo`, in the order given.
+    pub overrides: Vec<(EngineSelector, SloOverride)>,
+}
+
+impl Tenant {
+    /// The tenant's SLO on engine `name` of kind `kind`: the tenant-wide
+    /// one, changed by the overrides for its kind, then by those naming it
+    /// (a setting for the engine beats one for its kind, which beats the
+    /// tenant's).
+    pub fn slo_on(&self, name: &str, kind: EngineKind) -> Slo {
+        let mut slo = self.slo.clone();
+        for (_, o) in self
+            .overrides
+            .iter()
+            .filter(|(s, _)| *s == EngineSelector::Kind(kind))
+        {
+            o.apply_to(&mut slo);
+        }
+        for (_, o) in self.overrides.iter().filter(|(s, _)| s.names(name)) {
+            o.apply_to(&mut slo);
+        }
+        slo
+    }
+}
+
+/// Which engines a per-resource setting applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineSelector {
+    /// The engine with this name.
+    Named(String),
+    /// Every engine of this kind.
+    Kind(EngineKind),
+}
+
+impl EngineSelector {
+    /// Whether it is [`EngineSelector::Named`] `name`.
+    pub fn names(&self, name: &str) -> bool {
+        matches!(self, EngineSelector::Named(n) if n == name)
+    }
+
+    /// Whether it selects engine `name` of kind `kind`.
+    pub fn selects(&self, name: &str, kind: EngineKind) -> bool {
+        self.names(name) || *self == EngineSelector::Kind(kind)
+    }
+}
+
+impl std::fmt::Display for EngineSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineSelector::Named(n) => write!(f, "engine `{n}`"),
+            EngineSelector::Kind(k) => write!(f, "{k} engines"),
+        }
+    }
+}
+
+/// Changes to a tenant's SLO on some engines (OSMOSIS' per-resource
+/// priorities, Table 2; dmClock's per-server reservation, weight and
+/// limit): each field that is set replaces the tenant-wide value there.
+/// The latency objective, class, queue cap and memory quota stay the
+/// tenant's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SloOverride {
+    /// Relative share on those engines.
+    pub weight: Option<f64>,
+    /// Minimum rate on each of those engines.
+    pub reservation: Option<RateSpec>,
+    /// Maximum rate on each of those engines.
+    pub limit: Option<RateSpec>,
+    /// Per-task service budget on those engines (a kernel cycle limit).
+    pub service_budget: Option<Nanos>,
+}
+
+impl SloOverride {
+    /// Applies the fields that are set to `slo`.
+    pub fn apply_to(&self, slo: &mut Slo) {
+        if let Some(w) = self.weight {
+            slo.weight = w;
+        }
+        if let Some(r) = self.reservation {
+            slo.reservation = Some(r);
+        }
+        if let Some(l) = self.limit {
+            slo.limit = Some(l);
+        }
+        if let Some(b) = self.service_budget {
+            slo.service_budget = Some(b);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -192,6 +283,41 @@ mod tests {
             ..Slo::default()
         };
         assert_eq!(s.validate().unwrap_err().0, "limit");
+    }
+
+    #[test]
+    fn an_engine_setting_beats_its_kinds_which_beats_the_tenants() {
+        let t = Tenant {
+            id: TenantId(0),
+            name: "t".into(),
+            slo: Slo {
+                service_budget: Some(7),
+                ..Slo::weighted(1.0)
+            },
+            overrides: vec![
+                (
+                    EngineSelector::Named("pu0".into()),
+                    SloOverride {
+                        weight: Some(3.0),
+                        ..Default::default()
+                    },
+                ),
+                (
+                    EngineSelector::Kind(EngineKind::ProcessingUnits),
+                    SloOverride {
+                        weight: Some(2.0),
+                        service_budget: Some(9),
+                        ..Default::default()
+                    },
+                ),
+            ],
+        };
+        let pu0 = t.slo_on("pu0", EngineKind::ProcessingUnits);
+        assert_eq!((pu0.weight, pu0.service_budget), (3.0, Some(9)));
+        let pu1 = t.slo_on("pu1", EngineKind::ProcessingUnits);
+        assert_eq!((pu1.weight, pu1.service_budget), (2.0, Some(9)));
+        let dma = t.slo_on("dma", EngineKind::Dma);
+        assert_eq!((dma.weight, dma.service_budget), (1.0, Some(7)));
     }
 
     #[test]

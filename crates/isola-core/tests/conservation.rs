@@ -1,7 +1,8 @@
 //! Nothing vanishes: with finite arrivals, every task accepted by the
 //! scheduler is dispatched exactly once and completes, under every policy and
-//! with random shapers; every refused task was refused with a typed reason
-//! while its channel was really full.
+//! with random shapers and memory quotas; every refused task was refused
+//! with a typed reason while its channel was really full or its tenant at
+//! its quota; and every byte held against a quota is released.
 
 mod support;
 
@@ -16,6 +17,7 @@ struct TenantCase {
     cap: usize,
     limit: Option<(f64, f64)>,
     reservation: Option<f64>,
+    quota: Option<u64>,
 }
 
 fn tenant() -> impl Strategy<Value = TenantCase> {
@@ -24,12 +26,14 @@ fn tenant() -> impl Strategy<Value = TenantCase> {
         1usize..12,
         proptest::option::of((2e5f64..2e6, 0.0f64..4.0)),
         proptest::option::of(1e4f64..2e5),
+        proptest::option::of(1u64..60_000),
     )
-        .prop_map(|(weight, cap, limit, reservation)| TenantCase {
+        .prop_map(|(weight, cap, limit, reservation, quota)| TenantCase {
             weight,
             cap,
             limit,
             reservation,
+            quota,
         })
 }
 
@@ -40,6 +44,7 @@ fn slo(c: &TenantCase) -> Slo {
     };
     Slo {
         queue_cap: c.cap,
+        memory_quota: c.quota,
         limit: c.limit.map(|(r, b)| spec(r, b)),
         // Keep the reservation at or under the limit, as SLO validation requires.
         reservation: c
@@ -80,7 +85,10 @@ proptest! {
             let out = run(&setup);
             prop_assert_eq!(out.accepted.len() + out.rejected.len(), arrivals.len(), "{}", info.name);
             for (_, reason) in &out.rejected {
-                prop_assert!(matches!(reason, RejectReason::ChannelFull { .. }), "{}: {:?}", info.name, reason);
+                prop_assert!(
+                    matches!(reason, RejectReason::ChannelFull { .. } | RejectReason::OverQuota { .. }),
+                    "{}: {:?}", info.name, reason
+                );
             }
             // Each accepted task is served exactly once: its dispatches
             // (fragments, or the whole task) tile its bytes, in order.
@@ -107,7 +115,9 @@ proptest! {
             }
             prop_assert_eq!(out.scheduler.in_service(), 0);
             for t in 0..tenants.len() {
-                prop_assert_eq!(out.scheduler.queued(isola_core::EngineId(0), isola_core::TenantId(t as u32)), 0);
+                let id = isola_core::TenantId(t as u32);
+                prop_assert_eq!(out.scheduler.queued(isola_core::EngineId(0), id), 0);
+                prop_assert_eq!(out.scheduler.held(id), 0, "{}: bytes still held", info.name);
             }
         }
     }

@@ -132,6 +132,7 @@ mod tests {
             id: TenantId(0),
             name: "a".into(),
             slo,
+            overrides: Vec::new(),
         }];
         let mut r = TenantRecorder::new(&tenants);
         let done = |arrival, completed| Completed {

@@ -1,11 +1,13 @@
-//! Building a [`Scheduler`]: tenants, engines and the policy, checked.
+//! Building a [`Scheduler`]: tenants (with per-engine SLO overrides),
+//! engines and their policies (one by default, overridable per engine kind
+//! or per engine), checked.
 
 use super::engine::EngineState;
 use super::{BuildError, Scheduler};
 use crate::engine::{EngineId, EngineSpec};
 use crate::policy::registry::PolicySetup;
 use crate::policy::{build_policy, TenantShare};
-use crate::tenant::{Slo, Tenant, TenantId};
+use crate::tenant::{EngineSelector, Slo, SloOverride, Tenant, TenantId};
 use slab::Slab;
 use std::collections::BTreeMap;
 
@@ -16,6 +18,8 @@ pub struct SchedulerBuilder {
     engines: Vec<EngineSpec>,
     policy: String,
     params: BTreeMap<String, String>,
+    /// Policies for some engines, by kind or name.
+    engine_policies: Vec<(EngineSelector, String, BTreeMap<String, String>)>,
 }
 
 impl SchedulerBuilder {
@@ -34,8 +38,19 @@ impl SchedulerBuilder {
             id,
             name: name.into(),
             slo,
+            overrides: Vec::new(),
         });
         id
+    }
+
+    /// Changes tenant `tenant`'s SLO on the engines `on` selects (see
+    /// [`Tenant::slo_on`] for which setting wins). Ignored for a tenant
+    /// not added.
+    pub fn tenant_on(&mut self, tenant: TenantId, on: EngineSelector, change: SloOverride) -> &mut Self {
+        if let Some(t) = self.tenants.get_mut(tenant.index()) {
+            t.overrides.push((on, change));
+        }
+        self
     }
 
     /// Adds an engine; ids are given in insertion order from 0.
@@ -49,6 +64,34 @@ impl SchedulerBuilder {
         self.policy = name.into();
         self.params = params;
         self
+    }
+
+    /// Uses policy `name` with `params` on the engines `on` selects instead
+    /// of the default: a policy named for an engine beats one for its
+    /// kind, which beats the default ([`SchedulerBuilder::policy`]). A
+    /// later call for the same selector replaces an earlier one.
+    pub fn engine_policy(
+        &mut self,
+        on: EngineSelector,
+        name: impl Into<String>,
+        params: BTreeMap<String, String>,
+    ) -> &mut Self {
+        self.engine_policies.retain(|(s, _, _)| *s != on);
+        self.engine_policies.push((on, name.into(), params));
+        self
+    }
+
+    /// The policy and parameters engine `spec` runs.
+    fn policy_of(&self, spec: &EngineSpec) -> (&str, &BTreeMap<String, String>) {
+        let find = |wanted: &dyn Fn(&EngineSelector) -> bool| {
+            self.engine_policies
+                .iter()
+                .find(|(s, _, _)| wanted(s))
+                .map(|(_, n, p)| (n.as_str(), p))
+        };
+        find(&|s| s.names(&spec.name))
+            .or_else(|| find(&|s| *s == EngineSelector::Kind(spec.kind)))
+            .unwrap_or((&self.policy, &self.params))
     }
 
     /// Checks everything and builds one policy instance per engine.
@@ -68,39 +111,53 @@ impl SchedulerBuilder {
                     reason,
                 })?;
         }
-        let shares: Vec<TenantShare> = self
-            .tenants
-            .iter()
-            .map(|t| TenantShare {
-                weight: t.slo.weight,
-                class: t.slo.class,
-                latency: t.slo.latency,
-            })
-            .collect();
+        for (on, _, _) in &self.engine_policies {
+            if !self.engines.iter().any(|e| on.selects(&e.name, e.kind)) {
+                return Err(BuildError::NoSuchEngine(on.to_string()));
+            }
+        }
         let mut engines = Vec::with_capacity(self.engines.len());
-        for (i, spec) in self.engines.into_iter().enumerate() {
-            if engines[..i]
-                .iter()
-                .any(|e: &EngineState| e.spec.name == spec.name)
-            {
-                return Err(BuildError::DuplicateEngine(spec.name));
+        for (i, spec) in self.engines.iter().enumerate() {
+            if self.engines[..i].iter().any(|e| e.name == spec.name) {
+                return Err(BuildError::DuplicateEngine(spec.name.clone()));
             }
             if spec.slots == 0 {
-                return Err(BuildError::NoSlots(spec.name));
+                return Err(BuildError::NoSlots(spec.name.clone()));
             }
+            // Each tenant's SLO on this engine, checked as a whole.
+            let mut slos = Vec::with_capacity(self.tenants.len());
+            for t in &self.tenants {
+                let slo = t.slo_on(&spec.name, spec.kind);
+                slo.validate().map_err(|(field, reason)| BuildError::InvalidSlo {
+                    tenant: t.name.clone(),
+                    field,
+                    reason: format!("{reason} (on engine `{}`)", spec.name),
+                })?;
+                slos.push(slo);
+            }
+            let shares: Vec<TenantShare> = slos
+                .iter()
+                .map(|slo| TenantShare {
+                    weight: slo.weight,
+                    class: slo.class,
+                    latency: slo.latency,
+                })
+                .collect();
             let setup = PolicySetup {
                 tenants: &shares,
                 slots: spec.slots,
             };
-            let policy =
-                build_policy(&self.policy, &self.params, &setup).map_err(|source| BuildError::Policy {
-                    engine: spec.name.clone(),
-                    source,
-                })?;
-            engines.push(EngineState::new(spec, policy, &self.tenants, shares.clone()));
+            let (name, params) = self.policy_of(spec);
+            let policy = build_policy(name, params, &setup).map_err(|source| BuildError::Policy {
+                engine: spec.name.clone(),
+                source,
+            })?;
+            engines.push(EngineState::new(spec.clone(), policy, &slos, shares));
         }
+        let tenants = self.tenants;
         Ok(Scheduler {
-            tenants: self.tenants,
+            held: vec![0; tenants.len()],
+            tenants,
             engines,
             in_service: Slab::new(),
             next_seq: 0,

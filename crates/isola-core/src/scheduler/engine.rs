@@ -11,7 +11,7 @@ use crate::policy::{AtLimit, HeadInfo, Policy, TenantShare};
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::shaper::RateShaper;
 use crate::task::{Subtask, Task};
-use crate::tenant::Tenant;
+use crate::tenant::Slo;
 use crate::units::{Bytes, Nanos};
 use slab::Slab;
 
@@ -52,6 +52,8 @@ pub(super) struct EngineState {
     pub(super) state: Vec<ChannelState>,
     pub(super) limit: Vec<Option<RateShaper>>,
     pub(super) reservation: Vec<Option<RateShaper>>,
+    /// Each tenant's per-task service budget here.
+    pub(super) budgets: Vec<Option<Nanos>>,
     /// Throttled tenants by release time.
     pub(super) throttled: IndexedHeap,
     /// Ready tenants with a reservation, by the time it is next due.
@@ -83,21 +85,16 @@ impl EngineState {
     pub(super) fn new(
         spec: EngineSpec,
         policy: Box<dyn Policy>,
-        tenants: &[Tenant],
+        slos: &[Slo],
         shares: Vec<TenantShare>,
     ) -> Self {
-        let n = tenants.len();
+        let n = slos.len();
         EngineState {
-            channels: tenants
-                .iter()
-                .map(|t| VirtualChannel::new(t.slo.queue_cap))
-                .collect(),
+            channels: slos.iter().map(|s| VirtualChannel::new(s.queue_cap)).collect(),
             state: vec![ChannelState::Empty; n],
-            limit: tenants.iter().map(|t| t.slo.limit.map(RateShaper::new)).collect(),
-            reservation: tenants
-                .iter()
-                .map(|t| t.slo.reservation.map(RateShaper::new))
-                .collect(),
+            limit: slos.iter().map(|s| s.limit.map(RateShaper::new)).collect(),
+            reservation: slos.iter().map(|s| s.reservation.map(RateShaper::new)).collect(),
+            budgets: slos.iter().map(|s| s.service_budget).collect(),
             throttled: IndexedHeap::new(n),
             reservation_due: IndexedHeap::new(n),
             in_flight: vec![0; n],

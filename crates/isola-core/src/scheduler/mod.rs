@@ -49,7 +49,7 @@ use crate::policy::HeadInfo;
 use crate::ready_heap::IndexedHeap;
 use crate::task::{Subtask, Task, TaskId};
 use crate::tenant::{Tenant, TenantId};
-use crate::units::Nanos;
+use crate::units::{Bytes, Nanos};
 use engine::{ChannelState, EngineState, Queued};
 use slab::Slab;
 
@@ -64,6 +64,8 @@ struct InService {
     subtask: Option<Subtask>,
     group: Option<usize>,
     task_predicted: Nanos,
+    /// The whole task's size (held against the memory quota until it is done).
+    task_bytes: Bytes,
 }
 
 /// Channels + policy + shapers + accounting for a set of engines and tenants.
@@ -75,6 +77,9 @@ pub struct Scheduler {
     next_seq: u64,
     next_generation: u32,
     closed: bool,
+    /// Per tenant: bytes of its tasks queued or in service, on every engine
+    /// (what its memory quota bounds).
+    held: Vec<Bytes>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -139,6 +144,23 @@ impl Scheduler {
             }
         };
         task.predicted_cost = Some(cost);
+        let bytes = task.bytes;
+        if let Some(quota) = self.tenants[t].slo.memory_quota {
+            let held = self.held[t];
+            if held.saturating_add(bytes) > quota {
+                e.stats[t].over_quota += 1;
+                let tenant = task.tenant;
+                return reject(
+                    RejectReason::OverQuota {
+                        tenant,
+                        quota,
+                        held,
+                        bytes,
+                    },
+                    task,
+                );
+            }
+        }
         let (plan, split) = e.plan(now, t, &task);
         let head = plan.head(&task, self.next_seq, 0, 0);
         let count = plan.count();
@@ -162,6 +184,7 @@ impl Scheduler {
             return reject(reason, q.task);
         }
         self.next_seq += 1;
+        self.held[t] += bytes;
         e.queued[t] += count as u64;
         e.queued_cost[t] += head.remaining_cost;
         e.stats[t].submitted += 1;
@@ -195,6 +218,7 @@ impl Scheduler {
             subtask: taken.subtask,
             group: taken.group,
             task_predicted: taken.task.predicted_cost.unwrap_or(taken.head.cost),
+            task_bytes: taken.task.bytes,
         }) as u32;
         Some(Dispatch {
             id: DispatchId { slot, generation },
@@ -228,7 +252,7 @@ impl Scheduler {
         e.busy -= 1;
         e.in_flight[t] -= 1;
         e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
-        let over_budget = self.tenants[t].slo.service_budget.is_some_and(|b| measured > b);
+        let over_budget = e.budgets[t].is_some_and(|b| measured > b);
         let task_done = match s.group {
             None => true,
             // A group missing after `close` means the rest was handed back.
@@ -244,6 +268,13 @@ impl Scheduler {
                 None => false,
             },
         };
+        if task_done {
+            debug_assert!(
+                self.held[t] >= s.task_bytes,
+                "a task's bytes are held until it is done"
+            );
+            self.held[t] -= s.task_bytes;
+        }
         if !task_done && s.subtask.is_some_and(|st| st.ordered) {
             e.unblock(now, t);
         }
@@ -316,6 +347,12 @@ impl Scheduler {
         }
     }
 
+    /// Bytes of `tenant`'s tasks queued or in service, on every engine:
+    /// what its memory quota bounds (0 for an unknown tenant).
+    pub fn held(&self, tenant: TenantId) -> Bytes {
+        self.held.get(tenant.index()).copied().unwrap_or(0)
+    }
+
     /// Dispatches in service on `engine`.
     pub fn busy(&self, engine: EngineId) -> u32 {
         self.engines.get(engine.index()).map_or(0, |e| e.busy)
@@ -340,6 +377,7 @@ impl Scheduler {
                     if let Some(g) = q.group {
                         e.subtasks_left.try_remove(g);
                     }
+                    self.held[t] -= q.task.bytes;
                     out.push(q.task);
                 }
                 e.state[t] = ChannelState::Empty;

@@ -103,6 +103,19 @@ pub enum RejectReason {
         /// Operator name.
         op: String,
     },
+    /// Queuing the task would take its tenant's bytes queued and in
+    /// service, over every engine, past its memory quota.
+    #[error("tenant {tenant:?} holds {held} of its {quota} bytes of memory quota; a {bytes}-byte task does not fit")]
+    OverQuota {
+        /// Tenant.
+        tenant: TenantId,
+        /// Its memory quota in bytes.
+        quota: Bytes,
+        /// Bytes of its tasks queued or in service.
+        held: Bytes,
+        /// The refused task's size.
+        bytes: Bytes,
+    },
     /// The scheduler was closed.
     #[error("the scheduler is shut down")]
     Closed,
@@ -148,6 +161,9 @@ pub enum BuildError {
     /// An engine has no slots.
     #[error("engine `{0}` must have at least one slot")]
     NoSlots(String),
+    /// A policy was set for engines that do not exist.
+    #[error("a policy is set for {0}, and there is none")]
+    NoSuchEngine(String),
     /// No engine or no tenant.
     #[error("a scheduler needs at least one engine and one tenant")]
     Empty,
@@ -168,6 +184,8 @@ pub struct ChannelStats {
     pub submitted: u64,
     /// Tasks refused because the channel was full.
     pub rejected: u64,
+    /// Tasks refused because the tenant was at its memory quota.
+    pub over_quota: u64,
     /// Dispatches (tasks, or subtasks of tasks).
     pub dispatched: u64,
     /// Tasks dispatched in the reservation phase.

@@ -159,8 +159,17 @@ pub fn run(setup: &Setup) -> Outcome {
         match s.submit(now, task) {
             Ok(()) => out.accepted.push(TaskId(next_id)),
             Err(r) => {
-                if let RejectReason::ChannelFull { cap, .. } = r.reason {
-                    assert_eq!(s.queued(e, ids[t]), cap, "rejected as full while not full");
+                match r.reason {
+                    RejectReason::ChannelFull { cap, .. } => {
+                        assert_eq!(s.queued(e, ids[t]), cap, "rejected as full while not full")
+                    }
+                    RejectReason::OverQuota {
+                        quota, held, bytes, ..
+                    } => {
+                        assert_eq!(s.held(ids[t]), held, "the refusal says what is held");
+                        assert!(held + bytes > quota, "refused over quota while within it")
+                    }
+                    _ => {}
                 }
                 out.rejected.push((r.task.id, r.reason));
             }
