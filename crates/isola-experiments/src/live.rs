@@ -154,12 +154,18 @@ pub(crate) fn run_policy_live(
         b.engine(config);
     }
     for t in &scenario.tenants {
-        b.tenant(t.name.clone(), t.slo.clone());
+        let id = b.tenant(t.name.clone(), t.slo.clone());
+        for (on, change) in &t.overrides {
+            b.tenant_on(id, on.clone(), *change);
+        }
     }
     b.mode(Mode::Isolated {
         policy: run.name.clone(),
         params: run.params.clone(),
     });
+    for (on, name, params) in &run.on {
+        b.engine_policy(on.clone(), name.clone(), params.clone());
+    }
     let rt = b.start()?;
     let started = Instant::now();
     let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));

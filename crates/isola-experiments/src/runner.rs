@@ -191,6 +191,7 @@ pub fn every_policy(split: Option<u64>) -> Vec<PolicyRun> {
         label: "native".into(),
         params: BTreeMap::new(),
         split: None,
+        on: Vec::new(),
     };
     std::iter::once(native)
         .chain(POLICIES.iter().map(|p| PolicyRun {
@@ -198,6 +199,7 @@ pub fn every_policy(split: Option<u64>) -> Vec<PolicyRun> {
             label: p.name.into(),
             params: BTreeMap::new(),
             split,
+            on: Vec::new(),
         }))
         .collect()
 }

@@ -279,3 +279,39 @@ fn split_when_is_always_or_contended_and_the_window_needs_contended() {
         isola_core::SplitWhen::Contended { window: 2_000_000 }
     );
 }
+
+#[test]
+fn per_engine_settings_name_engines_or_kinds_and_are_checked() {
+    // A tenant's `on` table naming nothing.
+    let text = BASE.replace("weight = 1\n", "weight = 1\n[tenant.on.gpu]\nweight = 2\n");
+    let err = Scenario::parse(&text, "bad.toml").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("on"), "{err}");
+    assert!(err.message.contains("`gpu` is neither an engine"), "{err}");
+    // An override that makes the SLO invalid on the engine it reaches.
+    let text = BASE.replace(
+        "weight = 1\n",
+        "weight = 1\nlimit = \"10/s\"\n[tenant.on.accelerator]\nreservation = \"20/s\"\n",
+    );
+    let err = Scenario::parse(&text, "bad.toml").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("reservation"), "{err}");
+    assert!(err.message.contains("on engine `acc`"), "{err}");
+    // A policy run's `on` with an unknown policy.
+    let text = BASE.replace(
+        r#"policies = ["fcfs", "wlbvt"]"#,
+        r#"policies = ["fcfs", { name = "wlbvt", on = { acc = "nonesuch" } }]"#,
+    );
+    let err = Scenario::parse(&text, "bad.toml").unwrap_err();
+    assert_eq!((err.line, err.key.as_deref()), (4, Some("on")), "{err}");
+    // Valid: by name and by kind, with parameters; a memory quota.
+    let text = BASE
+        .replace(
+            r#"policies = ["fcfs", "wlbvt"]"#,
+            r#"policies = [{ name = "wlbvt", on = { accelerator = { name = "drr", params = { quantum = 2000 } } } }]"#,
+        )
+        .replace("weight = 1\n", "weight = 1\nmemory_quota = \"1MiB\"\n[tenant.on.acc]\nweight = 3\nbudget = \"2us\"\n");
+    let s = Scenario::parse(&text, "ok.toml").unwrap();
+    assert_eq!(s.tenants[0].slo.memory_quota, Some(1 << 20));
+    assert_eq!(s.tenants[0].overrides[0].0, isola_core::EngineSelector::Named("acc".into()));
+    assert_eq!(s.tenants[0].overrides[0].1.weight, Some(3.0));
+    assert_eq!(s.run.policies[0].on[0].1, "drr");
+}

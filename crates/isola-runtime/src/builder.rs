@@ -1,7 +1,10 @@
 //! Configuring a runtime: engines, tenants and the scheduling mode.
 
 use crate::runtime::Runtime;
-use isola_core::{CostModel, EngineId, EngineKind, Slo, SplitWhen, TenantId, DEFAULT_CONTENTION_WINDOW_NS};
+use isola_core::{
+    CostModel, EngineId, EngineKind, EngineSelector, Slo, SloOverride, SplitWhen, TenantId,
+    DEFAULT_CONTENTION_WINDOW_NS,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -151,6 +154,10 @@ pub struct RuntimeBuilder {
     pub(crate) spin: std::time::Duration,
     pub(crate) pin: bool,
     pub(crate) record_core_calls: bool,
+    /// Per-engine changes to tenants' SLOs.
+    overrides: Vec<(TenantId, EngineSelector, SloOverride)>,
+    /// Policies for some engines (isolated mode).
+    engine_policies: Vec<(EngineSelector, String, BTreeMap<String, String>)>,
 }
 
 /// Default time threads poll their channel before sleeping: 50 us.
@@ -172,6 +179,8 @@ impl RuntimeBuilder {
             spin: DEFAULT_SPIN,
             pin: false,
             record_core_calls: false,
+            overrides: Vec::new(),
+            engine_policies: Vec::new(),
         }
     }
 
@@ -185,6 +194,26 @@ impl RuntimeBuilder {
     pub fn tenant(&mut self, name: impl Into<String>, slo: Slo) -> TenantId {
         self.tenants.push((name.into(), slo));
         TenantId(self.tenants.len() as u32 - 1)
+    }
+
+    /// Changes tenant `tenant`'s SLO on the engines `on` selects (see
+    /// `isola_core::Tenant::slo_on`).
+    pub fn tenant_on(&mut self, tenant: TenantId, on: EngineSelector, change: SloOverride) -> &mut Self {
+        self.overrides.push((tenant, on, change));
+        self
+    }
+
+    /// In isolated mode, runs policy `name` with `params` on the engines
+    /// `on` selects instead of the mode's policy (native mode is `fcfs`
+    /// everywhere).
+    pub fn engine_policy(
+        &mut self,
+        on: EngineSelector,
+        name: impl Into<String>,
+        params: BTreeMap<String, String>,
+    ) -> &mut Self {
+        self.engine_policies.push((on, name.into(), params));
+        self
     }
 
     /// Sets the mode (native, or isolated under a policy).
@@ -244,10 +273,20 @@ impl RuntimeBuilder {
                     .with_split_rule(split),
             );
         }
+        for (tenant, on, change) in &self.overrides {
+            sb.tenant_on(*tenant, on.clone(), *change);
+        }
         match &self.mode {
-            Mode::Native => sb.policy("fcfs", BTreeMap::new()),
-            Mode::Isolated { policy, params } => sb.policy(policy.clone(), params.clone()),
-        };
+            Mode::Native => {
+                sb.policy("fcfs", BTreeMap::new());
+            }
+            Mode::Isolated { policy, params } => {
+                sb.policy(policy.clone(), params.clone());
+                for (on, name, params) in &self.engine_policies {
+                    sb.engine_policy(on.clone(), name.clone(), params.clone());
+                }
+            }
+        }
         Ok(sb.build()?)
     }
 

@@ -87,6 +87,7 @@ pub fn solo_latencies(
         label: "alone".into(),
         params: Default::default(),
         split: None,
+        on: Vec::new(),
     };
     (0..scenario.tenants.len())
         .map(|t| {

@@ -246,11 +246,7 @@ impl<'a> Sim<'a> {
                 device: e.device.clone(),
                 default,
             });
-            let slots = match e.kind {
-                EngineKind::Accelerator => e.queue_depth,
-                _ => e.slots,
-            };
-            b.engine(EngineSpec::new(e.name.clone(), e.kind, slots, cost).with_split_rule(split));
+            b.engine(EngineSpec::new(e.name.clone(), e.kind, e.core_slots(), cost).with_split_rule(split));
             devices.push(match &e.device {
                 DeviceSpec::Dma(spec) => Device::Dma(DmaLink::new(*spec)),
                 _ => Device::Lanes(FifoLanes::new(e.slots)),
@@ -259,7 +255,6 @@ impl<'a> Sim<'a> {
         let mut tenants = Vec::new();
         let mut total_jobs = Some(0u64);
         for (i, t) in scenario.tenants.iter().enumerate() {
-            b.tenant(t.name.clone(), t.slo.clone());
             let w = &t.workload;
             let active = solo.is_none_or(|s| s == i);
             let limit = match (&w.arrival, w.count) {
@@ -289,7 +284,7 @@ impl<'a> Sim<'a> {
                 closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
             });
         }
-        b.policy(policy.name.clone(), policy.params.clone());
+        scenario.configure_core(policy, &mut b);
         let sched = b.build()?;
         let n = scenario.tenants.len();
         let mut sim = Sim {

@@ -62,6 +62,7 @@ fn aaas_observations(runner: &mut Runner) -> anyhow::Result<Outcome> {
             label: "drr/bytes".into(),
             params: [("charge".to_string(), "bytes".to_string())].into(),
             split: Some(256),
+            on: Vec::new(),
         });
         results.extend(runner.simulate(
             &file,

@@ -78,6 +78,7 @@ fn simulated(mut o: Outcome, runner: &mut Runner) -> anyhow::Result<Outcome> {
             label: "slack/guard0".into(),
             params: [("guard".to_string(), "0".to_string())].into(),
             split: Some(128 << 10),
+            on: Vec::new(),
         });
         for r in runs.iter_mut().filter(|r| r.label != "native") {
             r.label = format!("{}@w{weight}", r.label);

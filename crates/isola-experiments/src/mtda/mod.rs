@@ -87,6 +87,7 @@ fn mtda_table_iv(runner: &mut Runner, experiment: &Experiment, balanced: bool) -
             label: format!("{name}/bytes"),
             params: [("charge".to_string(), "bytes".to_string())].into(),
             split: None,
+            on: Vec::new(),
         });
     }
     let mut per_count: Vec<(usize, Vec<PolicyOutcome>)> = Vec::new();

@@ -125,7 +125,7 @@ pub(super) fn mix(
     if fragments {
         let shown: Vec<(&str, &PolicyResult)> = ok
             .iter()
-            .filter(|(l, _)| ["rr", "wlbvt", "wlbvt+frag512"].contains(l))
+            .filter(|(l, _)| ["rr", "wlbvt", "wlbvt+frag512", "osmosis"].contains(l))
             .copied()
             .collect();
         figures.push(figure(

@@ -5,20 +5,21 @@
 
 use super::raw::{RawEngine, RawRun, RawScenario, RawService, RawSize, RawSizeDist};
 use super::source::Source;
-use super::tenant;
+use super::{per_engine, tenant};
 use super::{
     DeviceSpec, DmaSpec, EngineModel, PolicyRun, RunSpec, Scenario, ScenarioError, ServiceSpec, SizeDist,
 };
 use crate::quantity::{RateValue, Size};
 use isola_core::params::Params;
-use isola_core::policy::registry::PolicySetup;
-use isola_core::policy::{build_policy, find_policy, TenantShare};
+use isola_core::policy::find_policy;
 use isola_core::SplitWhen;
+use isola_core::{AffineCost, EngineSpec, SchedulerBuilder};
 use isola_core::{EngineKind, RateUnit};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 use toml::Spanned;
 
 /// Checks scenario `text`; `path` names it in errors and anchors trace paths.
@@ -31,7 +32,7 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
         let span = e.span().unwrap_or(0..0);
         src.at(span, None, e.message().trim().to_string())
     })?;
-    let (run, policy_spans) = check_run(&src, raw.run)?;
+    let (mut run, policy_spans, policy_ons) = check_run(&src, raw.run)?;
     let engines = raw
         .engine
         .into_iter()
@@ -58,30 +59,25 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
     if tenants.is_empty() {
         return Err(src.at(0..0, Some("tenant"), "a scenario needs at least one [[tenant]]"));
     }
-    // Build every policy for every engine now, so a bad parameter value
-    // or an impossible setup is reported at its line before anything runs.
-    let shares: Vec<TenantShare> = tenants
-        .iter()
-        .map(|t| TenantShare {
-            weight: t.slo.weight,
-            class: t.slo.class,
-            latency: t.slo.latency,
-        })
-        .collect();
+    for ((p, span), on) in run.policies.iter_mut().zip(&policy_spans).zip(policy_ons) {
+        p.on = per_engine::check_policy_on(&src, span.clone(), on, &engines)?;
+    }
+    // Build the core of every run now, as a driver will (cost models
+    // aside), so a bad parameter value or an impossible setup is reported
+    // at its line before anything runs.
     for (p, span) in run.policies.iter().zip(policy_spans) {
+        let mut b = SchedulerBuilder::new();
         for e in &engines {
-            let slots = if e.kind == EngineKind::Accelerator {
-                e.queue_depth
-            } else {
-                e.slots
-            };
-            let setup = PolicySetup {
-                tenants: &shares,
-                slots,
-            };
-            if let Err(err) = build_policy(&p.name, &p.params, &setup) {
-                return Err(src.at(span, Some("policies"), format!("engine `{}`: {err}", e.name)));
-            }
+            b.engine(EngineSpec::new(
+                e.name.clone(),
+                e.kind,
+                e.core_slots(),
+                Arc::new(AffineCost::constant(1)),
+            ));
+        }
+        per_engine::configure(&tenants, p, &mut b);
+        if let Err(err) = b.build() {
+            return Err(src.at(span, Some("policies"), err.to_string()));
         }
     }
     Ok(Scenario {
@@ -93,12 +89,17 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
 }
 
 /// The `[run]` table, and where each policy entry is written.
+/// Each policy's `on` table is handed back raw: it names engines, which are
+/// checked after the run.
+type RawOns = Vec<BTreeMap<String, per_engine::RawPolicyChoice>>;
+
 fn check_run(
     src: &Source<'_>,
     raw: Option<Spanned<RawRun>>,
-) -> Result<(RunSpec, Vec<Range<usize>>), ScenarioError> {
+) -> Result<(RunSpec, Vec<Range<usize>>, RawOns), ScenarioError> {
     let raw = raw.map(Spanned::into_inner).unwrap_or_default();
     let mut spans = Vec::new();
+    let mut ons = Vec::new();
     let mut policies = Vec::new();
     match raw.policies {
         None => {
@@ -107,8 +108,10 @@ fn check_run(
                 label: "fcfs".into(),
                 params: BTreeMap::new(),
                 split: None,
+                on: Vec::new(),
             });
             spans.push(0..0);
+            ons.push(BTreeMap::new());
         }
         Some(list) => {
             if list.get_ref().is_empty() {
@@ -135,7 +138,9 @@ fn check_run(
                     label,
                     params: p.params,
                     split: p.split,
+                    on: Vec::new(),
                 });
+                ons.push(p.on);
             }
         }
     }
@@ -151,7 +156,7 @@ fn check_run(
         window: raw.window.map_or(100_000, |w| w.0).max(1),
         solo: raw.solo,
     };
-    Ok((run, spans))
+    Ok((run, spans, ons))
 }
 
 /// A `service` table: a distribution, or a profile's measured points.

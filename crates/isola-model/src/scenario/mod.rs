@@ -19,6 +19,7 @@
 //! `tenant`) and error positions (`source`).
 
 mod check;
+mod per_engine;
 mod raw;
 mod service;
 mod source;
@@ -26,8 +27,8 @@ mod tenant;
 
 pub use service::ServiceCost;
 
-use isola_core::SplitWhen;
 use isola_core::{EngineKind, Nanos, Slo};
+use isola_core::{EngineSelector, SloOverride, SplitWhen};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,6 +90,10 @@ pub struct PolicyRun {
     /// and accelerators: OSMOSIS' fragments, ASTRAEA's task splitting);
     /// `None`: tasks are served whole. Written `split` (or `fragment`).
     pub split: Option<u64>,
+    /// Policies for some engines instead of `name` (by engine name or
+    /// kind), each with its parameters: OSMOSIS runs WLBVT on the PUs and
+    /// WRR on DMA and egress.
+    pub on: Vec<(EngineSelector, String, BTreeMap<String, String>)>,
 }
 
 /// How long a task takes on an engine that computes (accelerator, PUs).
@@ -170,6 +175,17 @@ pub struct EngineModel {
     pub split_when: SplitWhen,
     /// The device model.
     pub device: DeviceSpec,
+}
+
+impl EngineModel {
+    /// Dispatches the core may have in service on it at once: an
+    /// accelerator's queue depth (its hardware queue), else its slots.
+    pub fn core_slots(&self) -> u32 {
+        match self.kind {
+            EngineKind::Accelerator => self.queue_depth,
+            _ => self.slots,
+        }
+    }
 }
 
 /// Direction of a DMA transfer.
@@ -295,8 +311,10 @@ pub struct WorkloadSpec {
 pub struct TenantSpec {
     /// Unique name.
     pub name: String,
-    /// Service-level objective.
+    /// Service-level objective (tenant-wide).
     pub slo: Slo,
+    /// Its SLO's changes on some engines (by engine name or kind).
+    pub overrides: Vec<(EngineSelector, SloOverride)>,
     /// Its workload.
     pub workload: WorkloadSpec,
     /// Ingress matching rule (OSMOSIS' matching engine); packets that match

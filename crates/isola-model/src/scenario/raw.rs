@@ -47,6 +47,7 @@ pub(super) struct RawPolicy {
     pub(super) label: Option<String>,
     pub(super) params: BTreeMap<String, String>,
     pub(super) split: Option<u64>,
+    pub(super) on: BTreeMap<String, super::per_engine::RawPolicyChoice>,
 }
 
 #[derive(Deserialize)]
@@ -58,6 +59,8 @@ struct RawPolicyTable {
     params: BTreeMap<String, toml::Value>,
     #[serde(alias = "fragment")]
     split: Option<Size>,
+    #[serde(default)]
+    on: BTreeMap<String, super::per_engine::RawPolicyChoice>,
 }
 
 impl<'de> Deserialize<'de> for RawPolicy {
@@ -66,7 +69,7 @@ impl<'de> Deserialize<'de> for RawPolicy {
         impl<'de> Visitor<'de> for V {
             type Value = RawPolicy;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a policy name, or a table { name, label, params, split }")
+                f.write_str("a policy name, or a table { name, label, params, split, on }")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawPolicy, E> {
                 Ok(RawPolicy {
@@ -74,6 +77,7 @@ impl<'de> Deserialize<'de> for RawPolicy {
                     label: None,
                     params: BTreeMap::new(),
                     split: None,
+                    on: BTreeMap::new(),
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPolicy, A::Error> {
@@ -84,6 +88,7 @@ impl<'de> Deserialize<'de> for RawPolicy {
                     label: t.label,
                     params,
                     split: t.split.map(|s| s.0),
+                    on: t.on,
                 })
             }
         }
@@ -135,6 +140,9 @@ pub(super) struct RawTenant {
     pub(super) latency_multiple: Option<Spanned<f64>>,
     pub(super) budget: Option<Duration>,
     pub(super) queue_cap: Option<Spanned<usize>>,
+    pub(super) memory_quota: Option<Spanned<Size>>,
+    #[serde(default)]
+    pub(super) on: BTreeMap<String, Spanned<super::per_engine::RawOverride>>,
     #[serde(rename = "match")]
     pub(super) flow_match: Option<FlowMatch>,
     pub(super) workload: Spanned<RawWorkload>,

@@ -145,11 +145,17 @@ pub(super) fn check_tenant(
             Some(c) => c.into_inner(),
             None => isola_core::tenant::DEFAULT_QUEUE_CAP,
         },
-        memory_quota: None,
+        memory_quota: match raw.memory_quota {
+            Some(q) if q.get_ref().0 == 0 => {
+                return Err(src.at(q.span(), Some("memory_quota"), "must be greater than zero"))
+            }
+            q => q.map(|q| q.into_inner().0),
+        },
     };
     if let Err((field, reason)) = slo.validate() {
         return Err(src.at(tenant_span, Some(field), reason));
     }
+    let overrides = super::per_engine::check_overrides(src, raw.on, engines, &name, &slo)?;
 
     let w_span = raw.workload.span();
     let w = raw.workload.into_inner();
@@ -288,6 +294,7 @@ pub(super) fn check_tenant(
     Ok(TenantSpec {
         name,
         slo,
+        overrides,
         flow_match: raw.flow_match,
         workload: WorkloadSpec {
             stages,
