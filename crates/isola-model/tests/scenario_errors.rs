@@ -311,7 +311,10 @@ fn per_engine_settings_name_engines_or_kinds_and_are_checked() {
         .replace("weight = 1\n", "weight = 1\nmemory_quota = \"1MiB\"\n[tenant.on.acc]\nweight = 3\nbudget = \"2us\"\n");
     let s = Scenario::parse(&text, "ok.toml").unwrap();
     assert_eq!(s.tenants[0].slo.memory_quota, Some(1 << 20));
-    assert_eq!(s.tenants[0].overrides[0].0, isola_core::EngineSelector::Named("acc".into()));
+    assert_eq!(
+        s.tenants[0].overrides[0].0,
+        isola_core::EngineSelector::Named("acc".into())
+    );
     assert_eq!(s.tenants[0].overrides[0].1.weight, Some(3.0));
     assert_eq!(s.run.policies[0].on[0].1, "drr");
 }

@@ -1,7 +1,7 @@
 //! Device models: what happens to a dispatch once the scheduler hands it to
 //! an engine. Each model says what it models and what it leaves out.
 //!
-//! Devices are driven by the simulator like the scheduler is: `start` a job
+//! Devices are driven by the simulator like the scheduler is: `start` work
 //! at `now`, and `fire` the timers the device asked for; they answer with
 //! finished jobs and new timers. Timers carry a device-chosen token.
 
@@ -42,9 +42,9 @@ impl ServiceModel {
     }
 }
 
-/// A job the device serves: one dispatch.
+/// What a device serves: one dispatch.
 #[derive(Debug, Clone, Copy)]
-pub struct Job {
+pub struct DeviceWork {
     /// The scheduler's dispatch.
     pub dispatch: DispatchId,
     /// Bytes moved or processed.
@@ -57,7 +57,7 @@ pub struct Job {
     pub direction: Direction,
 }
 
-/// A job the device is done with.
+/// Work the device is done with.
 #[derive(Debug, Clone, Copy)]
 pub struct Finished {
     /// The scheduler's dispatch.
@@ -78,16 +78,16 @@ pub type Timer = (Nanos, u64);
 /// service time is the serialisation time).
 ///
 /// Models: first-come-first-served order of dispatched jobs, `lanes` jobs in
-/// service at once, each for its service time, and a per-job budget after
-/// which the job is aborted (OSMOSIS' watchdog; the lane is freed at the
+/// service at once, each for its service time, and a per-dispatch budget after
+/// which the work is aborted (OSMOSIS' watchdog; the lane is freed at the
 /// budget). Leaves out: memory contention between lanes, context-switch or
 /// invocation overhead (fold it into the service model).
 #[derive(Debug, Clone)]
 pub struct FifoLanes {
     lanes: u32,
     busy: u32,
-    waiting: VecDeque<Job>,
-    serving: Slab<(Job, Nanos)>,
+    waiting: VecDeque<DeviceWork>,
+    serving: Slab<(DeviceWork, Nanos)>,
 }
 
 impl FifoLanes {
@@ -101,31 +101,31 @@ impl FifoLanes {
         }
     }
 
-    fn begin(&mut self, now: Nanos, job: Job, timers: &mut Vec<Timer>) {
+    fn begin(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {
         self.busy += 1;
-        let run = job.budget.map_or(job.service, |b| job.service.min(b));
-        let token = self.serving.insert((job, now)) as u64;
+        let run = work.budget.map_or(work.service, |b| work.service.min(b));
+        let token = self.serving.insert((work, now)) as u64;
         timers.push((now + run, token));
     }
 
-    fn start(&mut self, now: Nanos, job: Job, timers: &mut Vec<Timer>) {
+    fn start(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {
         if self.busy < self.lanes {
-            self.begin(now, job, timers);
+            self.begin(now, work, timers);
         } else {
-            self.waiting.push_back(job);
+            self.waiting.push_back(work);
         }
     }
 
     fn fire(&mut self, now: Nanos, token: u64, done: &mut Vec<Finished>, timers: &mut Vec<Timer>) {
-        let Some((job, started)) = self.serving.try_remove(token as usize) else {
+        let Some((work, started)) = self.serving.try_remove(token as usize) else {
             return;
         };
         self.busy -= 1;
         done.push(Finished {
-            dispatch: job.dispatch,
+            dispatch: work.dispatch,
             started,
             service: now - started,
-            aborted: job.budget.is_some_and(|b| job.service > b),
+            aborted: work.budget.is_some_and(|b| work.service > b),
         });
         if let Some(next) = self.waiting.pop_front() {
             self.begin(now, next, timers);
@@ -158,7 +158,7 @@ pub struct DmaLink {
 
 #[derive(Debug, Clone, Copy)]
 struct Transfer {
-    job: Job,
+    work: DeviceWork,
     remaining: u64,
     started: Nanos,
 }
@@ -216,11 +216,11 @@ impl DmaLink {
         timers.push((now + (ns.round() as Nanos).max(1), dir as u64));
     }
 
-    fn start(&mut self, now: Nanos, job: Job, timers: &mut Vec<Timer>) {
-        let dir = job.direction as usize;
+    fn start(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {
+        let dir = work.direction as usize;
         let k = self.transfers.insert(Transfer {
-            job,
-            remaining: job.bytes.max(1),
+            work,
+            remaining: work.bytes.max(1),
             started: now,
         });
         self.turns[dir].push_back(k);
@@ -237,7 +237,7 @@ impl DmaLink {
         if t.remaining == 0 {
             let t = self.transfers.remove(k);
             done.push(Finished {
-                dispatch: t.job.dispatch,
+                dispatch: t.work.dispatch,
                 started: t.started,
                 service: now - t.started,
                 aborted: false,
@@ -259,11 +259,11 @@ pub enum Device {
 }
 
 impl Device {
-    /// `job` enters the device at `now`; timers to schedule go to `timers`.
-    pub fn start(&mut self, now: Nanos, job: Job, timers: &mut Vec<Timer>) {
+    /// `work` enters the device at `now`; timers to schedule go to `timers`.
+    pub fn start(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {
         match self {
-            Device::Lanes(d) => d.start(now, job, timers),
-            Device::Dma(d) => d.start(now, job, timers),
+            Device::Lanes(d) => d.start(now, work, timers),
+            Device::Dma(d) => d.start(now, work, timers),
         }
     }
 
@@ -280,10 +280,10 @@ impl Device {
 mod tests {
     use super::*;
 
-    fn job(k: usize, bytes: u64, service: Nanos, direction: Direction) -> Job {
+    fn work(k: usize, bytes: u64, service: Nanos, direction: Direction) -> DeviceWork {
         // DispatchIds come from a scheduler; build real ones.
         let _ = k;
-        Job {
+        DeviceWork {
             dispatch: dispatch_ids()[k],
             bytes,
             service,
@@ -326,7 +326,7 @@ mod tests {
             .collect()
     }
 
-    fn drive(dev: &mut Device, starts: Vec<(Nanos, Job)>) -> Vec<(DispatchId, Nanos)> {
+    fn drive(dev: &mut Device, starts: Vec<(Nanos, DeviceWork)>) -> Vec<(DispatchId, Nanos)> {
         let mut timers: Vec<Timer> = Vec::new();
         let mut done = Vec::new();
         let mut out = Vec::new();
@@ -358,7 +358,7 @@ mod tests {
     fn lanes_serve_in_order_and_watchdog_aborts() {
         let mut d = FifoLanes::new(1);
         let mut timers = Vec::new();
-        let mut j = job(0, 1, 500, Direction::Write);
+        let mut j = work(0, 1, 500, Direction::Write);
         j.budget = Some(100);
         d.start(0, j, &mut timers);
         assert_eq!(timers, vec![(100, 0)]);
@@ -371,9 +371,9 @@ mod tests {
         let out = drive(
             &mut dev,
             vec![
-                (0, job(0, 1, 10, Direction::Write)),
-                (0, job(1, 1, 10, Direction::Write)),
-                (0, job(2, 1, 10, Direction::Write)),
+                (0, work(0, 1, 10, Direction::Write)),
+                (0, work(1, 1, 10, Direction::Write)),
+                (0, work(2, 1, 10, Direction::Write)),
             ],
         );
         assert_eq!(out, vec![(ids[0], 10), (ids[1], 10), (ids[2], 20)]);
@@ -402,9 +402,9 @@ mod tests {
         let out = drive(
             &mut dev,
             vec![
-                (0, job(0, 512, 0, Direction::Write)),
-                (0, job(1, 512, 0, Direction::Write)),
-                (1, job(2, 64, 0, Direction::Write)),
+                (0, work(0, 512, 0, Direction::Write)),
+                (0, work(1, 512, 0, Direction::Write)),
+                (1, work(2, 64, 0, Direction::Write)),
             ],
         );
         assert_eq!(out[0], (ids[2], 280 + 280 + 88));
@@ -419,8 +419,8 @@ mod tests {
         let out = drive(
             &mut dev,
             vec![
-                (0, job(0, 256, 0, Direction::Write)),
-                (0, job(1, 512, 0, Direction::Read)),
+                (0, work(0, 256, 0, Direction::Write)),
+                (0, work(1, 512, 0, Direction::Read)),
             ],
         );
         assert!(out.contains(&(ids[0], 280)));

@@ -4,11 +4,11 @@
 //!
 //! Events happen in time order; simultaneous events in the order they were
 //! scheduled (a sequence number breaks ties), so a scenario and a seed give
-//! the same run every time. A tenant's task (a *job*) goes through the
+//! the same run every time. A tenant's request goes through the
 //! engines of its workload's pipeline one after another; it counts as
 //! completed when the last stage finishes.
 
-use crate::device::{Device, DmaLink, FifoLanes, Finished, Job, ServiceModel, Timer};
+use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, ServiceModel, Timer};
 use crate::rng::{stream, Purpose};
 use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
@@ -147,7 +147,7 @@ impl Ord for Scheduled {
 }
 
 #[derive(Debug, Clone)]
-struct JobState {
+struct Request {
     /// The tenant whose channels serve it.
     tenant: usize,
     /// The workload that generated it (differs when ingress rules say so).
@@ -162,7 +162,7 @@ struct JobState {
     predicted_total: f64,
 }
 
-struct TenantRun {
+struct WorkloadState {
     arrivals: ArrivalProcess,
     /// The scheduled open-loop arrival (a trace row fixes its size and op).
     pending: Option<NextArrival>,
@@ -197,8 +197,8 @@ struct Sim<'a> {
     policy: String,
     sched: isola_core::Scheduler,
     devices: Vec<Device>,
-    tenants: Vec<TenantRun>,
-    jobs: Slab<JobState>,
+    tenants: Vec<WorkloadState>,
+    requests: Slab<Request>,
     events: BinaryHeap<Scheduled>,
     seq: u64,
     now: Nanos,
@@ -211,8 +211,8 @@ struct Sim<'a> {
     events_done: u64,
     timers: Vec<Timer>,
     finished: Vec<Finished>,
-    total_jobs: Option<u64>,
-    jobs_done: u64,
+    total_requests: Option<u64>,
+    requests_done: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -253,7 +253,7 @@ impl<'a> Sim<'a> {
             });
         }
         let mut tenants = Vec::new();
-        let mut total_jobs = Some(0u64);
+        let mut total_requests = Some(0u64);
         for (i, t) in scenario.tenants.iter().enumerate() {
             let w = &t.workload;
             let active = solo.is_none_or(|s| s == i);
@@ -264,11 +264,11 @@ impl<'a> Sim<'a> {
                 (_, c) => c,
             };
             let limit = if active { limit } else { Some(0) };
-            total_jobs = match (total_jobs, limit) {
+            total_requests = match (total_requests, limit) {
                 (Some(a), Some(l)) => Some(a + l),
                 _ => None,
             };
-            tenants.push(TenantRun {
+            tenants.push(WorkloadState {
                 arrivals: ArrivalProcess::new(&w.arrival, w.start, seed, i),
                 pending: None,
                 op: OpSpec::named(w.op.clone()),
@@ -296,7 +296,7 @@ impl<'a> Sim<'a> {
             sched,
             devices,
             tenants,
-            jobs: Slab::new(),
+            requests: Slab::new(),
             events: BinaryHeap::new(),
             seq: 0,
             now: 0,
@@ -305,8 +305,8 @@ impl<'a> Sim<'a> {
             events_done: 0,
             timers: Vec::new(),
             finished: Vec::new(),
-            total_jobs,
-            jobs_done: 0,
+            total_requests,
+            requests_done: 0,
         };
         for i in 0..n {
             if solo.is_some_and(|s| s != i) {
@@ -346,7 +346,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// A new packet (job) of workload `source` arrives now. Ingress matching
+    /// A new packet (request) of workload `source` arrives now. Ingress matching
     /// decides which tenant's channels it goes to (its own without rules).
     fn arrive(&mut self, source: usize) {
         let run = &mut self.tenants[source];
@@ -382,7 +382,7 @@ impl<'a> Sim<'a> {
                             predicted: 0,
                             outcome: Outcome::Unmatched,
                         });
-                        self.job_ended(source);
+                        self.request_ended(source);
                         if !closed {
                             self.schedule_next_arrival(source);
                         }
@@ -397,7 +397,7 @@ impl<'a> Sim<'a> {
             .iter()
             .map(|s| s.predict(bytes, w.direction))
             .sum();
-        let job = JobState {
+        let request = Request {
             tenant: t,
             source,
             arrival: self.now,
@@ -408,7 +408,7 @@ impl<'a> Sim<'a> {
             unit_exp,
             predicted_total,
         };
-        let key = self.jobs.insert(job);
+        let key = self.requests.insert(request);
         if !closed {
             self.schedule_next_arrival(source);
         }
@@ -416,36 +416,36 @@ impl<'a> Sim<'a> {
     }
 
     fn submit_stage(&mut self, key: usize) {
-        let job = &self.jobs[key];
-        let t = job.tenant;
+        let request = &self.requests[key];
+        let t = request.tenant;
         let w = &self.scenario.tenants[t].workload;
-        let engine = w.stages[job.stage];
-        let predicted = self.tenants[t].stages[job.stage].predict(job.stage_bytes, w.direction);
+        let engine = w.stages[request.stage];
+        let predicted = self.tenants[t].stages[request.stage].predict(request.stage_bytes, w.direction);
         let task = Task {
             id: TaskId(key as u64),
             tenant: TenantId(t as u32),
             engine: EngineId(engine as u32),
-            op: job.op.clone(),
-            bytes: job.stage_bytes,
+            op: request.op.clone(),
+            bytes: request.stage_bytes,
             arrival: self.now,
             deadline: None,
             predicted_cost: Some(predicted.round() as Nanos),
             planner: None,
         };
         if self.sched.submit(self.now, task).is_err() {
-            // Typed rejection (a full channel): count it; the job ends here.
-            let job = self.jobs.remove(key);
-            self.record_job(&job, Outcome::Rejected);
-            self.job_ended(job.source);
+            // Typed rejection (a full channel): count it; the request ends here.
+            let request = self.requests.remove(key);
+            self.record_request(&request, Outcome::Rejected);
+            self.request_ended(request.source);
         } else {
             self.dispatch(engine);
         }
     }
 
-    /// A job generated by workload `t` left the system (completed, rejected
+    /// A request generated by workload `t` left the system (completed, rejected
     /// or aborted): a closed-loop workload issues its next one.
-    fn job_ended(&mut self, t: usize) {
-        self.jobs_done += 1;
+    fn request_ended(&mut self, t: usize) {
+        self.requests_done += 1;
         if self.tenants[t].closed {
             self.schedule(self.now, Event::Arrival { tenant: t as u32 });
         }
@@ -455,14 +455,14 @@ impl<'a> Sim<'a> {
     fn dispatch(&mut self, e: usize) {
         while let Some(d) = self.sched.next(self.now, EngineId(e as u32)) {
             let key = d.task.id.0 as usize;
-            let job = &self.jobs[key];
-            let t = job.tenant;
+            let request = &self.requests[key];
+            let t = request.tenant;
             let w = &self.scenario.tenants[t].workload;
             let bytes = d.subtask.map_or(d.task.bytes, |f| f.bytes);
-            let service = self.tenants[t].stages[job.stage].sample(bytes, job.unit_exp, w.direction);
+            let service = self.tenants[t].stages[request.stage].sample(bytes, request.unit_exp, w.direction);
             self.devices[e].start(
                 self.now,
-                Job {
+                DeviceWork {
                     dispatch: d.id,
                     bytes,
                     service,
@@ -517,7 +517,7 @@ impl<'a> Sim<'a> {
 
     fn finish(&mut self, e: usize, f: Finished) {
         let Ok(c) = self.sched.complete(self.now, f.dispatch, f.service) else {
-            // Unreachable by construction: every device job is a live dispatch.
+            // Unreachable by construction: every device work item is a live dispatch.
             return;
         };
         let key = c.task.0 as usize;
@@ -528,41 +528,41 @@ impl<'a> Sim<'a> {
             start: f.started,
             service: f.service,
         });
-        let job = &mut self.jobs[key];
+        let request = &mut self.requests[key];
         if f.aborted {
-            // OSMOSIS' watchdog: the kernel is killed and the job fails. Its
+            // OSMOSIS' watchdog: the kernel is killed and the request fails. Its
             // other fragments, if any, still drain.
             if c.task_done || c.subtask.is_none() {
-                let job = self.jobs.remove(key);
-                self.record_job(&job, Outcome::Aborted);
-                self.job_ended(job.source);
+                let request = self.requests.remove(key);
+                self.record_request(&request, Outcome::Aborted);
+                self.request_ended(request.source);
             }
             return;
         }
         if !c.task_done {
             return;
         }
-        job.stage += 1;
+        request.stage += 1;
         let w = &self.scenario.tenants[c.tenant.index()].workload;
-        if job.stage < w.stages.len() {
+        if request.stage < w.stages.len() {
             let ratio = self.scenario.engines[e].egress_ratio;
-            job.stage_bytes = ((job.stage_bytes as f64 * ratio).round() as u64).max(1);
+            request.stage_bytes = ((request.stage_bytes as f64 * ratio).round() as u64).max(1);
             self.submit_stage(key);
             return;
         }
-        let job = self.jobs.remove(key);
-        self.record_job(&job, Outcome::Completed);
-        self.job_ended(job.source);
+        let request = self.requests.remove(key);
+        self.record_request(&request, Outcome::Completed);
+        self.request_ended(request.source);
     }
 
-    /// Records `job` leaving the system (or still in it) now.
-    fn record_job(&mut self, job: &JobState, outcome: Outcome) {
+    /// Records `request` leaving the system (or still in it) now.
+    fn record_request(&mut self, request: &Request, outcome: Outcome) {
         self.results.task(TaskRecord {
-            tenant: TenantId(job.tenant as u32),
-            bytes: job.bytes,
-            arrival: job.arrival,
+            tenant: TenantId(request.tenant as u32),
+            bytes: request.bytes,
+            arrival: request.arrival,
             end: self.now,
-            predicted: job.predicted_total.round() as Nanos,
+            predicted: request.predicted_total.round() as Nanos,
             outcome,
         });
     }
@@ -600,9 +600,9 @@ impl<'a> Sim<'a> {
             }
             if self.events_done % 65_536 == 0 {
                 if let Some(p) = progress.as_mut() {
-                    let frac = match (self.horizon, self.total_jobs) {
+                    let frac = match (self.horizon, self.total_requests) {
                         (Some(h), _) => self.now as f64 / h as f64,
-                        (None, Some(total)) if total > 0 => self.jobs_done as f64 / total as f64,
+                        (None, Some(total)) if total > 0 => self.requests_done as f64 / total as f64,
                         _ => 0.0,
                     };
                     p(frac.min(1.0));
@@ -614,9 +614,9 @@ impl<'a> Sim<'a> {
             self.record_backlogs(h);
         }
         // What is still in the system was in it until the run's end.
-        let in_flight: Vec<JobState> = self.jobs.drain().collect();
-        for job in &in_flight {
-            self.record_job(job, Outcome::InFlight);
+        let in_flight: Vec<Request> = self.requests.drain().collect();
+        for request in &in_flight {
+            self.record_request(request, Outcome::InFlight);
         }
         if let Some(p) = progress.as_mut() {
             p(1.0);
