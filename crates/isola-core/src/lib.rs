@@ -52,8 +52,8 @@ pub use cost::{AffineCost, CostModel, CostModelError, PerOpCost, PiecewiseLinear
 pub use engine::{EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use policy::{AtLimit, Charge, Policy, PolicyError, PolicyInfo, POLICIES};
 pub use scheduler::{
-    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, RejectReason, Rejection,
-    Scheduler, SchedulerBuilder, SchedulerError,
+    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, EnginePolicy, RejectReason,
+    Rejection, Scheduler, SchedulerBuilder, SchedulerError,
 };
 pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{

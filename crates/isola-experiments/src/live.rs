@@ -163,8 +163,8 @@ pub(crate) fn run_policy_live(
         policy: run.name.clone(),
         params: run.params.clone(),
     });
-    for (on, name, params) in &run.on {
-        b.engine_policy(on.clone(), name.clone(), params.clone());
+    for p in &run.on {
+        b.engine_policy(p.on.clone(), p.name.clone(), p.params.clone());
     }
     let rt = b.start()?;
     let started = Instant::now();

@@ -316,5 +316,5 @@ fn per_engine_settings_name_engines_or_kinds_and_are_checked() {
         isola_core::EngineSelector::Named("acc".into())
     );
     assert_eq!(s.tenants[0].overrides[0].1.weight, Some(3.0));
-    assert_eq!(s.run.policies[0].on[0].1, "drr");
+    assert_eq!(s.run.policies[0].on[0].name, "drr");
 }

@@ -2,7 +2,7 @@
 
 use crate::runtime::Runtime;
 use isola_core::{
-    CostModel, EngineId, EngineKind, EngineSelector, Slo, SloOverride, SplitWhen, TenantId,
+    CostModel, EngineId, EngineKind, EnginePolicy, EngineSelector, Slo, SloOverride, SplitWhen, TenantId,
     DEFAULT_CONTENTION_WINDOW_NS,
 };
 use std::collections::BTreeMap;
@@ -157,7 +157,7 @@ pub struct RuntimeBuilder {
     /// Per-engine changes to tenants' SLOs.
     overrides: Vec<(TenantId, EngineSelector, SloOverride)>,
     /// Policies for some engines (isolated mode).
-    engine_policies: Vec<(EngineSelector, String, BTreeMap<String, String>)>,
+    engine_policies: Vec<EnginePolicy>,
 }
 
 /// Default time threads poll their channel before sleeping: 50 us.
@@ -212,7 +212,11 @@ impl RuntimeBuilder {
         name: impl Into<String>,
         params: BTreeMap<String, String>,
     ) -> &mut Self {
-        self.engine_policies.push((on, name.into(), params));
+        self.engine_policies.push(EnginePolicy {
+            on,
+            name: name.into(),
+            params,
+        });
         self
     }
 
@@ -282,8 +286,8 @@ impl RuntimeBuilder {
             }
             Mode::Isolated { policy, params } => {
                 sb.policy(policy.clone(), params.clone());
-                for (on, name, params) in &self.engine_policies {
-                    sb.engine_policy(on.clone(), name.clone(), params.clone());
+                for p in &self.engine_policies {
+                    sb.engine_policy(p.on.clone(), p.name.clone(), p.params.clone());
                 }
             }
         }

@@ -3,7 +3,7 @@
 //!
 //! Devices are driven by the simulator like the scheduler is: `start` work
 //! at `now`, and `fire` the timers the device asked for; they answer with
-//! finished jobs and new timers. Timers carry a device-chosen token.
+//! finished work and new timers. Timers carry a device-chosen token.
 
 use isola_core::{DispatchId, Nanos, NANOS_PER_SEC};
 use isola_model::scenario::{Direction, DmaSpec, ServiceCost, ServiceSpec};

@@ -11,6 +11,17 @@ use crate::tenant::{EngineSelector, Slo, SloOverride, Tenant, TenantId};
 use slab::Slab;
 use std::collections::BTreeMap;
 
+/// A policy for some engines instead of the scheduler's default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnginePolicy {
+    /// The engines it runs on.
+    pub on: EngineSelector,
+    /// Registered policy name.
+    pub name: String,
+    /// Its parameters.
+    pub params: BTreeMap<String, String>,
+}
+
 /// Builds a [`Scheduler`].
 #[derive(Debug, Default)]
 pub struct SchedulerBuilder {
@@ -19,7 +30,7 @@ pub struct SchedulerBuilder {
     policy: String,
     params: BTreeMap<String, String>,
     /// Policies for some engines, by kind or name.
-    engine_policies: Vec<(EngineSelector, String, BTreeMap<String, String>)>,
+    engine_policies: Vec<EnginePolicy>,
 }
 
 impl SchedulerBuilder {
@@ -76,8 +87,12 @@ impl SchedulerBuilder {
         name: impl Into<String>,
         params: BTreeMap<String, String>,
     ) -> &mut Self {
-        self.engine_policies.retain(|(s, _, _)| *s != on);
-        self.engine_policies.push((on, name.into(), params));
+        self.engine_policies.retain(|p| p.on != on);
+        self.engine_policies.push(EnginePolicy {
+            on,
+            name: name.into(),
+            params,
+        });
         self
     }
 
@@ -86,8 +101,8 @@ impl SchedulerBuilder {
         let find = |wanted: &dyn Fn(&EngineSelector) -> bool| {
             self.engine_policies
                 .iter()
-                .find(|(s, _, _)| wanted(s))
-                .map(|(_, n, p)| (n.as_str(), p))
+                .find(|p| wanted(&p.on))
+                .map(|p| (p.name.as_str(), &p.params))
         };
         find(&|s| s.names(&spec.name))
             .or_else(|| find(&|s| *s == EngineSelector::Kind(spec.kind)))
@@ -111,9 +126,9 @@ impl SchedulerBuilder {
                     reason,
                 })?;
         }
-        for (on, _, _) in &self.engine_policies {
-            if !self.engines.iter().any(|e| on.selects(&e.name, e.kind)) {
-                return Err(BuildError::NoSuchEngine(on.to_string()));
+        for p in &self.engine_policies {
+            if !self.engines.iter().any(|e| p.on.selects(&e.name, e.kind)) {
+                return Err(BuildError::NoSuchEngine(p.on.to_string()));
             }
         }
         let mut engines = Vec::with_capacity(self.engines.len());

@@ -37,7 +37,7 @@ mod engine;
 mod plan;
 mod types;
 
-pub use builder::SchedulerBuilder;
+pub use builder::{EnginePolicy, SchedulerBuilder};
 pub use types::{
     BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, RejectReason, Rejection,
     SchedulerError,

@@ -251,11 +251,11 @@ fn osmosis_configuration(bytes: u64) -> PolicyRun {
         label: "osmosis".into(),
         params: Default::default(),
         split: Some(bytes),
-        on: vec![(
-            isola_core::EngineSelector::Kind(isola_core::EngineKind::Dma),
-            "wrr".into(),
-            Default::default(),
-        )],
+        on: vec![isola_core::EnginePolicy {
+            on: isola_core::EngineSelector::Kind(isola_core::EngineKind::Dma),
+            name: "wrr".into(),
+            params: Default::default(),
+        }],
     }
 }
 

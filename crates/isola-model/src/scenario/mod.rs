@@ -28,7 +28,7 @@ mod tenant;
 pub use service::ServiceCost;
 
 use isola_core::{EngineKind, Nanos, Slo};
-use isola_core::{EngineSelector, SloOverride, SplitWhen};
+use isola_core::{EnginePolicy, EngineSelector, SloOverride, SplitWhen};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -93,7 +93,7 @@ pub struct PolicyRun {
     /// Policies for some engines instead of `name` (by engine name or
     /// kind), each with its parameters: OSMOSIS runs WLBVT on the PUs and
     /// WRR on DMA and egress.
-    pub on: Vec<(EngineSelector, String, BTreeMap<String, String>)>,
+    pub on: Vec<EnginePolicy>,
 }
 
 /// How long a task takes on an engine that computes (accelerator, PUs).

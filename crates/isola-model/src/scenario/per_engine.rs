@@ -13,7 +13,9 @@ use super::{EngineModel, PolicyRun, Scenario, ScenarioError, TenantSpec};
 use crate::quantity::{Duration, RateValue, Size};
 use isola_core::params::Params;
 use isola_core::policy::find_policy;
-use isola_core::{EngineKind, EngineSelector, RateSpec, SchedulerBuilder, Slo, SloOverride, TenantId};
+use isola_core::{
+    EngineKind, EnginePolicy, EngineSelector, RateSpec, SchedulerBuilder, Slo, SloOverride, TenantId,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -135,7 +137,7 @@ pub(super) fn check_policy_on(
     span: Range<usize>,
     raw: BTreeMap<String, RawPolicyChoice>,
     engines: &[EngineModel],
-) -> Result<Vec<(EngineSelector, String, BTreeMap<String, String>)>, ScenarioError> {
+) -> Result<Vec<EnginePolicy>, ScenarioError> {
     let mut out = Vec::new();
     for (key, choice) in raw {
         let on = selector(src, span.clone(), "on", &key, engines)?;
@@ -149,7 +151,7 @@ pub(super) fn check_policy_on(
         let info = find_policy(&name).map_err(|e| src.at(span.clone(), Some("on"), e.to_string()))?;
         Params::new(format!("policy `{}`", info.name), info.params, &params)
             .map_err(|e| src.at(span.clone(), Some("on"), e.to_string()))?;
-        out.push((on, name, params));
+        out.push(EnginePolicy { on, name, params });
     }
     Ok(out)
 }
@@ -164,8 +166,8 @@ pub(super) fn configure(tenants: &[TenantSpec], run: &PolicyRun, b: &mut Schedul
         }
     }
     b.policy(run.name.clone(), run.params.clone());
-    for (on, name, params) in &run.on {
-        b.engine_policy(on.clone(), name.clone(), params.clone());
+    for p in &run.on {
+        b.engine_policy(p.on.clone(), p.name.clone(), p.params.clone());
     }
 }
 
