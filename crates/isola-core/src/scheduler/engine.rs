@@ -65,8 +65,11 @@ pub(super) struct EngineState {
     pub(super) queued_cost: Vec<Nanos>,
     pub(super) busy: u32,
     pub(super) stats: Vec<ChannelStats>,
-    /// When each tenant last became ready (its reservation tags start there).
-    pub(super) ready_since: Vec<Nanos>,
+    /// When each tenant's channel last went from empty to non-empty: its
+    /// reservation tags start there (mClock's `R = max(R_prev + 1/r,
+    /// arrival)`). Being held by its limit, or an ordered subtask waiting
+    /// for the one before it, is not idling and does not move it.
+    pub(super) backlogged_since: Vec<Nanos>,
     /// Subtasks still in service or queued, per split task in service.
     pub(super) subtasks_left: Slab<u32>,
     /// When each tenant last submitted here (for [`SplitWhen::Contended`]).
@@ -103,7 +106,7 @@ impl EngineState {
             busy: 0,
             stats: vec![ChannelStats::default(); n],
             subtasks_left: Slab::new(),
-            ready_since: vec![0; n],
+            backlogged_since: vec![0; n],
             last_submit: vec![None; n],
             spec,
             policy,
@@ -126,7 +129,6 @@ impl EngineState {
             }
             _ => {
                 self.state[t] = ChannelState::Ready;
-                self.ready_since[t] = now;
                 self.policy.on_ready(now, t, &head, &cx!(self));
                 self.key_reservation(t, head.seq);
             }
@@ -175,7 +177,6 @@ impl EngineState {
             if let Some((t, _)) = self.throttled.pop() {
                 // Serve it as if it were ready: the policy sees it arrive and leave.
                 self.state[t] = ChannelState::Ready;
-                self.ready_since[t] = now;
                 let head = self.channels[t].head().map(|q| q.head)?;
                 self.policy.on_ready(now, t, &head, &cx!(self));
                 return Some((t, DispatchReason::LimitBreak));
@@ -292,7 +293,7 @@ impl EngineState {
         }
         if reason == DispatchReason::Reservation {
             if let Some(r) = &mut self.reservation[t] {
-                r.charge_piece(self.ready_since[t], head.bytes, first);
+                r.charge_piece(self.backlogged_since[t], head.bytes, first);
             }
             self.stats[t].reserved_dispatches += 1;
         }

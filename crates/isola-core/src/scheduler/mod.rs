@@ -189,6 +189,8 @@ impl Scheduler {
         e.queued_cost[t] += head.remaining_cost;
         e.stats[t].submitted += 1;
         if e.state[t] == ChannelState::Empty {
+            // The channel was empty: the tenant was idle until now.
+            e.backlogged_since[t] = now;
             e.admit_head(now, t);
         }
         Ok(())

@@ -1,13 +1,14 @@
 //! A minimal virtual-time driver for the scheduler, for tests and benchmarks
-//! only (the real simulator is `isola-sim`). One engine; each dispatch takes
-//! exactly its task's predicted cost, so engine time is known in closed form.
+//! only (the real simulator is `isola-sim`). One engine, or several alike
+//! with per-engine SLO overrides; each dispatch takes exactly its task's
+//! predicted cost, so engine time is known in closed form.
 
 #![allow(dead_code)]
 
 use isola_core::metrics::WindowedService;
 use isola_core::{
-    AffineCost, Completed, DispatchId, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, RejectReason,
-    Scheduler, SchedulerBuilder, Slo, Subtask, Task, TaskId, TenantId,
+    AffineCost, Completed, DispatchId, EngineId, EngineKind, EngineSelector, EngineSpec, Nanos, OpSpec,
+    RejectReason, Scheduler, SchedulerBuilder, Slo, SloOverride, Subtask, Task, TaskId, TenantId,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -47,6 +48,11 @@ pub struct Setup {
     pub window: Nanos,
     /// Fragment size of the engine (`None`: whole tasks).
     pub fragment: Option<u64>,
+    /// Engines, alike (named `e0`, `e1`, ...). Closed loops keep
+    /// `outstanding` tasks per tenant on each; open-loop arrivals go to `e0`.
+    pub engines: usize,
+    /// Per-engine SLO changes: (engine index, tenant index, change).
+    pub overrides: Vec<(usize, usize, SloOverride)>,
 }
 
 impl Setup {
@@ -65,6 +71,8 @@ impl Setup {
             arrivals: Vec::new(),
             window: 100_000,
             fragment: None,
+            engines: 1,
+            overrides: Vec::new(),
         }
     }
 
@@ -82,8 +90,10 @@ pub struct Outcome {
     /// Slot-time served per tenant (ns).
     pub busy: Vec<u64>,
     pub dispatched: Vec<u64>,
-    /// Dispatch times per tenant.
+    /// Dispatch times per tenant (every engine).
     pub dispatch_times: Vec<Vec<Nanos>>,
+    /// Dispatch times per engine, per tenant.
+    pub engine_dispatch_times: Vec<Vec<Vec<Nanos>>>,
     pub completions: Vec<Completed>,
     /// (task id, reason) of rejected submissions.
     pub rejected: Vec<(TaskId, RejectReason)>,
@@ -103,29 +113,43 @@ impl Outcome {
     }
 }
 
-pub fn build(setup: &Setup) -> (Scheduler, EngineId, Vec<TenantId>) {
+/// The scheduler `setup` describes, its engines and its tenants.
+pub fn build_engines(setup: &Setup) -> (Scheduler, Vec<EngineId>, Vec<TenantId>) {
     let mut b = SchedulerBuilder::new();
-    let e = b.engine(
-        EngineSpec::new(
-            "e",
-            EngineKind::ProcessingUnits,
-            setup.slots,
-            Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
-        )
-        .with_split(setup.fragment),
-    );
-    let ids = setup
+    let engines = (0..setup.engines.max(1))
+        .map(|i| {
+            b.engine(
+                EngineSpec::new(
+                    format!("e{i}"),
+                    EngineKind::ProcessingUnits,
+                    setup.slots,
+                    Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
+                )
+                .with_split(setup.fragment),
+            )
+        })
+        .collect();
+    let ids: Vec<TenantId> = setup
         .slos
         .iter()
         .enumerate()
         .map(|(i, s)| b.tenant(format!("t{i}"), s.clone()))
         .collect();
+    for &(e, t, change) in &setup.overrides {
+        b.tenant_on(ids[t], EngineSelector::Named(format!("e{e}")), change);
+    }
     b.policy(setup.policy.clone(), setup.params.clone());
-    (b.build().expect("valid setup"), e, ids)
+    (b.build().expect("valid setup"), engines, ids)
+}
+
+/// [`build_engines`] for a one-engine setup.
+pub fn build(setup: &Setup) -> (Scheduler, EngineId, Vec<TenantId>) {
+    let (s, engines, ids) = build_engines(setup);
+    (s, engines[0], ids)
 }
 
 pub fn run(setup: &Setup) -> Outcome {
-    let (mut s, e, ids) = build(setup);
+    let (mut s, engines, ids) = build_engines(setup);
     let n = setup.slos.len();
     let op = OpSpec::named("generic");
     let mut out = Outcome {
@@ -133,6 +157,7 @@ pub fn run(setup: &Setup) -> Outcome {
         busy: vec![0; n],
         dispatched: vec![0; n],
         dispatch_times: vec![Vec::new(); n],
+        engine_dispatch_times: vec![vec![Vec::new(); n]; engines.len()],
         completions: Vec::new(),
         rejected: Vec::new(),
         accepted: Vec::new(),
@@ -142,7 +167,12 @@ pub fn run(setup: &Setup) -> Outcome {
         scheduler: build(setup).0,
     };
     let mut next_id = 0u64;
-    let mut submit = |s: &mut Scheduler, out: &mut Outcome, now: Nanos, t: usize, cost: Nanos, bytes: u64| {
+    let mut submit = |s: &mut Scheduler,
+                      out: &mut Outcome,
+                      now: Nanos,
+                      (e, t): (EngineId, usize),
+                      cost: Nanos,
+                      bytes: u64| {
         next_id += 1;
         let task = Task {
             id: TaskId(next_id),
@@ -176,14 +206,16 @@ pub fn run(setup: &Setup) -> Outcome {
         }
     };
     let mut now = 0;
-    for t in 0..n {
-        let initial = if setup.closed_loop.contains(&t) {
-            1
-        } else {
-            setup.outstanding
-        };
-        for _ in 0..initial {
-            submit(&mut s, &mut out, 0, t, setup.cost[t], setup.bytes[t]);
+    for &e in &engines {
+        for t in 0..n {
+            let initial = if setup.closed_loop.contains(&t) {
+                1
+            } else {
+                setup.outstanding
+            };
+            for _ in 0..initial {
+                submit(&mut s, &mut out, 0, (e, t), setup.cost[t], setup.bytes[t]);
+            }
         }
     }
     // (completion time, sequence) -> (dispatch, tenant, cost)
@@ -194,25 +226,28 @@ pub fn run(setup: &Setup) -> Outcome {
     let mut total = 0u64;
     loop {
         while let Some(a) = arrivals.peek().filter(|a| a.at <= now) {
-            submit(&mut s, &mut out, now, a.tenant, a.cost, a.bytes);
+            submit(&mut s, &mut out, now, (engines[0], a.tenant), a.cost, a.bytes);
             arrivals.next();
         }
-        while total < setup.max_dispatches {
-            let Some(d) = s.next(now, e) else { break };
-            let t = d.task.tenant.index();
-            let cost = setup
-                .actual
-                .get(t)
-                .copied()
-                .unwrap_or(d.task.predicted_cost.unwrap());
-            total += 1;
-            out.dispatched[t] += 1;
-            out.dispatch_times[t].push(now);
-            out.dispatched_ids.push((d.task.id, d.subtask));
-            out.windows.add_service(t, now, now + cost);
-            seq += 1;
-            running.push(Reverse((now + cost, seq)));
-            meta.insert(seq, (d.id, t, cost));
+        for &e in &engines {
+            while total < setup.max_dispatches {
+                let Some(d) = s.next(now, e) else { break };
+                let t = d.task.tenant.index();
+                let cost = setup
+                    .actual
+                    .get(t)
+                    .copied()
+                    .unwrap_or(d.task.predicted_cost.unwrap());
+                total += 1;
+                out.dispatched[t] += 1;
+                out.dispatch_times[t].push(now);
+                out.engine_dispatch_times[e.index()][t].push(now);
+                out.dispatched_ids.push((d.task.id, d.subtask));
+                out.windows.add_service(t, now, now + cost);
+                seq += 1;
+                running.push(Reverse((now + cost, seq)));
+                meta.insert(seq, (d.id, t, cost));
+            }
         }
         let next_completion = running.peek().map(|r| r.0 .0);
         let next_arrival = arrivals.peek().map(|a| a.at);
@@ -239,7 +274,7 @@ pub fn run(setup: &Setup) -> Outcome {
                     &mut s,
                     &mut out,
                     now,
-                    tenant,
+                    (c.engine, tenant),
                     setup.cost[tenant],
                     setup.bytes[tenant],
                 );
