@@ -3,15 +3,19 @@
 //! daemon). A driver tells it, as they happen:
 //!
 //! - each piece of engine time a tenant used ([`EngineTime`]: a dispatch,
-//!   a fragment, a pipeline stage), for shares, Jain's index and the
-//!   per-window series;
+//!   a fragment, a pipeline stage; or a live task's total, spread over the
+//!   time it was served in, [`RunRecorder::engine_time_spread`]), for
+//!   shares, Jain's index and the per-window series;
 //! - each task once, when it leaves the system or is still in it at the
 //!   end ([`TaskRecord`]: completed, rejected, aborted, unmatched at
 //!   ingress, in flight), for counts, latency, throughput and the SLA;
 //! - each engine's queued work when a metrics window ends
 //!   ([`RunRecorder::record_backlog`]), for Jain's index under demand;
 //!
-//! and asks for the result at the end ([`RunRecorder::finish`]). Tasks
+//! and asks for the result at the end ([`RunRecorder::finish`]). Before
+//! the end it can also read figures over a tenant's flow (its first arrival
+//! to its last completion): its throughput while it ran, and a tenant's
+//! share of the engines while another ran. Tasks
 //! should be recorded in completion order: a window's latency percentiles
 //! are kept once a later window starts (a completion for a window already
 //! kept counts everywhere but in that window's p99).
@@ -222,6 +226,22 @@ impl RunRecorder {
         service.add_service(tenant, t.start, t.start.saturating_add(t.service));
     }
 
+    /// Records engine time served in pieces among other work between
+    /// `t.start` and `end`, known only as its total `t.service` (the live
+    /// runtime's completion of a split task: its subtasks' measured service
+    /// added up, from its first subtask's start to its completion): the
+    /// service is spread evenly over that interval. Ignored for a tenant or
+    /// engine the recorder does not know.
+    pub fn engine_time_spread(&mut self, t: EngineTime, end: Nanos) {
+        let (tenant, engine) = (t.tenant.index(), t.engine.index());
+        let (Some(tally), Some(service)) = (self.tally.get_mut(tenant), self.engine_service.get_mut(engine))
+        else {
+            return;
+        };
+        tally.busy[engine] += t.service;
+        service.add_spread(tenant, t.service as f64, t.start, end.max(t.start));
+    }
+
     /// Records a task that left the system, or is in it at the run's end
     /// (ignored for a tenant the recorder does not know).
     pub fn task(&mut self, r: TaskRecord) {
@@ -283,6 +303,46 @@ impl RunRecorder {
             service.record_backlog(now, queued);
         }
         self.next_window_end = (now / self.window + 1).saturating_mul(self.window);
+    }
+
+    /// A tenant's flow so far: its first arrival to its last completion,
+    /// over the tasks it completed (`None` before it completed one).
+    pub fn flow(&self, tenant: TenantId) -> Option<(Nanos, Nanos)> {
+        let t = self.tally.get(tenant.index())?;
+        t.first_arrival.zip(t.last_completion)
+    }
+
+    /// A tenant's completed payload bytes per second over its own flow
+    /// (first arrival to last completion; 0 before it completed a task):
+    /// its throughput while it ran, where the run's figure
+    /// (`TenantResult::throughput_bps`) is over the whole run.
+    pub fn flow_throughput_bps(&self, tenant: TenantId) -> f64 {
+        match (self.flow(tenant), self.tally.get(tenant.index())) {
+            (Some((first, last)), Some(t)) => {
+                t.bytes as f64 * NANOS_PER_SEC as f64 / last.saturating_sub(first).max(1) as f64
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// The share of every engine's capacity (slots x time) that `tenant`
+    /// used during `other`'s flow (0 before `other` completed a task), its
+    /// engine time taken as spread evenly over each metrics window. With
+    /// `other == tenant`, its share while it ran; with another tenant, its
+    /// share while that one ran: a bandwidth tenant's service while a
+    /// latency tenant competes, which its share over the whole run hides
+    /// when the competition is short.
+    pub fn engine_share_during_flow(&self, tenant: TenantId, other: TenantId) -> f64 {
+        let Some((from, to)) = self.flow(other) else {
+            return 0.0;
+        };
+        let served: f64 = self
+            .engine_service
+            .iter()
+            .map(|s| s.service_between(tenant.index(), from, to))
+            .sum();
+        let slots: u64 = self.engines.iter().map(|e| u64::from(e.slots)).sum();
+        served / (slots.max(1) as f64 * to.saturating_sub(from).max(1) as f64)
     }
 
     /// Keeps the current latency window's per-tenant p99s and starts afresh.
@@ -572,6 +632,31 @@ mod tests {
         let empty = recorder(vec![tenant("a", 1.0, None, true)]).finish(end(None));
         assert_eq!((empty.duration_ns, empty.tenants[0].throughput_bps), (1, 0.0));
         assert!(empty.series.is_empty());
+    }
+
+    #[test]
+    fn flows_spread_engine_time_and_shares_during_another_flow() {
+        let mut r = recorder(vec![tenant("bs", 1.0, None, true), tenant("ls", 1.0, None, true)]);
+        assert_eq!((r.flow(TenantId(0)), r.flow_throughput_bps(TenantId(0))), (None, 0.0));
+        // bs: 40 ns of service spread over [0, 200), 20 in each half.
+        r.engine_time_spread(served(0, 0, 40), 200);
+        r.task(task(0, 1000, 0, 200, 40, Outcome::Completed));
+        // ls: its flow is [100, 200).
+        r.engine_time_spread(served(1, 100, 50), 200);
+        r.task(task(1, 10, 100, 200, 50, Outcome::Completed));
+        assert_eq!(r.flow(TenantId(1)), Some((100, 200)));
+        // 1000 B over bs's 200 ns flow; 10 B over ls's 100 ns.
+        assert_eq!(r.flow_throughput_bps(TenantId(0)), 5e9);
+        assert_eq!(r.flow_throughput_bps(TenantId(1)), 1e8);
+        // bs used 40 of its own 200 ns, 20 of ls's 100 ns.
+        assert_eq!(r.engine_share_during_flow(TenantId(0), TenantId(0)), 0.2);
+        assert_eq!(r.engine_share_during_flow(TenantId(0), TenantId(1)), 0.2);
+        assert_eq!(r.engine_share_during_flow(TenantId(1), TenantId(1)), 0.5);
+        assert_eq!(r.engine_share_during_flow(TenantId(7), TenantId(1)), 0.0);
+        let p = r.finish(end(Some(200)));
+        // Spread engine time counts in the shares like any other.
+        assert_eq!(p.tenants[0].engine_time_share, 40.0 / 90.0);
+        assert_eq!(p.series[1].engine_share, vec![20.0 / 70.0, 50.0 / 70.0]);
     }
 
     #[test]
