@@ -637,7 +637,10 @@ mod tests {
     #[test]
     fn flows_spread_engine_time_and_shares_during_another_flow() {
         let mut r = recorder(vec![tenant("bs", 1.0, None, true), tenant("ls", 1.0, None, true)]);
-        assert_eq!((r.flow(TenantId(0)), r.flow_throughput_bps(TenantId(0))), (None, 0.0));
+        assert_eq!(
+            (r.flow(TenantId(0)), r.flow_throughput_bps(TenantId(0))),
+            (None, 0.0)
+        );
         // bs: 40 ns of service spread over [0, 200), 20 in each half.
         r.engine_time_spread(served(0, 0, 40), 200);
         r.task(task(0, 1000, 0, 200, 40, Outcome::Completed));

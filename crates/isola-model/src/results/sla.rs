@@ -82,7 +82,10 @@ mod tests {
             "the tenant's solo time, not the task's prediction"
         );
         assert!(!solo.violated(200, 1));
-        assert_eq!((solo.bound(1), predicted.bound(7), SlaRule::Absolute(9).bound(7)), (200.0, 14.0, 9.0));
+        assert_eq!(
+            (solo.bound(1), predicted.bound(7), SlaRule::Absolute(9).bound(7)),
+            (200.0, 14.0, 9.0)
+        );
         assert_eq!(
             SlaRule::from(LatencyObjective::ServiceMultiple(3.0)),
             SlaRule::PredictedMultiple(3.0)
