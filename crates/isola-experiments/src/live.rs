@@ -12,7 +12,7 @@
 //! fed with each completion (`isola_runtime::record`), as the simulator
 //! feeds it: the JSON means the same either way. The runtime keeps no
 //! backlog samples, so a live run has no Jain's index under demand (each
-//! window's reads 1).
+//! window's is `null`).
 
 use anyhow::bail;
 use isola_core::{EngineId, EngineKind, Nanos, TenantId};

@@ -17,8 +17,7 @@
 //! | cancelled at shutdown | in flight: the run ended with it waiting |
 //!
 //! The runtime keeps no backlog samples, so live runs have no Jain's index
-//! under demand: each window's `jain_of_demand` reads as 1 (no tenant
-//! recorded as left waiting).
+//! under demand: each window's `jain_of_demand` is `None`.
 
 use crate::job::{Completion, TaskError};
 use isola_core::{Nanos, TenantId};

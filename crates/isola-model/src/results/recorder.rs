@@ -10,7 +10,8 @@
 //!   end ([`TaskRecord`]: completed, rejected, aborted, unmatched at
 //!   ingress, in flight), for counts, latency, throughput and the SLA;
 //! - each engine's queued work when a metrics window ends
-//!   ([`RunRecorder::record_backlog`]), for Jain's index under demand;
+//!   ([`RunRecorder::record_backlog`]), for Jain's index under demand (a
+//!   run without them, a live one, has none);
 //!
 //! and asks for the result at the end ([`RunRecorder::finish`]). Before
 //! the end it can also read figures over a tenant's flow (its first arrival
@@ -141,6 +142,9 @@ pub struct RunRecorder {
     engine_service: Vec<WindowedService>,
     /// When the next metrics window ends (backlogs are due from then on).
     next_window_end: Nanos,
+    /// Whether the driver recorded backlogs (else the run has no Jain's
+    /// index under demand).
+    backlogs: bool,
     /// Per window, per tenant: bytes of the tasks completed in it.
     bytes_done: Vec<Vec<f64>>,
     /// Per tenant: latencies of the tasks completed in `latency_window`.
@@ -179,6 +183,7 @@ impl RunRecorder {
             tally: vec![tally; n],
             engine_service: vec![WindowedService::new(window, n); e],
             next_window_end: 0,
+            backlogs: false,
             bytes_done: Vec::new(),
             window_latency: vec![LatencyHistogram::new(); n],
             latency_window: 0,
@@ -303,6 +308,7 @@ impl RunRecorder {
             service.record_backlog(now, queued);
         }
         self.next_window_end = (now / self.window + 1).saturating_mul(self.window);
+        self.backlogs = true;
     }
 
     /// A tenant's flow so far: its first arrival to its last completion,
@@ -465,7 +471,7 @@ impl RunRecorder {
                 SeriesPoint {
                     start_ns: w as Nanos * window,
                     jain: jains.get(w).copied().unwrap_or(1.0),
-                    jain_of_demand: demand_jain(w),
+                    jain_of_demand: self.backlogs.then(|| demand_jain(w)),
                     throughput_bps: (0..n)
                         .map(|t| bytes.map_or(0.0, |b| b[t]) * NANOS_PER_SEC as f64 / window as f64)
                         .collect(),
@@ -596,12 +602,12 @@ mod tests {
         // 0.75x, an index of 2.25^2 / (2 x (1.5^2 + 0.75^2)) = 0.9. By
         // weight alone, among the tenants served, it looks the same.
         assert!(
-            (p.series[0].jain_of_demand - 0.9).abs() < 1e-12,
-            "{}",
+            (p.series[0].jain_of_demand.unwrap() - 0.9).abs() < 1e-12,
+            "{:?}",
             p.series[0].jain_of_demand
         );
         // Window 1 has no backlog recorded: b got all it asked for.
-        assert_eq!(p.series[1].jain_of_demand, 1.0);
+        assert_eq!(p.series[1].jain_of_demand, Some(1.0));
         assert_eq!(p.window_mean(|s| s.start_ns as f64), Some(50.0));
     }
 
@@ -660,6 +666,11 @@ mod tests {
         // Spread engine time counts in the shares like any other.
         assert_eq!(p.tenants[0].engine_time_share, 40.0 / 90.0);
         assert_eq!(p.series[1].engine_share, vec![20.0 / 70.0, 50.0 / 70.0]);
+        // No backlogs recorded: no index under demand.
+        assert_eq!(
+            (p.series[1].jain_of_demand, p.mean_jain_of_demand()),
+            (None, None)
+        );
     }
 
     #[test]
