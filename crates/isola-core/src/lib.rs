@@ -2,7 +2,8 @@
 //!
 //! The sans-IO heart of Isola: tenants and their SLOs, task descriptors,
 //! per-tenant virtual channels, scheduling policies, rate shapers, cost models
-//! and fairness/SLA metrics. The same [`Scheduler`] is driven by the live
+//! and metrics primitives (fairness indices, latency percentiles, windowed
+//! service). The same [`Scheduler`] is driven by the live
 //! runtime (monotonic clock, real workers) and by the simulator (virtual time,
 //! device models), so a policy written once is tested deterministically,
 //! simulated at line rate and run for real.

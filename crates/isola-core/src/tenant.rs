@@ -47,6 +47,14 @@ impl LatencyObjective {
             LatencyObjective::ServiceMultiple(k) => k * predicted as f64,
         }
     }
+
+    /// Whether a task that took `latency` from arrival to completion, with
+    /// predicted service time `predicted`, missed the objective (took
+    /// longer than its bound). The one SLA comparison: policies judge
+    /// tasks with it, and so does every driver's results recorder.
+    pub fn violated(self, latency: Nanos, predicted: Nanos) -> bool {
+        latency as f64 > self.bound(predicted)
+    }
 }
 
 /// A rate with the burst it may exceed it by, for shaping.
@@ -324,5 +332,8 @@ mod tests {
     fn latency_objective_bounds() {
         assert_eq!(LatencyObjective::Absolute(500).bound(10), 500.0);
         assert_eq!(LatencyObjective::ServiceMultiple(2.0).bound(10), 20.0);
+        assert!(!LatencyObjective::ServiceMultiple(2.0).violated(20, 10));
+        assert!(LatencyObjective::ServiceMultiple(2.0).violated(21, 10));
+        assert!(LatencyObjective::Absolute(500).violated(501, 1_000_000));
     }
 }

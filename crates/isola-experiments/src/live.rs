@@ -7,15 +7,21 @@
 //! single-stage workloads of registered operators, every arrival process.
 //! DMA and egress engines, pipelines and ingress matching have no live model
 //! and are refused with a message saying so.
+//!
+//! Every figure is the run recorder's (`isola_model::results::RunRecorder`),
+//! fed with each completion (`isola_runtime::record`), as the simulator
+//! feeds it: the JSON means the same either way. The runtime keeps no
+//! backlog samples, so a live run has no Jain's index under demand (each
+//! window's is `null`).
 
 use anyhow::bail;
-use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram};
-use isola_core::{EngineId, EngineKind, Nanos, TenantId, NANOS_PER_SEC};
-use isola_model::results::LatencyStats;
+use isola_core::{EngineId, EngineKind, Nanos, TenantId};
+use isola_model::results::RunEnd;
 use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, ServiceCost};
-use isola_model::{PolicyResult, Scenario, SimReport, TenantResult};
+use isola_model::{PolicyResult, RunRecorder, Scenario, SimReport};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
-use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder, TaskError};
+use isola_runtime::record::{record_completion, record_unfinished};
+use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder};
 use isola_sim::workload::{ArrivalProcess, SizeSampler};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -101,15 +107,14 @@ pub fn run_live(
     })
 }
 
-/// What one tenant's driver thread reports.
+/// One tenant's tasks as its driver thread saw them by the run's end.
 #[derive(Default)]
-struct TenantRun {
-    /// Completions received before the run's end.
-    done: Vec<Completion>,
-    /// Tasks refused at submit (queue full).
-    rejected: u64,
-    /// Tasks accepted; those without a completion by the end are incomplete.
-    accepted: u64,
+struct TenantTasks {
+    /// The completions it received (outputs freed), refusals included.
+    completions: Vec<Completion>,
+    /// The tasks it submitted that had no completion: task id to (when
+    /// submitted, in the runtime's ns; input bytes).
+    unfinished: HashMap<u64, (Nanos, u64)>,
 }
 
 /// Runs `scenario` live under one policy (the scenario passed [`check_live`]).
@@ -170,7 +175,7 @@ pub(crate) fn run_policy_live(
     let started = Instant::now();
     let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));
     let rt_ref = &rt;
-    let results: Vec<anyhow::Result<TenantRun>> = std::thread::scope(|scope| {
+    let results: Vec<anyhow::Result<TenantTasks>> = std::thread::scope(|scope| {
         let threads: Vec<_> = scenario
             .tenants
             .iter()
@@ -186,7 +191,8 @@ pub(crate) fn run_policy_live(
                     {
                         handle = handle.with_cost(Arc::new(ServiceCost::new(service, *clock_hz)));
                     }
-                    drive_tenant(&handle, t, i, seed, started, deadline)
+                    let clock = || rt_ref.now_ns();
+                    drive_tenant(&handle, t, i, seed, (started, deadline), &clock)
                 })
             })
             .collect();
@@ -204,21 +210,23 @@ pub(crate) fn run_policy_live(
         .run
         .duration
         .unwrap_or(started.elapsed().as_nanos() as Nanos);
+    let ended_ns = rt.now_ns();
     rt.shutdown();
-    let runs = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(report(scenario, run, &runs, elapsed))
+    let tasks = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(result(scenario, run, tasks, elapsed, ended_ns))
 }
 
 /// Submits one tenant's workload, open or closed loop, until its count,
-/// its trace or the run's duration ends, and collects its completions.
+/// its trace or the run's duration ends (`(started, deadline)`), and
+/// collects its completions; `clock` is the runtime's.
 fn drive_tenant(
     handle: &isola_runtime::TenantHandle,
     t: &isola_model::scenario::TenantSpec,
     index: usize,
     seed: u64,
-    started: Instant,
-    deadline: Option<Instant>,
-) -> anyhow::Result<TenantRun> {
+    (started, deadline): (Instant, Option<Instant>),
+    clock: &dyn Fn() -> Nanos,
+) -> anyhow::Result<TenantTasks> {
     let w = &t.workload;
     let mut sizes = SizeSampler::new(&w.size, seed, index);
     // One text payload, grown to the largest size asked for; each task's
@@ -255,14 +263,15 @@ fn drive_tenant(
         Ok((p, params))
     };
     let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
-    let mut out = TenantRun::default();
+    let mut out = TenantTasks::default();
     let mut submitted = 0u64;
     let limit = w.count.unwrap_or(u64::MAX);
     let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
-    let mut submit = |bytes: u64, op: &str, out: &mut TenantRun| -> anyhow::Result<bool> {
+    let mut submit = |bytes: u64, op: &str, out: &mut TenantTasks| -> anyhow::Result<bool> {
         let (payload, params) = input(bytes, op)?;
-        handle.submit_to(op, &params, payload, &tx)?;
-        out.accepted += 1;
+        let at = clock();
+        let id = handle.submit_to(op, &params, payload, &tx)?;
+        out.unfinished.insert(id, (at, bytes));
         Ok(true)
     };
     match &w.arrival {
@@ -307,7 +316,7 @@ fn drive_tenant(
                 submitted += 1;
                 rx.try_iter().for_each(|c| out.record(c));
             }
-            while (out.done.len() as u64) < out.accepted {
+            while !out.unfinished.is_empty() {
                 match recv_until(&rx, deadline) {
                     Some(c) => out.record(c),
                     None => break,
@@ -318,16 +327,11 @@ fn drive_tenant(
     Ok(out)
 }
 
-impl TenantRun {
-    /// Keeps a completion (its output freed); a task the core refused (a
-    /// full channel) is counted as rejected, not as accepted.
+impl TenantTasks {
+    /// Keeps a completion, its output freed.
     fn record(&mut self, c: Completion) {
-        if matches!(c.result, Err(TaskError::Rejected(_))) {
-            self.rejected += 1;
-            self.accepted -= 1;
-        } else {
-            self.done.push(c.without_output());
-        }
+        self.unfinished.remove(&c.task);
+        self.completions.push(c.without_output());
     }
 }
 
@@ -339,101 +343,39 @@ fn recv_until(rx: &crossbeam_channel::Receiver<Completion>, deadline: Option<Ins
     }
 }
 
-/// The simulator's result schema from live completions.
-fn report(scenario: &Scenario, run: &PolicyRun, runs: &[TenantRun], elapsed: Nanos) -> PolicyResult {
-    let interval = elapsed.max(1);
-    let busy: Vec<u64> = runs
-        .iter()
-        .map(|r| r.done.iter().map(|c| c.service_ns).sum())
-        .collect();
-    let total_busy: u64 = busy.iter().sum();
-    let mut tenants = Vec::new();
-    for (i, spec) in scenario.tenants.iter().enumerate() {
-        let ok: Vec<&Completion> = runs[i].done.iter().filter(|c| c.result.is_ok()).collect();
-        let over_budget = ok.iter().filter(|c| c.over_budget).count();
-        let mut hist = LatencyHistogram::new();
-        let mut violations = 0u64;
-        for c in &ok {
-            hist.record(c.latency_ns());
-            if spec
-                .slo
-                .latency
-                .is_some_and(|o| c.latency_ns() as f64 > o.bound(c.predicted_ns))
-            {
-                violations += 1;
-            }
-        }
-        let bytes: u64 = ok.iter().map(|c| c.bytes).sum();
-        let share = if total_busy == 0 {
-            0.0
-        } else {
-            busy[i] as f64 / total_busy as f64
-        };
-        // Its share of each engine's busy time, by the engine each task
-        // actually ran on.
-        let engine_shares: BTreeMap<String, f64> = scenario
-            .engines
-            .iter()
-            .enumerate()
-            .filter_map(|(e, m)| {
-                let on = |r: &TenantRun| -> u64 {
-                    r.done
-                        .iter()
-                        .filter(|c| c.engine.index() == e)
-                        .map(|c| c.service_ns)
-                        .sum()
-                };
-                let all: u64 = runs.iter().map(on).sum();
-                let mine = on(&runs[i]);
-                (mine > 0).then(|| (m.name.clone(), mine as f64 / all as f64))
-            })
-            .collect();
-        tenants.push(TenantResult {
-            name: spec.name.clone(),
-            weight: spec.slo.weight,
-            // Tasks over the tenant's service budget count as aborted, as
-            // the simulator's watchdog aborts them (live, they run to the
-            // end), and so not as completed.
-            completed: (ok.len() - over_budget) as u64,
-            rejected: runs[i].rejected,
-            aborted: (runs[i].done.len() - ok.len() + over_budget) as u64,
-            unmatched: 0,
-            incomplete: runs[i].accepted.saturating_sub(runs[i].done.len() as u64),
-            throughput_ops: ok.len() as f64 * NANOS_PER_SEC as f64 / interval as f64,
-            throughput_bps: bytes as f64 * NANOS_PER_SEC as f64 / interval as f64,
-            latency_ns: LatencyStats::from(hist.summary()),
-            latency_cdf: hist.cdf(),
-            sla_violation_rate: if ok.is_empty() {
-                0.0
-            } else {
-                violations as f64 / ok.len() as f64
-            },
-            engine_time_share: share,
-            engine_shares,
-            flow_completion_ns: ok.iter().map(|c| c.finished_ns).max().unwrap_or(0),
-            slowdown: None,
-        });
+/// The run's result: every tenant's completions, in the order they came,
+/// and its unfinished tasks (in flight when the run ended at `ended_ns`,
+/// the runtime's clock) through the run recorder, over `elapsed` ns.
+fn result(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    tasks: Vec<TenantTasks>,
+    elapsed: Nanos,
+    ended_ns: Nanos,
+) -> PolicyResult {
+    let mut recorder = RunRecorder::for_scenario(scenario, |_| true);
+    let mut completions: Vec<Completion> = Vec::new();
+    let mut unfinished = Vec::new();
+    for (i, t) in tasks.into_iter().enumerate() {
+        completions.extend(t.completions);
+        unfinished.extend(
+            t.unfinished
+                .into_values()
+                .map(|(at, bytes)| (TenantId(i as u32), at, bytes)),
+        );
     }
-    let active: Vec<usize> = (0..tenants.len()).filter(|&i| !runs[i].done.is_empty()).collect();
-    let weights: Vec<f64> = active.iter().map(|&i| tenants[i].weight).collect();
-    let jain = jain_normalized(
-        &active.iter().map(|&i| busy[i] as f64).collect::<Vec<_>>(),
-        &weights,
-    )
-    .unwrap_or(1.0);
-    let w_total: f64 = weights.iter().sum();
-    let expected: Vec<f64> = weights.iter().map(|w| w / w_total).collect();
-    let tput: Vec<f64> = active.iter().map(|&i| tenants[i].throughput_bps).collect();
-    PolicyResult {
-        policy: run.label.clone(),
+    // In completion order, as the recorder wants them.
+    completions.sort_by_key(|c| c.finished_ns);
+    for c in &completions {
+        record_completion(&mut recorder, c);
+    }
+    for (tenant, at, bytes) in unfinished {
+        record_unfinished(&mut recorder, tenant, bytes, at, ended_ns);
+    }
+    recorder.finish(RunEnd {
+        label: run.label.clone(),
         policy_name: run.name.clone(),
-        jain,
-        fair1: fair1(&tput, &expected).unwrap_or(0.0),
-        fair2: None,
-        duration_ns: interval,
-        mean_in_system: 0.0,
-        events: runs.iter().map(|r| r.done.len() as u64).sum(),
-        tenants,
-        series: Vec::new(),
-    }
+        duration: Some(elapsed),
+        events: completions.len() as u64,
+    })
 }

@@ -67,7 +67,8 @@ fn over_budget_tasks_count_once() {
 }
 
 /// Each tenant's tasks go to its own engine, and a run with a duration is
-/// that long, with what is unfinished counted as incomplete.
+/// that long, with what is unfinished counted as incomplete; its figures
+/// are the run recorder's.
 #[test]
 fn tenants_go_to_their_engines_for_the_duration() {
     let report = run(
@@ -106,6 +107,11 @@ arrival = { closed = 1 }
     );
     let p = &report.policies[0];
     assert_eq!(p.duration_ns, 300_000_000);
+    // The run recorder's figures, as simulated: per-window series and the
+    // time in the system; no index under demand (no backlogs live).
+    assert!(!p.series.is_empty() && p.mean_in_system > 0.0, "{p:?}");
+    assert!(p.series.iter().all(|w| w.jain_of_demand.is_none()));
+    assert_eq!(p.mean_jain_of_demand(), None);
     for (i, engine) in ["e0", "e1"].iter().enumerate() {
         let t = &p.tenants[i];
         assert_eq!(t.engine_shares.get(*engine), Some(&1.0), "{t:?}");

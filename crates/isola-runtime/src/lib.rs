@@ -17,7 +17,9 @@
 //! What it must not do: make scheduling decisions of its own (what runs
 //! when, split or whole, admitted or refused: all the core's), or implement
 //! operators (they live in `isola-ops`). It owns threads, buffers, carries
-//! and the clock.
+//! and the clock. It computes no figures either: it counts what happened
+//! to each tenant's tasks (`TenantStats`), and [`record`] hands completions
+//! to the run recorder of `isola-model`, which computes every figure.
 
 #![warn(missing_docs)]
 
@@ -27,6 +29,7 @@ mod dispatcher;
 mod job;
 mod placed;
 pub mod profile;
+pub mod record;
 mod runtime;
 mod spin;
 mod stats;

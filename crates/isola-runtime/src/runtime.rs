@@ -3,7 +3,7 @@
 use crate::builder::{BuildError, EngineConfig, RuntimeBuilder};
 use crate::dispatcher::{Dispatcher, Msg, Submission};
 use crate::job::{Completion, Reply, SubmitError, TaskError};
-use crate::stats::{TenantRecord, TenantStats};
+use crate::stats::TenantStats;
 use isola_core::{Nanos, Slo, TenantId};
 use isola_ops::Operator;
 use std::collections::{BTreeMap, HashMap};
@@ -24,7 +24,7 @@ pub(crate) struct Shared {
     pub tenants: Vec<(String, Slo)>,
     tx: crossbeam_channel::Sender<Msg>,
     operators: OperatorCache,
-    records: Mutex<Vec<TenantRecord>>,
+    records: Mutex<Vec<TenantStats>>,
     /// Set at shutdown. Submissions hold its read lock from the check to
     /// their message, and shutdown takes the write lock to set it, so every
     /// accepted task's message reaches the dispatcher before `Shutdown`.
@@ -97,12 +97,7 @@ impl Runtime {
         let (tx, rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             epoch: Instant::now(),
-            records: Mutex::new(
-                b.tenants
-                    .iter()
-                    .map(|(name, slo)| TenantRecord::new(name, slo.latency))
-                    .collect(),
-            ),
+            records: Mutex::new(b.tenants.iter().map(|(name, _)| TenantStats::new(name)).collect()),
             engines: b.engines,
             tenants: b.tenants,
             tx: tx.clone(),
@@ -178,13 +173,10 @@ impl Runtime {
         }
     }
 
-    /// Every tenant's statistics so far.
+    /// Every tenant's counters so far (for figures, feed the completions
+    /// to a run recorder: [`crate::record`]).
     pub fn stats(&self) -> Vec<TenantStats> {
-        self.shared
-            .records
-            .lock()
-            .map(|r| r.iter().map(TenantRecord::snapshot).collect())
-            .unwrap_or_default()
+        self.shared.records.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     /// The log of calls made on the isolation core, if the builder asked
@@ -199,7 +191,7 @@ impl Runtime {
     }
 
     /// Stops: new submissions are refused, tasks still queued complete with
-    /// `Cancelled`, running ones finish; returns the final statistics.
+    /// `Cancelled`, running ones finish; returns the final counters.
     pub fn shutdown(mut self) -> Vec<TenantStats> {
         self.stop();
         self.stats()
@@ -383,10 +375,7 @@ impl TenantHandle {
         // Counted before the shutdown lock is let go: shutdown cannot read
         // the stats between the send and the count.
         if let Ok(mut r) = shared.records.lock() {
-            let s = &mut r[t].stats;
-            s.submitted += 1;
-            let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
-            s.first_submit_ns.get_or_insert(at);
+            r[t].submitted += 1;
         }
         drop(closed);
         Ok((id, engine))

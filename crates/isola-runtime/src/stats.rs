@@ -1,12 +1,13 @@
-//! Per-tenant statistics, updated by the dispatcher as tasks complete and
-//! readable at any time.
+//! Per-tenant counters, updated by the dispatcher as tasks complete and
+//! readable at any time. They are counts only: figures (latency
+//! percentiles, throughput, SLA violations, fairness) are computed from the
+//! completions by the run recorder (`isola_model::results::RunRecorder`,
+//! fed through [`crate::record`]), the one place they are defined.
 
 use crate::job::{Completion, TaskError};
-use isola_core::metrics::{LatencyHistogram, LatencySummary};
-use isola_core::{LatencyObjective, Nanos};
 
-/// What one tenant got so far.
-#[derive(Debug, Clone, Default)]
+/// What one tenant got so far, counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TenantStats {
     /// Tenant name.
     pub name: String,
@@ -22,92 +23,33 @@ pub struct TenantStats {
     pub cancelled: u64,
     /// Tasks whose service time exceeded the tenant's budget.
     pub over_budget: u64,
-    /// Completed tasks that missed the tenant's latency objective.
-    pub sla_violations: u64,
     /// Input bytes of the tasks completed with an output.
     pub bytes: u64,
     /// Measured service time of all completed (sub)tasks, in ns.
     pub busy_ns: u64,
-    /// Latency (submit to completion) of tasks completed with an output.
-    pub latency: LatencySummary,
-    /// When the first task was submitted, in ns since the runtime started.
-    pub first_submit_ns: Option<Nanos>,
-    /// When the last task completed.
-    pub last_finish_ns: Option<Nanos>,
 }
 
 impl TenantStats {
-    /// Share of the tasks completed with an output that missed the latency
-    /// objective (0 without one).
-    pub fn sla_violation_rate(&self) -> f64 {
-        if self.succeeded == 0 {
-            0.0
-        } else {
-            self.sla_violations as f64 / self.succeeded as f64
-        }
-    }
-
-    /// Input bytes per second from its first submission to its last
-    /// completion.
-    pub fn throughput_bps(&self) -> f64 {
-        match (self.first_submit_ns, self.last_finish_ns) {
-            (Some(a), Some(b)) if b > a => self.bytes as f64 * 1e9 / (b - a) as f64,
-            _ => 0.0,
-        }
-    }
-}
-
-/// The dispatcher's record of one tenant.
-#[derive(Debug, Default)]
-pub(crate) struct TenantRecord {
-    pub stats: TenantStats,
-    pub histogram: LatencyHistogram,
-    pub objective: Option<LatencyObjective>,
-}
-
-impl TenantRecord {
-    pub(crate) fn new(name: &str, objective: Option<LatencyObjective>) -> Self {
-        TenantRecord {
-            stats: TenantStats {
-                name: name.to_string(),
-                ..TenantStats::default()
-            },
-            histogram: LatencyHistogram::new(),
-            objective,
-        }
-    }
-
-    /// The statistics so far (percentiles read off the histogram now, not
-    /// on every completion).
-    pub(crate) fn snapshot(&self) -> TenantStats {
+    /// No task counted yet for tenant `name`.
+    pub(crate) fn new(name: &str) -> Self {
         TenantStats {
-            latency: self.histogram.summary(),
-            ..self.stats.clone()
+            name: name.to_string(),
+            ..TenantStats::default()
         }
     }
 
     /// Counts a completion.
     pub(crate) fn record(&mut self, c: &Completion) {
-        let s = &mut self.stats;
-        s.busy_ns = s.busy_ns.saturating_add(c.service_ns);
-        s.over_budget += c.over_budget as u64;
-        s.last_finish_ns = Some(s.last_finish_ns.map_or(c.finished_ns, |t| t.max(c.finished_ns)));
+        self.busy_ns = self.busy_ns.saturating_add(c.service_ns);
+        self.over_budget += c.over_budget as u64;
         match &c.result {
             Ok(_) => {
-                s.succeeded += 1;
-                s.bytes += c.bytes;
-                let latency = c.latency_ns();
-                self.histogram.record(latency);
-                if self
-                    .objective
-                    .is_some_and(|o| latency as f64 > o.bound(c.predicted_ns))
-                {
-                    s.sla_violations += 1;
-                }
+                self.succeeded += 1;
+                self.bytes += c.bytes;
             }
-            Err(TaskError::Cancelled) => s.cancelled += 1,
-            Err(TaskError::Rejected(_)) => s.rejected += 1,
-            Err(_) => s.failed += 1,
+            Err(TaskError::Cancelled) => self.cancelled += 1,
+            Err(TaskError::Rejected(_)) => self.rejected += 1,
+            Err(_) => self.failed += 1,
         }
     }
 }

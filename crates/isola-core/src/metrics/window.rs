@@ -50,6 +50,46 @@ impl WindowedService {
         });
     }
 
+    /// Spreads `amount` of service evenly over `[start, end)` (work served
+    /// in pieces among other work, known only as a total over the
+    /// interval); marks the tenant active there. An empty interval puts it
+    /// all in the window of `start`.
+    pub fn add_spread(&mut self, tenant: usize, amount: f64, start: Nanos, end: Nanos) {
+        if tenant >= self.tenants {
+            return;
+        }
+        if end <= start {
+            let w = (start / self.window) as usize;
+            self.grow(w);
+            self.service[w][tenant] += amount;
+            self.active[w][tenant] = true;
+            return;
+        }
+        let length = (end - start) as f64;
+        self.for_each_window(start, end, |s, w, overlap| {
+            s.service[w][tenant] += amount * overlap as f64 / length;
+            s.active[w][tenant] = true;
+        });
+    }
+
+    /// The service `tenant` got during `[from, to)`, each window's service
+    /// taken as spread evenly over the window (so a window `[from, to)`
+    /// covers part of counts that part).
+    pub fn service_between(&self, tenant: usize, from: Nanos, to: Nanos) -> f64 {
+        if tenant >= self.tenants || to <= from || self.service.is_empty() {
+            return 0.0;
+        }
+        let first = (from / self.window) as usize;
+        let last = (((to - 1) / self.window) as usize).min(self.service.len() - 1);
+        (first..=last)
+            .map(|w| {
+                let lo = from.max(w as Nanos * self.window);
+                let hi = to.min((w as Nanos + 1).saturating_mul(self.window));
+                self.service[w][tenant] * hi.saturating_sub(lo) as f64 / self.window as f64
+            })
+            .sum()
+    }
+
     /// Marks the tenant as wanting service during `[start, end)` (queued work).
     pub fn mark_active(&mut self, tenant: usize, start: Nanos, end: Nanos) {
         if tenant >= self.tenants {
@@ -205,6 +245,27 @@ mod tests {
         assert!((j[0] - 0.9).abs() < 1e-12);
         assert!((j[1] - 0.5).abs() < 1e-12);
         assert_eq!(j[2], 1.0);
+    }
+
+    #[test]
+    fn spread_service_and_service_between_pro_rate_by_overlap() {
+        let mut w = WindowedService::new(100, 2);
+        // 60 of service spread over [50, 350): 10 in w0, 20 in w1 and w2, 10 in w3.
+        w.add_spread(0, 60.0, 50, 350);
+        // An empty interval: all in the window of its start.
+        w.add_spread(1, 7.0, 120, 120);
+        w.add_spread(5, 1.0, 0, 10); // unknown tenant: ignored
+        assert_eq!(w.windows(), 4);
+        assert_eq!(w.totals(), vec![60.0, 7.0]);
+        assert_eq!(w.shares(0), vec![1.0, 0.0]);
+        // [0, 400) is everything; [150, 250) is half of w1 and half of w2.
+        assert_eq!(w.service_between(0, 0, 400), 60.0);
+        assert_eq!(w.service_between(0, 150, 250), 20.0);
+        assert_eq!(w.service_between(1, 100, 150), 3.5);
+        // Past the last window, an empty interval, an unknown tenant: none.
+        assert_eq!(w.service_between(0, 400, 900), 0.0);
+        assert_eq!(w.service_between(0, 200, 200), 0.0);
+        assert_eq!(w.service_between(9, 0, 400), 0.0);
     }
 
     #[test]

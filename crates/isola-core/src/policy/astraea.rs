@@ -432,8 +432,7 @@ impl Policy for Astraea {
         let t = &mut self.tenants[tenant];
         t.in_flight = t.in_flight.saturating_sub(1);
         if let Some(objective) = t.objective {
-            let latency = now.saturating_sub(served.arrival) as f64;
-            if latency > objective.bound(served.task_cost) {
+            if objective.violated(now.saturating_sub(served.arrival), served.task_cost) {
                 t.violated = true;
             }
         }

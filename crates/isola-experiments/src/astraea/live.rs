@@ -5,12 +5,20 @@
 //! loop, share one EC engine of the live runtime; the same work runs
 //! natively (FCFS, unsplit) and under each isolation policy, each judged
 //! against solo runs measured right before it.
+//!
+//! Every run's figures are the run recorder's
+//! (`isola_model::results::RunRecorder`, fed each completion through
+//! `isola_runtime::record`), SLAs judged by `SlaRule::SoloMultiple`.
 
 use super::{BS, LS};
 use crate::progress::Progress;
 use anyhow::{bail, Context};
+use isola_core::metrics::LatencyHistogram;
 use isola_core::{LatencyObjective, Nanos, Slo, TenantClass, TenantId};
+use isola_model::results::{RecordedEngine, RecordedTenant, RunEnd, SlaRule};
+use isola_model::RunRecorder;
 use isola_runtime::profile::{profile_operator, Profile};
+use isola_runtime::record::record_completion;
 use isola_runtime::workload::{run_closed_loops, ClosedLoop};
 use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder};
 use serde::Serialize;
@@ -59,21 +67,37 @@ const BS_BLOCK: usize = 64 << 10;
 const LS_TASKS: usize = 128;
 const BS_TASKS: usize = 256;
 const LS_WEIGHT: f64 = 16.0;
+/// A task's SLA: completion within this multiple of its service time
+/// (ASTRAEA's "2x hardware time"): the policies' objective for the latency
+/// tenant (of the task's predicted service), and the rule both tenants are
+/// judged by (of the tenant's solo service).
+const SLA_MULTIPLE: f64 = 2.0;
 /// Runs of the bandwidth tenant alone, per policy, to measure overhead.
 const OVERHEAD_REPS: usize = 3;
 /// Tasks in each of those runs.
 const OVERHEAD_TASKS: usize = 48;
 
-/// One tenant's results under one policy.
+/// The latency-sensitive tenant's id in every run.
+const LS_ID: TenantId = TenantId(0);
+/// The bandwidth-sensitive tenant's id in every run.
+const BS_ID: TenantId = TenantId(1);
+/// The metrics window of the runs' recorders: fine enough that the share
+/// of the engine during another tenant's flow is exact but for the
+/// windows at its ends.
+const WINDOW_NS: Nanos = 100_000;
+
+/// One tenant's figures in the shared run under one policy, read off the
+/// run recorder.
 #[derive(Debug, Clone, Serialize)]
-pub struct LiveTenantResult {
+pub struct TenantSummary {
     /// Tasks completed.
-    pub tasks: usize,
+    pub tasks: u64,
     /// Fraction of tasks over the SLA.
     pub sla_violation_rate: f64,
     /// Latency percentiles.
     pub latency_ns: Percentiles,
-    /// Input bytes per second, first submission to last completion.
+    /// Input bytes per second over its flow: first submission to last
+    /// completion.
     pub throughput_bps: f64,
 }
 
@@ -86,11 +110,13 @@ pub struct Percentiles {
     pub p99: Nanos,
 }
 
-/// One policy's results.
+/// One policy against native and against each tenant alone: both
+/// tenants' figures sharing the engine under it, and its ratios to the
+/// solo references.
 #[derive(Debug, Clone, Serialize)]
-pub struct LivePolicyResult {
+pub struct PolicyComparison {
     /// Per tenant.
-    pub tenants: BTreeMap<String, LiveTenantResult>,
+    pub tenants: BTreeMap<String, TenantSummary>,
     /// Bandwidth tenant alone: this policy's throughput over native's
     /// (median of alternating runs).
     pub overhead_ratio: f64,
@@ -113,7 +139,7 @@ pub struct LiveResults {
     /// What ran.
     pub setup: Setup,
     /// Per policy (`native` included).
-    pub policies: BTreeMap<String, LivePolicyResult>,
+    pub policies: BTreeMap<String, PolicyComparison>,
 }
 
 /// The experiment's setup, as run.
@@ -175,16 +201,16 @@ pub fn run(config: &LiveConfig, progress: &mut dyn Progress) -> anyhow::Result<L
     };
     let cost: Arc<dyn isola_core::CostModel> = Arc::new(profile.cost_model());
 
-    let closed_loop = |t: u32, payload: &Arc<Vec<u8>>, tasks: usize| ClosedLoop {
-        tenant: TenantId(t),
+    let closed_loop = |tenant: TenantId, payload: &Arc<Vec<u8>>, tasks: usize| ClosedLoop {
+        tenant,
         op: "ec-encode".into(),
         params: params.clone(),
         payload: Arc::clone(payload),
         tasks,
         window: 1,
     };
-    let ls_loop = |t: u32| closed_loop(t, &ls_payload, ls_tasks);
-    let bs_loop = |t: u32| closed_loop(t, &bs_payload, bs_tasks);
+    let ls_loop = |t: TenantId| closed_loop(t, &ls_payload, ls_tasks);
+    let bs_loop = |t: TenantId| closed_loop(t, &bs_payload, bs_tasks);
     let mut step = 1u64;
     let mut run = |mode: &Mode, label: &str, loops: &[ClosedLoop]| -> anyhow::Result<Vec<Vec<Completion>>> {
         progress.update(step as f64 / steps, label);
@@ -221,30 +247,56 @@ pub fn run(config: &LiveConfig, progress: &mut dyn Progress) -> anyhow::Result<L
         // speed drifts by tens of percent over a minute.
         let short = ClosedLoop {
             tasks: overhead_tasks,
-            ..bs_loop(1)
+            ..bs_loop(BS_ID)
         };
         let mut ratios = Vec::new();
         let mut bs_alone = Vec::new();
+        let mut bs_service = LatencyHistogram::new();
         for rep in 1..=OVERHEAD_REPS {
             let label = format!("{name}: bandwidth tenant alone ({rep}/{OVERHEAD_REPS})");
-            let theirs = run(&native, &label, std::slice::from_ref(&short))?.remove(0);
+            let theirs = run(&native, &label, std::slice::from_ref(&short))?;
+            theirs
+                .iter()
+                .flatten()
+                .for_each(|c| bs_service.record(c.service_ns));
+            let theirs = recorded(&theirs, None)?;
             if mode != native {
-                let ours = run(&mode, &label, std::slice::from_ref(&short))?.remove(0);
-                ratios.push(throughput(&ours) / throughput(&theirs).max(f64::MIN_POSITIVE));
+                let ours = recorded(&run(&mode, &label, std::slice::from_ref(&short))?, None)?;
+                ratios.push(
+                    ours.flow_throughput_bps(BS_ID)
+                        / theirs.flow_throughput_bps(BS_ID).max(f64::MIN_POSITIVE),
+                );
             }
             bs_alone.push(theirs);
         }
-        ratios.sort_by(f64::total_cmp);
-        let overhead_ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(1.0);
-        let ls_alone = run(&native, &format!("{name}: latency tenant alone"), &[ls_loop(0)])?.remove(0);
+        let overhead_ratio = if ratios.is_empty() { 1.0 } else { median(ratios) };
+        let ls_alone = run(
+            &native,
+            &format!("{name}: latency tenant alone"),
+            &[ls_loop(LS_ID)],
+        )?;
+        let mut ls_service = LatencyHistogram::new();
+        ls_alone
+            .iter()
+            .flatten()
+            .for_each(|c| ls_service.record(c.service_ns));
         let solo = SoloReference {
-            ls_service_ns: median(ls_alone.iter().map(|c| c.service_ns)),
-            bs_service_ns: median(bs_alone.iter().flatten().map(|c| c.service_ns)),
-            bs_throughput_bps: median(bs_alone.iter().map(|run| throughput(run))),
-            bs_engine_share: median(bs_alone.iter().map(|run| engine_share(run, span(run)))),
+            ls_service_ns: ls_service.quantile(0.5),
+            bs_service_ns: bs_service.quantile(0.5),
+            bs_throughput_bps: median(bs_alone.iter().map(|r| r.flow_throughput_bps(BS_ID)).collect()),
+            bs_engine_share: median(
+                bs_alone
+                    .iter()
+                    .map(|r| r.engine_share_during_flow(BS_ID, BS_ID))
+                    .collect(),
+            ),
         };
-        let both = run(&mode, &format!("{name}: both tenants"), &[ls_loop(0), bs_loop(1)])?;
-        policies.insert(name.to_string(), evaluate(&both, solo, overhead_ratio)?);
+        let both = run(
+            &mode,
+            &format!("{name}: both tenants"),
+            &[ls_loop(LS_ID), bs_loop(BS_ID)],
+        )?;
+        policies.insert(name.to_string(), compare(&both, solo, overhead_ratio)?);
     }
 
     let report = LiveResults {
@@ -285,7 +337,7 @@ fn runtime(
         Slo {
             weight: LS_WEIGHT,
             class: TenantClass::LatencySensitive,
-            latency: Some(LatencyObjective::ServiceMultiple(2.0)),
+            latency: Some(LatencyObjective::ServiceMultiple(SLA_MULTIPLE)),
             ..Slo::default()
         },
     );
@@ -304,24 +356,11 @@ fn runtime(
     Ok(b.start()?)
 }
 
-/// The median (the upper one of an even count; the default when empty).
-fn median<T: Copy + Default + PartialOrd>(values: impl Iterator<Item = T>) -> T {
-    let mut v: Vec<T> = values.collect();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
-
-fn quantile(sorted: &[Nanos], q: f64) -> Nanos {
-    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len().max(1)) - 1;
-    sorted.get(i).copied().unwrap_or(0)
-}
-
-/// Input bytes per second from the first submission to the last completion.
-fn throughput(done: &[Completion]) -> f64 {
-    let first = done.iter().map(|c| c.submitted_ns).min().unwrap_or(0);
-    let last = done.iter().map(|c| c.finished_ns).max().unwrap_or(0);
-    let bytes: u64 = done.iter().map(|c| c.bytes).sum();
-    bytes as f64 * 1e9 / (last.saturating_sub(first)).max(1) as f64
+/// The median of a few runs' figures (the upper one of an even count).
+/// Callers pass at least one.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Each tenant alone on the engine, natively, right before a shared run:
@@ -338,69 +377,80 @@ pub struct SoloReference {
     pub bs_engine_share: f64,
 }
 
-/// First submission to last completion of `done`.
-fn span(done: &[Completion]) -> (Nanos, Nanos) {
-    let first = done.iter().map(|c| c.submitted_ns).min().unwrap_or(0);
-    let last = done.iter().map(|c| c.finished_ns).max().unwrap_or(0);
-    (first, last)
+/// A run recorder fed with a run's completions (one list per tenant
+/// loop), each tenant's SLA `slas` (LS, BS) if any; an error if a task
+/// failed.
+fn recorded(done: &[Vec<Completion>], slas: Option<[SlaRule; 2]>) -> anyhow::Result<RunRecorder> {
+    let mut all: Vec<&Completion> = done.iter().flatten().collect();
+    if let Some(c) = all.iter().find(|c| c.result.is_err()) {
+        let name = if c.tenant == LS_ID { LS } else { BS };
+        bail!("a {name} task failed: {:?}", c.result.as_ref().err());
+    }
+    let ran = |t: TenantId| all.iter().any(|c| c.tenant == t);
+    let tenant = |name: &str, id: TenantId, weight: f64| RecordedTenant {
+        name: name.to_string(),
+        weight,
+        sla: slas.map(|s| s[id.index()]),
+        active: ran(id),
+    };
+    let tenants = vec![tenant(LS, LS_ID, LS_WEIGHT), tenant(BS, BS_ID, 1.0)];
+    let engine = RecordedEngine {
+        name: "ec".into(),
+        slots: 1,
+    };
+    let mut recorder = RunRecorder::new(tenants, vec![engine], WINDOW_NS);
+    // In completion order, as the recorder wants them.
+    all.sort_by_key(|c| c.finished_ns);
+    for c in all {
+        record_completion(&mut recorder, c);
+    }
+    Ok(recorder)
 }
 
-/// The share of `(from, to)` that `done`'s tasks kept the engine busy, each
-/// task's service spread evenly over its start-to-finish interval.
-fn engine_share(done: &[Completion], (from, to): (Nanos, Nanos)) -> f64 {
-    let busy: f64 = done
-        .iter()
-        .map(|c| {
-            let start = c.started_ns.unwrap_or(c.submitted_ns);
-            let (lo, hi) = (start.max(from), c.finished_ns.min(to));
-            let length = c.finished_ns.saturating_sub(start).max(1);
-            c.service_ns as f64 * hi.saturating_sub(lo) as f64 / length as f64
-        })
-        .sum();
-    busy / to.saturating_sub(from).max(1) as f64
-}
-
-/// Both tenants' results. A task violates its SLA when it completed later
-/// than twice its tenant's solo service time (ASTRAEA's "2x hardware
-/// time"; for the bandwidth tenant, the per-task form of "at least half
-/// its solo bandwidth").
-fn evaluate(
+/// The shared run `both` (LS's completions, BS's) against the solo
+/// references. A task violates its SLA when it completed later than twice
+/// its tenant's solo service time (ASTRAEA's "2x hardware time"; for the
+/// bandwidth tenant, the per-task form of "at least half its solo
+/// bandwidth").
+fn compare(
     both: &[Vec<Completion>],
     solo: SoloReference,
     overhead_ratio: f64,
-) -> anyhow::Result<LivePolicyResult> {
-    let mut tenants = BTreeMap::new();
-    for (name, done, reference) in [
-        (LS, &both[0], solo.ls_service_ns),
-        (BS, &both[1], solo.bs_service_ns),
-    ] {
-        if let Some(c) = done.iter().find(|c| c.result.is_err()) {
-            bail!("a {name} task failed: {:?}", c.result.as_ref().err());
-        }
-        let mut latencies: Vec<Nanos> = done.iter().map(Completion::latency_ns).collect();
-        latencies.sort_unstable();
-        let violations = done.iter().filter(|c| c.latency_ns() > 2 * reference).count();
-        tenants.insert(
-            name.to_string(),
-            LiveTenantResult {
-                tasks: done.len(),
-                sla_violation_rate: violations as f64 / done.len().max(1) as f64,
+) -> anyhow::Result<PolicyComparison> {
+    let sla = |solo_ns| SlaRule::SoloMultiple {
+        k: SLA_MULTIPLE,
+        solo_ns,
+    };
+    let recorder = recorded(both, Some([sla(solo.ls_service_ns), sla(solo.bs_service_ns)]))?;
+    let throughput = [LS_ID, BS_ID].map(|t| recorder.flow_throughput_bps(t));
+    let bs_while_ls = recorder.engine_share_during_flow(BS_ID, LS_ID);
+    let run = recorder.finish(RunEnd {
+        label: "both".into(),
+        policy_name: "both".into(),
+        duration: None,
+        events: 0,
+    });
+    let tenants: BTreeMap<String, TenantSummary> = [LS_ID, BS_ID]
+        .into_iter()
+        .zip(run.tenants)
+        .map(|(id, t)| {
+            let summary = TenantSummary {
+                tasks: t.completed,
+                sla_violation_rate: t.sla_violation_rate,
                 latency_ns: Percentiles {
-                    p50: quantile(&latencies, 0.5),
-                    p99: quantile(&latencies, 0.99),
+                    p50: t.latency_ns.p50,
+                    p99: t.latency_ns.p99,
                 },
-                throughput_bps: throughput(done),
-            },
-        );
-    }
-    let bandwidth_vs_solo = tenants[BS].throughput_bps / solo.bs_throughput_bps.max(f64::MIN_POSITIVE);
-    let bandwidth_while_sharing =
-        engine_share(&both[1], span(&both[0])) / solo.bs_engine_share.max(f64::MIN_POSITIVE);
-    Ok(LivePolicyResult {
+                throughput_bps: throughput[id.index()],
+            };
+            (t.name, summary)
+        })
+        .collect();
+    Ok(PolicyComparison {
+        bandwidth_vs_solo: throughput[BS_ID.index()] / solo.bs_throughput_bps.max(f64::MIN_POSITIVE),
+        bandwidth_while_sharing: bs_while_ls / solo.bs_engine_share.max(f64::MIN_POSITIVE),
         tenants,
         overhead_ratio,
-        bandwidth_vs_solo,
-        bandwidth_while_sharing,
         solo,
     })
 }
@@ -430,13 +480,8 @@ mod tests {
     }
 
     #[test]
-    fn medians_quantiles_and_shares() {
-        assert_eq!(median([3u64, 1, 2].into_iter()), 2);
-        assert_eq!(median([4u64, 1, 3, 2].into_iter()), 3, "the upper of two");
-        assert_eq!(median(std::iter::empty::<u64>()), 0);
-        let sorted: Vec<Nanos> = (1..=100).collect();
-        assert_eq!(quantile(&sorted, 0.5), 50);
-        assert_eq!(quantile(&sorted, 0.99), 99);
-        assert_eq!(quantile(&[], 0.99), 0);
+    fn the_median_of_runs_is_the_middle_one() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 3.0, "the upper of two");
     }
 }

@@ -32,7 +32,7 @@ pub(super) fn pu(ok: &[(&str, &PolicyResult)]) -> Figure {
         Axis::new("Jain").range(0.0, 1.0),
         ok,
         &[],
-        |p| p.jain_of_demand,
+        |p| p.jain_of_demand.unwrap_or(f64::NAN),
     ));
     figure(
         "PU share and fairness over time",
@@ -112,7 +112,7 @@ pub(super) fn mix(
         Axis::new("Jain").range(0.0, 1.0),
         ok,
         &shown,
-        |p| p.jain_of_demand,
+        |p| p.jain_of_demand.unwrap_or(f64::NAN),
     ));
     let mut figures = vec![figure(
         "Tenant shares and fairness over time",

@@ -89,8 +89,9 @@ pub struct SeriesPoint {
     /// Jain's index against each tenant's weighted max-min fair allocation
     /// under its demand (the service it got plus the work it still had
     /// outstanding at the window's end): a tenant given all it asked for
-    /// counts as fairly treated however small its share.
-    pub jain_of_demand: f64,
+    /// counts as fairly treated however small its share. `None` where the
+    /// driver recorded no backlogs (a live run: the runtime keeps none).
+    pub jain_of_demand: Option<f64>,
     /// Per tenant: completed payload bytes per second in the window.
     pub throughput_bps: Vec<f64>,
     /// Per tenant: share of the engine time given in the window.
@@ -134,9 +135,10 @@ impl PolicyResult {
 
     /// The mean over the windows of Jain's index against each tenant's
     /// fair allocation under its demand ([`SeriesPoint::jain_of_demand`]),
-    /// or `None` without windows (a live run has none).
+    /// over the windows that have one; `None` if none has (a live run).
     pub fn mean_jain_of_demand(&self) -> Option<f64> {
-        self.window_mean(|p| p.jain_of_demand)
+        let values: Vec<f64> = self.series.iter().filter_map(|p| p.jain_of_demand).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
     }
 
     /// The mean over the windows of Jain's index by weight
@@ -170,7 +172,8 @@ pub struct SimReport {
 
 impl SimReport {
     /// Writes the per-window time series as CSV: one row per policy, window
-    /// and tenant, with the window's Jain index on each row.
+    /// and tenant, with the window's Jain indices on each row (the one under
+    /// demand empty where the run has none).
     pub fn write_series_csv(&self, out: impl Write) -> csv::Result<()> {
         let mut w = csv::Writer::from_writer(out);
         w.write_record([
@@ -194,7 +197,7 @@ impl SimReport {
                         format!("{:.6}", point.engine_share.get(t).copied().unwrap_or(0.0)),
                         point.p99_ns.get(t).copied().unwrap_or(0).to_string(),
                         format!("{:.6}", point.jain),
-                        format!("{:.6}", point.jain_of_demand),
+                        point.jain_of_demand.map_or(String::new(), |j| format!("{j:.6}")),
                     ])?;
                 }
             }

@@ -3,15 +3,20 @@
 //! daemon). A driver tells it, as they happen:
 //!
 //! - each piece of engine time a tenant used ([`EngineTime`]: a dispatch,
-//!   a fragment, a pipeline stage), for shares, Jain's index and the
-//!   per-window series;
+//!   a fragment, a pipeline stage; or a live task's total, spread over the
+//!   time it was served in, [`RunRecorder::engine_time_spread`]), for
+//!   shares, Jain's index and the per-window series;
 //! - each task once, when it leaves the system or is still in it at the
 //!   end ([`TaskRecord`]: completed, rejected, aborted, unmatched at
 //!   ingress, in flight), for counts, latency, throughput and the SLA;
 //! - each engine's queued work when a metrics window ends
-//!   ([`RunRecorder::record_backlog`]), for Jain's index under demand;
+//!   ([`RunRecorder::record_backlog`]), for Jain's index under demand (a
+//!   run without them, a live one, has none);
 //!
-//! and asks for the result at the end ([`RunRecorder::finish`]). Tasks
+//! and asks for the result at the end ([`RunRecorder::finish`]). Before
+//! the end it can also read figures over a tenant's flow (its first arrival
+//! to its last completion): its throughput while it ran, and a tenant's
+//! share of the engines while another ran. Tasks
 //! should be recorded in completion order: a window's latency percentiles
 //! are kept once a later window starts (a completion for a window already
 //! kept counts everywhere but in that window's p99).
@@ -137,6 +142,9 @@ pub struct RunRecorder {
     engine_service: Vec<WindowedService>,
     /// When the next metrics window ends (backlogs are due from then on).
     next_window_end: Nanos,
+    /// Whether the driver recorded backlogs (else the run has no Jain's
+    /// index under demand).
+    backlogs: bool,
     /// Per window, per tenant: bytes of the tasks completed in it.
     bytes_done: Vec<Vec<f64>>,
     /// Per tenant: latencies of the tasks completed in `latency_window`.
@@ -175,6 +183,7 @@ impl RunRecorder {
             tally: vec![tally; n],
             engine_service: vec![WindowedService::new(window, n); e],
             next_window_end: 0,
+            backlogs: false,
             bytes_done: Vec::new(),
             window_latency: vec![LatencyHistogram::new(); n],
             latency_window: 0,
@@ -220,6 +229,22 @@ impl RunRecorder {
         };
         tally.busy[engine] += t.service;
         service.add_service(tenant, t.start, t.start.saturating_add(t.service));
+    }
+
+    /// Records engine time served in pieces among other work between
+    /// `t.start` and `end`, known only as its total `t.service` (the live
+    /// runtime's completion of a split task: its subtasks' measured service
+    /// added up, from its first subtask's start to its completion): the
+    /// service is spread evenly over that interval. Ignored for a tenant or
+    /// engine the recorder does not know.
+    pub fn engine_time_spread(&mut self, t: EngineTime, end: Nanos) {
+        let (tenant, engine) = (t.tenant.index(), t.engine.index());
+        let (Some(tally), Some(service)) = (self.tally.get_mut(tenant), self.engine_service.get_mut(engine))
+        else {
+            return;
+        };
+        tally.busy[engine] += t.service;
+        service.add_spread(tenant, t.service as f64, t.start, end.max(t.start));
     }
 
     /// Records a task that left the system, or is in it at the run's end
@@ -283,6 +308,47 @@ impl RunRecorder {
             service.record_backlog(now, queued);
         }
         self.next_window_end = (now / self.window + 1).saturating_mul(self.window);
+        self.backlogs = true;
+    }
+
+    /// A tenant's flow so far: its first arrival to its last completion,
+    /// over the tasks it completed (`None` before it completed one).
+    pub fn flow(&self, tenant: TenantId) -> Option<(Nanos, Nanos)> {
+        let t = self.tally.get(tenant.index())?;
+        t.first_arrival.zip(t.last_completion)
+    }
+
+    /// A tenant's completed payload bytes per second over its own flow
+    /// (first arrival to last completion; 0 before it completed a task):
+    /// its throughput while it ran, where the run's figure
+    /// (`TenantResult::throughput_bps`) is over the whole run.
+    pub fn flow_throughput_bps(&self, tenant: TenantId) -> f64 {
+        match (self.flow(tenant), self.tally.get(tenant.index())) {
+            (Some((first, last)), Some(t)) => {
+                t.bytes as f64 * NANOS_PER_SEC as f64 / last.saturating_sub(first).max(1) as f64
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// The share of every engine's capacity (slots x time) that `tenant`
+    /// used during `other`'s flow (0 before `other` completed a task), its
+    /// engine time taken as spread evenly over each metrics window. With
+    /// `other == tenant`, its share while it ran; with another tenant, its
+    /// share while that one ran: a bandwidth tenant's service while a
+    /// latency tenant competes, which its share over the whole run hides
+    /// when the competition is short.
+    pub fn engine_share_during_flow(&self, tenant: TenantId, other: TenantId) -> f64 {
+        let Some((from, to)) = self.flow(other) else {
+            return 0.0;
+        };
+        let served: f64 = self
+            .engine_service
+            .iter()
+            .map(|s| s.service_between(tenant.index(), from, to))
+            .sum();
+        let slots: u64 = self.engines.iter().map(|e| u64::from(e.slots)).sum();
+        served / (slots.max(1) as f64 * to.saturating_sub(from).max(1) as f64)
     }
 
     /// Keeps the current latency window's per-tenant p99s and starts afresh.
@@ -405,7 +471,7 @@ impl RunRecorder {
                 SeriesPoint {
                     start_ns: w as Nanos * window,
                     jain: jains.get(w).copied().unwrap_or(1.0),
-                    jain_of_demand: demand_jain(w),
+                    jain_of_demand: self.backlogs.then(|| demand_jain(w)),
                     throughput_bps: (0..n)
                         .map(|t| bytes.map_or(0.0, |b| b[t]) * NANOS_PER_SEC as f64 / window as f64)
                         .collect(),
@@ -536,12 +602,12 @@ mod tests {
         // 0.75x, an index of 2.25^2 / (2 x (1.5^2 + 0.75^2)) = 0.9. By
         // weight alone, among the tenants served, it looks the same.
         assert!(
-            (p.series[0].jain_of_demand - 0.9).abs() < 1e-12,
-            "{}",
+            (p.series[0].jain_of_demand.unwrap() - 0.9).abs() < 1e-12,
+            "{:?}",
             p.series[0].jain_of_demand
         );
         // Window 1 has no backlog recorded: b got all it asked for.
-        assert_eq!(p.series[1].jain_of_demand, 1.0);
+        assert_eq!(p.series[1].jain_of_demand, Some(1.0));
         assert_eq!(p.window_mean(|s| s.start_ns as f64), Some(50.0));
     }
 
@@ -572,6 +638,39 @@ mod tests {
         let empty = recorder(vec![tenant("a", 1.0, None, true)]).finish(end(None));
         assert_eq!((empty.duration_ns, empty.tenants[0].throughput_bps), (1, 0.0));
         assert!(empty.series.is_empty());
+    }
+
+    #[test]
+    fn flows_spread_engine_time_and_shares_during_another_flow() {
+        let mut r = recorder(vec![tenant("bs", 1.0, None, true), tenant("ls", 1.0, None, true)]);
+        assert_eq!(
+            (r.flow(TenantId(0)), r.flow_throughput_bps(TenantId(0))),
+            (None, 0.0)
+        );
+        // bs: 40 ns of service spread over [0, 200), 20 in each half.
+        r.engine_time_spread(served(0, 0, 40), 200);
+        r.task(task(0, 1000, 0, 200, 40, Outcome::Completed));
+        // ls: its flow is [100, 200).
+        r.engine_time_spread(served(1, 100, 50), 200);
+        r.task(task(1, 10, 100, 200, 50, Outcome::Completed));
+        assert_eq!(r.flow(TenantId(1)), Some((100, 200)));
+        // 1000 B over bs's 200 ns flow; 10 B over ls's 100 ns.
+        assert_eq!(r.flow_throughput_bps(TenantId(0)), 5e9);
+        assert_eq!(r.flow_throughput_bps(TenantId(1)), 1e8);
+        // bs used 40 of its own 200 ns, 20 of ls's 100 ns.
+        assert_eq!(r.engine_share_during_flow(TenantId(0), TenantId(0)), 0.2);
+        assert_eq!(r.engine_share_during_flow(TenantId(0), TenantId(1)), 0.2);
+        assert_eq!(r.engine_share_during_flow(TenantId(1), TenantId(1)), 0.5);
+        assert_eq!(r.engine_share_during_flow(TenantId(7), TenantId(1)), 0.0);
+        let p = r.finish(end(Some(200)));
+        // Spread engine time counts in the shares like any other.
+        assert_eq!(p.tenants[0].engine_time_share, 40.0 / 90.0);
+        assert_eq!(p.series[1].engine_share, vec![20.0 / 70.0, 50.0 / 70.0]);
+        // No backlogs recorded: no index under demand.
+        assert_eq!(
+            (p.series[1].jain_of_demand, p.mean_jain_of_demand()),
+            (None, None)
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The SLA rule: when a finished task missed its tenant's latency objective.
-//! Every driver judges violations with it, so a violation means the same in
-//! a simulated run, a live run and the demo.
+//! Every driver judges violations with it (through the run recorder), so a
+//! violation means the same in a simulated run, a live run and the demo; it
+//! applies the core's comparison, the one the scheduling policies use.
 
 use isola_core::{LatencyObjective, Nanos};
 
@@ -24,21 +25,32 @@ pub enum SlaRule {
 }
 
 impl SlaRule {
+    /// The objective this rule applies, and the service time (ns) its
+    /// bound is taken against, for a task whose predicted service time is
+    /// `predicted`: a solo multiple is a service multiple of the tenant's
+    /// solo time instead of the task's prediction.
+    fn objective(self, predicted: Nanos) -> (LatencyObjective, Nanos) {
+        match self {
+            SlaRule::Absolute(ns) => (LatencyObjective::Absolute(ns), predicted),
+            SlaRule::PredictedMultiple(k) => (LatencyObjective::ServiceMultiple(k), predicted),
+            SlaRule::SoloMultiple { k, solo_ns } => (LatencyObjective::ServiceMultiple(k), solo_ns),
+        }
+    }
+
     /// The latency bound, in nanoseconds, of a task whose predicted service
     /// time is `predicted`.
     pub fn bound(self, predicted: Nanos) -> f64 {
-        match self {
-            SlaRule::Absolute(ns) => ns as f64,
-            SlaRule::PredictedMultiple(k) => k * predicted as f64,
-            SlaRule::SoloMultiple { k, solo_ns } => k * solo_ns as f64,
-        }
+        let (objective, reference) = self.objective(predicted);
+        objective.bound(reference)
     }
 
     /// Whether a task that took `latency` from arrival to completion, with
     /// predicted service time `predicted`, violates the rule (took longer
-    /// than the bound).
+    /// than the bound): the core's comparison
+    /// ([`LatencyObjective::violated`]), which policies judge by too.
     pub fn violated(self, latency: Nanos, predicted: Nanos) -> bool {
-        latency as f64 > self.bound(predicted)
+        let (objective, reference) = self.objective(predicted);
+        objective.violated(latency, reference)
     }
 }
 
@@ -70,6 +82,10 @@ mod tests {
             "the tenant's solo time, not the task's prediction"
         );
         assert!(!solo.violated(200, 1));
+        assert_eq!(
+            (solo.bound(1), predicted.bound(7), SlaRule::Absolute(9).bound(7)),
+            (200.0, 14.0, 9.0)
+        );
         assert_eq!(
             SlaRule::from(LatencyObjective::ServiceMultiple(3.0)),
             SlaRule::PredictedMultiple(3.0)
