@@ -516,9 +516,11 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(&mut self, e: usize, f: Finished) {
-        let Ok(c) = self.sched.complete(self.now, f.dispatch, f.service) else {
-            // Unreachable by construction: every device work item is a live dispatch.
-            return;
+        let c = match self.sched.complete(self.now, f.dispatch, f.service) {
+            Ok(c) => c,
+            // Every device work item is a dispatch the core handed out and
+            // the device finishes once.
+            Err(e) => unreachable!("the device finished a dispatch the core does not hold: {e}"),
         };
         let key = c.task.0 as usize;
         // The device's service ran from `started` to now.
@@ -615,6 +617,11 @@ impl<'a> Sim<'a> {
         }
         // What is still in the system was in it until the run's end.
         let in_flight: Vec<Request> = self.requests.drain().collect();
+        debug_assert_eq!(
+            self.tenants.iter().map(|t| t.issued).sum::<u64>(),
+            self.requests_done + in_flight.len() as u64,
+            "every request issued has ended exactly once or is still in the system"
+        );
         for request in &in_flight {
             self.record_request(request, Outcome::InFlight);
         }
