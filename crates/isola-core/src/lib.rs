@@ -1,9 +1,11 @@
 //! # isola-core
 //!
-//! The sans-IO heart of Isola: tenants and their SLOs, task descriptors,
-//! per-tenant virtual channels, scheduling policies, rate shapers, cost models
-//! and metrics primitives (fairness indices, latency percentiles, windowed
-//! service). The same [`Scheduler`] is driven by the live
+//! The sans-IO heart of Isola: tenants and their SLOs (tenant-wide and per
+//! engine), task descriptors, per-tenant virtual channels with caps and
+//! memory quotas, scheduling policies (one per engine, or per engine kind),
+//! rate shapers, splitting (each engine's split rule; where the cuts fall
+//! is the task's planner's), cost models and metrics primitives (fairness
+//! indices, latency percentiles, windowed service). The same [`Scheduler`] is driven by the live
 //! runtime (monotonic clock, real workers) and by the simulator (virtual time,
 //! device models), so a policy written once is tested deterministically,
 //! simulated at line rate and run for real.
