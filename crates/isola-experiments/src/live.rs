@@ -123,7 +123,31 @@ pub(crate) fn run_policy_live(
     run: &PolicyRun,
     seed: u64,
 ) -> anyhow::Result<PolicyResult> {
+    run_policy_live_inner(scenario, run, seed, false).map(|(r, _)| r)
+}
+
+/// Runs `scenario` live under run `run` (checked with [`check_live`]
+/// first) and returns, with its results, every call the runtime made on the
+/// isolation core ([`isola_runtime::CoreCall`]): replayed into the
+/// simulator's core for the same scenario ([`isola_sim::scheduler_for`]),
+/// they give the same dispatches.
+pub fn run_policy_live_logged(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    seed: u64,
+) -> anyhow::Result<(PolicyResult, Vec<isola_runtime::CoreCall>)> {
+    check_live(scenario)?;
+    run_policy_live_inner(scenario, run, seed, true)
+}
+
+fn run_policy_live_inner(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    seed: u64,
+    record: bool,
+) -> anyhow::Result<(PolicyResult, Vec<isola_runtime::CoreCall>)> {
     let mut b = RuntimeBuilder::new();
+    b.record_core_calls(record);
     for e in &scenario.engines {
         let (service, clock_hz) = match &e.device {
             DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
@@ -172,6 +196,7 @@ pub(crate) fn run_policy_live(
         b.engine_policy(p.on.clone(), p.name.clone(), p.params.clone());
     }
     let rt = b.start()?;
+    let core_log = rt.core_log();
     let started = Instant::now();
     let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));
     let rt_ref = &rt;
@@ -213,7 +238,8 @@ pub(crate) fn run_policy_live(
     let ended_ns = rt.now_ns();
     rt.shutdown();
     let tasks = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(result(scenario, run, tasks, elapsed, ended_ns))
+    let calls = core_log.map(|l| l.calls()).unwrap_or_default();
+    Ok((result(scenario, run, tasks, elapsed, ended_ns), calls))
 }
 
 /// Submits one tenant's workload, open or closed loop, until its count,

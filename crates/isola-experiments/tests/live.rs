@@ -135,3 +135,136 @@ fn what_has_no_live_model_is_refused() {
         assert!(err.contains(says), "{name}: {err}");
     }
 }
+
+/// `isola sim` and `isola run` of one scenario go through the same
+/// scheduling code: the calls the live run made on its core (submissions
+/// and completions at their recorded times), replayed into the core the
+/// simulator builds for the same scenario, give the very same dispatches:
+/// which task, whole or which subtask, at every call. The scenario splits
+/// while contended (ASTRAEA's rule, a setting of the engine), with ordered
+/// subtasks (a hash chain) beside independent ones.
+#[test]
+fn the_simulators_core_makes_the_live_runs_decisions() {
+    use isola_core::{DispatchId, OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId};
+    use isola_runtime::CoreCall;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    let text = r#"[run]
+seed = 5
+policies = [{ name = "sfq", split = "8KiB" }, { name = "drr", split = "8KiB" }]
+
+[[engine]]
+name = "acc"
+kind = "accelerator"
+slots = 1
+queue_depth = 2
+split_when = "contended"
+contention_window = "2ms"
+service = { dist = "affine", base = "2us", per_byte_ns = 0.5 }
+
+[[tenant]]
+name = "hashes"
+weight = 4
+[tenant.workload]
+engine = "acc"
+op = "sha256"
+size = "48KiB"
+arrival = { closed = 1 }
+count = 30
+
+[[tenant]]
+name = "checksums"
+[tenant.workload]
+engine = "acc"
+op = "crc32c"
+size = "3KiB"
+arrival = { closed = 2 }
+count = 200
+"#;
+    /// The operators' plans: equal ranges, ordered for the hash.
+    struct Ranges(bool);
+    impl SubtaskPlanner for Ranges {
+        fn plan(&self, task: &Task, split: u64) -> Option<Vec<Subtask>> {
+            Some(Subtask::ranges(task.id, task.bytes, split, self.0))
+        }
+    }
+    let planners = [
+        PlannerRef(Arc::new(Ranges(false))),
+        PlannerRef(Arc::new(Ranges(true))),
+    ];
+    let scenario = Scenario::parse(text, "same-core.toml").unwrap();
+    for run in &scenario.run.policies {
+        let (result, calls) = isola_experiments::live::run_policy_live_logged(&scenario, run, 5).unwrap();
+        assert_eq!(result.tenants[0].completed + result.tenants[1].completed, 230);
+        let mut core = isola_sim::scheduler_for(&scenario, run).unwrap();
+        let mut in_service: HashMap<(TaskId, Option<u32>), DispatchId> = HashMap::new();
+        let (mut split, mut whole) = (0, 0);
+        for (i, call) in calls.into_iter().enumerate() {
+            match call {
+                CoreCall::Submit {
+                    now,
+                    task,
+                    tenant,
+                    engine,
+                    op,
+                    bytes,
+                    arrival,
+                    predicted,
+                    accepted,
+                } => {
+                    let ordered = op == "sha256";
+                    let t = Task {
+                        id: task,
+                        tenant,
+                        engine,
+                        op: OpSpec::named(op.as_str()),
+                        bytes,
+                        arrival,
+                        deadline: None,
+                        predicted_cost: Some(predicted),
+                        planner: Some(planners[ordered as usize].clone()),
+                    };
+                    assert_eq!(core.submit(now, t).is_ok(), accepted, "{}: call {i}", run.label);
+                }
+                CoreCall::Next {
+                    now,
+                    engine,
+                    dispatched,
+                } => {
+                    let d = core.next(now, engine);
+                    let got = d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index)));
+                    assert_eq!(got, dispatched, "{}: call {i} at {now} ns", run.label);
+                    if let Some(d) = d {
+                        if d.subtask.is_some() {
+                            split += 1;
+                        } else {
+                            whole += 1;
+                        }
+                        in_service.insert(got.unwrap(), d.id);
+                    }
+                }
+                CoreCall::Complete {
+                    now,
+                    task,
+                    subtask,
+                    measured,
+                } => {
+                    let id = in_service.remove(&(task, subtask)).expect("dispatched before");
+                    core.complete(now, id, measured).unwrap();
+                }
+                CoreCall::Close { .. } => {
+                    core.close();
+                }
+            }
+        }
+        assert!(in_service.is_empty(), "{}: every dispatch completed", run.label);
+        // Contended most of the time: hashes split; the checksums, smaller
+        // than a subtask, and the hashes alone at the end, whole.
+        assert!(
+            split > 0 && whole > 0,
+            "{}: {split} subtasks, {whole} whole",
+            run.label
+        );
+    }
+}

@@ -40,8 +40,12 @@ pub enum CoreCall {
         tenant: TenantId,
         /// Its engine.
         engine: EngineId,
+        /// Its operator's name.
+        op: String,
         /// Its input size.
         bytes: Bytes,
+        /// Its arrival (when its tenant submitted it; `now` may be later).
+        arrival: Nanos,
         /// Its predicted cost.
         predicted: Nanos,
         /// Whether the core queued it.

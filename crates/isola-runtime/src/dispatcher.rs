@@ -261,14 +261,21 @@ impl Dispatcher {
             settled: false,
             error: None,
         };
-        let (tenant, engine, bytes) = (core_task.tenant, core_task.engine, core_task.bytes);
+        let (tenant, engine, bytes, arrival) = (
+            core_task.tenant,
+            core_task.engine,
+            core_task.bytes,
+            core_task.arrival,
+        );
         let accepted = self.scheduler.submit(now, core_task);
         self.log(|| crate::CoreCall::Submit {
             now,
             task: TaskId(s.id),
             tenant,
             engine,
+            op: task.op_name.clone(),
             bytes,
+            arrival,
             predicted: s.predicted_ns,
             accepted: accepted.is_ok(),
         });

@@ -102,18 +102,20 @@ fn replaying_the_core_calls_gives_the_runtimes_dispatches() {
                     task,
                     tenant,
                     engine,
+                    op,
                     bytes,
+                    arrival,
                     predicted,
                     accepted,
                 } => {
-                    let op = if ordered[&task] { "sha256" } else { "crc32c" };
+                    assert_eq!(op, if ordered[&task] { "sha256" } else { "crc32c" });
                     let t = Task {
                         id: task,
                         tenant,
                         engine,
-                        op: OpSpec::named(op),
+                        op: OpSpec::named(op.as_str()),
                         bytes,
-                        arrival: now,
+                        arrival,
                         deadline: None,
                         predicted_cost: Some(predicted),
                         planner: Some(planners[ordered[&task] as usize].clone()),

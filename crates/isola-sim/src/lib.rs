@@ -22,7 +22,7 @@ pub mod workload;
 
 use isola_model::scenario::PolicyRun;
 use isola_model::{Scenario, SimReport};
-pub use sim::{run_policy, SimError};
+pub use sim::{run_policy, scheduler_for, SimError};
 
 /// Runs every policy of `scenario` (or only `policies`, by label or name)
 /// with `seed` (or the scenario's), adding solo runs for slowdowns and Fair2

@@ -191,6 +191,40 @@ pub fn run_policy(
     Sim::new(scenario, policy, seed, solo)?.run(progress)
 }
 
+/// The scheduler the simulator drives for run `policy` of `scenario`: the
+/// scenario's engines with the device models' cost predictions and the
+/// run's split size under each engine's split rule, configured by
+/// [`Scenario::configure_core`] as every driver does.
+pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_core::Scheduler, SimError> {
+    let mut b = SchedulerBuilder::new();
+    for e in &scenario.engines {
+        let default = match &e.device {
+            DeviceSpec::Compute { service, clock_hz } => {
+                service.as_ref().map(|s| ServiceModel::new(s, *clock_hz))
+            }
+            _ => None,
+        };
+        // Transfers are split (OSMOSIS' fragments) and so are accelerator
+        // tasks (ASTRAEA), when the engine's rule says so; kernels on
+        // processing units run to completion.
+        let split = match e.kind {
+            EngineKind::Dma | EngineKind::Egress | EngineKind::Accelerator => policy.split,
+            EngineKind::ProcessingUnits => None,
+        }
+        .map(|bytes| SplitRule {
+            bytes,
+            when: e.split_when,
+        });
+        let cost = Arc::new(EngineCost {
+            device: e.device.clone(),
+            default,
+        });
+        b.engine(EngineSpec::new(e.name.clone(), e.kind, e.core_slots(), cost).with_split_rule(split));
+    }
+    scenario.configure_core(policy, &mut b);
+    Ok(b.build()?)
+}
+
 struct Sim<'a> {
     scenario: &'a Scenario,
     label: String,
@@ -222,36 +256,15 @@ impl<'a> Sim<'a> {
         seed: u64,
         solo: Option<usize>,
     ) -> Result<Self, SimError> {
-        let mut b = SchedulerBuilder::new();
-        let mut devices = Vec::new();
-        for e in &scenario.engines {
-            let default = match &e.device {
-                DeviceSpec::Compute { service, clock_hz } => {
-                    service.as_ref().map(|s| ServiceModel::new(s, *clock_hz))
-                }
-                _ => None,
-            };
-            // Transfers are split (OSMOSIS' fragments) and so are
-            // accelerator tasks (ASTRAEA), when the engine's rule says so;
-            // kernels on processing units run to completion.
-            let split = match e.kind {
-                EngineKind::Dma | EngineKind::Egress | EngineKind::Accelerator => policy.split,
-                EngineKind::ProcessingUnits => None,
-            }
-            .map(|bytes| SplitRule {
-                bytes,
-                when: e.split_when,
-            });
-            let cost = Arc::new(EngineCost {
-                device: e.device.clone(),
-                default,
-            });
-            b.engine(EngineSpec::new(e.name.clone(), e.kind, e.core_slots(), cost).with_split_rule(split));
-            devices.push(match &e.device {
+        let sched = scheduler_for(scenario, policy)?;
+        let devices = scenario
+            .engines
+            .iter()
+            .map(|e| match &e.device {
                 DeviceSpec::Dma(spec) => Device::Dma(DmaLink::new(*spec)),
                 _ => Device::Lanes(FifoLanes::new(e.slots)),
-            });
-        }
+            })
+            .collect();
         let mut tenants = Vec::new();
         let mut total_requests = Some(0u64);
         for (i, t) in scenario.tenants.iter().enumerate() {
@@ -284,8 +297,6 @@ impl<'a> Sim<'a> {
                 closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
             });
         }
-        scenario.configure_core(policy, &mut b);
-        let sched = b.build()?;
         let n = scenario.tenants.len();
         let mut sim = Sim {
             scenario,
