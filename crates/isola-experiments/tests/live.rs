@@ -145,9 +145,7 @@ fn what_has_no_live_model_is_refused() {
 /// subtasks (a hash chain) beside independent ones.
 #[test]
 fn the_simulators_core_makes_the_live_runs_decisions() {
-    use isola_core::{DispatchId, OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId};
-    use isola_runtime::CoreCall;
-    use std::collections::HashMap;
+    use isola_core::{PlannerRef, Subtask, SubtaskPlanner, Task};
     use std::sync::Arc;
 
     let text = r#"[run]
@@ -198,67 +196,10 @@ count = 200
         let (result, calls) = isola_experiments::live::run_policy_live_logged(&scenario, run, 5).unwrap();
         assert_eq!(result.tenants[0].completed + result.tenants[1].completed, 230);
         let mut core = isola_sim::scheduler_for(&scenario, run).unwrap();
-        let mut in_service: HashMap<(TaskId, Option<u32>), DispatchId> = HashMap::new();
-        let (mut split, mut whole) = (0, 0);
-        for (i, call) in calls.into_iter().enumerate() {
-            match call {
-                CoreCall::Submit {
-                    now,
-                    task,
-                    tenant,
-                    engine,
-                    op,
-                    bytes,
-                    arrival,
-                    predicted,
-                    accepted,
-                } => {
-                    let ordered = op == "sha256";
-                    let t = Task {
-                        id: task,
-                        tenant,
-                        engine,
-                        op: OpSpec::named(op.as_str()),
-                        bytes,
-                        arrival,
-                        deadline: None,
-                        predicted_cost: Some(predicted),
-                        planner: Some(planners[ordered as usize].clone()),
-                    };
-                    assert_eq!(core.submit(now, t).is_ok(), accepted, "{}: call {i}", run.label);
-                }
-                CoreCall::Next {
-                    now,
-                    engine,
-                    dispatched,
-                } => {
-                    let d = core.next(now, engine);
-                    let got = d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index)));
-                    assert_eq!(got, dispatched, "{}: call {i} at {now} ns", run.label);
-                    if let Some(d) = d {
-                        if d.subtask.is_some() {
-                            split += 1;
-                        } else {
-                            whole += 1;
-                        }
-                        in_service.insert(got.unwrap(), d.id);
-                    }
-                }
-                CoreCall::Complete {
-                    now,
-                    task,
-                    subtask,
-                    measured,
-                } => {
-                    let id = in_service.remove(&(task, subtask)).expect("dispatched before");
-                    core.complete(now, id, measured).unwrap();
-                }
-                CoreCall::Close { .. } => {
-                    core.close();
-                }
-            }
-        }
-        assert!(in_service.is_empty(), "{}: every dispatch completed", run.label);
+        let planner = |op: &str| Some(planners[(op == "sha256") as usize].clone());
+        let done = isola_runtime::core_log::replay(&calls, &mut core, planner)
+            .unwrap_or_else(|e| panic!("{}: {e}", run.label));
+        let (split, whole) = (done.subtasks, done.whole);
         // Contended most of the time: hashes split; the checksums, smaller
         // than a subtask, and the hashes alone at the end, whole.
         assert!(

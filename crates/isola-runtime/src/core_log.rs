@@ -78,3 +78,97 @@ pub enum CoreCall {
         now: Nanos,
     },
 }
+
+/// How a replay went: the dispatches it checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replayed {
+    /// Dispatches of whole tasks.
+    pub whole: u64,
+    /// Dispatches of subtasks.
+    pub subtasks: u64,
+}
+
+/// Replays `calls` into `core` (a scheduler built for the same tenants and
+/// engines, e.g. [`crate::RuntimeBuilder::scheduler`] or the simulator's
+/// for the same scenario): each submission at its time with its recorded
+/// arrival and predicted cost (and the planner `planner` gives for its
+/// operator), each completion at its time with its measured service, and
+/// checks that every `next` gives the dispatch the runtime got. The error
+/// says at which call the two first differ.
+pub fn replay(
+    calls: &[CoreCall],
+    core: &mut isola_core::Scheduler,
+    planner: impl Fn(&str) -> Option<isola_core::PlannerRef>,
+) -> Result<Replayed, String> {
+    use isola_core::{DispatchId, OpSpec, Task};
+    use std::collections::HashMap;
+    let mut in_service: HashMap<(TaskId, Option<u32>), DispatchId> = HashMap::new();
+    let mut done = Replayed::default();
+    for (i, call) in calls.iter().enumerate() {
+        match call {
+            CoreCall::Submit {
+                now,
+                task,
+                tenant,
+                engine,
+                op,
+                bytes,
+                arrival,
+                predicted,
+                accepted,
+            } => {
+                let t = Task {
+                    id: *task,
+                    tenant: *tenant,
+                    engine: *engine,
+                    op: OpSpec::named(op.as_str()),
+                    bytes: *bytes,
+                    arrival: *arrival,
+                    deadline: None,
+                    predicted_cost: Some(*predicted),
+                    planner: planner(op),
+                };
+                if core.submit(*now, t).is_ok() != *accepted {
+                    return Err(format!("call {i}: {task:?} accepted {} live, not here", accepted));
+                }
+            }
+            CoreCall::Next {
+                now,
+                engine,
+                dispatched,
+            } => {
+                let d = core.next(*now, *engine);
+                let got = d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index)));
+                if got != *dispatched {
+                    return Err(format!("call {i} at {now} ns: {got:?} here, {dispatched:?} live"));
+                }
+                if let Some(d) = d {
+                    match d.subtask {
+                        Some(_) => done.subtasks += 1,
+                        None => done.whole += 1,
+                    }
+                    in_service.insert((d.task.id, d.subtask.map(|s| s.index)), d.id);
+                }
+            }
+            CoreCall::Complete {
+                now,
+                task,
+                subtask,
+                measured,
+            } => {
+                let id = in_service
+                    .remove(&(*task, *subtask))
+                    .ok_or_else(|| format!("call {i}: {task:?} completed, never dispatched here"))?;
+                core.complete(*now, id, *measured)
+                    .map_err(|e| format!("call {i}: {e}"))?;
+            }
+            CoreCall::Close { .. } => {
+                core.close();
+            }
+        }
+    }
+    if !in_service.is_empty() {
+        return Err(format!("{} dispatches never completed", in_service.len()));
+    }
+    Ok(done)
+}

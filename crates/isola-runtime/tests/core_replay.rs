@@ -6,9 +6,7 @@
 //! contended rule), ordered subtasks (a hash chain), caps and the policy
 //! are all the core's.
 
-use isola_core::{
-    AffineCost, DispatchId, OpSpec, PlannerRef, Slo, Subtask, SubtaskPlanner, Task, TaskId, TenantId,
-};
+use isola_core::{AffineCost, PlannerRef, Slo, Subtask, SubtaskPlanner, Task, TaskId, TenantId};
 use isola_runtime::{CoreCall, EngineConfig, Mode, RuntimeBuilder, SplitWhen};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -93,71 +91,17 @@ fn replaying_the_core_calls_gives_the_runtimes_dispatches() {
             PlannerRef(Arc::new(Ranges(true))),
         ];
         let mut core = builder(policy).scheduler().unwrap();
-        let mut in_service: HashMap<(TaskId, Option<u32>), DispatchId> = HashMap::new();
-        let (mut split, mut whole, mut nexts) = (0, 0, 0);
-        for call in log {
-            match call {
-                CoreCall::Submit {
-                    now,
-                    task,
-                    tenant,
-                    engine,
-                    op,
-                    bytes,
-                    arrival,
-                    predicted,
-                    accepted,
-                } => {
-                    assert_eq!(op, if ordered[&task] { "sha256" } else { "crc32c" });
-                    let t = Task {
-                        id: task,
-                        tenant,
-                        engine,
-                        op: OpSpec::named(op.as_str()),
-                        bytes,
-                        arrival,
-                        deadline: None,
-                        predicted_cost: Some(predicted),
-                        planner: Some(planners[ordered[&task] as usize].clone()),
-                    };
-                    assert_eq!(
-                        core.submit(now, t).is_ok(),
-                        accepted,
-                        "{policy}: submit of {task:?}"
-                    );
-                }
-                CoreCall::Next {
-                    now,
-                    engine,
-                    dispatched,
-                } => {
-                    nexts += 1;
-                    let d = core.next(now, engine);
-                    let got = d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index)));
-                    assert_eq!(got, dispatched, "{policy}: call {nexts} on the core at {now} ns");
-                    if let Some(d) = d {
-                        match d.subtask {
-                            Some(_) => split += 1,
-                            None => whole += 1,
-                        }
-                        in_service.insert(got.unwrap(), d.id);
-                    }
-                }
-                CoreCall::Complete {
-                    now,
-                    task,
-                    subtask,
-                    measured,
-                } => {
-                    let id = in_service.remove(&(task, subtask)).expect("dispatched before");
-                    core.complete(now, id, measured).unwrap();
-                }
-                CoreCall::Close { .. } => {
-                    core.close();
-                }
+        // The runtime's planner is the operator's; sha256 plans ordered ranges.
+        let planner = |op: &str| Some(planners[(op == "sha256") as usize].clone());
+        let done = isola_runtime::core_log::replay(&log, &mut core, planner)
+            .unwrap_or_else(|e| panic!("{policy}: {e}"));
+        let (split, whole) = (done.subtasks, done.whole);
+        // The log names each task's operator as it was submitted.
+        for call in &log {
+            if let CoreCall::Submit { task, op, .. } = call {
+                assert_eq!(op == "sha256", ordered[task], "{policy}: {task:?} is {op}");
             }
         }
-        assert!(in_service.is_empty(), "{policy}: every dispatch completed");
         assert!(
             split > 0 && whole > 0,
             "{policy}: {split} subtasks, {whole} whole tasks"

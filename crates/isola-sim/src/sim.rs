@@ -477,7 +477,7 @@ impl<'a> Sim<'a> {
                     dispatch: d.id,
                     bytes,
                     service,
-                    budget: self.scenario.tenants[t].slo.service_budget,
+                    budget: self.sched.service_budget(EngineId(e as u32), TenantId(t as u32)),
                     direction: w.direction,
                 },
                 &mut self.timers,

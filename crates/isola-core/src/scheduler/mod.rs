@@ -355,6 +355,12 @@ impl Scheduler {
         self.held.get(tenant.index()).copied().unwrap_or(0)
     }
 
+    /// `tenant`'s per-task service budget on `engine` (its SLO there, with
+    /// its per-engine overrides), if it has one.
+    pub fn service_budget(&self, engine: EngineId, tenant: TenantId) -> Option<Nanos> {
+        *self.engines.get(engine.index())?.budgets.get(tenant.index())?
+    }
+
     /// Dispatches in service on `engine`.
     pub fn busy(&self, engine: EngineId) -> u32 {
         self.engines.get(engine.index()).map_or(0, |e| e.busy)
