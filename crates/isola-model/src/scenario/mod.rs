@@ -35,7 +35,12 @@ use std::path::{Path, PathBuf};
 
 /// A scenario that cannot be used, with where and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {}{message}", key.as_ref().map(|k| format!("key `{k}`: ")).unwrap_or_default())]
+#[error(
+    "{file}{}: {}{message}",
+    // Line 0: the whole file (it could not be read), no position in it.
+    if *line > 0 { format!(":{line}:{column}") } else { String::new() },
+    key.as_ref().map(|k| format!("key `{k}`: ")).unwrap_or_default()
+)]
 pub struct ScenarioError {
     /// The scenario (or trace) file.
     pub file: String,
