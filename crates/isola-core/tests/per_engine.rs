@@ -16,8 +16,9 @@ fn engine(name: &str, kind: EngineKind) -> EngineSpec {
     EngineSpec::new(name, kind, 1, Arc::new(AffineCost::constant(1_000)))
 }
 
-fn submit(s: &mut Scheduler, id: u64, tenant: u32, engine: u32) {
-    let task = Task {
+/// A 100-byte task of `tenant` on `engine`.
+fn task(id: u64, tenant: u32, engine: u32) -> Task {
+    Task {
         id: TaskId(id),
         tenant: TenantId(tenant),
         engine: EngineId(engine),
@@ -27,8 +28,11 @@ fn submit(s: &mut Scheduler, id: u64, tenant: u32, engine: u32) {
         deadline: None,
         predicted_cost: None,
         planner: None,
-    };
-    s.submit(0, task).unwrap();
+    }
+}
+
+fn submit(s: &mut Scheduler, id: u64, tenant: u32, engine: u32) {
+    s.submit(0, task(id, tenant, engine)).unwrap();
 }
 
 /// Serves `engine` one task at a time for `n` dispatches with both tenants
@@ -219,18 +223,7 @@ fn the_memory_quota_spans_engines_and_frees_on_completion() {
     submit(&mut s, 1, 0, 0);
     submit(&mut s, 2, 0, 1);
     assert_eq!(s.held(TenantId(0)), 200);
-    let task = |id| Task {
-        id: TaskId(id),
-        tenant: TenantId(0),
-        engine: EngineId(0),
-        op: OpSpec::named("generic"),
-        bytes: 100,
-        arrival: 0,
-        deadline: None,
-        predicted_cost: None,
-        planner: None,
-    };
-    let refused = s.submit(0, task(3)).unwrap_err();
+    let refused = s.submit(0, task(3, 0, 0)).unwrap_err();
     assert_eq!(
         refused.reason,
         isola_core::RejectReason::OverQuota {
@@ -244,7 +237,7 @@ fn the_memory_quota_spans_engines_and_frees_on_completion() {
     let d = s.next(0, EngineId(1)).unwrap();
     s.complete(10, d.id, 10).unwrap();
     assert_eq!(s.held(TenantId(0)), 100);
-    s.submit(10, task(3)).unwrap();
+    s.submit(10, task(3, 0, 0)).unwrap();
     // Handed back at close: nothing stays held.
     s.close();
     assert_eq!(s.held(TenantId(0)), 0);

@@ -58,7 +58,6 @@ pub(crate) struct Submission {
 pub(crate) struct OperatorPlanner {
     input: Arc<JobInput>,
     cost: Arc<dyn isola_core::CostModel>,
-    op_name: String,
     /// The plan last given to the core: the one its subtasks come from.
     planned: Mutex<Option<Vec<Subtask>>>,
 }
@@ -88,7 +87,9 @@ impl SubtaskPlanner for OperatorPlanner {
     }
 
     fn predict(&self, _task: &Task, bytes: Bytes) -> Option<Nanos> {
-        self.cost.predict(&self.op_name, bytes).filter(|&ns| ns > 0)
+        self.cost
+            .predict(self.input.op.name(), bytes)
+            .filter(|&ns| ns > 0)
     }
 }
 
@@ -221,7 +222,6 @@ impl Dispatcher {
             Arc::new(OperatorPlanner {
                 input: Arc::clone(&input),
                 cost: Arc::clone(&s.cost),
-                op_name: s.op_name.clone(),
                 planned: Mutex::new(None),
             })
         });
