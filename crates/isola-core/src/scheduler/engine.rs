@@ -216,10 +216,11 @@ impl EngineState {
         (Plan::new(task, split, self.spec.cost.as_ref()), split)
     }
 
-    /// Tenant `t`'s channel has a new head that nothing of was dispatched:
-    /// plan it again with the split the engine wants now (it was planned
-    /// when submitted, possibly long before, when the engine may have been
-    /// uncontended or the policy wanted another size).
+    /// Plans tenant `t`'s head again, if nothing of it was dispatched, with
+    /// the split the engine wants now: it was planned when submitted,
+    /// possibly long before, when the engine may have been uncontended or
+    /// the policy wanted another size. Called when a task becomes its
+    /// channel's head and again right before it is dispatched.
     pub(super) fn replan_head(&mut self, now: Nanos, t: usize) {
         let Some(q) = self.channels[t].head() else {
             return;

@@ -207,6 +207,10 @@ impl Scheduler {
             return None;
         }
         let (t, reason) = e.choose(now)?;
+        // Whether and how finely a task is split is decided now, at its
+        // dispatch: a task that became its channel's head while its tenant
+        // was alone is split if another tenant has arrived since.
+        e.replan_head(now, t);
         let taken = e.take_head(now, t, reason);
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1);
