@@ -153,6 +153,7 @@ pub struct RuntimeBuilder {
     pub(crate) mode: Mode,
     pub(crate) spin: std::time::Duration,
     pub(crate) pin: bool,
+    pub(crate) realtime: Option<crate::Realtime>,
     pub(crate) record_core_calls: bool,
     /// Per-engine changes to tenants' SLOs.
     overrides: Vec<(TenantId, EngineSelector, SloOverride)>,
@@ -178,6 +179,7 @@ impl RuntimeBuilder {
             mode: Mode::Native,
             spin: DEFAULT_SPIN,
             pin: false,
+            realtime: None,
             record_core_calls: false,
             overrides: Vec::new(),
             engine_policies: Vec::new(),
@@ -241,6 +243,19 @@ impl RuntimeBuilder {
     /// (where the system allows; otherwise threads are left unpinned).
     pub fn pin_threads(&mut self, pin: bool) -> &mut Self {
         self.pin = pin;
+        self
+    }
+
+    /// Runs the dispatcher and the workers in real-time class `realtime`
+    /// (`None`: the normal class), so that no normal thread of this machine
+    /// (a tenant's, another program's) can take their core while they
+    /// work. Where the system refuses (no `CAP_SYS_NICE`, no
+    /// `RLIMIT_RTPRIO`) they run in the normal class; each thread's outcome
+    /// is in [`crate::Runtime::threads`]. A real-time thread that polls
+    /// holds its core for the whole poll, whatever `sched_yield` says: pair
+    /// it with a short [`RuntimeBuilder::spin`].
+    pub fn realtime(&mut self, realtime: Option<crate::Realtime>) -> &mut Self {
+        self.realtime = realtime;
         self
     }
 

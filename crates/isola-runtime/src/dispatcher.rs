@@ -11,6 +11,7 @@
 //! by the core through [`OperatorPlanner`]), the shared output placed
 //! subtasks write into, and the carries it reassembles.
 
+use crate::attribution::{BusyReading, LatencyBreakdown};
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
@@ -50,6 +51,8 @@ pub(crate) struct Submission {
     pub cost: Arc<dyn isola_core::CostModel>,
     pub submitted: Instant,
     pub reply: Reply,
+    /// Its engine's busy time when it was submitted.
+    pub busy_at_submit: BusyReading,
 }
 
 /// Plans a task's subtasks with its operator's [`isola_ops::Splitter`]
@@ -124,6 +127,16 @@ struct TaskInFlight {
     /// handed back at shutdown.
     settled: bool,
     error: Option<TaskError>,
+    /// Its engine's busy time when it was submitted, and when its latest
+    /// piece was reported ended.
+    busy_at_submit: BusyReading,
+    busy_at_end: BusyReading,
+    /// When its latest piece ended, ns.
+    ended_ns: Option<Nanos>,
+    /// Time its workers were off their CPU while serving it, ns.
+    off_cpu_ns: Nanos,
+    /// Its engine's worker count.
+    workers: usize,
 }
 
 /// A dispatch on a worker queue.
@@ -260,6 +273,11 @@ impl Dispatcher {
             running: 0,
             settled: false,
             error: None,
+            busy_at_submit: s.busy_at_submit,
+            busy_at_end: s.busy_at_submit,
+            ended_ns: None,
+            off_cpu_ns: 0,
+            workers: self.shared.engines[s.engine].workers,
         };
         let (tenant, engine, bytes, arrival) = (
             core_task.tenant,
@@ -355,9 +373,9 @@ impl Dispatcher {
         };
         let direct = d.subtask.is_none().then(|| crate::worker::Direct {
             completion: task.completion(Err(TaskError::Cancelled), 0),
+            busy_at_submit: task.busy_at_submit,
             reply: task.reply.clone(),
             budget: self.shared.tenants[task.tenant.index()].1.service_budget,
-            shared: Arc::clone(&self.shared),
         });
         let placed = match (&task.placed, d.subtask) {
             (Some(output), Some(s)) => Some(PlacedPart {
@@ -368,6 +386,7 @@ impl Dispatcher {
         };
         let item = WorkItem {
             token,
+            tenant: task.tenant.index(),
             job: Arc::clone(&task.input),
             part: d.subtask,
             previous,
@@ -395,6 +414,12 @@ impl Dispatcher {
         };
         task.running -= 1;
         task.service_ns = task.service_ns.saturating_add(d.measured_ns);
+        task.off_cpu_ns = task.off_cpu_ns.saturating_add(d.off_cpu_ns);
+        let ended = started.saturating_add(d.measured_ns);
+        if task.ended_ns.is_none_or(|e| e <= ended) {
+            task.ended_ns = Some(ended);
+            task.busy_at_end = self.shared.busy[task.engine].read(now, task.tenant.index());
+        }
         if !matches!(d.output, Err(TaskError::Cancelled)) {
             task.started_ns = Some(task.started_ns.map_or(started, |s| s.min(started)));
         }
@@ -492,6 +517,8 @@ impl Dispatcher {
 impl TaskInFlight {
     /// The task's completion with `result`, finished at `finished_ns`.
     fn completion(&self, result: Result<Vec<u8>, TaskError>, finished_ns: Nanos) -> Completion {
+        let latency = finished_ns.saturating_sub(self.submitted_ns);
+        let delivery = self.ended_ns.map_or(0, |e| finished_ns.saturating_sub(e));
         Completion {
             task: self.id,
             tenant: self.tenant,
@@ -506,6 +533,15 @@ impl TaskInFlight {
             predicted_ns: self.predicted_ns,
             subtasks: self.subtasks,
             over_budget: false,
+            breakdown: LatencyBreakdown::attribute(
+                latency,
+                self.service_ns,
+                self.off_cpu_ns,
+                delivery,
+                self.busy_at_submit,
+                self.busy_at_end,
+                self.workers,
+            ),
         }
     }
 }

@@ -92,6 +92,8 @@ pub struct Completion {
     pub subtasks: u32,
     /// Whether its service time exceeded the tenant's per-task budget.
     pub over_budget: bool,
+    /// Where its latency went.
+    pub breakdown: crate::LatencyBreakdown,
 }
 
 impl Completion {

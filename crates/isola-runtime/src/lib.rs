@@ -23,9 +23,11 @@
 
 #![warn(missing_docs)]
 
+mod attribution;
 mod builder;
 pub mod core_log;
 mod dispatcher;
+pub mod host;
 mod job;
 mod placed;
 pub mod profile;
@@ -33,12 +35,15 @@ pub mod record;
 mod runtime;
 mod spin;
 mod stats;
+mod threads;
 mod worker;
 pub mod workload;
 
+pub use attribution::LatencyBreakdown;
 pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, DEFAULT_SPIN};
 pub use core_log::{CoreCall, CoreLog};
 pub use isola_core::{SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use job::{Completion, SubmitError, TaskError};
 pub use runtime::{Runtime, TenantHandle, Ticket};
 pub use stats::TenantStats;
+pub use threads::{Realtime, RealtimeOutcome, RuntimeThread};

@@ -99,6 +99,7 @@ mod tests {
             predicted_ns: 40,
             subtasks,
             over_budget: false,
+            breakdown: crate::LatencyBreakdown::default(),
         }
     }
 

@@ -36,6 +36,10 @@ pub(crate) struct Shared {
     pub spin: std::time::Duration,
     /// Every call on the core, when the builder asked for it.
     pub core_log: Option<crate::CoreLog>,
+    /// Per engine: its workers' busy time per tenant.
+    pub busy: Vec<crate::attribution::EngineBusy>,
+    /// The runtime's threads, as they registered.
+    pub threads: Mutex<Vec<crate::threads::RuntimeThread>>,
 }
 
 impl Shared {
@@ -95,6 +99,11 @@ impl Runtime {
     pub(crate) fn start(b: RuntimeBuilder) -> Result<Runtime, BuildError> {
         let scheduler = b.scheduler()?;
         let (tx, rx) = crossbeam_channel::unbounded();
+        let busy = b
+            .engines
+            .iter()
+            .map(|e| crate::attribution::EngineBusy::new(b.tenants.len(), e.workers))
+            .collect();
         let shared = Arc::new(Shared {
             epoch: Instant::now(),
             records: Mutex::new(b.tenants.iter().map(|(name, _)| TenantStats::new(name)).collect()),
@@ -107,6 +116,8 @@ impl Runtime {
             cancelled: Arc::new(AtomicBool::new(false)),
             spin: b.spin,
             core_log: b.record_core_calls.then(crate::CoreLog::default),
+            busy,
+            threads: Mutex::new(Vec::new()),
         });
         let cores = if b.pin {
             core_affinity::get_core_ids().unwrap_or_default()
@@ -122,40 +133,43 @@ impl Runtime {
         let mut pinned = 0;
         let mut workers = Vec::new();
         let mut queues = Vec::new();
+        let mut threads = Vec::new();
         let spawn_error = |e: std::io::Error| BuildError::Thread(e.to_string());
-        for e in &shared.engines {
+        for (engine, e) in shared.engines.iter().enumerate() {
             // The core dispatches at most `workers + queue_depth` at a time,
             // so the queue never holds more.
             let (qtx, qrx) = crossbeam_channel::unbounded();
             queues.push(qtx);
-            for w in 0..e.workers {
-                let (q, done, cancelled) = (qrx.clone(), tx.clone(), Arc::clone(&shared.cancelled));
-                let spin = shared.spin;
+            for index in 0..e.workers {
+                let (q, done) = (qrx.clone(), tx.clone());
+                let place = crate::worker::WorkerPlace {
+                    engine,
+                    index,
+                    shared: Arc::clone(&shared),
+                };
                 let core = worker_core(pinned);
                 pinned += 1;
-                let handle = std::thread::Builder::new()
-                    .name(format!("isola-{}-{w}", e.name))
-                    .spawn(move || {
-                        if let Some(c) = core {
-                            core_affinity::set_for_current(c);
-                        }
-                        crate::worker::run_worker(q, done, cancelled, spin)
+                let (handle, me) =
+                    crate::threads::spawn(format!("isola-{}-{index}", e.name), core, b.realtime, move || {
+                        crate::worker::run_worker(q, done, place)
                     })
                     .map_err(spawn_error)?;
                 workers.push(handle);
+                threads.push(me);
             }
         }
         let dispatcher = Dispatcher::new(Arc::clone(&shared), rx, scheduler, queues);
-        let dispatcher_core = cores.first().copied();
-        let dispatcher = std::thread::Builder::new()
-            .name("isola-dispatcher".into())
-            .spawn(move || {
-                if let Some(c) = dispatcher_core {
-                    core_affinity::set_for_current(c);
-                }
-                dispatcher.run()
-            })
-            .map_err(spawn_error)?;
+        let (dispatcher, me) = crate::threads::spawn(
+            "isola-dispatcher".into(),
+            cores.first().copied(),
+            b.realtime,
+            move || dispatcher.run(),
+        )
+        .map_err(spawn_error)?;
+        threads.insert(0, me);
+        if let Ok(mut t) = shared.threads.lock() {
+            *t = threads;
+        }
         Ok(Runtime {
             shared,
             dispatcher: Some(dispatcher),
@@ -183,6 +197,13 @@ impl Runtime {
     /// for one ([`RuntimeBuilder::record_core_calls`]).
     pub fn core_log(&self) -> Option<crate::CoreLog> {
         self.shared.core_log.clone()
+    }
+
+    /// The runtime's threads (the dispatcher first, then each engine's
+    /// workers): where they run, their scheduling class, and through
+    /// [`RuntimeThread::times`] what the host has done to them.
+    pub fn threads(&self) -> Vec<crate::RuntimeThread> {
+        self.shared.threads.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
     /// Nanoseconds since the runtime started (the clock of completions).
@@ -357,7 +378,10 @@ impl TenantHandle {
                 })?;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let submitted = Instant::now();
+        let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
+        let busy_at_submit = shared.busy[engine].read(at, t);
         let submission = Submission {
+            busy_at_submit,
             id,
             tenant: self.tenant,
             engine,
@@ -433,6 +457,7 @@ impl Ticket {
             predicted_ns: 0,
             subtasks: 1,
             over_budget: false,
+            breakdown: crate::LatencyBreakdown::default(),
         }
     }
 }

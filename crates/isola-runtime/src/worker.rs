@@ -16,6 +16,8 @@ use std::time::Instant;
 pub(crate) struct WorkItem {
     /// The dispatcher's handle on this piece (echoed back).
     pub token: u64,
+    /// Whose work it is (index of the tenant).
+    pub tenant: usize,
     /// The job's operator and input.
     pub job: Arc<JobInput>,
     /// The subtask, if the task was split.
@@ -41,12 +43,12 @@ pub(crate) struct PlacedPart {
 pub(crate) struct Direct {
     /// The completion with everything but the outcome and timings.
     pub completion: Completion,
+    /// Its engine's busy time when the task was submitted.
+    pub busy_at_submit: crate::attribution::BusyReading,
     /// Where it goes.
     pub reply: Reply,
     /// The tenant's service budget.
     pub budget: Option<u64>,
-    /// Counters and the clock.
-    pub shared: Arc<Shared>,
 }
 
 /// What a worker reports.
@@ -59,23 +61,34 @@ pub(crate) struct WorkDone {
     pub started: Instant,
     /// How long it ran.
     pub measured_ns: u64,
+    /// Of that, how long the worker was off its CPU.
+    pub off_cpu_ns: u64,
+}
+
+/// Where a worker works: its engine and its place among the engine's
+/// workers, and what the runtime's threads share.
+pub(crate) struct WorkerPlace {
+    pub engine: usize,
+    pub index: usize,
+    pub shared: Arc<Shared>,
 }
 
 /// Messages a worker sends to the dispatcher.
 pub(crate) type DoneSender = crossbeam_channel::Sender<crate::dispatcher::Msg>;
 
-/// Runs items from `queue` until it closes. Once `cancelled` is set, items
-/// still queued are answered `Cancelled` without running.
-pub(crate) fn run_worker(
-    queue: crossbeam_channel::Receiver<WorkItem>,
-    done: DoneSender,
-    cancelled: Arc<AtomicBool>,
-    spin: std::time::Duration,
-) {
-    while let Ok(mut item) = crate::spin::recv(&queue, spin, None) {
-        let token = item.token;
+/// Runs items from `queue` until it closes. Once the runtime is cancelled,
+/// items still queued are answered `Cancelled` without running.
+pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: DoneSender, place: WorkerPlace) {
+    let shared = Arc::clone(&place.shared);
+    let busy = &shared.busy[place.engine];
+    let cancelled: &AtomicBool = &shared.cancelled;
+    let since_epoch = |at: Instant| at.duration_since(shared.epoch).as_nanos() as u64;
+    while let Ok(mut item) = crate::spin::recv(&queue, shared.spin, None) {
+        let (token, tenant) = (item.token, item.tenant);
         let direct = item.direct.take();
+        let cpu_before = crate::host::thread_cpu_ns();
         let started = Instant::now();
+        busy.start(place.index, tenant, since_epoch(started));
         let mut output = if cancelled.load(Ordering::Acquire) {
             // Dropped before reporting, like a run item: the dispatcher may
             // take a placed output back as soon as it hears of the last piece.
@@ -84,24 +97,41 @@ pub(crate) fn run_worker(
         } else {
             execute(item)
         };
-        let measured_ns = started.elapsed().as_nanos() as u64;
+        let ended = Instant::now();
+        let measured_ns = ended.duration_since(started).as_nanos() as u64;
+        busy.end(place.index, tenant, measured_ns);
+        let off_cpu_ns = match (cpu_before, crate::host::thread_cpu_ns()) {
+            (Some(a), Some(b)) => measured_ns.saturating_sub(b.saturating_sub(a)),
+            _ => 0,
+        };
         if let Some(d) = direct {
             let result = match output {
                 Ok(PartOutput::Whole(out)) => Ok(out),
                 Ok(_) => Err(TaskError::Internal("a whole task gave a subtask's result".into())),
                 Err(e) => Err(e),
             };
-            let ns = |at: Instant| at.duration_since(d.shared.epoch).as_nanos() as u64;
             let ran = !matches!(result, Err(TaskError::Cancelled));
+            let (ended_ns, finished_ns) = (since_epoch(ended), since_epoch(Instant::now()));
+            let at_end = busy.read(ended_ns, tenant);
+            let breakdown = crate::LatencyBreakdown::attribute(
+                finished_ns.saturating_sub(d.completion.submitted_ns),
+                measured_ns,
+                off_cpu_ns,
+                finished_ns.saturating_sub(ended_ns),
+                d.busy_at_submit,
+                at_end,
+                busy.workers(),
+            );
             let completion = Completion {
                 result,
-                started_ns: ran.then(|| ns(started)),
-                finished_ns: ns(Instant::now()),
+                started_ns: ran.then(|| since_epoch(started)),
+                finished_ns,
                 service_ns: measured_ns,
                 over_budget: d.budget.is_some_and(|b| measured_ns > b),
+                breakdown,
                 ..d.completion
             };
-            d.shared.complete(completion, &d.reply);
+            shared.complete(completion, &d.reply);
             output = Ok(PartOutput::Delivered);
         }
         let report = WorkDone {
@@ -109,6 +139,7 @@ pub(crate) fn run_worker(
             output,
             started,
             measured_ns,
+            off_cpu_ns,
         };
         if done.send(crate::dispatcher::Msg::Done(report)).is_err() {
             // The dispatcher is gone: nobody is left to report to.
