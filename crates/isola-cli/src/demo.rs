@@ -1,12 +1,13 @@
 //! `isola demo`: ASTRAEA's experiment, live on this machine
-//! (`isola_experiments::astraea::live`): prints its table, and writes
-//! results.json and results.csv.
+//! (`isola_experiments::astraea::live`), in rounds: prints per policy the
+//! median and range of each figure, marks the best policy, gives the
+//! verdict and any warning about the host, and writes results.json and
+//! results.csv.
 
 use crate::format::table;
 use crate::progress::Bar;
 use anyhow::{bail, Context};
-use isola_core::Nanos;
-use isola_experiments::astraea::live::{self, LiveConfig, LiveResults, SoloReference};
+use isola_experiments::astraea::live::{self, pct, LiveConfig, LiveResults, PolicyComparison, Spread};
 use isola_experiments::astraea::{BS, LS};
 use isola_report::text::{bytes_binary, duration};
 use std::io::Write;
@@ -21,15 +22,30 @@ pub struct Args {
     /// Folder for results.json and results.csv.
     #[arg(long, value_name = "DIR", default_value = "isola-demo-results")]
     out: PathBuf,
-    /// Scale the task counts (1 = the paper's 128 and 256; smaller for a quick look).
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    /// Scale the task counts, a number in (0, 1]: 1 = the paper's 128 LS
+    /// and 256 BS tasks; smaller for a quick look (0.05 runs in seconds).
+    #[arg(long, value_name = "F", default_value_t = 1.0, allow_negative_numbers = true)]
     scale: f64,
+    /// Rounds: every policy runs once a round, and each figure is reported
+    /// as its median and range over the rounds.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    rounds: usize,
     /// Subtask size for the isolation policies (bytes or with a unit).
     #[arg(long, value_name = "SIZE", default_value = "128KiB")]
     split: String,
+    /// When the isolation policies split a task: `for_latency` (only while
+    /// a latency-sensitive tenant other than its own is active: the LS
+    /// tenant's own tasks run whole), `contended` (while any other tenant
+    /// is active), `always`.
+    #[arg(long, value_name = "WHEN", default_value = "for_latency")]
+    split_when: String,
     /// Do not pin the dispatcher and the EC worker to cores of their own.
     #[arg(long)]
     no_pin: bool,
+    /// Run the dispatcher and the EC worker in a real-time class
+    /// (SCHED_FIFO), where the system permits; a warning says when not.
+    #[arg(long)]
+    realtime: bool,
     /// Engine queue depth under the isolation policies: pieces waiting at
     /// the engine beyond the one in service (a hardware queue; 0 = the
     /// dispatcher hands over one piece at a time).
@@ -61,55 +77,83 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
     if !(args.scale > 0.0 && args.scale <= 1.0) {
         bail!("--scale: {} is not in (0, 1]", args.scale);
     }
+    if args.rounds == 0 {
+        bail!("--rounds: at least 1");
+    }
     let split_bytes =
         isola_model::quantity::parse_size(&args.split).map_err(|e| anyhow::anyhow!("--split: {e}"))?;
     for p in &args.policies {
         isola_core::policy::find_policy(p).with_context(|| format!("--policies: `{p}`"))?;
     }
+    let window = isola_runtime::DEFAULT_CONTENTION_WINDOW_NS;
+    let split_when = match args.split_when.as_str() {
+        "for_latency" => isola_runtime::SplitWhen::ForLatency { window },
+        "contended" => isola_runtime::SplitWhen::Contended { window },
+        "always" => isola_runtime::SplitWhen::Always,
+        other => bail!("--split-when: `{other}`: use for_latency, contended or always"),
+    };
     Ok(LiveConfig {
         scale: args.scale,
         split_bytes,
+        split_when,
         pin_threads: !args.no_pin,
+        realtime: args.realtime,
         queue_depth: args.queue_depth,
         policies: args.policies.clone(),
+        rounds: args.rounds,
     })
+}
+
+/// The policies in the report's order, with their comparisons.
+fn in_order(r: &LiveResults) -> impl Iterator<Item = (&String, &PolicyComparison)> {
+    r.order.iter().filter_map(|n| Some((n, r.policies.get(n)?)))
+}
+
+/// A spread as `median [min-max]`, each value shown by `f`; the median
+/// alone when every round agrees or only one ran.
+fn spread(s: &Spread, f: impl Fn(f64) -> String) -> String {
+    let (med, lo, hi) = (f(s.median), f(s.min), f(s.max));
+    if lo == hi {
+        med
+    } else {
+        format!("{med} [{lo}-{hi}]")
+    }
 }
 
 fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
     writeln!(out, "{}", r.experiment)?;
-    let span = |f: fn(&SoloReference) -> Nanos| {
-        let v: Vec<Nanos> = r.policies.values().map(|p| f(&p.solo)).collect();
-        let (lo, hi) = (
-            v.iter().min().copied().unwrap_or(0),
-            v.iter().max().copied().unwrap_or(0),
-        );
-        format!("{}-{}", duration(lo as f64), duration(hi as f64))
-    };
+    let ls_solo: Vec<f64> = r
+        .policies
+        .values()
+        .flat_map(|p| &p.rounds)
+        .map(|x| x.solo.ls_service_ns as f64)
+        .collect();
+    let range = |v: &[f64]| Spread::of(v.iter().copied()).map_or("-".into(), |s| spread(&s, duration));
     writeln!(
         out,
-        "{}; solo service time, measured before each row: LS {} per task, BS {} per task; \
-         subtasks of {} under isolation\n",
+        "{}; subtasks of {} under isolation; {} round(s), every policy once a round; LS solo service time \
+         (measured around each shared run) {}\n",
         r.setup.code,
-        span(|s| s.ls_service_ns),
-        span(|s| s.bs_service_ns),
         bytes_binary(r.setup.split_bytes as f64),
+        r.setup.rounds,
+        range(&ls_solo),
     )?;
-    let rows: Vec<Vec<String>> = r
-        .policies
-        .iter()
+    let best = r.best_policy.as_deref();
+    let ratio = |v: f64| format!("{v:.2}");
+    let rows: Vec<Vec<String>> = in_order(r)
         .map(|(name, p)| {
             let (ls, bs) = (&p.tenants[LS], &p.tenants[BS]);
+            let mark = if Some(name.as_str()) == best { " *" } else { "" };
             vec![
-                name.clone(),
-                format!("{:.2}%", ls.sla_violation_rate * 100.0),
+                format!("{name}{mark}"),
+                spread(&p.spread.ls_sla_violation_rate, pct),
                 duration(ls.latency_ns.p50 as f64),
                 duration(ls.latency_ns.p99 as f64),
-                format!("{:.2}%", bs.sla_violation_rate * 100.0),
-                duration(bs.latency_ns.p50 as f64),
+                spread(&p.spread.bs_sla_violation_rate, pct),
                 duration(bs.latency_ns.p99 as f64),
-                format!("{:.2}", p.bandwidth_vs_solo),
-                format!("{:.2}", p.bandwidth_while_sharing),
-                format!("{:.3}", p.overhead_ratio),
+                spread(&p.spread.bandwidth_vs_solo, ratio),
+                spread(&p.spread.bandwidth_while_sharing, ratio),
+                spread(&p.spread.overhead_ratio, |v| format!("{v:.3}")),
             ]
         })
         .collect();
@@ -119,7 +163,6 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
         "LS p50",
         "LS p99",
         "BS SLA viol",
-        "BS p50",
         "BS p99",
         "BS bw/solo",
         "BS bw/solo while LS runs",
@@ -128,8 +171,46 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
     writeln!(out, "{}", table(&header, &rows))?;
     writeln!(
         out,
-        "ASTRAEA reports 47.66% LS SLA violations natively and 14.84% with ASTRAEA, under 4% overhead alone."
-    )
+        "median [range] over the rounds; * best policy; ASTRAEA reports 47.66% LS SLA violations natively and \
+         14.84% with ASTRAEA, under 4% overhead alone.\n"
+    )?;
+    let ms = |ns: u64| duration(ns as f64);
+    let parts: Vec<Vec<String>> = in_order(r)
+        .map(|(name, p)| {
+            let b = &p.ls_breakdown;
+            let m = &b.mean_all;
+            vec![
+                name.clone(),
+                format!("{}/{}", b.violating, b.tasks),
+                ms(m.total_ns()),
+                ms(m.service_ns),
+                ms(m.service_off_cpu_ns),
+                ms(m.behind_others_ns),
+                ms(m.engine_idle_ns),
+                ms(m.delivery_ns),
+            ]
+        })
+        .collect();
+    let header = [
+        "policy",
+        "LS violating",
+        "LS mean latency",
+        "= own service",
+        "(off CPU)",
+        "+ behind BS",
+        "+ engine idle",
+        "+ delivery",
+    ];
+    writeln!(
+        out,
+        "where the LS tenant's latency went (mean over its tasks, every round):"
+    )?;
+    writeln!(out, "{}", table(&header, &parts))?;
+    writeln!(out, "verdict: {}", r.verdict.line)?;
+    for w in &r.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
+    Ok(())
 }
 
 fn write_out(dir: &PathBuf, r: &LiveResults) -> anyhow::Result<()> {
@@ -137,19 +218,26 @@ fn write_out(dir: &PathBuf, r: &LiveResults) -> anyhow::Result<()> {
     let path = dir.join("results.json");
     std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
-    let mut csv =
-        String::from("policy,tenant,tasks,sla_violation_rate,p50_ns,p99_ns,throughput_bps,overhead_ratio\n");
-    for (name, p) in &r.policies {
-        for (t, x) in &p.tenants {
-            csv.push_str(&format!(
-                "{name},{t},{},{:.6},{},{},{:.0},{:.4}\n",
-                x.tasks,
-                x.sla_violation_rate,
-                x.latency_ns.p50,
-                x.latency_ns.p99,
-                x.throughput_bps,
-                p.overhead_ratio
-            ));
+    let mut csv = String::from(
+        "policy,round,tenant,tasks,sla_violation_rate,p50_ns,p99_ns,throughput_bps,bandwidth_vs_solo,\
+         bandwidth_while_sharing,overhead_ratio\n",
+    );
+    for (name, p) in in_order(r) {
+        for round in &p.rounds {
+            for (t, x) in &round.tenants {
+                csv.push_str(&format!(
+                    "{name},{},{t},{},{:.6},{},{},{:.0},{:.4},{:.4},{:.4}\n",
+                    round.round,
+                    x.tasks,
+                    x.sla_violation_rate,
+                    x.latency_ns.p50,
+                    x.latency_ns.p99,
+                    x.throughput_bps,
+                    round.bandwidth_vs_solo,
+                    round.bandwidth_while_sharing,
+                    round.overhead_ratio
+                ));
+            }
         }
     }
     let path = dir.join("results.csv");
@@ -185,11 +273,21 @@ mod tests {
     fn bad_flags_name_the_flag() {
         for (flags, says) in [
             (&["--scale", "2"][..], "--scale"),
+            (&["--scale", "-1"][..], "--scale: -1 is not in (0, 1]"),
+            (&["--rounds", "0"][..], "--rounds"),
+            (&["--split-when", "never"][..], "--split-when: `never`"),
             (&["--split", "12parsecs"][..], "--split"),
             (&["--policies", "nonesuch"][..], "--policies: `nonesuch`"),
         ] {
             let err = format!("{:#}", config(&parse(flags)).unwrap_err());
             assert!(err.contains(says), "{flags:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_spread_shows_its_range_only_when_rounds_differ() {
+        let s = |median, min, max| Spread { median, min, max };
+        assert_eq!(spread(&s(0.02, 0.01, 0.03), pct), "2.00% [1.00%-3.00%]");
+        assert_eq!(spread(&s(0.5, 0.5, 0.5), pct), "50.00%");
     }
 }

@@ -122,8 +122,8 @@ impl SplitRule {
 }
 
 /// When an engine splits a task, decided when the task is planned (at
-/// submit, and again when it reaches the head of its channel with nothing
-/// of it dispatched yet).
+/// submit, when it reaches the head of its channel) and again at its
+/// dispatch, if nothing of it was dispatched yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SplitWhen {
@@ -134,6 +134,19 @@ pub enum SplitWhen {
     /// tenant alone runs its tasks whole, so isolation costs it nothing
     /// (ASTRAEA skips splitting for a single application).
     Contended {
+        /// How long after its last submission a tenant still counts as active.
+        window: crate::Nanos,
+    },
+    /// Only while a latency-sensitive tenant other than the task's own is
+    /// active on the engine (as in `Contended`). Splitting bounds how long
+    /// latency-sensitive work waits behind a large task, and it costs the
+    /// split task its own service (a per-piece overhead, a cache made cold
+    /// by the pieces between): a task is not split for tenants that do not
+    /// care about latency, as ASTRAEA enlarges its splits when no
+    /// latency-sensitive work is expected. A tenant is latency-sensitive if
+    /// its class is [`crate::TenantClass::LatencySensitive`] or it has a
+    /// latency objective.
+    ForLatency {
         /// How long after its last submission a tenant still counts as active.
         window: crate::Nanos,
     },

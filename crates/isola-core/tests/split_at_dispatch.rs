@@ -6,13 +6,18 @@
 
 use isola_core::{
     AffineCost, EngineId, EngineKind, EngineSpec, OpSpec, Scheduler, SchedulerBuilder, Slo, SplitRule,
-    SplitWhen, Task, TaskId, TenantId,
+    SplitWhen, Task, TaskId, TenantClass, TenantId,
 };
 use std::sync::Arc;
 
 const SUBTASK: u64 = 1_000;
 
 fn scheduler(when: SplitWhen) -> Scheduler {
+    scheduler_with(when, TenantClass::BestEffort)
+}
+
+/// The big tenant, then the small one of class `small`.
+fn scheduler_with(when: SplitWhen, small: TenantClass) -> Scheduler {
     let mut b = SchedulerBuilder::new();
     // 1 ns per byte: a 4,000-byte task takes 4 us whole.
     let engine = EngineSpec::new(
@@ -31,6 +36,7 @@ fn scheduler(when: SplitWhen) -> Scheduler {
         "small",
         Slo {
             weight: 4.0,
+            class: small,
             ..Slo::default()
         },
     );
@@ -83,4 +89,40 @@ fn a_head_planned_while_alone_is_split_when_dispatched_under_contention() {
         vec![(0, Some((0, 4))), (0, Some((1, 4)))],
         "the big tenant's queued task is split at dispatch"
     );
+}
+
+/// Under `ForLatency`, a task is split only for a latency-sensitive
+/// tenant's sake: the big tenant's task is split while the small
+/// latency-sensitive one is active, the small one's large task is not
+/// split for the big one, which does not care about latency.
+#[test]
+fn for_latency_splits_only_for_latency_sensitive_tenants() {
+    let when = SplitWhen::ForLatency { window: 0 };
+    let mut s = scheduler_with(when, TenantClass::LatencySensitive);
+    s.submit(0, task(1, 0, 4 * SUBTASK, 0)).unwrap();
+    s.submit(0, task(2, 1, 4 * SUBTASK, 0)).unwrap();
+    let mut seen = Vec::new();
+    let mut now = 0;
+    while let Some(d) = s.next(now, EngineId(0)) {
+        seen.push((d.task.tenant.0, d.subtask.map(|st| st.count)));
+        now += d.predicted;
+        s.complete(now, d.id, d.predicted).unwrap();
+    }
+    assert!(
+        seen.contains(&(1, None)),
+        "the latency-sensitive task runs whole: {seen:?}"
+    );
+    assert!(
+        seen.contains(&(0, Some(4))),
+        "the other is split while it is there: {seen:?}"
+    );
+    // With no latency-sensitive tenant, nobody is split.
+    let mut s = scheduler_with(when, TenantClass::BandwidthSensitive);
+    s.submit(0, task(1, 0, 4 * SUBTASK, 0)).unwrap();
+    s.submit(0, task(2, 1, 4 * SUBTASK, 0)).unwrap();
+    while let Some(d) = s.next(now, EngineId(0)) {
+        assert!(d.subtask.is_none(), "{:?}", d.subtask);
+        now += d.predicted;
+        s.complete(now, d.id, d.predicted).unwrap();
+    }
 }

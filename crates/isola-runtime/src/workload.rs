@@ -1,6 +1,7 @@
 //! Workload drivers for live experiments: closed-loop tenants, each on its
 //! own thread, as ASTRAEA's experiment runs its applications.
 
+use crate::host::ThreadTimes;
 use crate::job::{Completion, SubmitError};
 use crate::runtime::Runtime;
 use isola_core::TenantId;
@@ -25,16 +26,27 @@ pub struct ClosedLoop {
     pub window: usize,
 }
 
+/// What one closed loop did.
+#[derive(Debug, Clone)]
+pub struct LoopRun {
+    /// Its completions in the order they came, outputs freed as they
+    /// arrived (`Completion::without_output`).
+    pub completions: Vec<Completion>,
+    /// What the host did to its thread while it ran (where the kernel
+    /// says).
+    pub thread: Option<ThreadTimes>,
+}
+
 /// Runs every loop at once, each on its own thread, until all their tasks
-/// completed; returns each loop's completions in the order they came, with
-/// their outputs freed as they arrived (`Completion::without_output`).
-pub fn run_closed_loops(rt: &Runtime, loops: &[ClosedLoop]) -> Result<Vec<Vec<Completion>>, SubmitError> {
+/// completed; returns what each loop did, in the order of `loops`.
+pub fn run_closed_loops(rt: &Runtime, loops: &[ClosedLoop]) -> Result<Vec<LoopRun>, SubmitError> {
     std::thread::scope(|scope| {
         let threads: Vec<_> = loops
             .iter()
             .map(|l| {
                 let handle = rt.tenant(l.tenant);
-                scope.spawn(move || -> Result<Vec<Completion>, SubmitError> {
+                scope.spawn(move || -> Result<LoopRun, SubmitError> {
+                    let before = ThreadTimes::current();
                     let (tx, rx) = crossbeam_channel::unbounded();
                     let mut submitted = 0;
                     let mut done = Vec::with_capacity(l.tasks);
@@ -51,7 +63,11 @@ pub fn run_closed_loops(rt: &Runtime, loops: &[ClosedLoop]) -> Result<Vec<Vec<Co
                             submitted += 1;
                         }
                     }
-                    Ok(done)
+                    let thread = ThreadTimes::current().zip(before).map(|(a, b)| a.since(&b));
+                    Ok(LoopRun {
+                        completions: done,
+                        thread,
+                    })
                 })
             })
             .collect();

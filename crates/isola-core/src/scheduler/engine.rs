@@ -74,6 +74,8 @@ pub(super) struct EngineState {
     pub(super) subtasks_left: Slab<u32>,
     /// When each tenant last submitted here (for [`SplitWhen::Contended`]).
     pub(super) last_submit: Vec<Option<Nanos>>,
+    /// Which tenants are latency-sensitive (for [`SplitWhen::ForLatency`]).
+    latency_sensitive: Vec<bool>,
 }
 
 /// What `take_head` took off a channel: a whole task or one subtask of it.
@@ -108,6 +110,10 @@ impl EngineState {
             subtasks_left: Slab::new(),
             backlogged_since: vec![0; n],
             last_submit: vec![None; n],
+            latency_sensitive: slos
+                .iter()
+                .map(|s| s.class == crate::TenantClass::LatencySensitive || s.latency.is_some())
+                .collect(),
             spec,
             policy,
             shares,
@@ -185,11 +191,13 @@ impl EngineState {
         None
     }
 
-    /// Whether a tenant other than `t` is active here at `now`: work queued
-    /// or in service, or a submission within `window` ns.
-    fn contended(&self, now: Nanos, t: usize, window: Nanos) -> bool {
+    /// Whether a tenant other than `t` (and latency-sensitive, if
+    /// `latency_only`) is active here at `now`: work queued or in service,
+    /// or a submission within `window` ns.
+    fn contended(&self, now: Nanos, t: usize, window: Nanos, latency_only: bool) -> bool {
         (0..self.state.len()).any(|u| {
             u != t
+                && (!latency_only || self.latency_sensitive[u])
                 && (self.queued[u] > 0
                     || self.in_flight[u] > 0
                     || self.last_submit[u].is_some_and(|at| now.saturating_sub(at) <= window))
@@ -201,10 +209,13 @@ impl EngineState {
     /// its size as the policy adapts it ([`Policy::split_bytes`]).
     pub(super) fn split_size(&self, now: Nanos, t: usize, bytes: Bytes) -> Option<Bytes> {
         let rule = self.spec.split?;
-        if let SplitWhen::Contended { window } = rule.when {
-            if !self.contended(now, t, window) {
-                return None;
-            }
+        let contended = match rule.when {
+            SplitWhen::Always => true,
+            SplitWhen::Contended { window } => self.contended(now, t, window, false),
+            SplitWhen::ForLatency { window } => self.contended(now, t, window, true),
+        };
+        if !contended {
+            return None;
         }
         Some(self.policy.split_bytes(now, t, rule.bytes).max(1)).filter(|&f| bytes > f)
     }

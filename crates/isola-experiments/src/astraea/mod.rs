@@ -139,6 +139,7 @@ fn simulated(mut o: Outcome, runner: &mut Runner) -> anyhow::Result<Outcome> {
             Some(AstraeaScore {
                 label: l,
                 ls_violations: t.sla_violation_rate,
+                ls_worst: t.sla_violation_rate,
                 bs_while_sharing: bw(r)?,
                 bs_over_run: bw_over_run(r)?,
                 ls_p99: t.latency_ns.p99,
@@ -205,9 +206,12 @@ fn astraea_row(
 }
 
 /// One ASTRAEA run, scored for the goal.
-struct AstraeaScore<'a> {
+pub(crate) struct AstraeaScore<'a> {
     label: &'a str,
     ls_violations: f64,
+    /// The LS violations of its worst round (live runs in rounds), else
+    /// the same as `ls_violations`: a tie goes to the steadier run.
+    ls_worst: f64,
     /// The BS tenant's bandwidth against solo while the LS tenant runs.
     bs_while_sharing: f64,
     /// The BS tenant's bandwidth against solo over its whole run.
@@ -267,19 +271,21 @@ fn astraea_goals(o: &mut Outcome, scored: &[AstraeaScore]) {
 /// (ties: the lower LS p99); when no run does both, the trade-off's best
 /// point: the fewest LS violations, then the most BS bandwidth while
 /// sharing.
-fn astraea_best<'a, 's>(scored: &'s [AstraeaScore<'a>]) -> Option<&'s AstraeaScore<'a>> {
+pub(crate) fn astraea_best<'a, 's>(scored: &'s [AstraeaScore<'a>]) -> Option<&'s AstraeaScore<'a>> {
     let within = scored
         .iter()
         .filter(|s| s.bs_while_sharing >= 0.5 && s.ls_violations < 0.05)
         .min_by(|a, b| {
             a.ls_violations
                 .total_cmp(&b.ls_violations)
+                .then(a.ls_worst.total_cmp(&b.ls_worst))
                 .then(a.ls_p99.cmp(&b.ls_p99))
         });
     within.or_else(|| {
         scored.iter().min_by(|a, b| {
             a.ls_violations
                 .total_cmp(&b.ls_violations)
+                .then(a.ls_worst.total_cmp(&b.ls_worst))
                 .then(b.bs_while_sharing.total_cmp(&a.bs_while_sharing))
                 .then(a.ls_p99.cmp(&b.ls_p99))
         })
@@ -291,9 +297,13 @@ fn astraea_best<'a, 's>(scored: &'s [AstraeaScore<'a>]) -> Option<&'s AstraeaSco
 /// policy it compares.
 fn live_outcome(mut o: Outcome, progress: &mut dyn Progress) -> anyhow::Result<Outcome> {
     let report = live::run(&live::LiveConfig::default(), progress)?;
-    let rows: Vec<Vec<String>> = report
-        .policies
-        .iter()
+    let in_order = || {
+        report
+            .order
+            .iter()
+            .filter_map(|name| Some((name, report.policies.get(name)?)))
+    };
+    let rows: Vec<Vec<String>> = in_order()
         .map(|(name, p)| {
             let (ls, bs) = (&p.tenants[LS], &p.tenants[BS]);
             let mut row = astraea_row(
@@ -307,15 +317,14 @@ fn live_outcome(mut o: Outcome, progress: &mut dyn Progress) -> anyhow::Result<O
             row
         })
         .collect();
-    let scored: Vec<AstraeaScore> = report
-        .policies
-        .iter()
+    let scored: Vec<AstraeaScore> = in_order()
         .filter(|(n, _)| *n != "native")
         .map(|(n, p)| {
             let ls = &p.tenants[LS];
             AstraeaScore {
                 label: n,
                 ls_violations: ls.sla_violation_rate,
+                ls_worst: p.spread.ls_sla_violation_rate.max,
                 bs_while_sharing: p.bandwidth_while_sharing,
                 bs_over_run: p.bandwidth_vs_solo,
                 ls_p99: ls.latency_ns.p99,
@@ -335,6 +344,11 @@ fn live_outcome(mut o: Outcome, progress: &mut dyn Progress) -> anyhow::Result<O
         highlight_row: row_of(&rows, o.best_policy.as_deref()),
         rows,
     });
+    o.notes.push(format!(
+        "live, figures are medians of {} rounds: {}",
+        report.setup.rounds, report.verdict.line
+    ));
+    o.notes.extend(report.warnings.iter().cloned());
     Ok(o)
 }
 
@@ -358,6 +372,7 @@ mod tests {
         AstraeaScore {
             label,
             ls_violations,
+            ls_worst: ls_violations,
             bs_while_sharing,
             bs_over_run: 0.9,
             ls_p99,

@@ -307,17 +307,18 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
                 return Err(src.at(
                     w.span(),
                     Some("contention_window"),
-                    "only applies with split_when = \"contended\"",
+                    "only applies with split_when = \"contended\" or \"for_latency\"",
                 ));
             }
             SplitWhen::Always
         }
         Some(("contended", _)) => SplitWhen::Contended { window },
+        Some(("for_latency", _)) => SplitWhen::ForLatency { window },
         Some((other, span)) => {
             return Err(src.at(
                 span,
                 Some("split_when"),
-                format!("`{other}`: use \"always\" or \"contended\""),
+                format!("`{other}`: use \"always\", \"contended\" or \"for_latency\""),
             ))
         }
     };
