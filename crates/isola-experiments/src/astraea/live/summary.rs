@@ -226,9 +226,9 @@ pub(super) fn warnings(policies: &[(String, PolicyComparison)]) -> Vec<String> {
     }
     if !slowed.is_empty() {
         out.push(format!(
-            "the engine ran more than {:.0}% slower during {} shared run(s) than alone right around it, : this \
+            "the engine ran more than {:.0}% slower during {} shared run(s) than alone right around it: this \
              machine's speed changed in the middle (a neighbour on the physical host, which no counter here \
-             sees), or the cache interfered: {}
+             sees), or the cache interfered: {}",
             SLOWDOWN_LIMIT * 100.0,
             slowed.len(),
             list(&slowed)
