@@ -42,10 +42,12 @@ pub struct Args {
     /// Do not pin the dispatcher and the EC worker to cores of their own.
     #[arg(long)]
     no_pin: bool,
-    /// Run the dispatcher and the EC worker in a real-time class
-    /// (SCHED_FIFO), where the system permits; a warning says when not.
+    /// Run the dispatcher and the EC worker in the normal scheduling class.
+    /// By default they run in a real-time class (SCHED_FIFO), where the
+    /// system permits (root, CAP_SYS_NICE or an RLIMIT_RTPRIO; a warning
+    /// says when not), so that a busy host cannot take their cores.
     #[arg(long)]
-    realtime: bool,
+    no_realtime: bool,
     /// Engine queue depth under the isolation policies: pieces waiting at
     /// the engine beyond the one in service (a hardware queue; 0 = the
     /// dispatcher hands over one piece at a time).
@@ -97,7 +99,7 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
         split_bytes,
         split_when,
         pin_threads: !args.no_pin,
-        realtime: args.realtime,
+        realtime: !args.no_realtime,
         queue_depth: args.queue_depth,
         policies: args.policies.clone(),
         rounds: args.rounds,

@@ -158,6 +158,25 @@ impl MachineTimes {
     }
 }
 
+/// The share of each period the kernel keeps from real-time threads
+/// (real-time throttling: `1 - sched_rt_runtime_us / sched_rt_period_us`,
+/// 5% by default; 0 when disabled): a real-time thread busy for longer
+/// than the runtime waits, runnable, for the rest of the period.
+pub fn realtime_throttle_share() -> Option<f64> {
+    let read = |name: &str| -> Option<i64> {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let (runtime, period) = (read("sched_rt_runtime_us")?, read("sched_rt_period_us")?);
+    if runtime < 0 || period <= 0 {
+        return Some(0.0);
+    }
+    Some((1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,6 +202,10 @@ pub struct HostInterference {
     pub tenants: ThreadTimes,
     /// Time workers were off their CPU in the middle of a piece, ns.
     pub service_off_cpu_ns: Nanos,
+    /// When the workers run in a real-time class: how long the kernel's
+    /// real-time throttling may keep them waiting over the run, ns (not
+    /// counted as the host's doing).
+    pub realtime_throttle_ns: Nanos,
 }
 
 impl HostInterference {
@@ -210,10 +214,11 @@ impl HostInterference {
     pub fn took_fraction(&self) -> f64 {
         let wall = self.wall_ns.max(1) as f64;
         let steal_per_cpu = self.steal_ns as f64 / self.cpus.max(1) as f64;
+        let beyond_throttle = |ns: Nanos| ns.saturating_sub(self.realtime_throttle_ns) as f64;
         [
             self.dispatcher.run_delay_ns as f64,
-            self.workers.run_delay_ns as f64,
-            self.service_off_cpu_ns as f64,
+            beyond_throttle(self.workers.run_delay_ns),
+            beyond_throttle(self.service_off_cpu_ns),
             steal_per_cpu,
         ]
         .into_iter()
@@ -230,13 +235,18 @@ impl HostInterference {
     pub fn describe(&self) -> String {
         let share = |ns: Nanos| ns as f64 / self.wall_ns.max(1) as f64 * 100.0;
         format!(
-            "over {} the worker waited runnable for {} ({:.1}%, {} involuntary switches) and was off its CPU \
-             mid-task for {}, the dispatcher waited runnable for {} ({:.1}%), the hypervisor stole {}; other \
+            "over {} the worker waited runnable for {} ({:.1}%, {} involuntary switches{}) and was off its \
+             CPU mid-task for {}, the dispatcher waited runnable for {} ({:.1}%), the hypervisor stole {}; other \
              programs used {:.2} of the {} CPUs",
             ms(self.wall_ns),
             ms(self.workers.run_delay_ns),
             share(self.workers.run_delay_ns),
             self.workers.involuntary_switches,
+            if self.realtime_throttle_ns > 0 {
+                format!("; real-time throttling may account for {}", ms(self.realtime_throttle_ns))
+            } else {
+                String::new()
+            },
             ms(self.service_off_cpu_ns),
             ms(self.dispatcher.run_delay_ns),
             share(self.dispatcher.run_delay_ns),
@@ -270,6 +280,7 @@ impl HostBefore {
     pub(super) fn since(
         self,
         rt: &isola_runtime::Runtime,
+        realtime: bool,
         tenants: &[Option<ThreadTimes>],
         done: &[&Completion],
     ) -> HostInterference {
@@ -304,6 +315,11 @@ impl HostBefore {
             workers,
             tenants,
             service_off_cpu_ns: done.iter().map(|c| c.breakdown.service_off_cpu_ns).sum(),
+            realtime_throttle_ns: if realtime {
+                (isola_runtime::host::realtime_throttle_share().unwrap_or(0.0) * wall_ns as f64) as Nanos
+            } else {
+                0
+            },
         }
     }
 }

@@ -49,7 +49,9 @@ pub struct LiveConfig {
     /// Pin the dispatcher and the EC worker to cores of their own.
     pub pin_threads: bool,
     /// Run the dispatcher and the EC worker in a real-time class, where
-    /// the system permits.
+    /// the system permits and there are at least two CPUs (one is left to
+    /// the tenants' threads); they then sleep at once when idle instead of
+    /// polling.
     pub realtime: bool,
     /// Engine queue depth under the isolation policies: pieces waiting at
     /// the engine beyond the one in service (a hardware queue; 0 = the
@@ -63,8 +65,8 @@ pub struct LiveConfig {
 
 impl Default for LiveConfig {
     /// The paper's task counts, 128 KiB subtasks split only for the latency
-    /// tenant's sake (`SplitWhen::ForLatency`), pinned threads in the
-    /// normal class, a queue of one, FCFS, DRR, SFQ, WLBVT and mClock, three
+    /// tenant's sake (`SplitWhen::ForLatency`), pinned threads in a
+    /// real-time class where permitted, a queue of one, FCFS, DRR, SFQ, WLBVT and mClock, three
     /// rounds.
     fn default() -> Self {
         LiveConfig {
@@ -74,7 +76,7 @@ impl Default for LiveConfig {
                 window: isola_runtime::DEFAULT_CONTENTION_WINDOW_NS,
             },
             pin_threads: true,
-            realtime: false,
+            realtime: true,
             queue_depth: 1,
             policies: ["fcfs", "drr", "sfq", "wlbvt", "mclock"]
                 .map(String::from)
@@ -228,6 +230,12 @@ pub fn run(config: &LiveConfig, progress: &mut dyn Progress) -> anyhow::Result<L
         find("native"),
     );
     let mut warnings = summary::warnings(&compared);
+    if config.realtime && !realtime_usable(config) {
+        warnings.push(
+            "a real-time class was not used: with one CPU, the EC worker in it would starve the tenants' threads"
+                .into(),
+        );
+    }
     let realtime = runner.realtime.clone();
     if let Some(RealtimeOutcome::Refused { reason }) = realtime
         .iter()
@@ -361,7 +369,12 @@ impl Runner<'_> {
         let loops = run_closed_loops(&rt, loops)?;
         let tenants: Vec<_> = loops.iter().map(|l| l.thread).collect();
         let done: Vec<&Completion> = loops.iter().flat_map(|l| &l.completions).collect();
-        let host = before.since(&rt, &tenants, &done);
+        let realtime = rt
+            .threads()
+            .iter()
+            .skip(1)
+            .all(|t| matches!(t.realtime, RealtimeOutcome::Granted { .. }));
+        let host = before.since(&rt, realtime, &tenants, &done);
         rt.shutdown();
         Ok(Ran { loops, host })
     }
@@ -455,6 +468,12 @@ fn uncontended_tail(done: &[&Completion]) -> Option<Nanos> {
     (tail.len() >= MIN_TAIL_TASKS).then(|| measure::median_service(&tail))
 }
 
+/// Whether the dispatcher and the worker go in a real-time class: if
+/// asked, and if the machine has a CPU left for everything else.
+fn realtime_usable(config: &LiveConfig) -> bool {
+    config.realtime && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+}
+
 /// The runtime mode of policy `name` (`native`: the runtime's native mode).
 fn mode_of(name: &str, work: &Work, config: &LiveConfig) -> anyhow::Result<Mode> {
     if name == "native" {
@@ -514,7 +533,7 @@ fn runtime(
     // two-core machine that took the latency tenant's violations under
     // sfq from 24-88% (threads moved around) to 4-5% over repeated runs.
     b.pin_threads(config.pin_threads);
-    if config.realtime {
+    if realtime_usable(config) {
         // A real-time thread that polls holds its core for the whole poll:
         // sleep at once instead, so the tenants' threads get the core.
         b.realtime(Some(Realtime::default())).spin(Duration::ZERO);
