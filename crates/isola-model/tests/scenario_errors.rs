@@ -256,12 +256,12 @@ fn profile_services() {
 }
 
 #[test]
-fn split_when_is_always_or_contended_and_the_window_needs_contended() {
+fn split_when_is_always_contended_or_for_latency_and_the_window_needs_one_of_the_last() {
     check(
         &with_line(10, r#"split_when = "sometimes""#),
         10,
         "split_when",
-        "use \"always\" or \"contended\"",
+        "use \"always\", \"contended\" or \"for_latency\"",
     );
     check(
         &with_line(10, r#"contention_window = "1ms""#),
@@ -277,6 +277,11 @@ fn split_when_is_always_or_contended_and_the_window_needs_contended() {
     assert_eq!(
         s.engines[0].split_when,
         isola_core::SplitWhen::Contended { window: 2_000_000 }
+    );
+    let s = Scenario::parse(&text.replace("\"contended\"", "\"for_latency\""), "ok.toml").unwrap();
+    assert_eq!(
+        s.engines[0].split_when,
+        isola_core::SplitWhen::ForLatency { window: 2_000_000 }
     );
 }
 
