@@ -279,11 +279,47 @@ fn demo_json_has_the_documented_schema() {
         "0.03",
         "--policies",
         "sfq,drr",
+        "--rounds",
+        "2",
         "--out",
         dir.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    // Rows in a fixed order, native first; the best policy, the verdict.
+    assert_eq!(v["order"], serde_json::json!(["native", "sfq", "drr"]));
+    let best = v["best_policy"].as_str().expect("a best policy");
+    assert!(["sfq", "drr"].contains(&best), "{best}");
+    let verdict = &v["verdict"];
+    assert_eq!(verdict["policy"].as_str(), Some(best));
+    let held = verdict["held"].as_bool().unwrap();
+    let line = verdict["line"].as_str().unwrap();
+    assert!(
+        line.starts_with(if held {
+            "isolation HELD"
+        } else {
+            "isolation DID NOT HOLD"
+        }),
+        "{line}"
+    );
+    assert!(v["warnings"].is_array());
+    for p in v["policies"].as_object().unwrap().values() {
+        // Every round, and the spread of each figure over them.
+        assert_eq!(p["rounds"].as_array().unwrap().len(), 2);
+        let s = &p["spread"]["ls_sla_violation_rate"];
+        let (lo, med, hi) = (
+            s["min"].as_f64().unwrap(),
+            s["median"].as_f64().unwrap(),
+            s["max"].as_f64().unwrap(),
+        );
+        assert!(lo <= med && med <= hi);
+        let b = &p["ls_breakdown"];
+        assert!(b["tasks"].as_u64().unwrap() > 0);
+        for round in p["rounds"].as_array().unwrap() {
+            assert!(round["host"]["wall_ns"].as_u64().unwrap() > 0);
+            assert!(round["solo"]["ls_service_before_ns"].as_u64().unwrap() > 0);
+        }
+    }
     let policies = v["policies"].as_object().unwrap();
     let names: Vec<&str> = policies.keys().map(String::as_str).collect();
     assert_eq!(names, ["drr", "native", "sfq"]);
@@ -304,6 +340,26 @@ fn demo_json_has_the_documented_schema() {
     }
     assert_eq!(policies["native"]["overhead_ratio"].as_f64().unwrap(), 1.0);
     assert!(dir.join("results.json").exists() && dir.join("results.csv").exists());
+    // The table ends with the verdict line (and any warnings).
+    let table = isola(&[
+        "demo",
+        "--scale",
+        "0.03",
+        "--policies",
+        "sfq",
+        "--rounds",
+        "1",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(table.status.success());
+    let text = String::from_utf8_lossy(&table.stdout);
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("verdict: isolation "))
+        .expect("a verdict line");
+    assert!(verdict.contains("under sfq"), "{verdict}");
+    assert!(text.lines().any(|l| l.starts_with("native ")), "{text}");
     let bad = isola(&["demo", "--policies", "nonesuch"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nonesuch"));
