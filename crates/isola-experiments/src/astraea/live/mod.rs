@@ -53,6 +53,10 @@ pub struct LiveConfig {
     /// the tenants' threads); they then sleep at once when idle instead of
     /// polling.
     pub realtime: bool,
+    /// How long the runtime's threads poll before sleeping (`None`: the
+    /// runtime's default, 50 us, in the normal class; 0 in a real-time
+    /// class, where a poll would hold the core from the tenants).
+    pub poll: Option<Duration>,
     /// Engine queue depth under the isolation policies: pieces waiting at
     /// the engine beyond the one in service (a hardware queue; 0 = the
     /// dispatcher hands over one piece at a time).
@@ -77,6 +81,7 @@ impl Default for LiveConfig {
             },
             pin_threads: true,
             realtime: true,
+            poll: None,
             queue_depth: 1,
             policies: ["fcfs", "drr", "sfq", "wlbvt", "mclock"]
                 .map(String::from)
@@ -535,8 +540,12 @@ fn runtime(
     b.pin_threads(config.pin_threads);
     if realtime_usable(config) {
         // A real-time thread that polls holds its core for the whole poll:
-        // sleep at once instead, so the tenants' threads get the core.
+        // by default it sleeps at once instead, so the tenants' threads get
+        // the core.
         b.realtime(Some(Realtime::default())).spin(Duration::ZERO);
+    }
+    if let Some(poll) = config.poll {
+        b.spin(poll);
     }
     Ok(b.start()?)
 }
