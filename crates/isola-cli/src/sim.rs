@@ -14,7 +14,9 @@ use std::path::PathBuf;
 pub struct Args {
     /// The scenario file (TOML; see docs/scenario-format.md).
     scenario: PathBuf,
-    /// Run only this policy (a label or name from the scenario's [run] policies); repeatable.
+    /// Run only this policy, repeatable: a run's label from the scenario's
+    /// [run] policies selects that run exactly (`sfq`, not `sfq-frag4k`);
+    /// else a policy name or alias (`wfq`) selects that policy's runs.
     #[arg(long = "policy", value_name = "NAME")]
     policies: Vec<String>,
     /// Seed for every random stream (default: the scenario's).
@@ -50,20 +52,10 @@ fn execute(
     runner: impl FnOnce(&Scenario, &mut dyn FnMut(usize, usize, f64)) -> anyhow::Result<SimReport>,
 ) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
-    for p in &args.policies {
-        if !scenario
-            .run
-            .policies
-            .iter()
-            .any(|r| &r.label == p || &r.name == p)
-        {
-            let known: Vec<&str> = scenario.run.policies.iter().map(|r| r.label.as_str()).collect();
-            anyhow::bail!(
-                "the scenario runs no policy `{p}` (it runs: {})",
-                known.join(", ")
-            );
-        }
-    }
+    scenario
+        .run
+        .select(&args.policies)
+        .map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
     let report = with_progress(|tick| runner(&scenario, tick))?;
     if let Some(dir) = &args.out {
         write_out(dir, &report)?;

@@ -88,12 +88,7 @@ pub fn run_live(
 ) -> anyhow::Result<SimReport> {
     check_live(scenario)?;
     let seed = seed.unwrap_or(scenario.run.seed);
-    let runs: Vec<&PolicyRun> = scenario
-        .run
-        .policies
-        .iter()
-        .filter(|p| only.is_empty() || only.iter().any(|o| o == &p.label || o == &p.name))
-        .collect();
+    let runs = scenario.run.select(only).map_err(anyhow::Error::msg)?;
     let mut policies = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         tick(i, runs.len(), 0.0);

@@ -323,3 +323,42 @@ fn per_engine_settings_name_engines_or_kinds_and_are_checked() {
     assert_eq!(s.tenants[0].overrides[0].1.weight, Some(3.0));
     assert_eq!(s.run.policies[0].on[0].name, "drr");
 }
+
+/// `--policy` selection: a label selects its run exactly, a policy name or
+/// alias the policy's runs when no run has it as its label.
+#[test]
+fn runs_are_selected_by_exact_label_then_by_policy_or_alias() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/osmosis-dma-hol.toml"))
+        .unwrap()
+        .replace(
+            r#"policies = ["fcfs", "wrr", { name = "wrr", label = "wrr-frag512", split = "512B" }]"#,
+            r#"policies = ["fcfs", "sfq", { name = "sfq", label = "sfq-frag4k", split = "4KiB" }, { name = "wrr", label = "w", split = "512B" }]"#,
+        );
+    let s = Scenario::parse(&text, "select.toml").unwrap();
+    let labels = |wanted: &[&str]| -> Result<Vec<String>, String> {
+        let wanted: Vec<String> = wanted.iter().map(|w| w.to_string()).collect();
+        Ok(s.run
+            .select(&wanted)?
+            .into_iter()
+            .map(|r| r.label.clone())
+            .collect())
+    };
+    assert_eq!(labels(&["sfq"]).unwrap(), ["sfq"], "exactly the run labelled sfq");
+    assert_eq!(
+        labels(&["wfq"]).unwrap(),
+        ["sfq"],
+        "an alias stands for its policy"
+    );
+    assert_eq!(labels(&["sfq-frag4k"]).unwrap(), ["sfq-frag4k"]);
+    assert_eq!(
+        labels(&["wrr"]).unwrap(),
+        ["w"],
+        "no run labelled wrr: the policy's runs"
+    );
+    assert_eq!(labels(&[]).unwrap().len(), 4);
+    let err = labels(&["drr"]).unwrap_err();
+    assert!(
+        err.contains("no policy `drr`") && err.contains("sfq-frag4k"),
+        "{err}"
+    );
+}

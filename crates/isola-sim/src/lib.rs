@@ -35,16 +35,7 @@ pub fn simulate(
     mut progress: impl FnMut(usize, usize, f64),
 ) -> Result<SimReport, SimError> {
     let seed = seed.unwrap_or(scenario.run.seed);
-    let runs: Vec<&PolicyRun> = if policies.is_empty() {
-        scenario.run.policies.iter().collect()
-    } else {
-        scenario
-            .run
-            .policies
-            .iter()
-            .filter(|p| policies.contains(&p.label) || policies.contains(&p.name))
-            .collect()
-    };
+    let runs = scenario.run.select(policies).map_err(SimError::Select)?;
     let solo_runs = if scenario.run.solo {
         scenario.tenants.len()
     } else {

@@ -32,6 +32,9 @@ pub enum SimError {
     /// The scheduler refused the setup (a policy that cannot serve it, ...).
     #[error("{0}")]
     Build(#[from] BuildError),
+    /// The runs asked for do not exist in the scenario.
+    #[error("{0}")]
+    Select(String),
 }
 
 /// The engine's prediction model, for fragments and tasks without their own.

@@ -82,6 +82,45 @@ pub struct RunSpec {
     pub solo: bool,
 }
 
+impl RunSpec {
+    /// The runs `wanted` names, in the scenario's order (all of them if
+    /// `wanted` is empty). A name selects the run with that label if there
+    /// is one (`sfq` is the run labelled `sfq`, not also `sfq-frag4k`);
+    /// otherwise the runs of that policy, a registered alias standing for
+    /// its policy (`wfq` is `sfq`). A name that selects nothing is an error
+    /// listing the runs.
+    pub fn select(&self, wanted: &[String]) -> Result<Vec<&PolicyRun>, String> {
+        if wanted.is_empty() {
+            return Ok(self.policies.iter().collect());
+        }
+        let mut chosen = vec![false; self.policies.len()];
+        for w in wanted {
+            let canonical = isola_core::policy::find_policy(w).map_or(w.as_str(), |p| p.name);
+            let by_label = |l: &str| self.policies.iter().position(|r| r.label == l);
+            let hits: Vec<usize> = match by_label(w).or_else(|| by_label(canonical)) {
+                Some(i) => vec![i],
+                None => (0..self.policies.len())
+                    .filter(|&i| self.policies[i].name == canonical)
+                    .collect(),
+            };
+            if hits.is_empty() {
+                let known: Vec<&str> = self.policies.iter().map(|r| r.label.as_str()).collect();
+                return Err(format!(
+                    "the scenario runs no policy `{w}` (it runs: {})",
+                    known.join(", ")
+                ));
+            }
+            hits.into_iter().for_each(|i| chosen[i] = true);
+        }
+        Ok(self
+            .policies
+            .iter()
+            .zip(chosen)
+            .filter_map(|(r, c)| c.then_some(r))
+            .collect())
+    }
+}
+
 /// One policy to run, with its parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRun {
