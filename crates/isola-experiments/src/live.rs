@@ -89,11 +89,29 @@ pub fn run_live(
     check_live(scenario)?;
     let seed = seed.unwrap_or(scenario.run.seed);
     let runs = scenario.run.select(only).map_err(anyhow::Error::msg)?;
+    // `solo = true`: each tenant alone first, natively, as the simulator
+    // does; its mean latency is every policy's slowdown reference.
+    let solo_runs = if scenario.run.solo {
+        scenario.tenants.len()
+    } else {
+        0
+    };
+    let total = solo_runs + runs.len();
+    let mut alone = Vec::with_capacity(solo_runs);
+    for t in 0..solo_runs {
+        tick(t, total, 0.0);
+        let (r, _) = run_policy_live_inner(scenario, &PolicyRun::alone(), seed, false, Some(t))?;
+        alone.push(r.tenants[t].latency_ns.mean);
+    }
     let mut policies = Vec::new();
     for (i, run) in runs.iter().enumerate() {
-        tick(i, runs.len(), 0.0);
-        policies.push(run_policy_live(scenario, run, seed)?);
-        tick(i, runs.len(), 1.0);
+        tick(solo_runs + i, total, 0.0);
+        let mut result = run_policy_live(scenario, run, seed)?;
+        if scenario.run.solo {
+            result.add_slowdowns(&alone);
+        }
+        policies.push(result);
+        tick(solo_runs + i, total, 1.0);
     }
     Ok(SimReport {
         scenario: scenario.path.display().to_string(),
@@ -118,7 +136,7 @@ pub(crate) fn run_policy_live(
     run: &PolicyRun,
     seed: u64,
 ) -> anyhow::Result<PolicyResult> {
-    run_policy_live_inner(scenario, run, seed, false).map(|(r, _)| r)
+    run_policy_live_inner(scenario, run, seed, false, None).map(|(r, _)| r)
 }
 
 /// Runs `scenario` live under run `run` (checked with [`check_live`]
@@ -132,14 +150,17 @@ pub fn run_policy_live_logged(
     seed: u64,
 ) -> anyhow::Result<(PolicyResult, Vec<isola_runtime::CoreCall>)> {
     check_live(scenario)?;
-    run_policy_live_inner(scenario, run, seed, true)
+    run_policy_live_inner(scenario, run, seed, true, None)
 }
 
+/// Runs `scenario` live under `run`, logging the core's calls if `record`;
+/// with `alone`, only that tenant submits (the others are idle).
 fn run_policy_live_inner(
     scenario: &Scenario,
     run: &PolicyRun,
     seed: u64,
     record: bool,
+    alone: Option<usize>,
 ) -> anyhow::Result<(PolicyResult, Vec<isola_runtime::CoreCall>)> {
     let mut b = RuntimeBuilder::new();
     b.record_core_calls(record);
@@ -202,6 +223,9 @@ fn run_policy_live_inner(
             .enumerate()
             .map(|(i, t)| {
                 scope.spawn(move || {
+                    if alone.is_some_and(|a| a != i) {
+                        return Ok(TenantTasks::default());
+                    }
                     let engine = t.workload.stages[0];
                     let mut handle = rt_ref
                         .tenant(TenantId(i as u32))

@@ -209,3 +209,28 @@ count = 200
         );
     }
 }
+
+/// `solo = true` is honoured live as simulated: each tenant runs alone
+/// first, and every policy's slowdowns are against those runs. Two closed
+/// loops of one task sharing one FCFS server each wait for the other's
+/// task: a slowdown near 2 (closed form, equal service times).
+#[test]
+fn solo_runs_give_slowdowns_live() {
+    let tenant = |name: &str| {
+        format!(
+            "[[tenant]]\nname = \"{name}\"\n[tenant.workload]\nengine = \"acc\"\nop = \"sha256\"\n\
+             size = \"4MiB\"\narrival = {{ closed = 1 }}\ncount = 30\n"
+        )
+    };
+    let scenario = format!(
+        "[run]\npolicies = [\"fcfs\"]\nsolo = true\n\n[[engine]]\nname = \"acc\"\nkind = \"accelerator\"\n\
+         service = {{ dist = \"affine\", base = \"1us\", per_byte_ns = 1.0 }}\n\n{}\n{}",
+        tenant("a"),
+        tenant("b")
+    );
+    let report = run("solo", &scenario, &[]);
+    for t in &report.policies[0].tenants {
+        let s = t.slowdown.expect("a slowdown against the solo run");
+        assert!((1.3..=3.0).contains(&s), "{}: slowdown {s}", t.name);
+    }
+}

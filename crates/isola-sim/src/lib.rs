@@ -73,13 +73,7 @@ pub fn solo_latencies(
     seed: u64,
     mut progress: impl FnMut(usize, f64),
 ) -> Result<Vec<f64>, SimError> {
-    let native = PolicyRun {
-        name: "fcfs".into(),
-        label: "alone".into(),
-        params: Default::default(),
-        split: None,
-        on: Vec::new(),
-    };
+    let native = PolicyRun::alone();
     (0..scenario.tenants.len())
         .map(|t| {
             let mut tick = |f: f64| progress(t, f);

@@ -121,6 +121,22 @@ impl RunSpec {
     }
 }
 
+impl PolicyRun {
+    /// The run that measures a tenant alone for `solo = true`: natively
+    /// (FCFS on whole tasks), labelled `alone`, so that a policy that
+    /// confines a tenant even when it is alone is not judged against
+    /// itself.
+    pub fn alone() -> PolicyRun {
+        PolicyRun {
+            name: "fcfs".into(),
+            label: "alone".into(),
+            params: BTreeMap::new(),
+            split: None,
+            on: Vec::new(),
+        }
+    }
+}
+
 /// One policy to run, with its parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyRun {
