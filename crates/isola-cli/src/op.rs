@@ -49,14 +49,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 ]
             })
             .collect();
-        print!(
-            "{}",
-            table_with(
-                &["operator", "category", "split", "params", "description"],
-                &rows,
-                5
-            )
+        let text = table_with(
+            &["operator", "category", "split", "params", "description"],
+            &rows,
+            5,
         );
+        std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())?;
         return Ok(());
     }
     let name = args.name.as_deref().context("name an operator, or pass --list")?;

@@ -49,7 +49,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .iter()
             .map(|e| vec![e.name.to_string(), e.paper.to_string(), e.title.to_string()])
             .collect();
-        println!("{}", table(&["experiment", "paper", "what"], &rows));
+        writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            table(&["experiment", "paper", "what"], &rows)
+        )?;
         return Ok(());
     }
     let chosen = select(&args.experiment)?;

@@ -467,3 +467,31 @@ count = 30
         "{text}"
     );
 }
+
+/// A reader that goes away early (`isola sim ... --json | head -c 10`)
+/// ends the command quietly and successfully, as with any Unix tool.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    for args in [
+        &["sim", "scenarios/osmosis-pu-contention.toml", "--json"][..],
+        &["policies"][..],
+        &["op", "--list"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_isola"))
+            .args(args)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 10];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The pipe's read end is closed here, before the command is done.
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("rror") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
