@@ -123,6 +123,29 @@ fn sim_tables_and_out_dir() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// The task rate column shows large tasks' few hundred a second, not
+/// `0.0000` millions.
+#[test]
+fn the_task_rate_of_large_tasks_shows() {
+    let out = isola(&["sim", &scenario("astraea-ec.toml"), "--policy", "native"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let header = text.lines().find(|l| l.starts_with("tenant ")).expect("a table");
+    let column = header
+        .split_whitespace()
+        .position(|h| h == "tasks/s")
+        .expect("a tasks/s column");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("latency-sensitive") || l.starts_with("bandwidth-sensitive"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for row in rows {
+        let rate: f64 = row.split_whitespace().nth(column).unwrap().parse().unwrap();
+        assert!(rate > 1.0, "{row}");
+    }
+}
+
 #[test]
 fn sim_reports_scenario_errors_with_location() {
     let dir = std::env::temp_dir().join(format!("isola-cli-bad-{}", std::process::id()));
@@ -492,6 +515,43 @@ fn a_closed_pipe_ends_quietly() {
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
-        assert!(!stderr.contains("rror") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("rror") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// What the commands write by default and the README's examples write is
+/// ignored by git, so trying Isola in its own checkout leaves it clean.
+#[test]
+fn default_outputs_are_ignored_by_git() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let paths = [
+        "isola-demo-results/results.json",
+        "repro/report.html",
+        "bench/ops.json",
+        "results/results.json",
+        "try/data.bin",
+    ];
+    let Ok(out) = Command::new("git")
+        .args(["check-ignore", "--no-index"])
+        .args(paths)
+        .current_dir(root)
+        .output()
+    else {
+        return; // no git here: nothing to check against
+    };
+    if !Command::new("git")
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .current_dir(root)
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return; // not a checkout (a packaged source tree)
+    }
+    let ignored = String::from_utf8_lossy(&out.stdout);
+    for p in paths {
+        assert!(ignored.lines().any(|l| l == p), "{p} is not ignored: {ignored}");
     }
 }
