@@ -22,6 +22,9 @@ pub const DRIFT_LIMIT: f64 = 0.15;
 /// tenant's whole tasks took more than this much longer in it than alone
 /// around it (the other tenant's pieces between them cost some 10-20%).
 pub const SLOWDOWN_LIMIT: f64 = 0.3;
+/// Other programs are reported when they used more than this many CPUs,
+/// on average, during the shared runs.
+pub const BUSY_LIMIT: f64 = 0.25;
 /// The host is reported to have disturbed a run when it took more than
 /// this fraction of the run's time from one of Isola's threads.
 pub const HOST_LIMIT: f64 = 0.02;
@@ -214,6 +217,19 @@ pub(super) fn warnings(policies: &[(String, PolicyComparison)]) -> Vec<String> {
                 slowed.push(format!("{name} round {} ({:+.0}%)", r.round, slower * 100.0));
             }
         }
+    }
+    let (others, wall, cpus) = policies
+        .iter()
+        .flat_map(|(_, p)| &p.rounds)
+        .fold((0u128, 0u128, 1), |(o, w, _), r| {
+            (o + r.host.others_cpu_ns as u128, w + r.host.wall_ns as u128, r.host.cpus)
+        });
+    let others = others as f64 / wall.max(1) as f64;
+    if others > BUSY_LIMIT {
+        out.push(format!(
+            "other programs used {others:.2} of this machine's {cpus} CPUs during the shared runs: they compete \
+             with the tenants' threads and the cache, whatever Isola's own threads are given"
+        ));
     }
     if let Some((h, name, round)) = worst {
         out.push(format!(
