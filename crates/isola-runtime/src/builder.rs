@@ -159,6 +159,8 @@ pub struct RuntimeBuilder {
     overrides: Vec<(TenantId, EngineSelector, SloOverride)>,
     /// Policies for some engines (isolated mode).
     engine_policies: Vec<EnginePolicy>,
+    /// Policies the caller registered beside the built-in ones.
+    registered: Vec<isola_core::policy::PolicyInfo>,
 }
 
 /// Default time threads poll their channel before sleeping: 50 us.
@@ -183,6 +185,7 @@ impl RuntimeBuilder {
             record_core_calls: false,
             overrides: Vec::new(),
             engine_policies: Vec::new(),
+            registered: Vec::new(),
         }
     }
 
@@ -219,6 +222,15 @@ impl RuntimeBuilder {
             name: name.into(),
             params,
         });
+        self
+    }
+
+    /// Registers policy `info`, written outside Isola, so that the mode and
+    /// [`RuntimeBuilder::engine_policy`] can name it (see
+    /// `isola_core::SchedulerBuilder::register_policy` and
+    /// docs/adding-a-policy.md).
+    pub fn register_policy(&mut self, info: isola_core::policy::PolicyInfo) -> &mut Self {
+        self.registered.push(info);
         self
     }
 
@@ -274,6 +286,9 @@ impl RuntimeBuilder {
     /// split rule; native mode is the core's `fcfs` on whole tasks.
     pub fn scheduler(&self) -> Result<isola_core::Scheduler, BuildError> {
         let mut sb = isola_core::SchedulerBuilder::new();
+        for info in &self.registered {
+            sb.register_policy(*info);
+        }
         for (name, slo) in &self.tenants {
             sb.tenant(name.clone(), slo.clone());
         }

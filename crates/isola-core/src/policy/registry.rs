@@ -22,6 +22,14 @@ pub enum PolicyError {
     /// A parameter is unknown, missing or invalid.
     #[error(transparent)]
     Param(#[from] ParamError),
+    /// A registered policy takes a name (or alias) already taken.
+    #[error("policy name `{name}` is taken by policy `{by}`")]
+    NameTaken {
+        /// The name.
+        name: String,
+        /// The policy that has it.
+        by: String,
+    },
     /// The policy cannot serve this engine and these tenants.
     #[error("policy `{policy}` cannot be used here: {reason}")]
     Infeasible {
@@ -91,13 +99,45 @@ pub static POLICIES: &[PolicyInfo] = &[
 
 /// The policy registered as `name` (or with `name` as an alias).
 pub fn find_policy(name: &str) -> Result<&'static PolicyInfo, PolicyError> {
-    POLICIES
+    find_policy_in(&[], name)
+}
+
+/// The policy `name` among `extra` (policies a caller registered, see
+/// `SchedulerBuilder::register_policy`) and the built-in ones.
+pub fn find_policy_in<'a>(extra: &'a [PolicyInfo], name: &str) -> Result<&'a PolicyInfo, PolicyError> {
+    extra
         .iter()
+        .chain(POLICIES)
         .find(|p| p.name == name || p.aliases.contains(&name))
         .ok_or_else(|| PolicyError::UnknownPolicy {
             name: name.into(),
-            known: POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+            known: extra
+                .iter()
+                .chain(POLICIES)
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", "),
         })
+}
+
+/// Checks that `info`, registered beside the built-in policies and
+/// `others`, takes none of their names or aliases.
+pub fn check_unique(info: &PolicyInfo, others: &[PolicyInfo]) -> Result<(), PolicyError> {
+    let names = |p: &PolicyInfo| {
+        std::iter::once(p.name)
+            .chain(p.aliases.iter().copied())
+            .collect::<Vec<_>>()
+    };
+    let ours = names(info);
+    for other in others.iter().chain(POLICIES) {
+        if let Some(clash) = names(other).into_iter().find(|n| ours.contains(n)) {
+            return Err(PolicyError::NameTaken {
+                name: clash.to_string(),
+                by: other.name.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Builds policy `name` with `params` (`key -> value`) for `setup`.
@@ -106,7 +146,17 @@ pub fn build_policy(
     params: &BTreeMap<String, String>,
     setup: &PolicySetup<'_>,
 ) -> Result<Box<dyn Policy>, PolicyError> {
-    let info = find_policy(name)?;
+    build_policy_in(&[], name, params, setup)
+}
+
+/// [`build_policy`] among `extra` and the built-in policies.
+pub fn build_policy_in(
+    extra: &[PolicyInfo],
+    name: &str,
+    params: &BTreeMap<String, String>,
+    setup: &PolicySetup<'_>,
+) -> Result<Box<dyn Policy>, PolicyError> {
+    let info = find_policy_in(extra, name)?;
     let checked = Params::new(format!("policy `{}`", info.name), info.params, params)?;
     (info.build)(&checked, setup)
 }

@@ -5,8 +5,8 @@
 use super::engine::EngineState;
 use super::{BuildError, Scheduler};
 use crate::engine::{EngineId, EngineSpec};
-use crate::policy::registry::PolicySetup;
-use crate::policy::{build_policy, TenantShare};
+use crate::policy::registry::{build_policy_in, check_unique, PolicyInfo, PolicySetup};
+use crate::policy::TenantShare;
 use crate::tenant::{EngineSelector, Slo, SloOverride, Tenant, TenantId};
 use slab::Slab;
 use std::collections::BTreeMap;
@@ -31,6 +31,8 @@ pub struct SchedulerBuilder {
     params: BTreeMap<String, String>,
     /// Policies for some engines, by kind or name.
     engine_policies: Vec<EnginePolicy>,
+    /// Policies the caller registered beside the built-in ones.
+    registered: Vec<PolicyInfo>,
 }
 
 impl SchedulerBuilder {
@@ -70,7 +72,18 @@ impl SchedulerBuilder {
         EngineId(self.engines.len() as u32 - 1)
     }
 
-    /// Uses policy `name` (see [`crate::policy::POLICIES`]) with `params`.
+    /// Registers policy `info` (from any crate: its fields are public, its
+    /// `build` a plain function) beside the built-in ones, so that
+    /// [`SchedulerBuilder::policy`] and [`SchedulerBuilder::engine_policy`]
+    /// can name it. A name or alias already taken is an error at
+    /// [`SchedulerBuilder::build`]. See docs/adding-a-policy.md.
+    pub fn register_policy(&mut self, info: PolicyInfo) -> &mut Self {
+        self.registered.push(info);
+        self
+    }
+
+    /// Uses policy `name` (see [`crate::policy::POLICIES`], and those
+    /// registered) with `params`.
     pub fn policy(&mut self, name: impl Into<String>, params: BTreeMap<String, String>) -> &mut Self {
         self.policy = name.into();
         self.params = params;
@@ -126,6 +139,9 @@ impl SchedulerBuilder {
                     reason,
                 })?;
         }
+        for (i, info) in self.registered.iter().enumerate() {
+            check_unique(info, &self.registered[..i]).map_err(BuildError::Registry)?;
+        }
         for p in &self.engine_policies {
             if !self.engines.iter().any(|e| p.on.selects(&e.name, e.kind)) {
                 return Err(BuildError::NoSuchEngine(p.on.to_string()));
@@ -163,9 +179,11 @@ impl SchedulerBuilder {
                 slots: spec.slots,
             };
             let (name, params) = self.policy_of(spec);
-            let policy = build_policy(name, params, &setup).map_err(|source| BuildError::Policy {
-                engine: spec.name.clone(),
-                source,
+            let policy = build_policy_in(&self.registered, name, params, &setup).map_err(|source| {
+                BuildError::Policy {
+                    engine: spec.name.clone(),
+                    source,
+                }
             })?;
             engines.push(EngineState::new(spec.clone(), policy, &slos, shares));
         }

@@ -167,6 +167,9 @@ pub enum BuildError {
     /// No engine or no tenant.
     #[error("a scheduler needs at least one engine and one tenant")]
     Empty,
+    /// A policy registered with the builder cannot be.
+    #[error("{0}")]
+    Registry(PolicyError),
     /// The policy could not be built for an engine.
     #[error("engine `{engine}`: {source}")]
     Policy {

@@ -218,12 +218,17 @@ pub(super) fn warnings(policies: &[(String, PolicyComparison)]) -> Vec<String> {
             }
         }
     }
-    let (others, wall, cpus) = policies
-        .iter()
-        .flat_map(|(_, p)| &p.rounds)
-        .fold((0u128, 0u128, 1), |(o, w, _), r| {
-            (o + r.host.others_cpu_ns as u128, w + r.host.wall_ns as u128, r.host.cpus)
-        });
+    let (others, wall, cpus) =
+        policies
+            .iter()
+            .flat_map(|(_, p)| &p.rounds)
+            .fold((0u128, 0u128, 1), |(o, w, _), r| {
+                (
+                    o + r.host.others_cpu_ns as u128,
+                    w + r.host.wall_ns as u128,
+                    r.host.cpus,
+                )
+            });
     let others = others as f64 / wall.max(1) as f64;
     if others > BUSY_LIMIT {
         out.push(format!(
