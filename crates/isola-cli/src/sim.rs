@@ -25,7 +25,8 @@ pub struct Args {
     /// Print one JSON object with every result to stdout instead of tables.
     #[arg(long)]
     json: bool,
-    /// Also write results.json and timeseries.csv to this folder.
+    /// Also write results.json, timeseries.csv and the HTML report
+    /// (report.html, self-contained, as `isola repro` writes) to this folder.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -59,6 +60,9 @@ fn execute(
     let report = with_progress(|tick| runner(&scenario, tick))?;
     if let Some(dir) = &args.out {
         write_out(dir, &report)?;
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        let generated = isola_report::Generated::now(crate::format::machine(), command);
+        isola_report::write_report(dir, &isola_experiments::scenario_report(&report, how, generated))?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {

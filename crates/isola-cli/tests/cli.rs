@@ -120,6 +120,17 @@ fn sim_tables_and_out_dir() {
         "policy,window_start_ns,tenant,throughput_bps,engine_share,p99_ns,jain,jain_of_demand\n"
     ));
     assert!(csv.lines().count() > 10);
+    // The same self-contained HTML report as `isola repro` writes.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("Latency of victim"),
+        "charts"
+    );
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "self-contained"
+    );
+    assert!(html.contains("<td>rr</td>"), "names the policy");
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -28,8 +28,10 @@ pub mod osmosis;
 mod progress;
 mod report;
 mod runner;
+mod scenario_report;
 
 pub use experiment::{select, Check, Experiment, Outcome, ALL};
 pub use progress::{NoProgress, Progress};
 pub use report::report;
 pub use runner::{every_policy, run_experiments, PolicyOutcome, Prepared, Runner};
+pub use scenario_report::scenario_report;
