@@ -4,7 +4,7 @@
 //! verdict and any warning about the host, and writes results.json and
 //! results.csv.
 
-use crate::format::table;
+use crate::format::{spread, table};
 use crate::progress::Bar;
 use anyhow::{bail, Context};
 use isola_experiments::astraea::live::{self, pct, LiveConfig, LiveResults, PolicyComparison, Spread};
@@ -115,17 +115,6 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
 /// The policies in the report's order, with their comparisons.
 fn in_order(r: &LiveResults) -> impl Iterator<Item = (&String, &PolicyComparison)> {
     r.order.iter().filter_map(|n| Some((n, r.policies.get(n)?)))
-}
-
-/// A spread as `median [min-max]`, each value shown by `f`; the median
-/// alone when every round agrees or only one ran.
-fn spread(s: &Spread, f: impl Fn(f64) -> String) -> String {
-    let (med, lo, hi) = (f(s.median), f(s.min), f(s.max));
-    if lo == hi {
-        med
-    } else {
-        format!("{med} [{lo}-{hi}]")
-    }
 }
 
 fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
@@ -290,12 +279,5 @@ mod tests {
             let err = format!("{:#}", config(&parse(flags)).unwrap_err());
             assert!(err.contains(says), "{flags:?}: {err}");
         }
-    }
-
-    #[test]
-    fn a_spread_shows_its_range_only_when_rounds_differ() {
-        let s = |median, min, max| Spread { median, min, max };
-        assert_eq!(spread(&s(0.02, 0.01, 0.03), pct), "2.00% [1.00%-3.00%]");
-        assert_eq!(spread(&s(0.5, 0.5, 0.5), pct), "50.00%");
     }
 }

@@ -85,4 +85,23 @@ mod tests {
         );
         assert!(!m.starts_with(':'), "{m}");
     }
+
+    #[test]
+    fn a_spread_shows_its_range_only_when_runs_differ() {
+        let s = |median, min, max| isola_model::results::Spread { median, min, max };
+        let pct = |v: f64| format!("{:.2}%", v * 100.0);
+        assert_eq!(spread(&s(0.02, 0.01, 0.03), pct), "2.00% [1.00%-3.00%]");
+        assert_eq!(spread(&s(0.5, 0.5, 0.5), pct), "50.00%");
+    }
+}
+
+/// A spread over repeated runs as `median [min-max]`, each value shown by
+/// `f`; the median alone when every run agrees (or only one ran).
+pub fn spread(s: &isola_model::results::Spread, f: impl Fn(f64) -> String) -> String {
+    let (med, lo, hi) = (f(s.median), f(s.min), f(s.max));
+    if lo == hi {
+        med
+    } else {
+        format!("{med} [{lo}-{hi}]")
+    }
 }

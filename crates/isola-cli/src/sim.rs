@@ -1,8 +1,9 @@
 //! `isola sim`: simulate a scenario under its policies and print the results.
 
-use crate::format::table;
+use crate::format::{spread, table};
 use crate::progress::Bar;
 use anyhow::Context;
+use isola_model::results::SeedSweep;
 use isola_model::{Scenario, SimReport};
 use isola_report::text::duration;
 use isola_sim::simulate;
@@ -22,6 +23,11 @@ pub struct Args {
     /// Seed for every random stream (default: the scenario's).
     #[arg(long)]
     seed: Option<u64>,
+    /// Run the scenario with this many seeds (the seed, then the next ones)
+    /// and report each figure's median and range over them; with --out,
+    /// sweep.json has every seed's report and the spreads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seeds: u32,
     /// Print one JSON object with every result to stdout instead of tables.
     #[arg(long)]
     json: bool,
@@ -33,31 +39,41 @@ pub struct Args {
 
 /// Runs `isola sim`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    execute(args, "simulated", |scenario, tick| {
-        Ok(simulate(scenario, &args.policies, args.seed, tick)?)
+    execute(args, "simulated", |scenario, seed, tick| {
+        Ok(simulate(scenario, &args.policies, Some(seed), tick)?)
     })
 }
 
 /// Runs `isola run`: the scenario live, on real operators.
 pub fn run_live(args: &Args) -> anyhow::Result<()> {
-    execute(args, "live", |scenario, tick| {
-        isola_experiments::live::run_live(scenario, &args.policies, args.seed, tick)
+    execute(args, "live", |scenario, seed, tick| {
+        isola_experiments::live::run_live(scenario, &args.policies, Some(seed), tick)
     })
 }
+
+/// A runner: the scenario under its policies with one seed.
+type Runner<'a> = dyn Fn(&Scenario, u64, &mut dyn FnMut(usize, usize, f64)) -> anyhow::Result<SimReport> + 'a;
 
 /// Loads the scenario, checks `--policy`, runs it with `runner` and prints
 /// or writes the report (the same for simulated and live runs).
 fn execute(
     args: &Args,
     how: &str,
-    runner: impl FnOnce(&Scenario, &mut dyn FnMut(usize, usize, f64)) -> anyhow::Result<SimReport>,
+    runner: impl Fn(&Scenario, u64, &mut dyn FnMut(usize, usize, f64)) -> anyhow::Result<SimReport>,
 ) -> anyhow::Result<()> {
     let scenario = Scenario::load(&args.scenario)?;
     scenario
         .run
         .select(&args.policies)
         .map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
-    let report = with_progress(|tick| runner(&scenario, tick))?;
+    let seed = args.seed.unwrap_or(scenario.run.seed);
+    if args.seeds == 0 {
+        anyhow::bail!("--seeds: at least 1");
+    }
+    if args.seeds > 1 {
+        return execute_seeds(args, how, &scenario, seed, &runner);
+    }
+    let report = with_progress(|tick| runner(&scenario, seed, tick))?;
     if let Some(dir) = &args.out {
         write_out(dir, &report)?;
         let command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -73,6 +89,77 @@ fn execute(
         if let Some(dir) = &args.out {
             writeln!(out, "results written to {}", dir.display())?;
         }
+    }
+    Ok(())
+}
+
+/// Runs the scenario with `args.seeds` seeds from `first` and prints (or
+/// writes) the spread of every figure over them.
+fn execute_seeds(
+    args: &Args,
+    how: &str,
+    scenario: &Scenario,
+    first: u64,
+    runner: &Runner<'_>,
+) -> anyhow::Result<()> {
+    let n = args.seeds as u64;
+    let mut runs = Vec::new();
+    for i in 0..n {
+        let seed = first.wrapping_add(i);
+        runs.push(with_progress(|tick| {
+            let mut per_seed = |run: usize, runs: usize, frac: f64| {
+                tick(
+                    0,
+                    1,
+                    (i as f64 + (run as f64 + frac) / runs.max(1) as f64) / n as f64,
+                )
+            };
+            runner(scenario, seed, &mut per_seed)
+        })?);
+    }
+    let sweep = SeedSweep::of(runs);
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("sweep.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&sweep)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &sweep)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let seeds = format!("seeds {}-{}", first, first.wrapping_add(n - 1));
+    for p in &sweep.policies {
+        writeln!(
+            out,
+            "policy {}   Jain {} by weight over the run, Fair1 {}   ({how}, median [range] over {seeds})",
+            p.policy,
+            spread(&p.jain, |v| format!("{v:.4}")),
+            spread(&p.fair1, |v| format!("{v:.4}")),
+        )?;
+        let rows: Vec<Vec<String>> = p
+            .tenants
+            .iter()
+            .map(|t| {
+                vec![
+                    t.name.clone(),
+                    spread(&t.throughput_bps, |v| format!("{:.3}", v * 8.0 / 1e9)),
+                    spread(&t.p50_ns, duration),
+                    spread(&t.p99_ns, duration),
+                    spread(&t.sla_violation_rate, |v| format!("{:.2}%", v * 100.0)),
+                ]
+            })
+            .collect();
+        writeln!(
+            out,
+            "{}",
+            table(&["tenant", "Gbit/s", "p50", "p99", "SLA viol"], &rows)
+        )?;
+    }
+    if let Some(dir) = &args.out {
+        writeln!(out, "results written to {}", dir.join("sweep.json").display())?;
     }
     Ok(())
 }

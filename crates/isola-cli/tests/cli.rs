@@ -566,3 +566,38 @@ fn default_outputs_are_ignored_by_git() {
         assert!(ignored.lines().any(|l| l == p), "{p} is not ignored: {ignored}");
     }
 }
+
+/// `--seeds N` runs the scenario with N seeds and reports each figure's
+/// median and range; one seed is today's run.
+#[test]
+fn seeds_report_the_spread_over_seeds() {
+    let file = scenario("mm1.toml");
+    let out = isola(&["sim", &file, "--seeds", "3", "--seed", "5", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["seeds"], serde_json::json!([5, 6, 7]));
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    let p99 = &v["policies"][0]["tenants"][0]["p99_ns"];
+    let (lo, med, hi) = (
+        p99["min"].as_f64().unwrap(),
+        p99["median"].as_f64().unwrap(),
+        p99["max"].as_f64().unwrap(),
+    );
+    assert!(lo <= med && med <= hi && lo < hi, "three seeds differ: {p99}");
+    let each: Vec<f64> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["policies"][0]["tenants"][0]["latency_ns"]["p99"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert!(each.contains(&lo) && each.contains(&hi) && each.contains(&med));
+    let one = isola(&["sim", &file, "--seeds", "1", "--seed", "5", "--json"]);
+    let plain = isola(&["sim", &file, "--seed", "5", "--json"]);
+    assert_eq!(one.stdout, plain.stdout, "one seed is the plain run");
+    let table = isola(&["sim", &file, "--seeds", "2"]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("median [range] over seeds"));
+}

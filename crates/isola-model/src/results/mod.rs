@@ -5,9 +5,13 @@
 
 mod recorder;
 mod sla;
+mod spread;
+mod sweep;
 
 pub use recorder::{EngineTime, Outcome, RecordedEngine, RecordedTenant, RunEnd, RunRecorder, TaskRecord};
 pub use sla::SlaRule;
+pub use spread::Spread;
+pub use sweep::{PolicySpread, SeedSweep, TenantSpread};
 
 use isola_core::metrics::LatencySummary;
 use isola_core::Nanos;

@@ -6,6 +6,7 @@
 use super::measure::{HostInterference, LsBreakdown, RoundResult, SoloReference, TenantSummary};
 use crate::astraea::{BS, LS};
 use isola_core::Nanos;
+pub use isola_model::results::Spread;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -28,30 +29,6 @@ pub const BUSY_LIMIT: f64 = 0.25;
 /// The host is reported to have disturbed a run when it took more than
 /// this fraction of the run's time from one of Isola's threads.
 pub const HOST_LIMIT: f64 = 0.02;
-
-/// The median and the range of one figure over the rounds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Spread {
-    /// The median (the upper middle one of an even count).
-    pub median: f64,
-    /// The smallest.
-    pub min: f64,
-    /// The largest.
-    pub max: f64,
-}
-
-impl Spread {
-    /// The spread of `values` (`None` if there are none).
-    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
-        let mut v: Vec<f64> = values.into_iter().collect();
-        v.sort_by(f64::total_cmp);
-        Some(Spread {
-            median: *v.get(v.len() / 2)?,
-            min: *v.first()?,
-            max: *v.last()?,
-        })
-    }
-}
 
 /// How a policy's figures spread over the rounds.
 #[derive(Debug, Clone, Serialize)]
@@ -290,13 +267,6 @@ pub(super) fn ms(ns: Nanos) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_spread_is_the_median_and_the_range() {
-        let s = Spread::of([0.3, 0.1, 0.2, 0.9]).unwrap();
-        assert_eq!((s.median, s.min, s.max), (0.3, 0.1, 0.9));
-        assert_eq!(Spread::of([]), None);
-    }
 
     #[test]
     fn long_lists_are_cut() {
