@@ -61,6 +61,17 @@ pub fn machine() -> String {
     format!("{host}: {cpu}, {cores} cores, {}", std::env::consts::OS)
 }
 
+/// A spread over repeated runs as `median [min-max]`, each value shown by
+/// `f`; the median alone when every run agrees (or only one ran).
+pub fn spread(s: &isola_model::results::Spread, f: impl Fn(f64) -> String) -> String {
+    let (med, lo, hi) = (f(s.median), f(s.min), f(s.max));
+    if lo == hi {
+        med
+    } else {
+        format!("{med} [{lo}-{hi}]")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,16 +103,5 @@ mod tests {
         let pct = |v: f64| format!("{:.2}%", v * 100.0);
         assert_eq!(spread(&s(0.02, 0.01, 0.03), pct), "2.00% [1.00%-3.00%]");
         assert_eq!(spread(&s(0.5, 0.5, 0.5), pct), "50.00%");
-    }
-}
-
-/// A spread over repeated runs as `median [min-max]`, each value shown by
-/// `f`; the median alone when every run agrees (or only one ran).
-pub fn spread(s: &isola_model::results::Spread, f: impl Fn(f64) -> String) -> String {
-    let (med, lo, hi) = (f(s.median), f(s.min), f(s.max));
-    if lo == hi {
-        med
-    } else {
-        format!("{med} [{lo}-{hi}]")
     }
 }
