@@ -48,7 +48,18 @@ pub fn report(outcomes: &[Outcome], generated: Generated) -> Report {
                 findings,
                 best_policy: o.best_policy.clone(),
                 tables: o.tables.clone(),
-                figures: o.figures.clone(),
+                figures: o
+                    .figures
+                    .iter()
+                    .map(|f| isola_report::Figure {
+                        charts: f
+                            .charts
+                            .iter()
+                            .map(|c| c.clone().prefer(key_policies(o)))
+                            .collect(),
+                        ..f.clone()
+                    })
+                    .collect(),
             }
         })
         .collect();
@@ -58,6 +69,23 @@ pub fn report(outcomes: &[Outcome], generated: Generated) -> Report {
         summary,
         sections,
     }
+}
+
+/// The runs a crowded chart of `o` draws first: the native baseline, the
+/// best policy, the paper's own policy (with its variants), then the
+/// common baselines.
+fn key_policies(o: &Outcome) -> Vec<String> {
+    let own: &[&str] = match o.name.split('-').next() {
+        Some("astraea") => &["astraea"],
+        Some("osmosis") => &["wlbvt", "osmosis"],
+        Some("mtda") => &["mtda"],
+        _ => &[],
+    };
+    let mut keys = vec!["native".to_string()];
+    keys.extend(o.best_policy.clone());
+    keys.extend(own.iter().map(|p| p.to_string()));
+    keys.extend(["rr", "fcfs"].map(String::from));
+    keys
 }
 
 #[cfg(test)]

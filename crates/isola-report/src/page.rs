@@ -129,8 +129,9 @@ pub fn render_html(report: &Report) -> String {
     }
     h.push_str("</section>\n");
 
+    let mut shown = Shown::new();
     for ((e, anchor), numbers) in report.sections.iter().zip(&anchors).zip(&figure_numbers) {
-        section_html(&mut h, e, anchor, numbers);
+        section_html(&mut h, e, anchor, numbers, &mut shown);
     }
     let _ = writeln!(
         h,
@@ -148,7 +149,46 @@ fn heading(e: &Section) -> &str {
     }
 }
 
-fn section_html(h: &mut String, e: &Section, anchor: &str, figure_numbers: &[usize]) {
+/// Figure notes already on the page, with the figure that showed them: a
+/// note repeated under a later figure points back instead.
+type Shown = std::collections::HashMap<String, usize>;
+
+/// A figure note (`class` "ours" or "paper", headed `heading`), or a
+/// pointer to the figure that already showed it.
+fn note_html(h: &mut String, shown: &mut Shown, n: usize, class: &str, heading: &str, text: &str) {
+    let body = match shown.get(text) {
+        Some(&first) if first != n => format!("As under figure {first}."),
+        _ => {
+            shown.insert(text.to_string(), n);
+            escape(text)
+        }
+    };
+    let _ = writeln!(h, "<div class=\"{class}\"><h4>{heading}</h4><p>{body}</p></div>");
+}
+
+/// The items a chart leaves out, in a table under it.
+fn omitted_html(h: &mut String, chart: &crate::Chart) {
+    let omitted = chart.omitted();
+    if omitted.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<details class=\"omitted\"><summary>{} more not drawn</summary><table>",
+        omitted.len()
+    );
+    for o in &omitted {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            escape(&o.name),
+            escape(&o.summary)
+        );
+    }
+    h.push_str("</table></details>\n");
+}
+
+fn section_html(h: &mut String, e: &Section, anchor: &str, figure_numbers: &[usize], shown: &mut Shown) {
     let _ = writeln!(
         h,
         "<section class=\"experiment\" id=\"{anchor}\">\n<h2>{}</h2>",
@@ -184,24 +224,17 @@ fn section_html(h: &mut String, e: &Section, anchor: &str, figure_numbers: &[usi
         for c in &f.charts {
             h.push_str("<div class=\"panel\">");
             h.push_str(&c.render());
+            omitted_html(h, c);
             h.push_str("</div>\n");
         }
         h.push_str("</div>\n");
         if !f.caption.is_empty() || f.paper.is_some() {
             h.push_str("<figcaption>\n");
             if !f.caption.is_empty() {
-                let _ = writeln!(
-                    h,
-                    "<div class=\"ours\"><h4>This run</h4><p>{}</p></div>",
-                    escape(&f.caption)
-                );
+                note_html(h, shown, *n, "ours", "This run", &f.caption);
             }
             if let Some(paper) = &f.paper {
-                let _ = writeln!(
-                    h,
-                    "<div class=\"paper\"><h4>The paper</h4><p>{}</p></div>",
-                    escape(paper)
-                );
+                note_html(h, shown, *n, "paper", "The paper", paper);
             }
             h.push_str("</figcaption>\n");
         }
@@ -356,9 +389,37 @@ const CHECK_SCRIPT: &str = r#"window.addEventListener('load', function () {
       if (b.width > 0 && b.height > 0) bars++;
       if (!inside(b)) outside++;
     });
+    // No two labels overlap (boxes as drawn on the screen, rotation
+    // included; a pixel of slack for antialiasing).
+    var boxes = [];
+    svg.querySelectorAll('text').forEach(function (t) {
+      var b = t.getBoundingClientRect();
+      if (b.width > 0 && b.height > 0) boxes.push(b);
+    });
+    var overlaps = 0;
+    for (var i = 0; i < boxes.length; i++) {
+      for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i], b = boxes[j];
+        var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        var h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 1 && h > 1) overlaps++;
+      }
+    }
+    // Every drawn series has a legend entry of its name.
+    var legends = {};
+    svg.querySelectorAll('.legend').forEach(function (g) {
+      legends[g.getAttribute('data-series')] = true;
+    });
+    var unlabelled = 0;
+    svg.querySelectorAll('.series, .bar').forEach(function (m) {
+      if (!legends[m.getAttribute('data-series')]) unlabelled++;
+    });
     var good = box.width > 0 && box.height > 0 && outside === 0 &&
+      overlaps === 0 && unlabelled === 0 &&
       series === Number(svg.getAttribute('data-expect-series')) &&
       bars === Number(svg.getAttribute('data-expect-bars'));
+    svg.setAttribute('data-overlaps', overlaps);
+    svg.setAttribute('data-unlabelled', unlabelled);
     if (good) ok++;
     svg.setAttribute('data-box', Math.round(box.width) + 'x' + Math.round(box.height));
     svg.setAttribute('data-drawn-series', series);

@@ -3,7 +3,7 @@
 //! each labelled with its value when there is room.
 
 use super::axis::{Format, Mapped, Scale};
-use super::frame::{colour, legend, py, Swatch, LEFT, PLOT_H, PLOT_W, TOP};
+use super::frame::{colour, legend, py, Legend, Swatch, LEFT, PLOT_H, PLOT_W, TOP};
 use super::BarSeries;
 use crate::text::escape;
 use std::fmt::Write;
@@ -48,17 +48,32 @@ pub(super) fn drawn(y: &Mapped, categories: usize, series: &[BarSeries]) -> usiz
         .count()
 }
 
+/// A box of text on the chart: `(left, top, right, bottom)`.
+pub(super) type TextBox = (f64, f64, f64, f64);
+
+/// Whether two boxes overlap.
+fn overlap(a: &TextBox, b: &TextBox) -> bool {
+    a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+}
+
 /// Draws the bars (values written as `format`, on the bars when they all
-/// fit) and a legend entry per series.
+/// fit, except where one would cover a label in `avoid`) and a legend
+/// entry per series.
 pub(super) fn draw(
     svg: &mut String,
     y: &Mapped,
     format: Format,
     categories: &[String],
     series: &[BarSeries],
+    avoid: &[TextBox],
 ) {
     let rects = bar_rects(y, categories.len(), series);
-    let labelled = rects.len() <= 40 && rects.iter().all(|r| r.2 .2 >= 14.0);
+    // Values go on the bars only when every one fits its bar's width (10 px
+    // text, about 6 px a character), so that no two labels overlap.
+    let labelled = rects.len() <= 40
+        && rects
+            .iter()
+            .all(|&(j, i, r)| r.2 >= format.apply(series[j].values[i]).chars().count() as f64 * 6.0 + 2.0);
     for &(j, i, (bx, by, bw, bh)) in &rects {
         let colour = colour(j);
         let v = series[j].values[i];
@@ -66,7 +81,8 @@ pub(super) fn draw(
         if has_height(&(bx, by, bw, bh)) {
             let _ = writeln!(
                 svg,
-                r#"<rect class="bar" x="{bx:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}" fill="{colour}"><title>{}, {}: {}</title></rect>"#,
+                r#"<rect class="bar" data-series="{}" x="{bx:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}" fill="{colour}"><title>{}, {}: {}</title></rect>"#,
+                escape(&series[j].name),
                 escape(&series[j].name),
                 escape(&categories[i]),
                 escape(&text)
@@ -78,16 +94,23 @@ pub(super) fn draw(
             } else {
                 by + bh + 11.0
             };
+            let (cx, ty) = (bx + bw / 2.0, ty.max(TOP + 9.0));
+            let half = text.chars().count() as f64 * 3.0;
+            if avoid
+                .iter()
+                .any(|a| overlap(a, &(cx - half, ty - 9.0, cx + half, ty + 1.0)))
+            {
+                continue;
+            }
             let _ = writeln!(
                 svg,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
-                bx + bw / 2.0,
-                ty.max(TOP + 9.0),
+                r#"<text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10">{}</text>"#,
                 escape(&text)
             );
         }
     }
+    let mut at = Legend::new();
     for (j, s) in series.iter().enumerate() {
-        legend(svg, j, &s.name, Swatch::Bar);
+        legend(svg, &mut at, j, &s.name, Swatch::Bar);
     }
 }

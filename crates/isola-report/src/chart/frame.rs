@@ -15,8 +15,13 @@ pub(super) const TOP: f64 = 40.0;
 pub(super) const BOTTOM: f64 = 50.0;
 pub(super) const PLOT_W: f64 = WIDTH - LEFT - RIGHT;
 pub(super) const PLOT_H: f64 = HEIGHT - TOP - BOTTOM;
-/// Legend labels longer than this are cut (the full name is the tooltip).
-const LEGEND_CHARS: usize = 20;
+/// Legend lines longer than this many characters wrap.
+const LEGEND_CHARS: usize = 17;
+/// A character's width at the charts' 12 px font, on average, generously
+/// (for laying out labels so that they do not overlap).
+pub(super) const CHAR_W: f64 = 7.0;
+/// Line height of 12 px text.
+const LINE_H: f64 = 14.0;
 /// Colour-blind-safe palette (Okabe and Ito).
 const COLOURS: [&str; 8] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
@@ -37,15 +42,22 @@ pub(super) fn py(y: &Mapped, v: f64) -> Option<f64> {
     y.frac(v).map(|f| TOP + PLOT_H - f * PLOT_H)
 }
 
-/// `text` cut to `max` characters, with an ellipsis.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
+/// `text` in lines of at most `max` characters, broken after a separator
+/// (`@ / + - _` or a space) where one is near the end, else anywhere.
+pub(super) fn wrap(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(2);
+    let mut lines = Vec::new();
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > max {
+        let cut = (max / 2..max)
+            .rev()
+            .find(|&i| matches!(rest[i - 1], '@' | '/' | '+' | '-' | '_' | ' '))
+            .unwrap_or(max);
+        lines.push(rest[..cut].iter().collect::<String>().trim_end().to_string());
+        rest = rest[cut..].to_vec();
     }
+    lines.push(rest.into_iter().collect());
+    lines
 }
 
 /// How a legend entry shows its series.
@@ -57,9 +69,23 @@ pub(super) enum Swatch {
     Bar,
 }
 
-/// The legend entry of the `i`th series, `name`.
-pub(super) fn legend(svg: &mut String, i: usize, name: &str, swatch: Swatch) {
-    let ly = TOP + 10.0 + i as f64 * 18.0;
+/// Where the next legend entry goes, down the right of the plot.
+pub(super) struct Legend {
+    y: f64,
+}
+
+impl Legend {
+    pub(super) fn new() -> Self {
+        Legend { y: TOP + 10.0 }
+    }
+}
+
+/// The legend entry of the `i`th series, `name`, in full (wrapped over
+/// lines), at the legend's next place.
+pub(super) fn legend(svg: &mut String, at: &mut Legend, i: usize, name: &str, swatch: Swatch) {
+    let ly = at.y;
+    let lines = wrap(name, LEGEND_CHARS);
+    at.y += lines.len() as f64 * LINE_H + 4.0;
     let lx = LEFT + PLOT_W + 12.0;
     let colour = colour(i);
     let mark = match swatch {
@@ -72,13 +98,20 @@ pub(super) fn legend(svg: &mut String, i: usize, name: &str, swatch: Swatch) {
             lx + 18.0
         ),
     };
+    let tx = lx + 24.0;
+    let spans: String = lines
+        .iter()
+        .enumerate()
+        .map(|(k, l)| {
+            let dy = if k == 0 { 0.0 } else { LINE_H };
+            format!(r#"<tspan x="{tx:.1}" dy="{dy:.1}">{}</tspan>"#, escape(l))
+        })
+        .collect();
     let _ = writeln!(
         svg,
-        r#"<g class="legend">{mark}<text x="{:.1}" y="{:.1}"><title>{}</title>{}</text></g>"#,
-        lx + 24.0,
-        ly + 4.0,
+        r#"<g class="legend" data-series="{}">{mark}<text x="{tx:.1}" y="{:.1}">{spans}</text></g>"#,
         escape(name),
-        escape(&cut(name, LEGEND_CHARS))
+        ly + 4.0,
     );
 }
 
@@ -124,13 +157,26 @@ pub(super) fn render(chart: &Chart) -> String {
         Marks::Bars { categories, series } => ("bars", 0, bars::drawn(&y, categories.len(), series)),
     };
 
+    // Category names that do not fit under their group stand up (rotated a
+    // quarter turn), and the chart grows to hold them: never cut, never
+    // overlapping.
+    let upright = match &chart.marks {
+        Marks::Bars { categories, .. } => {
+            let group_w = PLOT_W / categories.len().max(1) as f64;
+            let widest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as f64 * CHAR_W;
+            (widest > group_w - 4.0).then_some(widest)
+        }
+        Marks::Lines { .. } => None,
+    };
+    let height = HEIGHT + upright.map_or(0.0, |w| (w + 8.0 - 18.0).max(0.0));
+
     let mut svg = String::new();
     let _ = writeln!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="{kind}" data-expect-series="{expect_series}" data-expect-bars="{expect_bars}" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12" role="img" aria-label="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="{kind}" data-expect-series="{expect_series}" data-expect-bars="{expect_bars}" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img" aria-label="{}">"#,
         escape(&chart.title)
     );
-    let _ = writeln!(svg, r#"<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#);
+    let _ = writeln!(svg, r#"<rect width="{WIDTH}" height="{height}" fill="white"/>"#);
     let _ = writeln!(
         svg,
         r#"<text x="{}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{}</text>"#,
@@ -172,7 +218,16 @@ pub(super) fn render(chart: &Chart) -> String {
                         .collect();
                     v.sort_by(f64::total_cmp);
                     v.dedup();
-                    let every = v.len().div_ceil(12).max(1);
+                    // As many as fit side by side, at most 12.
+                    let widest = v
+                        .iter()
+                        .map(|&t| chart.x.format.apply(t).chars().count())
+                        .max()
+                        .unwrap_or(1) as f64
+                        * CHAR_W
+                        + 8.0;
+                    let fit = ((PLOT_W / widest) as usize).clamp(2, 12);
+                    let every = v.len().div_ceil(fit).max(1);
                     v.into_iter().step_by(every).collect()
                 }
             };
@@ -184,9 +239,21 @@ pub(super) fn render(chart: &Chart) -> String {
         }
         Marks::Bars { categories, .. } => {
             let group_w = PLOT_W / categories.len().max(1) as f64;
-            let chars = ((group_w / 7.0) as usize).max(3);
             for (i, c) in categories.iter().enumerate() {
-                tick(&mut svg, LEFT + (i as f64 + 0.5) * group_w, &cut(c, chars));
+                let at = LEFT + (i as f64 + 0.5) * group_w;
+                if upright.is_some() {
+                    let _ = writeln!(
+                        svg,
+                        r##"<line x1="{at:.1}" x2="{at:.1}" y1="{:.1}" y2="{:.1}" stroke="#888"/><text transform="translate({:.1} {:.1}) rotate(-90)" text-anchor="end">{}</text>"##,
+                        TOP + PLOT_H,
+                        TOP + PLOT_H + 5.0,
+                        at + 4.0,
+                        TOP + PLOT_H + 8.0,
+                        escape(c)
+                    );
+                } else {
+                    tick(&mut svg, at, c);
+                }
             }
         }
     }
@@ -198,7 +265,7 @@ pub(super) fn render(chart: &Chart) -> String {
         svg,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + PLOT_W / 2.0,
-        HEIGHT - 10.0,
+        height - 10.0,
         escape(&chart.x.label)
     );
     let _ = writeln!(
@@ -211,7 +278,27 @@ pub(super) fn render(chart: &Chart) -> String {
     // The marks, and a legend entry for each series.
     match &chart.marks {
         Marks::Lines { series } => lines::draw(&mut svg, &x, &y, series),
-        Marks::Bars { categories, series } => bars::draw(&mut svg, &y, chart.y.format, categories, series),
+        Marks::Bars { categories, series } => {
+            // The reference lines' labels, which value labels must not cover.
+            let avoid: Vec<bars::TextBox> = chart
+                .references
+                .iter()
+                .filter_map(|r| match r {
+                    Reference::Horizontal { y: v, label } => {
+                        let ly = (py(&y, *v)? - 4.0).max(TOP + 11.0);
+                        let right = LEFT + PLOT_W - 4.0;
+                        Some((
+                            right - label.chars().count() as f64 * 6.5,
+                            ly - 11.0,
+                            right,
+                            ly + 2.0,
+                        ))
+                    }
+                    Reference::Vertical { .. } => None,
+                })
+                .collect();
+            bars::draw(&mut svg, &y, chart.y.format, categories, series, &avoid)
+        }
     }
 
     // Reference lines over the marks.

@@ -2,7 +2,7 @@
 //! CDFs), with a dot at each point of short series.
 
 use super::axis::Mapped;
-use super::frame::{colour, legend, px, py, Swatch};
+use super::frame::{colour, legend, px, py, Legend, Swatch};
 use super::Series;
 use crate::text::escape;
 use std::fmt::Write;
@@ -38,6 +38,7 @@ pub(super) fn drawn(x: &Mapped, y: &Mapped, series: &[Series]) -> usize {
 /// Draws each series (a polyline when it has two points or more, dots
 /// when it is short) and its legend entry.
 pub(super) fn draw(svg: &mut String, x: &Mapped, y: &Mapped, series: &[Series]) {
+    let mut at = Legend::new();
     for (i, s) in series.iter().enumerate() {
         let colour = colour(i);
         let pts = line_points(x, y, s);
@@ -58,6 +59,6 @@ pub(super) fn draw(svg: &mut String, x: &Mapped, y: &Mapped, series: &[Series]) 
                 );
             }
         }
-        legend(svg, i, &s.name, Swatch::Line);
+        legend(svg, &mut at, i, &s.name, Swatch::Line);
     }
 }

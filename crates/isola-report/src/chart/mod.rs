@@ -16,10 +16,12 @@ mod axis;
 mod bars;
 mod frame;
 mod lines;
+mod select;
 #[cfg(test)]
 mod tests;
 
 pub use axis::{Axis, Format, Scale, Ticks};
+pub use select::{keep, Omitted, MAX_CATEGORIES, MAX_LINES};
 use serde::Serialize;
 
 /// One line of a chart.
@@ -113,6 +115,10 @@ pub struct Chart {
     pub marks: Marks,
     /// Reference lines, drawn over the marks; the fitted ranges include them.
     pub references: Vec<Reference>,
+    /// The series (lines) or categories (bars) to draw first when there
+    /// are too many to draw all ([`Chart::prefer`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preferred: Vec<String>,
 }
 
 impl Chart {
@@ -125,6 +131,7 @@ impl Chart {
             y,
             marks: Marks::Lines { series },
             references: Vec::new(),
+            preferred: Vec::new(),
         }
     }
 
@@ -149,6 +156,7 @@ impl Chart {
             y,
             marks: Marks::Bars { categories, series },
             references: Vec::new(),
+            preferred: Vec::new(),
         }
     }
 
@@ -170,8 +178,11 @@ impl Chart {
         self
     }
 
-    /// The chart as an SVG element (a standalone document, or inline HTML).
+    /// The chart as an SVG element (a standalone document, or inline
+    /// HTML), with at most [`MAX_LINES`] series or [`MAX_CATEGORIES`]
+    /// categories drawn ([`Chart::shown`]; [`Chart::omitted`] lists the
+    /// rest).
     pub fn render(&self) -> String {
-        frame::render(self)
+        frame::render(&self.shown())
     }
 }

@@ -203,6 +203,70 @@ pub(super) fn sample() -> Report {
                     },
                 ],
             },
+            crowded(),
+        ],
+    }
+}
+
+/// A section with charts too crowded to read drawn whole: 14 latency
+/// curves with long names, 14 policies with long names under grouped bars,
+/// and a note repeated under two figures (as a reproduction's sweep
+/// produces them).
+fn crowded() -> Section {
+    let names: Vec<String> = (0..14)
+        .map(|i| match i {
+            0 => "native".to_string(),
+            1 => "astraea@w16".to_string(),
+            _ => format!("policy-number-{i}/bytes+frag4096@w{i}"),
+        })
+        .collect();
+    let curves = Chart::cdf(
+        "Fourteen policies' latency",
+        Axis::new("latency").log10().format(Format::Seconds),
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let points = (1..=20)
+                    .map(|k| (1e-6 * (1.0 + i as f64) * k as f64, k as f64 / 20.0))
+                    .collect();
+                Series::new(n.clone(), points)
+            })
+            .collect(),
+    )
+    .prefer(["native", "astraea"]);
+    let bars = Chart::bars(
+        "SLA violations per policy",
+        "policy",
+        Axis::new("tasks over their SLA").format(Format::Percent),
+        names.clone(),
+        vec![
+            BarSeries::new("latency-sensitive", (0..14).map(|i| 0.05 * i as f64).collect()),
+            BarSeries::new("bandwidth-sensitive", (0..14).map(|i| 0.02 * i as f64).collect()),
+        ],
+    );
+    let repeated = "The same note under every figure of a sweep.";
+    Section {
+        name: "crowded".into(),
+        title: "Many policies".into(),
+        description: String::new(),
+        paper_claims: vec![],
+        findings: vec![],
+        best_policy: None,
+        tables: vec![],
+        figures: vec![
+            Figure {
+                title: "Latency".into(),
+                caption: repeated.into(),
+                paper: None,
+                charts: vec![curves],
+            },
+            Figure {
+                title: "Violations".into(),
+                caption: repeated.into(),
+                paper: None,
+                charts: vec![bars],
+            },
         ],
     }
 }
@@ -210,7 +274,7 @@ pub(super) fn sample() -> Report {
 /// What a browser should find drawn in `chart`, worked out from the data
 /// alone: `(kind, lines with two or more points, bars with a nonzero value)`.
 fn expected(chart: &Chart) -> (&'static str, usize, usize) {
-    match &chart.marks {
+    match &chart.shown().marks {
         Marks::Lines { series } => {
             let drawn = series
                 .iter()
@@ -325,9 +389,9 @@ fn contents_link_to_sections_and_figures() {
         .skip(1)
         .map(|s| s.split('"').next().unwrap())
         .collect();
-    // Summary, two sections, four figures in the contents; two summary
+    // Summary, three sections, six figures in the contents; two summary
     // rows link to their sections.
-    assert_eq!(links.len(), 1 + 2 + 4 + 2, "{links:?}");
+    assert_eq!(links.len(), 1 + 3 + 6 + 2, "{links:?}");
     for l in &links {
         assert_eq!(
             html.matches(&format!("id=\"{l}\"")).count(),
@@ -400,7 +464,7 @@ fn writes_html_and_json() {
     assert_eq!(std::fs::read_to_string(&html).unwrap(), render_html(&report));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("nested/report.json")).unwrap()).unwrap();
-    assert_eq!(json["experiments"].as_array().unwrap().len(), 2);
+    assert_eq!(json["experiments"].as_array().unwrap().len(), 3);
     let chart = &json["experiments"][1]["figures"][1]["charts"][0];
     assert_eq!(chart["marks"]["type"], "bars");
     assert_eq!(chart["marks"]["series"][0]["values"][0], 0.42);
@@ -553,6 +617,11 @@ fn charts_are_drawn_in_chromium() {
         assert_eq!(got["data-drawn-series"], series.to_string(), "{context}");
         assert_eq!(got["data-drawn-bars"], bars.to_string(), "{context}");
         assert_eq!(got["data-outside"], "0", "{context}");
+        assert_eq!(got["data-overlaps"], "0", "labels overlap: {context}");
+        assert_eq!(
+            got["data-unlabelled"], "0",
+            "series without a legend entry: {context}"
+        );
         let (w, h) = got["data-box"].split_once('x').unwrap();
         assert!(
             w.parse::<u32>().unwrap() > 100 && h.parse::<u32>().unwrap() > 60,
@@ -565,4 +634,49 @@ fn charts_are_drawn_in_chromium() {
     let kinds: Vec<_> = want.iter().map(|c| expected(c)).collect();
     assert!(kinds.iter().any(|k| k.1 >= 2) && kinds.iter().any(|k| k.2 >= 5));
     std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+/// A crowded chart draws the preferred series and fills up to the cap,
+/// lists the rest under it with their values, gives every drawn series a
+/// legend entry of its full name, and a note repeated under a later figure
+/// points back to the first.
+#[test]
+fn crowded_charts_draw_a_few_and_list_the_rest() {
+    let section = crowded();
+    let html = render_html(&Report {
+        sections: vec![section.clone()],
+        ..sample()
+    });
+    let curves = &section.figures[0].charts[0];
+    let svg = curves.render();
+    let drawn = svg.matches("class=\"series\"").count();
+    assert_eq!(drawn, crate::chart::MAX_LINES);
+    assert!(svg.contains("data-series=\"native\"") && svg.contains("data-series=\"astraea@w16\""));
+    assert_eq!(
+        svg.matches("class=\"legend\"").count(),
+        drawn,
+        "one legend entry per drawn series"
+    );
+    assert!(!svg.contains('…'), "no name is cut");
+    let colours: std::collections::HashSet<&str> = svg
+        .split("class=\"series\"")
+        .skip(1)
+        .map(|rest| rest.split("stroke=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect();
+    assert_eq!(colours.len(), drawn, "each drawn series its own colour");
+    assert!(html.contains("6 more not drawn"), "14 curves, 8 drawn");
+    assert!(html.contains("2 more not drawn"), "14 categories, 12 drawn");
+    assert!(
+        html.contains("policy-number-13/bytes+frag4096@w13"),
+        "the rest listed in full"
+    );
+    assert_eq!(
+        html.matches("The same note under every figure of a sweep.")
+            .count(),
+        1
+    );
+    assert!(html.contains("As under figure 1."));
+    // Long category names stand up rather than being cut.
+    let bars = section.figures[1].charts[0].render();
+    assert!(bars.contains("rotate(-90)"));
 }
