@@ -184,6 +184,7 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
                 ms(m.service_off_cpu_ns),
                 ms(m.behind_others_ns),
                 ms(m.engine_idle_ns),
+                ms(m.handoff_ns),
                 ms(m.delivery_ns),
             ]
         })
@@ -196,6 +197,7 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
         "(off CPU)",
         "+ behind BS",
         "+ engine idle",
+        "+ hand-off",
         "+ delivery",
     ];
     writeln!(

@@ -2,7 +2,9 @@
 //! its workers have served that tenant's work (an integral of busy time
 //! that any thread can read at any instant); a task reads it when it is
 //! submitted and when its last piece ends, and its latency is split
-//! into its own service, the time the engine served its own tenant's
+//! into the hand-off of its submission to the dispatcher (where a
+//! tenant thread the host preempted in the middle of submitting shows), its
+//! own service, the time the engine served its own tenant's
 //! earlier work (its channel), other tenants' work (the slot it waited
 //! for), the time nothing was in service yet it waited (the dispatch path:
 //! the dispatcher picking it up and handing it over, where a thread the
@@ -33,26 +35,48 @@ pub struct LatencyBreakdown {
     pub engine_idle_ns: Nanos,
     /// From the end of its last piece to its completion.
     pub delivery_ns: Nanos,
+    /// From the submit call to the dispatcher taking the task: the
+    /// tenant's own thread and the channel to the dispatcher (a tenant
+    /// thread preempted in the middle of submitting shows here).
+    pub handoff_ns: Nanos,
+}
+
+/// A task's own timings, the inputs of [`LatencyBreakdown::attribute`]
+/// besides the engine's busy time, ns.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TaskTimes {
+    /// Submission to completion.
+    pub latency: Nanos,
+    /// Service, summed over its pieces.
+    pub service: Nanos,
+    /// Of that, its workers off their CPU.
+    pub off_cpu: Nanos,
+    /// Its last piece's end to its completion.
+    pub delivery: Nanos,
+    /// Its submission to the dispatcher taking it.
+    pub handoff: Nanos,
 }
 
 impl LatencyBreakdown {
     /// The parts' sum: the latency they divide.
     pub fn total_ns(&self) -> Nanos {
-        self.service_ns + self.behind_own_ns + self.behind_others_ns + self.engine_idle_ns + self.delivery_ns
+        self.service_ns
+            + self.behind_own_ns
+            + self.behind_others_ns
+            + self.engine_idle_ns
+            + self.delivery_ns
+            + self.handoff_ns
     }
 
-    /// Splits `latency`: `service` and `off_cpu` summed over the task's
-    /// pieces, `delivery` from its last piece's end, and the engine's busy
-    /// time over the task's life (`at_end` minus `at_submit`), its own
-    /// pieces included, on an engine of `workers` workers. Parts are
-    /// clamped in that order so that they add up to `latency` exactly
-    /// (readings taken at slightly different instants cannot make more
-    /// time than there was).
+    /// Splits the task's latency (`t`): its service and delivery as
+    /// measured, and the engine's busy time over the task's life (`at_end`
+    /// minus `at_submit`), its own pieces included, on an engine of
+    /// `workers` workers. Parts are clamped in that order (the hand-off
+    /// after the waits, since the engine may serve others meanwhile) so
+    /// that they add up to the latency exactly: readings taken at slightly
+    /// different instants cannot make more time than there was.
     pub(crate) fn attribute(
-        latency: Nanos,
-        service: Nanos,
-        off_cpu: Nanos,
-        delivery: Nanos,
+        t: TaskTimes,
         at_submit: BusyReading,
         at_end: BusyReading,
         workers: usize,
@@ -60,6 +84,13 @@ impl LatencyBreakdown {
         let workers = workers.max(1) as u64;
         let own = at_end.own.saturating_sub(at_submit.own);
         let all = at_end.all.saturating_sub(at_submit.all);
+        let TaskTimes {
+            latency,
+            service,
+            off_cpu,
+            delivery,
+            handoff,
+        } = t;
         let mut left = latency;
         let mut take = |ns: Nanos| {
             let t = ns.min(left);
@@ -70,6 +101,7 @@ impl LatencyBreakdown {
         let delivery_ns = take(delivery);
         let behind_own_ns = take(own.saturating_sub(service) / workers);
         let behind_others_ns = take(all.saturating_sub(own) / workers);
+        let handoff_ns = take(handoff);
         let engine_idle_ns = take(Nanos::MAX);
         let b = LatencyBreakdown {
             service_ns,
@@ -78,6 +110,7 @@ impl LatencyBreakdown {
             behind_others_ns,
             engine_idle_ns,
             delivery_ns,
+            handoff_ns,
         };
         debug_assert_eq!(b.total_ns(), latency, "the parts divide the latency");
         b
@@ -176,7 +209,14 @@ mod tests {
     /// ns of its tenant's earlier work and 40 ns of others'.
     #[test]
     fn the_parts_divide_the_latency() {
-        let b = LatencyBreakdown::attribute(100, 30, 5, 4, reading(0, 0), reading(40, 80), 1);
+        let t = TaskTimes {
+            latency: 100,
+            service: 30,
+            off_cpu: 5,
+            delivery: 4,
+            handoff: 6,
+        };
+        let b = LatencyBreakdown::attribute(t, reading(0, 0), reading(40, 80), 1);
         assert_eq!(
             b,
             LatencyBreakdown {
@@ -184,8 +224,9 @@ mod tests {
                 service_off_cpu_ns: 5,
                 behind_own_ns: 10,
                 behind_others_ns: 40,
-                engine_idle_ns: 16,
+                engine_idle_ns: 10,
                 delivery_ns: 4,
+                handoff_ns: 6,
             }
         );
     }
@@ -193,7 +234,13 @@ mod tests {
     /// Readings that claim more busy time than the task lived are clamped.
     #[test]
     fn more_busy_time_than_latency_is_clamped() {
-        let b = LatencyBreakdown::attribute(50, 30, 40, 0, reading(0, 0), reading(30, 500), 1);
+        let t = TaskTimes {
+            latency: 50,
+            service: 30,
+            off_cpu: 40,
+            ..TaskTimes::default()
+        };
+        let b = LatencyBreakdown::attribute(t, reading(0, 0), reading(30, 500), 1);
         assert_eq!(b.total_ns(), 50);
         assert_eq!(b.behind_others_ns, 20);
         assert_eq!(b.service_off_cpu_ns, 30);

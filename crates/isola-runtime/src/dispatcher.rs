@@ -11,7 +11,7 @@
 //! by the core through [`OperatorPlanner`]), the shared output placed
 //! subtasks write into, and the carries it reassembles.
 
-use crate::attribution::{BusyReading, LatencyBreakdown};
+use crate::attribution::{BusyReading, LatencyBreakdown, TaskTimes};
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
@@ -137,6 +137,8 @@ struct TaskInFlight {
     off_cpu_ns: Nanos,
     /// Its engine's worker count.
     workers: usize,
+    /// From its submission to the dispatcher taking it, ns.
+    handoff_ns: Nanos,
 }
 
 /// A dispatch on a worker queue.
@@ -278,6 +280,7 @@ impl Dispatcher {
             ended_ns: None,
             off_cpu_ns: 0,
             workers: self.shared.engines[s.engine].workers,
+            handoff_ns: now.saturating_sub(submitted_ns),
         };
         let (tenant, engine, bytes, arrival) = (
             core_task.tenant,
@@ -374,6 +377,7 @@ impl Dispatcher {
         let direct = d.subtask.is_none().then(|| crate::worker::Direct {
             completion: task.completion(Err(TaskError::Cancelled), 0),
             busy_at_submit: task.busy_at_submit,
+            handoff_ns: task.handoff_ns,
             reply: task.reply.clone(),
             budget: self.shared.tenants[task.tenant.index()].1.service_budget,
         });
@@ -534,10 +538,13 @@ impl TaskInFlight {
             subtasks: self.subtasks,
             over_budget: false,
             breakdown: LatencyBreakdown::attribute(
-                latency,
-                self.service_ns,
-                self.off_cpu_ns,
-                delivery,
+                TaskTimes {
+                    latency,
+                    service: self.service_ns,
+                    off_cpu: self.off_cpu_ns,
+                    delivery,
+                    handoff: self.handoff_ns,
+                },
                 self.busy_at_submit,
                 self.busy_at_end,
                 self.workers,

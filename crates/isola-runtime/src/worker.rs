@@ -45,6 +45,8 @@ pub(crate) struct Direct {
     pub completion: Completion,
     /// Its engine's busy time when the task was submitted.
     pub busy_at_submit: crate::attribution::BusyReading,
+    /// From the task's submission to the dispatcher taking it, ns.
+    pub handoff_ns: u64,
     /// Where it goes.
     pub reply: Reply,
     /// The tenant's service budget.
@@ -113,15 +115,15 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
             let ran = !matches!(result, Err(TaskError::Cancelled));
             let (ended_ns, finished_ns) = (since_epoch(ended), since_epoch(Instant::now()));
             let at_end = busy.read(ended_ns, tenant);
-            let breakdown = crate::LatencyBreakdown::attribute(
-                finished_ns.saturating_sub(d.completion.submitted_ns),
-                measured_ns,
-                off_cpu_ns,
-                finished_ns.saturating_sub(ended_ns),
-                d.busy_at_submit,
-                at_end,
-                busy.workers(),
-            );
+            let times = crate::attribution::TaskTimes {
+                latency: finished_ns.saturating_sub(d.completion.submitted_ns),
+                service: measured_ns,
+                off_cpu: off_cpu_ns,
+                delivery: finished_ns.saturating_sub(ended_ns),
+                handoff: d.handoff_ns,
+            };
+            let breakdown =
+                crate::LatencyBreakdown::attribute(times, d.busy_at_submit, at_end, busy.workers());
             let completion = Completion {
                 result,
                 started_ns: ran.then(|| since_epoch(started)),

@@ -150,7 +150,7 @@ impl LsBreakdown {
 
 /// The weighted mean of breakdowns.
 fn mean<'a>(items: impl Iterator<Item = (&'a LatencyBreakdown, u64)>) -> LatencyBreakdown {
-    let mut sum = [0u128; 6];
+    let mut sum = [0u128; 7];
     let mut n = 0u128;
     for (b, w) in items {
         let w = w as u128;
@@ -167,10 +167,11 @@ fn mean<'a>(items: impl Iterator<Item = (&'a LatencyBreakdown, u64)>) -> Latency
         behind_others_ns: m(3),
         engine_idle_ns: m(4),
         delivery_ns: m(5),
+        handoff_ns: m(6),
     }
 }
 
-fn parts(b: &LatencyBreakdown) -> [Nanos; 6] {
+fn parts(b: &LatencyBreakdown) -> [Nanos; 7] {
     [
         b.service_ns,
         b.service_off_cpu_ns,
@@ -178,6 +179,7 @@ fn parts(b: &LatencyBreakdown) -> [Nanos; 6] {
         b.behind_others_ns,
         b.engine_idle_ns,
         b.delivery_ns,
+        b.handoff_ns,
     ]
 }
 
@@ -236,8 +238,8 @@ impl HostInterference {
         let share = |ns: Nanos| ns as f64 / self.wall_ns.max(1) as f64 * 100.0;
         format!(
             "over {} the worker waited runnable for {} ({:.1}%, {} involuntary switches{}) and was off its \
-             CPU mid-task for {}, the dispatcher waited runnable for {} ({:.1}%), the hypervisor stole {}; other \
-             programs used {:.2} of the {} CPUs",
+             CPU mid-task for {}, the dispatcher waited runnable for {} ({:.1}%), the tenants' threads for {}, \
+             the hypervisor stole {}; other programs used {:.2} of the {} CPUs",
             ms(self.wall_ns),
             ms(self.workers.run_delay_ns),
             share(self.workers.run_delay_ns),
@@ -250,6 +252,7 @@ impl HostInterference {
             ms(self.service_off_cpu_ns),
             ms(self.dispatcher.run_delay_ns),
             share(self.dispatcher.run_delay_ns),
+            ms(self.tenants.run_delay_ns),
             ms(self.steal_ns),
             self.others_cpu_ns as f64 / self.wall_ns.max(1) as f64,
             self.cpus,
