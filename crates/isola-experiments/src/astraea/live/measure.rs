@@ -228,7 +228,7 @@ impl HostInterference {
             / wall
     }
 
-    /// Whether the host took more than [`HOST_LIMIT`] of the run.
+    /// Whether the host took more than `HOST_LIMIT` (2%) of the run.
     pub fn disturbed(&self) -> bool {
         self.took_fraction() > HOST_LIMIT
     }
