@@ -51,6 +51,17 @@ fn unknown_key() {
     check(&with_line(9, "slts = 1"), 9, "slts", "unknown field `slts`");
 }
 
+/// A misspelt key in an inline table is named, not only the key it hides.
+#[test]
+fn a_misspelt_service_key_is_named() {
+    check(
+        &with_line(10, r#"service = { dsit = "exponential", mean = "5us" }"#),
+        10,
+        "service",
+        "unknown field `dsit`",
+    );
+}
+
 #[test]
 fn wrong_unit() {
     check(

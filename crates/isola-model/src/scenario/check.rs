@@ -170,6 +170,25 @@ pub(super) fn check_service(
     if let Some(table) = value.as_table().filter(|t| t.contains_key("profile")) {
         return profile_service(src, table).map_err(|m| bad(&m));
     }
+    // A misspelt key is named (`dsit`), not only the `dist` it hides.
+    const KEYS: [&str; 7] = [
+        "dist",
+        "time",
+        "mean",
+        "base",
+        "per_byte_ns",
+        "points",
+        "per_byte",
+    ];
+    if let Some(k) = value
+        .as_table()
+        .and_then(|t| t.keys().find(|k| !KEYS.contains(&k.as_str())))
+    {
+        return Err(bad(&format!(
+            "unknown field `{k}` (a service is `dist` = \"constant\", \"exponential\", \"affine\", \"table\" or \
+             \"cycles\" with its parameters, or `profile` and `op`)"
+        )));
+    }
     // No key given: the error is placed at the value it quotes, and so at
     // that value's own key (`mean`, `time`...), as serde's would be.
     let raw = RawService::deserialize(value).map_err(|e| src.at(span.clone(), None, e.message().trim()))?;
