@@ -178,7 +178,7 @@ engine = "acc"
 op = "crc32c"
 size = "3KiB"
 arrival = { closed = 2 }
-count = 200
+count = 1000
 "#;
     /// The operators' plans: equal ranges, ordered for the hash.
     struct Ranges(bool);
@@ -193,18 +193,31 @@ count = 200
     ];
     let scenario = Scenario::parse(text, "same-core.toml").unwrap();
     for run in &scenario.run.policies {
-        let (result, calls) = isola_experiments::live::run_policy_live_logged(&scenario, run, 5).unwrap();
-        assert_eq!(result.tenants[0].completed + result.tenants[1].completed, 230);
-        let mut core = isola_sim::scheduler_for(&scenario, run).unwrap();
-        let planner = |op: &str| Some(planners[(op == "sha256") as usize].clone());
-        let done = isola_runtime::core_log::replay(&calls, &mut core, planner)
-            .unwrap_or_else(|e| panic!("{}: {e}", run.label));
-        let (split, whole) = (done.subtasks, done.whole);
-        // Contended most of the time: hashes split; the checksums, smaller
-        // than a subtask, and the hashes alone at the end, whole.
+        // Every run must replay to the same dispatches. Whether a run also
+        // splits depends on the host: the tenants' threads start one after
+        // the other, and on a loaded machine the checksums may be done
+        // before the hashes begin, so the hashes run alone, whole. Such a
+        // run checks the replay but not splitting; up to three runs are
+        // made until one overlaps.
+        let mut seen = Vec::new();
+        for attempt in 0..3 {
+            let (result, calls) =
+                isola_experiments::live::run_policy_live_logged(&scenario, run, 5 + attempt).unwrap();
+            assert_eq!(result.tenants[0].completed + result.tenants[1].completed, 1030);
+            let mut core = isola_sim::scheduler_for(&scenario, run).unwrap();
+            let planner = |op: &str| Some(planners[(op == "sha256") as usize].clone());
+            let done = isola_runtime::core_log::replay(&calls, &mut core, planner)
+                .unwrap_or_else(|e| panic!("{}: {e}", run.label));
+            seen.push((done.subtasks, done.whole));
+            // Contended: hashes split; the checksums, smaller than a
+            // subtask, whole.
+            if done.subtasks > 0 && done.whole > 0 {
+                break;
+            }
+        }
         assert!(
-            split > 0 && whole > 0,
-            "{}: {split} subtasks, {whole} whole",
+            seen.iter().any(|&(split, whole)| split > 0 && whole > 0),
+            "{}: no run both split and ran whole tasks (subtasks, whole): {seen:?}",
             run.label
         );
     }

@@ -47,8 +47,12 @@ fn replaying_the_core_calls_gives_the_runtimes_dispatches() {
         let (hashes, checksums) = (rt.tenant(TenantId(0)), rt.tenant(TenantId(1)));
         let mut ordered = HashMap::new();
         let mut tickets = Vec::new();
+        // Both tenants start submitting together, so that they overlap on
+        // a loaded host too (the hashes split only while contended).
+        let start = std::sync::Barrier::new(2);
         std::thread::scope(|s| {
             let a = s.spawn(|| {
+                start.wait();
                 (0..40u64)
                     .map(|i| {
                         hashes.submit(
@@ -60,6 +64,7 @@ fn replaying_the_core_calls_gives_the_runtimes_dispatches() {
                     .collect::<Result<Vec<_>, _>>()
             });
             let b = s.spawn(|| {
+                start.wait();
                 (0..80u64)
                     .map(|i| {
                         checksums.submit(
