@@ -62,4 +62,4 @@ pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unspli
 pub use tenant::{
     EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, Tenant, TenantClass, TenantId,
 };
-pub use units::{Bytes, Nanos, Rate, RateUnit, NANOS_PER_SEC};
+pub use units::{Bytes, Nanos, Rate, RateUnit, MAX_TASK_COST_NS, NANOS_PER_SEC};

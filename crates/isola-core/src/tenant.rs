@@ -98,6 +98,11 @@ pub const MAX_WEIGHT: f64 = 1e6;
 /// Default per-channel queue cap when a scenario does not give one.
 pub const DEFAULT_QUEUE_CAP: usize = 1024;
 
+/// Most tasks one channel may hold: 2^20. With every task's predicted cost
+/// at most [`crate::MAX_TASK_COST_NS`], a channel's queued cost stays
+/// inside a `u64`.
+pub const MAX_QUEUE_CAP: usize = 1 << 20;
+
 impl Default for Slo {
     fn default() -> Self {
         Slo {
@@ -133,8 +138,11 @@ impl Slo {
                 ),
             ));
         }
-        if self.queue_cap == 0 {
-            return Err(("queue_cap", "must be at least 1".into()));
+        if !(1..=MAX_QUEUE_CAP).contains(&self.queue_cap) {
+            return Err((
+                "queue_cap",
+                format!("must be between 1 and {MAX_QUEUE_CAP}, got {}", self.queue_cap),
+            ));
         }
         for (field, spec) in [("reservation", self.reservation), ("limit", self.limit)] {
             if let Some(s) = spec {
@@ -153,7 +161,7 @@ impl Slo {
         }
         if let Some(LatencyObjective::ServiceMultiple(k)) = self.latency {
             if !(k.is_finite() && k > 0.0) {
-                return Err(("latency", format!("multiple must be > 0, got {k}")));
+                return Err(("latency_multiple", format!("must be > 0, got {k}")));
             }
         }
         Ok(())

@@ -15,6 +15,12 @@ pub type Bytes = u64;
 /// Nanoseconds in one second.
 pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 
+/// The largest predicted cost of one task the scheduler accepts: 10^13 ns
+/// (about 2.8 hours). Larger predictions are refused
+/// (`RejectReason::CostTooLarge`), so that the costs a channel queues (at
+/// most `tenant::MAX_QUEUE_CAP` tasks) always fit a `u64`.
+pub const MAX_TASK_COST_NS: Nanos = 10_000_000_000_000;
+
 /// What a rate counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

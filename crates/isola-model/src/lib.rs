@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod ingress;
+pub mod input;
 pub mod quantity;
 pub mod results;
 pub mod scenario;

@@ -1,8 +1,11 @@
-//! Quantities as people write them in scenario files: durations (`50ms`),
-//! sizes (`4KiB`), rates (`500k/s`, `512Gbit/s`, `2GB/s`) and frequencies
-//! (`1GHz`). Each parses from a string (or a bare number in the base unit)
-//! and refuses negative, zero-where-meaningless and malformed values with a
-//! message that says what was expected; serde reports it at the value's line.
+//! Quantities as people write them in scenario files and flags: durations
+//! (`50ms`), sizes (`4KiB`), rates (`500k/s`, `512Gbit/s`, `2GB/s`) and
+//! frequencies (`1GHz`). Each parses from a string with its unit, the one
+//! checked conversion every such value goes through: a bare number is
+//! refused (`duration = "20"` is 20 what?), and so are negative, non-finite,
+//! malformed and out-of-range values (nothing is silently clamped), each
+//! with a message that says what was expected; serde reports it at the
+//! value's line. Which values may be zero is the caller's rule.
 
 use isola_core::{Nanos, Rate, RateUnit};
 use serde::de::{self, Deserializer, Visitor};
@@ -33,6 +36,33 @@ fn split_number(text: &str) -> Result<(f64, &str), String> {
     Ok((value, unit.trim()))
 }
 
+/// The largest duration a value may state: 10^7 s (about 116 days), far
+/// beyond any run, and small enough that sums of a few never overflow
+/// nanoseconds in a `u64` (584 years).
+pub const MAX_DURATION_NS: u64 = 10_000_000 * 1_000_000_000;
+
+/// The largest size a value may state: 1 PiB (2^50 bytes). What a command
+/// may allocate is a separate, smaller limit (see `docs/limits.md`).
+pub const MAX_SIZE_BYTES: u64 = 1 << 50;
+
+/// The largest rate a value may state: 10^15 per second (operations or
+/// bytes). Whether a simulator can run that many events is its own limit.
+pub const MAX_RATE_PER_SEC: f64 = 1e15;
+
+/// `value` x `scale` as an integer, refused above `max` (named by `what`).
+fn scaled(text: &str, value: f64, scale: f64, max: u64, what: &str) -> Result<u64, String> {
+    let v = (value * scale).round();
+    if v > max as f64 {
+        return Err(format!("`{text}` is too large: a {what} is at most {max} in its base unit"));
+    }
+    Ok(v as u64)
+}
+
+/// The refusal of a number written without its unit.
+fn no_unit(text: &str, units: &str) -> String {
+    format!("`{text}` has no unit: write it with one of {units} (e.g. \"{}{}\")", text.trim(), units.split(", ").next().unwrap_or(""))
+}
+
 fn decimal_prefix(p: &str) -> Option<f64> {
     Some(match p {
         "" => 1.0,
@@ -44,11 +74,13 @@ fn decimal_prefix(p: &str) -> Option<f64> {
     })
 }
 
-/// Parses a duration: `ns`, `us` (or `µs`), `ms`, `s`; a bare number is ns.
+/// Parses a duration: `ns`, `us` (or `µs`), `ms`, `s`; at most
+/// [`MAX_DURATION_NS`].
 pub fn parse_duration(text: &str) -> Result<Nanos, String> {
     let (v, unit) = split_number(text)?;
     let scale = match unit {
-        "" | "ns" => 1.0,
+        "" => return Err(no_unit(text, "ns, us, ms, s")),
+        "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
@@ -58,15 +90,30 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
             ))
         }
     };
-    Ok((v * scale).round() as Nanos)
+    scaled(text, v, scale, MAX_DURATION_NS, "duration")
+}
+
+/// `ns` written with the largest unit that keeps it at least 1, as
+/// [`parse_duration`] reads it back (to three significant decimals).
+pub fn format_duration(ns: Nanos) -> String {
+    let (scale, unit) = match ns {
+        n if n >= 1_000_000_000 => (1e9, "s"),
+        n if n >= 1_000_000 => (1e6, "ms"),
+        n if n >= 1_000 => (1e3, "us"),
+        _ => (1.0, "ns"),
+    };
+    let v = ns as f64 / scale;
+    let text = format!("{v:.3}");
+    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// Parses a size: `B`, `KB`/`MB`/`GB` (powers of 1000), `KiB`/`MiB`/`GiB`
-/// (powers of 1024); a bare number is bytes.
+/// (powers of 1024); at most [`MAX_SIZE_BYTES`].
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let (v, unit) = split_number(text)?;
     let scale = match unit {
-        "" | "B" => 1.0,
+        "" => return Err(no_unit(text, "B, KiB, MiB, GiB, KB, MB, GB")),
+        "B" => 1.0,
         "KB" | "kB" => 1e3,
         "MB" => 1e6,
         "GB" => 1e9,
@@ -79,13 +126,16 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
             ))
         }
     };
-    Ok((v * scale).round() as u64)
+    scaled(text, v, scale, MAX_SIZE_BYTES, "size")
 }
 
 /// Parses a rate with its unit: operations (`500k/s`, `1M/s`, `10/s`,
 /// `2Mops/s`) or data (`10Gbit/s`, `10Gbps`, `2GB/s`, `1GiB/s`, `800MB/s`).
 pub fn parse_rate(text: &str) -> Result<Rate, String> {
     let (v, unit) = split_number(text)?;
+    if unit.is_empty() {
+        return Err(no_unit(text, "/s, k/s, M/s, Mops/s, Gbit/s, Gbps, GB/s"));
+    }
     let bad = || {
         format!("`{text}`: unknown rate unit `{unit}` (use e.g. 500k/s or 1Mops/s for operations, 10Gbit/s, 10Gbps or 2GB/s for data)")
     };
@@ -118,12 +168,18 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
     } else {
         return Err(bad());
     };
+    if value > MAX_RATE_PER_SEC {
+        return Err(format!("`{text}` is too large: a rate is at most {MAX_RATE_PER_SEC:e} per second"));
+    }
     Rate::new(value, rate_unit).map_err(|_| format!("`{text}`: a rate must be greater than zero"))
 }
 
 /// Parses a frequency: `Hz`, `kHz`, `MHz`, `GHz`.
 pub fn parse_frequency(text: &str) -> Result<f64, String> {
     let (v, unit) = split_number(text)?;
+    if unit.is_empty() {
+        return Err(no_unit(text, "Hz, kHz, MHz, GHz"));
+    }
     let hz = unit
         .strip_suffix("Hz")
         .and_then(decimal_prefix)
@@ -131,11 +187,14 @@ pub fn parse_frequency(text: &str) -> Result<f64, String> {
     if v == 0.0 {
         return Err(format!("`{text}`: a frequency must be greater than zero"));
     }
+    if v * hz > 1e12 {
+        return Err(format!("`{text}` is too large: a frequency is at most 1THz"));
+    }
     Ok(v * hz)
 }
 
-/// Deserializes through `parse` from a string, or from a bare number taken
-/// in the base unit.
+/// Deserializes through `parse` from a string; a bare number is handed to
+/// `parse` as written, which refuses it for want of a unit.
 struct ParseVisitor<T> {
     what: &'static str,
     parse: fn(&str) -> Result<T, String>,
@@ -212,7 +271,17 @@ mod tests {
     fn durations_sizes_rates_and_frequencies() {
         assert_eq!(parse_duration("50ms"), Ok(50_000_000));
         assert_eq!(parse_duration("1.5us"), Ok(1500));
-        assert_eq!(parse_duration("250"), Ok(250));
+        assert!(parse_duration("250").unwrap_err().contains("no unit"));
+        assert!(parse_duration("99999999999s").unwrap_err().contains("too large"));
+        assert!(parse_size("99999999999999999999").unwrap_err().contains("no unit"));
+        assert!(parse_size("99999999999999999999B").unwrap_err().contains("too large"));
+        assert!(parse_size("2048PiB").is_err());
+        assert!(parse_rate("1000").unwrap_err().contains("no unit"));
+        assert!(parse_rate("2000T/s").unwrap_err().contains("too large"));
+        assert!(parse_frequency("2").unwrap_err().contains("no unit"));
+        for ns in [0, 999, 1_500, 20_000_000, 1_000_000_000_000] {
+            assert_eq!(parse_duration(&format_duration(ns)), Ok(ns));
+        }
         assert!(parse_duration("5xs").unwrap_err().contains("unknown time unit"));
         assert!(parse_duration("-1ms").unwrap_err().contains("negative"));
         assert_eq!(parse_size("4KiB"), Ok(4096));

@@ -105,7 +105,7 @@ impl FifoLanes {
         self.busy += 1;
         let run = work.budget.map_or(work.service, |b| work.service.min(b));
         let token = self.serving.insert((work, now)) as u64;
-        timers.push((now + run, token));
+        timers.push((now.saturating_add(run), token));
     }
 
     fn start(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {
@@ -192,15 +192,15 @@ impl DmaLink {
 
     /// Predicted time of a transfer of `bytes` alone on the link.
     pub fn alone(spec: &DmaSpec, direction: Direction, bytes: u64) -> f64 {
+        // Every unit but the last is full and takes the same time, so this
+        // is closed-form: a transfer of a petabyte costs what one of a page
+        // does.
         let dir = direction as usize;
-        let mut left = bytes.max(1);
-        let mut t = 0.0;
-        while left > 0 {
-            let (size, ns) = Self::unit(spec, dir, left);
-            t += ns;
-            left -= size.min(left);
-        }
-        t
+        let bytes = bytes.max(1);
+        let (full, ns_full) = Self::unit(spec, dir, u64::MAX);
+        let (count, rest) = (bytes / full, bytes % full);
+        let tail = if rest > 0 { Self::unit(spec, dir, rest).1 } else { 0.0 };
+        count as f64 * ns_full + tail
     }
 
     fn send_next(&mut self, now: Nanos, dir: usize, timers: &mut Vec<Timer>) {
@@ -213,7 +213,7 @@ impl DmaLink {
         let (size, ns) = Self::unit(&self.spec, dir, self.transfers[k].remaining);
         self.on_wire[dir] = Some((k, size));
         // At least 1 ns per TLP, so time always advances.
-        timers.push((now + (ns.round() as Nanos).max(1), dir as u64));
+        timers.push((now.saturating_add((ns.round() as Nanos).max(1)), dir as u64));
     }
 
     fn start(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {

@@ -163,12 +163,16 @@ impl ArrivalProcess {
                 // A Poisson process in on-time: time that falls in an off
                 // period is carried into the next on period. Periods count
                 // from the workload's start.
+                // Maps wall time to on-time and back in closed form, so a
+                // gap spanning many periods costs no more than one.
                 let (on, off) = (*on, *off);
-                let mut t = start + exp.sample(&mut self.rng);
-                while (t - self.origin) % (on + off) >= on {
-                    t += off;
-                }
-                t
+                let period = on + off;
+                let since = (start - self.origin).max(0.0);
+                let cycles = (since / period).floor();
+                let on_time = cycles * on + (since - cycles * period).min(on);
+                let target = on_time + exp.sample(&mut self.rng);
+                let cycles = (target / on).floor();
+                self.origin + cycles * period + (target - cycles * on)
             }
             ArrivalKind::Steps(steps) => {
                 // Exact piecewise-constant Poisson: a gap drawn at one rate
@@ -254,6 +258,32 @@ mod tests {
             let t = p.next_arrival().unwrap().at;
             assert!(t % 4000 <= 1000, "{t}");
         }
+    }
+
+    /// The rate over whole periods is `rate x on / (on + off)`, and a gap
+    /// spanning many periods costs one step: 1 ns on in every second
+    /// (issue 14's reproducer looped once per nanosecond of each gap).
+    #[test]
+    fn on_off_keeps_its_average_rate_whatever_the_periods() {
+        let spec = ArrivalSpec::OnOff {
+            on: 1000,
+            off: 3000,
+            rate: 1e8,
+        };
+        let mut p = ArrivalProcess::new(&spec, 0, 3, 0);
+        let last = (0..100_000).map(|_| p.next_arrival().unwrap().at).last().unwrap();
+        // 100k arrivals at 1e8/s over a quarter of the time: ~4 ms (1.5%).
+        assert!((last as f64 / 4e6 - 1.0).abs() < 0.015, "{last}");
+        let sparse = ArrivalSpec::OnOff {
+            on: 1,
+            off: 1_000_000_000,
+            rate: 1e3,
+        };
+        let mut p = ArrivalProcess::new(&sparse, 0, 3, 0);
+        let t = p.next_arrival().unwrap().at;
+        assert!(t % 1_000_000_001 <= 1, "{t}");
+        // Mean on-time gap 1 ms = 10^6 periods of 1 s: ~11.6 days.
+        assert!(t > 1_000_000_000, "{t}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn queue(lambda: f64, service: &str, servers: u32, count: u64) -> PolicyResult {
 
         [[tenant]]
         name = "customers"
-        queue_cap = 100000000
+        queue_cap = 1048576
         [tenant.workload]
         engine = "server"
         arrival = {{ poisson = "{lambda}/s" }}

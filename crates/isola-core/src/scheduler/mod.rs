@@ -143,6 +143,10 @@ impl Scheduler {
                 );
             }
         };
+        if cost > crate::MAX_TASK_COST_NS {
+            let limit = crate::MAX_TASK_COST_NS;
+            return reject(RejectReason::CostTooLarge { cost, limit }, task);
+        }
         task.predicted_cost = Some(cost);
         let bytes = task.bytes;
         if let Some(quota) = self.tenants[t].slo.memory_quota {

@@ -70,11 +70,15 @@ impl Plan {
             return Plan::Whole { cost: total };
         };
         let planner = task.planner.as_ref();
+        // A piece is predicted at most at the task's limit, so the sums of
+        // pieces the core keeps cannot overflow (the task itself was
+        // refused above it).
         let cost_of = |bytes: Bytes| {
             planner
                 .and_then(|p| p.0.predict(task, bytes))
                 .or_else(|| model.predict(&task.op.name, bytes))
                 .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes.max(1) as u128) as Nanos)
+                .min(crate::MAX_TASK_COST_NS)
         };
         if let Some(planner) = planner {
             return match planner

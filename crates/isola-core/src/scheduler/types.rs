@@ -116,6 +116,15 @@ pub enum RejectReason {
         /// The refused task's size.
         bytes: Bytes,
     },
+    /// The task's predicted cost is above [`crate::MAX_TASK_COST_NS`]: a
+    /// cost model that predicts ages (or a bandwidth of bits per second).
+    #[error("task predicted to take {cost} ns, above the limit of {limit} ns per task")]
+    CostTooLarge {
+        /// The predicted cost.
+        cost: Nanos,
+        /// The limit.
+        limit: Nanos,
+    },
     /// The scheduler was closed.
     #[error("the scheduler is shut down")]
     Closed,

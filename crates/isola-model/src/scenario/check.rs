@@ -9,7 +9,7 @@ use super::{per_engine, tenant};
 use super::{
     DeviceSpec, DmaSpec, EngineModel, PolicyRun, RunSpec, Scenario, ScenarioError, ServiceSpec, SizeDist,
 };
-use crate::quantity::{RateValue, Size};
+use crate::quantity::{Duration, RateValue, Size};
 use isola_core::params::Params;
 use isola_core::policy::find_policy;
 use isola_core::SplitWhen;
@@ -22,6 +22,32 @@ use std::path::Path;
 use std::sync::Arc;
 use toml::Spanned;
 
+/// The longest engine or tenant name, in characters: names are table
+/// cells, metric labels and file names.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// Refuses an empty or overlong name, or one with control characters.
+pub(super) fn check_name(src: &Source<'_>, span: Range<usize>, key: &str, name: &str) -> Result<(), ScenarioError> {
+    let chars = name.chars().count();
+    let problem = if name.trim().is_empty() {
+        Some("must not be empty".to_string())
+    } else if chars > MAX_NAME_CHARS {
+        Some(format!("is {chars} characters long; names are at most {MAX_NAME_CHARS}"))
+    } else if name.chars().any(char::is_control) {
+        Some("must not contain control characters".to_string())
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(src.at(span, Some(key), format!("a name {p}"))),
+        None => Ok(()),
+    }
+}
+
+/// The largest `egress_ratio`: a stage's output at most 1000 times its
+/// input, so sizes stay far inside a `u64` through every stage.
+pub const MAX_EGRESS_RATIO: f64 = 1000.0;
+
 /// Checks scenario `text`; `path` names it in errors and anchors trace paths.
 pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
     let src = Source {
@@ -33,6 +59,7 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
         src.at(span, None, e.message().trim().to_string())
     })?;
     let (mut run, policy_spans, policy_ons) = check_run(&src, raw.run)?;
+    let name_spans: Vec<Range<usize>> = raw.engine.iter().map(|e| e.get_ref().name.span()).collect();
     let engines = raw
         .engine
         .into_iter()
@@ -41,8 +68,8 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
     for (i, e) in engines.iter().enumerate() {
         if engines[..i].iter().any(|o| o.name == e.name) {
             return Err(src.at(
-                0..0,
-                Some("engine.name"),
+                name_spans[i].clone(),
+                Some("name"),
                 format!("engine `{}` is defined twice", e.name),
             ));
         }
@@ -144,17 +171,45 @@ fn check_run(
             }
         }
     }
-    if let Some(d) = raw.duration {
-        if d.0 == 0 {
-            return Err(src.at(0..0, Some("run.duration"), "must be greater than zero"));
+    let positive = |v: &Option<Spanned<Duration>>, key: &str| match v {
+        Some(d) if d.get_ref().0 == 0 => Err(src.at(d.span(), Some(key), "must be greater than zero")),
+        _ => Ok(v.as_ref().map(|d| d.get_ref().0)),
+    };
+    let duration = positive(&raw.duration, "duration")?;
+    let count = |v: &Option<Spanned<u64>>, key: &str, default: u64| match v {
+        Some(n) if *n.get_ref() == 0 => Err(src.at(n.span(), Some(key), "must be at least 1")),
+        Some(n) => Ok(*n.get_ref()),
+        None => Ok(default),
+    };
+    let max_events = count(&raw.max_events, "max_events", super::DEFAULT_MAX_EVENTS)?;
+    let max_windows = count(&raw.max_windows, "max_windows", super::DEFAULT_MAX_WINDOWS)?;
+    let window = match (positive(&raw.window, "window")?, duration) {
+        (Some(w), Some(d)) if d.div_ceil(w) > max_windows => {
+            return Err(src.at(
+                raw.window.as_ref().map_or(0..0, Spanned::span),
+                Some("window"),
+                format!(
+                    "a {} run in windows of {} makes {} windows, above max_windows = {max_windows}: widen the \
+                     window (at least {} ns) or raise max_windows",
+                    crate::quantity::format_duration(d),
+                    crate::quantity::format_duration(w),
+                    d.div_ceil(w),
+                    d.div_ceil(max_windows)
+                ),
+            ))
         }
-    }
+        (Some(w), _) => w,
+        (None, Some(d)) => super::DEFAULT_WINDOW_NS.max(d.div_ceil(super::DEFAULT_WINDOWS_PER_RUN)),
+        (None, None) => super::DEFAULT_WINDOW_NS,
+    };
     let run = RunSpec {
         seed: raw.seed.unwrap_or(1),
-        duration: raw.duration.map(|d| d.0),
+        duration,
         policies,
-        window: raw.window.map_or(100_000, |w| w.0).max(1),
+        window,
         solo: raw.solo,
+        max_events,
+        max_windows,
     };
     Ok((run, spans, ons))
 }
@@ -243,7 +298,8 @@ fn profile_service(src: &Source<'_>, table: &toml::Table) -> Result<ServiceSpec,
         .ok_or("a profile service needs `op`: the operator whose costs to take")?;
     let path = Path::new(&src.file).parent().unwrap_or(Path::new(".")).join(file);
     let shown = path.display();
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read profile {shown}: {e}"))?;
+    let text = crate::input::read_text_bounded(&path, crate::input::MAX_PROFILE_BYTES)
+        .map_err(|e| format!("cannot read profile {shown}: {e}"))?;
     let profile: isola_core::profile::Profile =
         serde_json::from_str(&text).map_err(|e| format!("{shown} is not a profile: {e}"))?;
     let points: Vec<(u64, f64)> = profile
@@ -262,6 +318,7 @@ fn profile_service(src: &Source<'_>, table: &toml::Table) -> Result<ServiceSpec,
 /// One `[[engine]]`: its kind, the keys that kind takes, and its device.
 fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel, ScenarioError> {
     let raw = raw.into_inner();
+    check_name(src, raw.name.span(), "name", raw.name.get_ref())?;
     let kind = match raw.kind.get_ref().as_str() {
         "accelerator" => EngineKind::Accelerator,
         "pu" => EngineKind::ProcessingUnits,
@@ -342,8 +399,12 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         }
     };
     let egress_ratio = match raw.egress_ratio {
-        Some(r) if !(r.get_ref().is_finite() && *r.get_ref() >= 0.0) => {
-            return Err(src.at(r.span(), Some("egress_ratio"), "must be >= 0"))
+        Some(r) if !(r.get_ref().is_finite() && (0.0..=MAX_EGRESS_RATIO).contains(r.get_ref())) => {
+            return Err(src.at(
+                r.span(),
+                Some("egress_ratio"),
+                format!("must be between 0 and {MAX_EGRESS_RATIO} (a stage's output at most that many times its input)"),
+            ))
         }
         Some(r) => r.into_inner(),
         None => 1.0,
@@ -451,9 +512,11 @@ pub(super) fn check_size(
             if points.is_empty()
                 || points.iter().any(|(_, w)| !(w.is_finite() && *w >= 0.0))
                 || points.iter().all(|(_, w)| *w == 0.0)
+                || !points.iter().map(|(_, w)| w).sum::<f64>().is_finite()
             {
                 return Err(bad(
-                    "empirical sizes need [size, weight] points with weights >= 0, not all 0".into(),
+                    "empirical sizes need [size, weight] points with finite weights >= 0, not all 0, whose sum is finite"
+                        .into(),
                 ));
             }
             SizeDist::Empirical(points.into_iter().map(|(s, w)| (s.0, w)).collect())

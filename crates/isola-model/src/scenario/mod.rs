@@ -80,7 +80,28 @@ pub struct RunSpec {
     pub window: Nanos,
     /// Also run each tenant alone, for slowdowns and Fair2.
     pub solo: bool,
+    /// Most events one simulated run may process (`max_events`); a run
+    /// that would need more is refused or stopped with an error.
+    pub max_events: u64,
+    /// Most metrics windows a run's time series may hold (`max_windows`).
+    pub max_windows: u64,
 }
+
+/// Default of `[run] max_events`: 200 million events, about half a minute
+/// of simulation on this project's machines, far more than any shipped
+/// scenario needs.
+pub const DEFAULT_MAX_EVENTS: u64 = 200_000_000;
+
+/// Default of `[run] max_windows`: 100,000 windows per time series.
+pub const DEFAULT_MAX_WINDOWS: u64 = 100_000;
+
+/// Default metrics window (100 us), widened for long runs so that the
+/// run holds at most [`DEFAULT_WINDOWS_PER_RUN`] of them.
+pub const DEFAULT_WINDOW_NS: Nanos = 100_000;
+
+/// Windows a run gets by default when its window is not given: a long run
+/// gets wider windows rather than more of them.
+pub const DEFAULT_WINDOWS_PER_RUN: u64 = 10_000;
 
 impl RunSpec {
     /// The runs `wanted` names, in the scenario's order (all of them if
@@ -386,13 +407,14 @@ impl Scenario {
     /// Reads and checks the scenario at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: path.display().to_string(),
-            line: 0,
-            column: 0,
-            key: None,
-            message: format!("cannot read: {e}"),
-        })?;
+        let text =
+            crate::input::read_text_bounded(path, crate::input::MAX_SCENARIO_BYTES).map_err(|message| ScenarioError {
+                file: path.display().to_string(),
+                line: 0,
+                column: 0,
+                key: None,
+                message,
+            })?;
         Scenario::parse(&text, path)
     }
 

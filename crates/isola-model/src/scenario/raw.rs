@@ -35,9 +35,11 @@ pub(super) struct RawScenario {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRun {
     pub(super) seed: Option<u64>,
-    pub(super) duration: Option<Duration>,
+    pub(super) duration: Option<Spanned<Duration>>,
     pub(super) policies: Option<Spanned<Vec<Spanned<RawPolicy>>>>,
-    pub(super) window: Option<Duration>,
+    pub(super) window: Option<Spanned<Duration>>,
+    pub(super) max_events: Option<Spanned<u64>>,
+    pub(super) max_windows: Option<Spanned<u64>>,
     #[serde(default)]
     pub(super) solo: bool,
 }
@@ -82,6 +84,11 @@ impl<'de> Deserialize<'de> for RawPolicy {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPolicy, A::Error> {
                 let t = RawPolicyTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                if t.split.is_some_and(|s| s.0 == 0) {
+                    return Err(de::Error::custom(
+                        "`split` (or `fragment`) must be at least 1B; leave it out to serve tasks whole",
+                    ));
+                }
                 let params = t.params.into_iter().map(|(k, v)| (k, value_text(v))).collect();
                 Ok(RawPolicy {
                     name: t.name,
@@ -136,9 +143,9 @@ pub(super) struct RawTenant {
     pub(super) reservation_burst: Option<Spanned<f64>>,
     pub(super) limit: Option<Spanned<RateValue>>,
     pub(super) burst: Option<Spanned<Size>>,
-    pub(super) latency: Option<Duration>,
+    pub(super) latency: Option<Spanned<Duration>>,
     pub(super) latency_multiple: Option<Spanned<f64>>,
-    pub(super) budget: Option<Duration>,
+    pub(super) budget: Option<Spanned<Duration>>,
     pub(super) queue_cap: Option<Spanned<usize>>,
     pub(super) memory_quota: Option<Spanned<Size>>,
     #[serde(default)]
@@ -156,13 +163,12 @@ pub(super) struct RawWorkload {
     pub(super) op: Option<String>,
     #[serde(default)]
     pub(super) params: BTreeMap<String, toml::Value>,
-    pub(super) size: Option<RawSize>,
+    pub(super) size: Option<Spanned<RawSize>>,
     pub(super) arrival: Spanned<RawArrival>,
     pub(super) count: Option<Spanned<u64>>,
     pub(super) start: Option<Duration>,
     pub(super) service: Option<Spanned<toml::Value>>,
-    #[serde(default)]
-    pub(super) direction: Direction,
+    pub(super) direction: Option<Spanned<Direction>>,
     pub(super) flow: Option<FlowMatch>,
 }
 
@@ -204,12 +210,10 @@ impl<'de> Deserialize<'de> for RawSize {
                 parse_size(v).map(RawSize::Fixed).map_err(E::custom)
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawSize, E> {
-                Ok(RawSize::Fixed(v))
+                parse_size(&v.to_string()).map(RawSize::Fixed).map_err(E::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawSize, E> {
-                u64::try_from(v)
-                    .map(RawSize::Fixed)
-                    .map_err(|_| E::custom(format!("a size cannot be negative, got {v}")))
+                parse_size(&v.to_string()).map(RawSize::Fixed).map_err(E::custom)
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawSize, A::Error> {
                 RawSizeDist::deserialize(de::value::MapAccessDeserializer::new(map)).map(RawSize::Dist)

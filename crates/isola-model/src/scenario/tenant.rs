@@ -23,11 +23,12 @@ fn load_trace(
 ) -> Result<Vec<TraceRow>, ScenarioError> {
     let path = base.join(file);
     let shown = path.display().to_string();
+    let data = crate::input::read_bounded(&path, crate::input::MAX_TRACE_BYTES)
+        .map_err(|e| src.at(span.clone(), Some("trace"), format!("{shown}: {e}")))?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .trim(csv::Trim::All)
-        .from_path(&path)
-        .map_err(|e| src.at(span.clone(), Some("trace"), format!("cannot read {shown}: {e}")))?;
+        .from_reader(data.as_slice());
     let at = |line: u64, field: &str, message: String| ScenarioError {
         file: shown.clone(),
         line: line as usize,
@@ -49,23 +50,31 @@ fn load_trace(
     }
     let mut rows = Vec::new();
     for record in reader.records() {
-        let record = record.map_err(|e| at(e.position().map_or(0, |p| p.line()), "row", e.to_string()))?;
+        let record = record.map_err(|e| at(e.position().map_or(1, |p| p.line()), "row", e.to_string()))?;
         let line = record.position().map_or(0, |p| p.line());
         if &record[1] != tenant {
             continue;
         }
-        let time = record[0].parse::<u64>().map_err(|_| {
+        let time = record[0].parse::<u64>().ok().filter(|&t| t <= crate::quantity::MAX_DURATION_NS).ok_or_else(|| {
             at(
                 line,
                 "time_ns",
-                format!("`{}` is not a whole number of ns", &record[0]),
+                format!(
+                    "`{}` is not a whole number of ns up to {}",
+                    &record[0],
+                    crate::quantity::MAX_DURATION_NS
+                ),
             )
         })?;
-        let bytes = record[3].parse::<u64>().map_err(|_| {
+        let bytes = record[3].parse::<u64>().ok().filter(|&b| b <= crate::quantity::MAX_SIZE_BYTES).ok_or_else(|| {
             at(
                 line,
                 "bytes",
-                format!("`{}` is not a whole number of bytes", &record[3]),
+                format!(
+                    "`{}` is not a whole number of bytes up to {}",
+                    &record[3],
+                    crate::quantity::MAX_SIZE_BYTES
+                ),
             )
         })?;
         rows.push(TraceRow {
@@ -73,6 +82,13 @@ fn load_trace(
             op: record[2].to_string(),
             bytes,
         });
+    }
+    if rows.is_empty() {
+        return Err(src.at(
+            span,
+            Some("trace"),
+            format!("{shown} has no rows for tenant `{tenant}` (its `tenant` column names the tenants)"),
+        ));
     }
     rows.sort_by_key(|r| r.time);
     Ok(rows)
@@ -89,6 +105,20 @@ pub(super) fn check_tenant(
 ) -> Result<TenantSpec, ScenarioError> {
     let raw = raw.into_inner();
     let name = raw.name.get_ref().clone();
+    super::check::check_name(src, raw.name.span(), "name", &name)?;
+    // Where each SLO field is written, for errors found by `Slo::validate`.
+    let span_of = |v: Option<Range<usize>>| v.unwrap_or_else(|| raw.name.span());
+    let field_spans = [
+        ("reservation", span_of(raw.reservation.as_ref().map(Spanned::span))),
+        ("limit", span_of(raw.limit.as_ref().map(Spanned::span))),
+        ("latency_multiple", span_of(raw.latency_multiple.as_ref().map(Spanned::span))),
+        ("queue_cap", span_of(raw.queue_cap.as_ref().map(Spanned::span))),
+    ];
+    for (key, v) in [("latency", &raw.latency), ("budget", &raw.budget)] {
+        if let Some(d) = v.as_ref().filter(|d| d.get_ref().0 == 0) {
+            return Err(src.at(d.span(), Some(key), "must be greater than zero"));
+        }
+    }
     if earlier.iter().any(|t| t.name == name) {
         return Err(src.at(
             raw.name.span(),
@@ -126,7 +156,7 @@ pub(super) fn check_tenant(
                 "give either latency or latency_multiple, not both",
             ))
         }
-        (Some(d), None) => Some(LatencyObjective::Absolute(d.0)),
+        (Some(d), None) => Some(LatencyObjective::Absolute(d.into_inner().0)),
         (None, Some(m)) => Some(LatencyObjective::ServiceMultiple(*m.get_ref())),
         (None, None) => None,
     };
@@ -137,7 +167,7 @@ pub(super) fn check_tenant(
         reservation: spec(raw.reservation, reservation_burst),
         limit: spec(raw.limit, burst),
         latency,
-        service_budget: raw.budget.map(|b| b.0),
+        service_budget: raw.budget.map(|b| b.into_inner().0),
         queue_cap: match raw.queue_cap {
             Some(c) if *c.get_ref() == 0 => {
                 return Err(src.at(c.span(), Some("queue_cap"), "must be at least 1"))
@@ -153,7 +183,11 @@ pub(super) fn check_tenant(
         },
     };
     if let Err((field, reason)) = slo.validate() {
-        return Err(src.at(tenant_span, Some(field), reason));
+        let span = field_spans
+            .iter()
+            .find(|(k, _)| *k == field)
+            .map_or(tenant_span, |(_, s)| s.clone());
+        return Err(src.at(span, Some(field), reason));
     }
     let overrides = super::per_engine::check_overrides(src, raw.on, engines, &name, &slo)?;
 
@@ -212,7 +246,19 @@ pub(super) fn check_tenant(
             }
         }
     }
-    let size = check_size(src, w_span.clone(), w.size)?;
+    let size = match w.size {
+        Some(s) => check_size(src, s.span(), Some(s.into_inner()))?,
+        None => check_size(src, w_span.clone(), None)?,
+    };
+    if let Some(d) = &w.direction {
+        if !stages.iter().any(|&s| engines[s].kind == isola_core::EngineKind::Dma) {
+            return Err(src.at(
+                d.span(),
+                Some("direction"),
+                "only applies to a workload with a dma engine among its stages",
+            ));
+        }
+    }
     let arrival_span = w.arrival.span();
     let arrival = match w.arrival.into_inner() {
         RawArrival::Poisson(r)
@@ -305,7 +351,7 @@ pub(super) fn check_tenant(
             count,
             start: w.start.map_or(0, |s| s.0),
             service,
-            direction: w.direction,
+            direction: w.direction.map(Spanned::into_inner).unwrap_or_default(),
             flow: w.flow,
         },
     })
