@@ -23,7 +23,10 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
         return Err("not a regular file (a directory, device or FIFO is not read)".into());
     }
     if meta.len() > limit {
-        return Err(format!("{} bytes, above the limit of {limit} bytes for this kind of file", meta.len()));
+        return Err(format!(
+            "{} bytes, above the limit of {limit} bytes for this kind of file",
+            meta.len()
+        ));
     }
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
     let mut out = Vec::with_capacity(meta.len() as usize);
@@ -33,7 +36,9 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
         .read_to_end(&mut out)
         .map_err(|e| format!("cannot read: {e}"))?;
     if out.len() as u64 > limit {
-        return Err(format!("more than the limit of {limit} bytes for this kind of file"));
+        return Err(format!(
+            "more than the limit of {limit} bytes for this kind of file"
+        ));
     }
     Ok(out)
 }

@@ -53,14 +53,20 @@ pub const MAX_RATE_PER_SEC: f64 = 1e15;
 fn scaled(text: &str, value: f64, scale: f64, max: u64, what: &str) -> Result<u64, String> {
     let v = (value * scale).round();
     if v > max as f64 {
-        return Err(format!("`{text}` is too large: a {what} is at most {max} in its base unit"));
+        return Err(format!(
+            "`{text}` is too large: a {what} is at most {max} in its base unit"
+        ));
     }
     Ok(v as u64)
 }
 
 /// The refusal of a number written without its unit.
 fn no_unit(text: &str, units: &str) -> String {
-    format!("`{text}` has no unit: write it with one of {units} (e.g. \"{}{}\")", text.trim(), units.split(", ").next().unwrap_or(""))
+    format!(
+        "`{text}` has no unit: write it with one of {units} (e.g. \"{}{}\")",
+        text.trim(),
+        units.split(", ").next().unwrap_or("")
+    )
 }
 
 fn decimal_prefix(p: &str) -> Option<f64> {
@@ -169,7 +175,9 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
         return Err(bad());
     };
     if value > MAX_RATE_PER_SEC {
-        return Err(format!("`{text}` is too large: a rate is at most {MAX_RATE_PER_SEC:e} per second"));
+        return Err(format!(
+            "`{text}` is too large: a rate is at most {MAX_RATE_PER_SEC:e} per second"
+        ));
     }
     Rate::new(value, rate_unit).map_err(|_| format!("`{text}`: a rate must be greater than zero"))
 }
@@ -273,8 +281,12 @@ mod tests {
         assert_eq!(parse_duration("1.5us"), Ok(1500));
         assert!(parse_duration("250").unwrap_err().contains("no unit"));
         assert!(parse_duration("99999999999s").unwrap_err().contains("too large"));
-        assert!(parse_size("99999999999999999999").unwrap_err().contains("no unit"));
-        assert!(parse_size("99999999999999999999B").unwrap_err().contains("too large"));
+        assert!(parse_size("99999999999999999999")
+            .unwrap_err()
+            .contains("no unit"));
+        assert!(parse_size("99999999999999999999B")
+            .unwrap_err()
+            .contains("too large"));
         assert!(parse_size("2048PiB").is_err());
         assert!(parse_rate("1000").unwrap_err().contains("no unit"));
         assert!(parse_rate("2000T/s").unwrap_err().contains("too large"));

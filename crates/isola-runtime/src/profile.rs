@@ -117,12 +117,11 @@ impl ProfileFile for Profile {
 
     fn load(path: &Path) -> Result<Profile, ProfileError> {
         let shown = path.display().to_string();
-        let text = isola_model::input::read_text_bounded(path, isola_model::input::MAX_PROFILE_BYTES).map_err(
-            |e| ProfileError::Io {
+        let text = isola_model::input::read_text_bounded(path, isola_model::input::MAX_PROFILE_BYTES)
+            .map_err(|e| ProfileError::Io {
                 path: shown.clone(),
                 source: std::io::Error::other(e),
-            },
-        )?;
+            })?;
         serde_json::from_str(&text).map_err(|source| ProfileError::Format { path: shown, source })
     }
 }

@@ -199,7 +199,11 @@ impl DmaLink {
         let bytes = bytes.max(1);
         let (full, ns_full) = Self::unit(spec, dir, u64::MAX);
         let (count, rest) = (bytes / full, bytes % full);
-        let tail = if rest > 0 { Self::unit(spec, dir, rest).1 } else { 0.0 };
+        let tail = if rest > 0 {
+            Self::unit(spec, dir, rest).1
+        } else {
+            0.0
+        };
         count as f64 * ns_full + tail
     }
 

@@ -12,8 +12,8 @@ use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, ServiceMod
 use crate::rng::{stream, Purpose};
 use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
-    BuildError, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, SchedulerBuilder, SplitRule,
-    RejectReason, Task, TaskId, TenantId, NANOS_PER_SEC,
+    BuildError, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, RejectReason, SchedulerBuilder,
+    SplitRule, Task, TaskId, TenantId, NANOS_PER_SEC,
 };
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
@@ -72,7 +72,10 @@ impl CostModel for EngineCost {
             DeviceSpec::Egress {
                 bytes_per_sec,
                 packet_overhead,
-            } => Some((bytes.saturating_add(*packet_overhead) as f64 * NANOS_PER_SEC as f64 / bytes_per_sec) as Nanos),
+            } => Some(
+                (bytes.saturating_add(*packet_overhead) as f64 * NANOS_PER_SEC as f64 / bytes_per_sec)
+                    as Nanos,
+            ),
             DeviceSpec::Compute { .. } => self.default.as_ref().map(|m| m.mean(bytes).round() as Nanos),
         }
     }
@@ -751,7 +754,11 @@ impl<'a> Sim<'a> {
             if self.results.backlog_due(at) {
                 self.record_backlogs(at);
             }
-            self.at_this_instant = if at == self.now { self.at_this_instant + 1 } else { 1 };
+            self.at_this_instant = if at == self.now {
+                self.at_this_instant + 1
+            } else {
+                1
+            };
             self.now = at;
             self.events_done += 1;
             self.check_limits()?;

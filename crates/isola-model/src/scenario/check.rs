@@ -27,12 +27,19 @@ use toml::Spanned;
 pub const MAX_NAME_CHARS: usize = 64;
 
 /// Refuses an empty or overlong name, or one with control characters.
-pub(super) fn check_name(src: &Source<'_>, span: Range<usize>, key: &str, name: &str) -> Result<(), ScenarioError> {
+pub(super) fn check_name(
+    src: &Source<'_>,
+    span: Range<usize>,
+    key: &str,
+    name: &str,
+) -> Result<(), ScenarioError> {
     let chars = name.chars().count();
     let problem = if name.trim().is_empty() {
         Some("must not be empty".to_string())
     } else if chars > MAX_NAME_CHARS {
-        Some(format!("is {chars} characters long; names are at most {MAX_NAME_CHARS}"))
+        Some(format!(
+            "is {chars} characters long; names are at most {MAX_NAME_CHARS}"
+        ))
     } else if name.chars().any(char::is_control) {
         Some("must not contain control characters".to_string())
     } else {
@@ -151,6 +158,13 @@ fn check_run(
                     .map_err(|e| src.at(span.clone(), Some("policies"), e.to_string()))?;
                 Params::new(format!("policy `{}`", info.name), info.params, &p.params)
                     .map_err(|e| src.at(span.clone(), Some("policies"), e.to_string()))?;
+                if p.split == Some(0) {
+                    return Err(src.at(
+                        span,
+                        Some("policies"),
+                        "split (or fragment) must be at least 1B; leave it out to serve tasks whole",
+                    ));
+                }
                 spans.push(span.clone());
                 let label = p.label.unwrap_or_else(|| p.name.clone());
                 if policies.iter().any(|q: &PolicyRun| q.label == label) {
@@ -184,20 +198,18 @@ fn check_run(
     let max_events = count(&raw.max_events, "max_events", super::DEFAULT_MAX_EVENTS)?;
     let max_windows = count(&raw.max_windows, "max_windows", super::DEFAULT_MAX_WINDOWS)?;
     let window = match (positive(&raw.window, "window")?, duration) {
-        (Some(w), Some(d)) if d.div_ceil(w) > max_windows => {
-            return Err(src.at(
-                raw.window.as_ref().map_or(0..0, Spanned::span),
-                Some("window"),
-                format!(
-                    "a {} run in windows of {} makes {} windows, above max_windows = {max_windows}: widen the \
+        (Some(w), Some(d)) if d.div_ceil(w) > max_windows => return Err(src.at(
+            raw.window.as_ref().map_or(0..0, Spanned::span),
+            Some("window"),
+            format!(
+                "a {} run in windows of {} makes {} windows, above max_windows = {max_windows}: widen the \
                      window (at least {} ns) or raise max_windows",
-                    crate::quantity::format_duration(d),
-                    crate::quantity::format_duration(w),
-                    d.div_ceil(w),
-                    d.div_ceil(max_windows)
-                ),
-            ))
-        }
+                crate::quantity::format_duration(d),
+                crate::quantity::format_duration(w),
+                d.div_ceil(w),
+                d.div_ceil(max_windows)
+            ),
+        )),
         (Some(w), _) => w,
         (None, Some(d)) => super::DEFAULT_WINDOW_NS.max(d.div_ceil(super::DEFAULT_WINDOWS_PER_RUN)),
         (None, None) => super::DEFAULT_WINDOW_NS,

@@ -408,12 +408,14 @@ impl Scenario {
     pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
         let text =
-            crate::input::read_text_bounded(path, crate::input::MAX_SCENARIO_BYTES).map_err(|message| ScenarioError {
-                file: path.display().to_string(),
-                line: 0,
-                column: 0,
-                key: None,
-                message,
+            crate::input::read_text_bounded(path, crate::input::MAX_SCENARIO_BYTES).map_err(|message| {
+                ScenarioError {
+                    file: path.display().to_string(),
+                    line: 0,
+                    column: 0,
+                    key: None,
+                    message,
+                }
             })?;
         Scenario::parse(&text, path)
     }

@@ -84,11 +84,6 @@ impl<'de> Deserialize<'de> for RawPolicy {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPolicy, A::Error> {
                 let t = RawPolicyTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                if t.split.is_some_and(|s| s.0 == 0) {
-                    return Err(de::Error::custom(
-                        "`split` (or `fragment`) must be at least 1B; leave it out to serve tasks whole",
-                    ));
-                }
                 let params = t.params.into_iter().map(|(k, v)| (k, value_text(v))).collect();
                 Ok(RawPolicy {
                     name: t.name,

@@ -55,28 +55,36 @@ fn load_trace(
         if &record[1] != tenant {
             continue;
         }
-        let time = record[0].parse::<u64>().ok().filter(|&t| t <= crate::quantity::MAX_DURATION_NS).ok_or_else(|| {
-            at(
-                line,
-                "time_ns",
-                format!(
-                    "`{}` is not a whole number of ns up to {}",
-                    &record[0],
-                    crate::quantity::MAX_DURATION_NS
-                ),
-            )
-        })?;
-        let bytes = record[3].parse::<u64>().ok().filter(|&b| b <= crate::quantity::MAX_SIZE_BYTES).ok_or_else(|| {
-            at(
-                line,
-                "bytes",
-                format!(
-                    "`{}` is not a whole number of bytes up to {}",
-                    &record[3],
-                    crate::quantity::MAX_SIZE_BYTES
-                ),
-            )
-        })?;
+        let time = record[0]
+            .parse::<u64>()
+            .ok()
+            .filter(|&t| t <= crate::quantity::MAX_DURATION_NS)
+            .ok_or_else(|| {
+                at(
+                    line,
+                    "time_ns",
+                    format!(
+                        "`{}` is not a whole number of ns up to {}",
+                        &record[0],
+                        crate::quantity::MAX_DURATION_NS
+                    ),
+                )
+            })?;
+        let bytes = record[3]
+            .parse::<u64>()
+            .ok()
+            .filter(|&b| b <= crate::quantity::MAX_SIZE_BYTES)
+            .ok_or_else(|| {
+                at(
+                    line,
+                    "bytes",
+                    format!(
+                        "`{}` is not a whole number of bytes up to {}",
+                        &record[3],
+                        crate::quantity::MAX_SIZE_BYTES
+                    ),
+                )
+            })?;
         rows.push(TraceRow {
             time,
             op: record[2].to_string(),
@@ -109,9 +117,15 @@ pub(super) fn check_tenant(
     // Where each SLO field is written, for errors found by `Slo::validate`.
     let span_of = |v: Option<Range<usize>>| v.unwrap_or_else(|| raw.name.span());
     let field_spans = [
-        ("reservation", span_of(raw.reservation.as_ref().map(Spanned::span))),
+        (
+            "reservation",
+            span_of(raw.reservation.as_ref().map(Spanned::span)),
+        ),
         ("limit", span_of(raw.limit.as_ref().map(Spanned::span))),
-        ("latency_multiple", span_of(raw.latency_multiple.as_ref().map(Spanned::span))),
+        (
+            "latency_multiple",
+            span_of(raw.latency_multiple.as_ref().map(Spanned::span)),
+        ),
         ("queue_cap", span_of(raw.queue_cap.as_ref().map(Spanned::span))),
     ];
     for (key, v) in [("latency", &raw.latency), ("budget", &raw.budget)] {
@@ -251,7 +265,10 @@ pub(super) fn check_tenant(
         None => check_size(src, w_span.clone(), None)?,
     };
     if let Some(d) = &w.direction {
-        if !stages.iter().any(|&s| engines[s].kind == isola_core::EngineKind::Dma) {
+        if !stages
+            .iter()
+            .any(|&s| engines[s].kind == isola_core::EngineKind::Dma)
+        {
             return Err(src.at(
                 d.span(),
                 Some("direction"),
