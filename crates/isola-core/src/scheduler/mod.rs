@@ -35,6 +35,7 @@ macro_rules! cx {
 mod builder;
 mod engine;
 mod plan;
+pub use plan::MAX_SUBTASKS_PER_TASK;
 mod types;
 
 pub use builder::{EnginePolicy, SchedulerBuilder};

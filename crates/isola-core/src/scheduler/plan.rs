@@ -59,6 +59,11 @@ pub(super) struct Piece {
     pub(super) subtask: Option<Subtask>,
 }
 
+/// Most subtasks one task is split into: 65,536. A smaller split size is
+/// enlarged for a larger task (a 1 MiB task splits into pieces of at
+/// least 16 B), so one task cannot hold the dispatcher for long.
+pub const MAX_SUBTASKS_PER_TASK: u64 = 1 << 16;
+
 impl Plan {
     /// Plans `task` (its predicted cost filled in) in pieces of about
     /// `split` bytes (`None`: whole), predicting each piece's cost with the
@@ -69,6 +74,10 @@ impl Plan {
         let Some(size) = split.filter(|&s| s > 0 && s < task.bytes) else {
             return Plan::Whole { cost: total };
         };
+        // Enlarged if needed so that no task has more than
+        // `MAX_SUBTASKS_PER_TASK` pieces: each is a dispatch, a hand-off
+        // and a completion on the one dispatcher thread.
+        let size = size.max(task.bytes.div_ceil(MAX_SUBTASKS_PER_TASK));
         let planner = task.planner.as_ref();
         // A piece is predicted at most at the task's limit, so the sums of
         // pieces the core keeps cannot overflow (the task itself was
@@ -90,8 +99,6 @@ impl Plan {
                 None => Plan::Whole { cost: total },
             };
         }
-        // Enlarged if needed so that the count fits the `u32` index.
-        let size = size.max(task.bytes.div_ceil(u32::MAX as u64));
         let count = task.bytes.div_ceil(size);
         let last = task.bytes - (count - 1) * size;
         Plan::Uniform {
@@ -193,8 +200,10 @@ impl Listed {
     fn new(task: &Task, subtasks: Vec<Subtask>, cost_of: impl Fn(Bytes) -> Nanos) -> Option<Listed> {
         let n = subtasks.len();
         let ordered = subtasks.first()?.ordered;
-        let well_formed = u32::try_from(n).is_ok()
-            && subtasks.iter().enumerate().all(|(i, s)| {
+        if n as u64 > MAX_SUBTASKS_PER_TASK {
+            return None;
+        }
+        let well_formed = subtasks.iter().enumerate().all(|(i, s)| {
                 s.index as usize == i && s.count as usize == n && s.ordered == ordered && s.task == task.id
             });
         debug_assert!(
