@@ -213,11 +213,14 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "IPv4 fragmentation (RFC 791) of IPv4 packets back to back; outputs the fragments back to back",
         splittable: false,
         inverse: None,
-        params: &[ParamSpec {
-            name: "mtu",
-            default: "1500",
-            description: "largest fragment in bytes, 68 to 65535",
-        }],
+        params: &[
+            ParamSpec {
+                name: "mtu",
+                default: "1500",
+                description: "largest fragment in bytes, 68 to 65535",
+            },
+            MAX_OUTPUT_PARAM,
+        ],
         build: crate::packet::IpFragment::build,
     },
     OperatorInfo {
@@ -226,11 +229,14 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "TCP segmentation offload of IPv4+TCP packets back to back; outputs the segments back to back",
         splittable: false,
         inverse: None,
-        params: &[ParamSpec {
-            name: "mss",
-            default: "1460",
-            description: "largest segment payload in bytes, 1 to 65495",
-        }],
+        params: &[
+            ParamSpec {
+                name: "mss",
+                default: "1460",
+                description: "largest segment payload in bytes, 1 to 65495",
+            },
+            MAX_OUTPUT_PARAM,
+        ],
         build: crate::packet::TcpSegment::build,
     },
     OperatorInfo {
@@ -594,6 +600,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
                 default: "1",
                 description: "seed of the random host memory",
             },
+            MAX_OUTPUT_PARAM,
         ],
         build: crate::apps::io::IoRead::build,
     },

@@ -84,7 +84,7 @@ pub const SCAN_PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "max_patterns",
-        default: "10000",
+        default: "4096",
         description: "most patterns in the set, checked before compiling",
     },
     ParamSpec {
