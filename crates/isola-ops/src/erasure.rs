@@ -4,6 +4,14 @@
 //! systematic Vandermonde code). Any shard size; k up to 128 and m up to 32,
 //! as DPU erasure-coding engines allow.
 //!
+//! The input's length is checked against the parameters: with `shard-size`
+//! set, it must be exactly k (encode) or k + m (recover) shards of that
+//! size, so a cut or padded input is an error naming the expected and the
+//! actual length. With the default `shard-size = auto` the shard size comes
+//! from the input, which must be whole equal shards; an input cut to a
+//! smaller multiple of the shard count then cannot be told from a valid one
+//! of smaller shards, which is why callers that know the size should set it.
+//!
 //! Splitting `ec-encode` cuts every shard at the same byte offsets: in
 //! GF(2^8) each byte position is coded independently (parity byte i depends
 //! only on data byte i of each shard), so the parity of each range,
@@ -20,6 +28,55 @@ pub const MAX_DATA_SHARDS: u64 = 128;
 /// Largest number of parity shards.
 pub const MAX_PARITY_SHARDS: u64 = 32;
 
+/// Largest `shard-size`: 1 GiB.
+pub const MAX_SHARD_SIZE: u64 = 1 << 30;
+
+/// The `shard-size` parameter: `None` for `auto` (any size, the input
+/// giving it), else the exact size of every shard.
+fn shard_param(p: &Params<'_>) -> Result<Option<usize>, OpError> {
+    if p.raw("shard-size") == "auto" {
+        return Ok(None);
+    }
+    Ok(Some(
+        crate::limits::size_param(p, "shard-size", 1..=MAX_SHARD_SIZE)? as usize,
+    ))
+}
+
+/// The size of each of `shards` equal shards in an input of `len` bytes of
+/// operator `op`: exactly `fixed` when the parameter sets it, else the
+/// input's length over `shards`, which must divide it. A wrong length is an
+/// error naming the expected and the actual length.
+fn shard_len(
+    op: &'static str,
+    len: usize,
+    shards: usize,
+    what: &str,
+    fixed: Option<usize>,
+) -> Result<usize, OpError> {
+    match fixed {
+        Some(size) => {
+            let expected = size.saturating_mul(shards);
+            if len != expected {
+                return Err(OpError::Input {
+                    op,
+                    reason: format!(
+                        "expected {expected} bytes ({shards} {what} of shard-size {size}), got {len}"
+                    ),
+                });
+            }
+            Ok(size)
+        }
+        None if len % shards != 0 => Err(OpError::Input {
+            op,
+            reason: format!(
+                "expected a multiple of {shards} bytes ({shards} equal {what}), got {len} \
+                 (set `shard-size` to check the exact length)"
+            ),
+        }),
+        None => Ok(len / shards),
+    }
+}
+
 /// The code's shape, read from the `k` and `m` parameters.
 fn code(p: &Params<'_>) -> Result<(usize, usize, ReedSolomon), OpError> {
     let k = p.u64_in("k", 1..=MAX_DATA_SHARDS)? as usize;
@@ -35,24 +92,20 @@ fn code(p: &Params<'_>) -> Result<(usize, usize, ReedSolomon), OpError> {
 pub struct EcEncode {
     k: usize,
     m: usize,
+    shard: Option<usize>,
     rs: ReedSolomon,
 }
 
 impl EcEncode {
-    /// Builds from the `k` and `m` parameters.
+    /// Builds from the `k`, `m` and `shard-size` parameters.
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         let (k, m, rs) = code(p)?;
-        Ok(Box::new(EcEncode { k, m, rs }))
+        let shard = shard_param(p)?;
+        Ok(Box::new(EcEncode { k, m, shard, rs }))
     }
 
     fn shard_size(&self, len: usize) -> Result<usize, OpError> {
-        if len % self.k != 0 {
-            return Err(OpError::Input {
-                op: "ec-encode",
-                reason: format!("{len} bytes are not {} equal data shards", self.k),
-            });
-        }
-        Ok(len / self.k)
+        shard_len("ec-encode", len, self.k, "data shards", self.shard)
     }
 }
 
@@ -135,11 +188,12 @@ pub struct EcRecover {
     k: usize,
     m: usize,
     lost: Vec<usize>,
+    shard: Option<usize>,
     rs: ReedSolomon,
 }
 
 impl EcRecover {
-    /// Builds from the `k`, `m` and `lost` parameters.
+    /// Builds from the `k`, `m`, `lost` and `shard-size` parameters.
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         let (k, m, rs) = code(p)?;
         let expected = format!(
@@ -156,7 +210,14 @@ impl EcRecover {
         if lost.len() > m {
             return Err(p.bad("lost", &expected).into());
         }
-        Ok(Box::new(EcRecover { k, m, lost, rs }))
+        let shard = shard_param(p)?;
+        Ok(Box::new(EcRecover {
+            k,
+            m,
+            lost,
+            shard,
+            rs,
+        }))
     }
 }
 
@@ -167,13 +228,7 @@ impl Operator for EcRecover {
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
         let n = self.k + self.m;
-        if input.len() % n != 0 {
-            return Err(OpError::Input {
-                op: "ec-recover",
-                reason: format!("{} bytes are not {n} equal shards (k + m)", input.len()),
-            });
-        }
-        let shard = input.len() / n;
+        let shard = shard_len("ec-recover", input.len(), n, "shards (k + m)", self.shard)?;
         if shard == 0 {
             return Ok(Vec::new());
         }

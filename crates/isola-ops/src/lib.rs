@@ -21,6 +21,7 @@ pub mod compress;
 pub mod erasure;
 pub mod evp;
 pub mod hash;
+pub mod limits;
 pub mod lpm;
 pub mod lz4_frame;
 pub mod operator;
@@ -32,6 +33,7 @@ pub mod scan;
 pub mod sign;
 pub mod toeplitz;
 
+pub use limits::DEFAULT_MAX_OUTPUT;
 pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
 pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};
 pub use sample::{text_payload, valid_input};

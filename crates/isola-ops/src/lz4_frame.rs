@@ -11,12 +11,17 @@
 //!
 //! Encoding writes one frame of independent 4 MiB blocks (blocks that do
 //! not shrink are stored), the content size (so the decoder sizes its
-//! output once) and no checksums, like `lz4 -BI --content-size --no-frame-crc`:
-//! the content checksum (xxHash-32 over everything) would cost about a
-//! third of decoding time, and integrity is what the CRC operators are for. Decoding reads any sequence of frames and skippable frames:
-//! independent or linked blocks, block and content checksums, content
-//! size; anything cut short, malformed or failing a checksum is an error.
+//! output once) and the content checksum (xxHash-32 of the content), like
+//! `lz4 -BI --content-size`: the stock tool writes the checksum by default,
+//! and without it a damaged block that still decodes would go unnoticed.
+//! Decoding reads any sequence of frames and skippable frames: independent
+//! or linked blocks, block and content checksums, content size; anything
+//! cut short, malformed, failing a checksum or followed by junk is an
+//! error, and so is output past the caller's limit (checked against a
+//! stated content size before anything is reserved, else block by block:
+//! memory stays within the limit plus one block).
 
+use crate::limits::{limit_usize, reserve_within, DecodeError};
 use std::io::{Error, ErrorKind};
 use twox_hash::XxHash32;
 
@@ -135,7 +140,7 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(15 + blocks * 4 + input.len() + input.len() / 255 + 16 + 4);
     out.extend_from_slice(&MAGIC.to_le_bytes());
     let mut descriptor = [0u8; 10];
-    descriptor[0] = FLG_VERSION | FLG_INDEPENDENT | FLG_CONTENT_SIZE;
+    descriptor[0] = FLG_VERSION | FLG_INDEPENDENT | FLG_CONTENT_SIZE | FLG_CONTENT_CHECKSUM;
     descriptor[1] = BLOCK_CODE << 4;
     descriptor[2..].copy_from_slice(&(input.len() as u64).to_le_bytes());
     out.extend_from_slice(&descriptor);
@@ -153,6 +158,7 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
         out[at..at + 4].copy_from_slice(&size.to_le_bytes());
     }
     out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&XxHash32::oneshot(0, input).to_le_bytes());
     out
 }
 
@@ -164,43 +170,49 @@ fn u32_at(bytes: &[u8], at: usize) -> Result<u32, Error> {
     Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-/// Decodes every frame of `input`, one after another.
-pub fn decompress(input: &[u8]) -> Result<Vec<u8>, Error> {
+/// Decodes every frame of `input`, one after another, into at most `limit`
+/// bytes ([`DecodeError::OverLimit`] past it).
+pub fn decompress(input: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < input.len() {
-        at = decode_frame(input, at, &mut out)?;
+        at = decode_frame(input, at, &mut out, limit)?;
     }
     Ok(out)
 }
 
 /// Decodes the frame at `at`, appending its content to `out`; returns where
 /// the next frame starts.
-fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>) -> Result<usize, Error> {
+fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>, limit: u64) -> Result<usize, DecodeError> {
+    let limit = limit_usize(limit);
     let magic = u32_at(input, at)?;
     if SKIPPABLE.contains(&magic) {
         let len = u32_at(input, at + 4)? as usize;
         let end = (at + 8).checked_add(len).ok_or_else(short)?;
-        return if end <= input.len() { Ok(end) } else { Err(short()) };
+        return if end <= input.len() {
+            Ok(end)
+        } else {
+            Err(short().into())
+        };
     }
     if magic != MAGIC {
-        return Err(corrupt("bad magic number"));
+        return Err(corrupt("bad magic number (junk after the last frame?)").into());
     }
     let descriptor_start = at + 4;
     let flg = *input.get(descriptor_start).ok_or_else(short)?;
     let bd = *input.get(descriptor_start + 1).ok_or_else(short)?;
     if flg & 0b1100_0000 != FLG_VERSION || flg & 0b10 != 0 || bd & 0b1000_1111 != 0 {
-        return Err(corrupt("unsupported version or reserved bits set"));
+        return Err(corrupt("unsupported version or reserved bits set").into());
     }
     if flg & FLG_DICT_ID != 0 {
-        return Err(corrupt("frames that need a dictionary are not supported"));
+        return Err(corrupt("frames that need a dictionary are not supported").into());
     }
     let max_block = match bd >> 4 {
         4 => 64 << 10,
         5 => 256 << 10,
         6 => 1 << 20,
         7 => 4 << 20,
-        _ => return Err(corrupt("invalid block maximum size")),
+        _ => return Err(corrupt("invalid block maximum size").into()),
     };
     let descriptor_len = 2 + if flg & FLG_CONTENT_SIZE != 0 { 8 } else { 0 };
     let descriptor = input
@@ -213,17 +225,24 @@ fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>) -> Result<usize,
     });
     at = descriptor_start + descriptor_len;
     if *input.get(at).ok_or_else(short)? != header_checksum(descriptor) {
-        return Err(corrupt("header checksum mismatch"));
+        return Err(corrupt("header checksum mismatch").into());
     }
     at += 1;
     let frame_start = out.len();
     let linked = flg & FLG_INDEPENDENT == 0;
-    // With the content size known (and plausible: LZ4 expands the frame's
-    // remaining bytes at most 255-fold), the output is reserved once.
+    // A stated content size past the limit fails before any work. Within
+    // it (and plausible: LZ4 expands the frame's remaining bytes at most
+    // 255-fold), the output is reserved once.
+    if content_size.is_some_and(|n| n > limit.saturating_sub(frame_start) as u64) {
+        return Err(DecodeError::OverLimit);
+    }
     let remaining = input.len().saturating_sub(at) as u64;
     if let Some(n) = content_size.filter(|&n| n <= remaining.saturating_mul(255)) {
-        out.reserve(n as usize);
+        out.reserve_exact(n as usize);
     }
+    // Output may pass the limit by at most one block, to tell a block over
+    // the limit from a corrupt one.
+    let ceiling = limit.saturating_add(max_block);
     loop {
         let size = u32_at(input, at)?;
         at += 4;
@@ -232,17 +251,18 @@ fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>) -> Result<usize,
         }
         let len = (size & !STORED) as usize;
         if len > max_block {
-            return Err(corrupt("block larger than the frame's maximum"));
+            return Err(corrupt("block larger than the frame's maximum").into());
         }
         let data = input.get(at..at + len).ok_or_else(short)?;
         at += len;
         if flg & FLG_BLOCK_CHECKSUM != 0 {
             if u32_at(input, at)? != XxHash32::oneshot(0, data) {
-                return Err(corrupt("block checksum mismatch"));
+                return Err(corrupt("block checksum mismatch").into());
             }
             at += 4;
         }
         if size & STORED != 0 {
+            reserve_within(out, data.len(), ceiling)?;
             out.extend_from_slice(data);
         } else {
             // Linked blocks may refer to this frame's last 64 KiB of output.
@@ -256,20 +276,24 @@ fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>) -> Result<usize,
                 Some(n) => (n - (out.len() - frame_start) as u64).min(max_block as u64) as usize,
                 None => max_block,
             };
+            reserve_within(out, room, ceiling)?;
             block::decompress_append(data, out, room, dict_start)
                 .ok_or_else(|| corrupt("bad block, or more content than the frame states (content size)"))?;
         }
         if content_size.is_some_and(|n| (out.len() - frame_start) as u64 > n) {
-            return Err(corrupt("content size mismatch"));
+            return Err(corrupt("content size mismatch").into());
+        }
+        if out.len() > limit {
+            return Err(DecodeError::OverLimit);
         }
     }
     if content_size.is_some_and(|n| n != (out.len() - frame_start) as u64) {
-        return Err(corrupt("content size mismatch"));
+        return Err(corrupt("content size mismatch").into());
     }
     let content = &out[frame_start..];
     if flg & FLG_CONTENT_CHECKSUM != 0 {
         if u32_at(input, at)? != XxHash32::oneshot(0, content) {
-            return Err(corrupt("content checksum mismatch"));
+            return Err(corrupt("content checksum mismatch").into());
         }
         at += 4;
     }
@@ -284,7 +308,7 @@ mod tests {
     fn round_trips_across_block_boundaries() {
         for n in [0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 17] {
             let data: Vec<u8> = (0..n).map(|i| (i % 251) as u8 ^ (i / 1000) as u8).collect();
-            assert_eq!(decompress(&compress(&data)).unwrap(), data, "{n} bytes");
+            assert_eq!(decompress(&compress(&data), u64::MAX).unwrap(), data, "{n} bytes");
         }
         // Incompressible data is stored.
         let noise: Vec<u8> = (0..BLOCK as u64)
@@ -292,22 +316,24 @@ mod tests {
             .collect();
         let packed = compress(&noise);
         assert!(packed.len() < noise.len() + 32);
-        assert_eq!(decompress(&packed).unwrap(), noise);
+        assert_eq!(decompress(&packed, u64::MAX).unwrap(), noise);
     }
 
-    /// A frame with a content checksum (as the stock `lz4` writes by
-    /// default) decodes when the checksum holds, and fails when it does not.
+    /// Our frames carry a content checksum (as the stock `lz4` writes by
+    /// default): they decode when it holds, and fail when it does not.
     #[test]
     fn content_checksums_are_verified() {
         let data = b"tenant isolation ".repeat(5_000);
         let mut frame = compress(&data);
-        frame[4] |= FLG_CONTENT_CHECKSUM;
-        frame[14] = header_checksum(&frame[4..14]);
-        frame.extend_from_slice(&XxHash32::oneshot(0, &data).to_le_bytes());
-        assert_eq!(decompress(&frame).unwrap(), data);
+        assert_ne!(frame[4] & FLG_CONTENT_CHECKSUM, 0);
+        assert_eq!(
+            frame[frame.len() - 4..],
+            XxHash32::oneshot(0, &data).to_le_bytes()
+        );
+        assert_eq!(decompress(&frame, u64::MAX).unwrap(), data);
         let last = frame.len() - 1;
         frame[last] ^= 0x40;
-        assert!(decompress(&frame)
+        assert!(decompress(&frame, u64::MAX)
             .unwrap_err()
             .to_string()
             .contains("content checksum"));
@@ -328,7 +354,7 @@ mod tests {
         }
         frame.extend_from_slice(&0u32.to_le_bytes());
         let start = std::time::Instant::now();
-        assert_eq!(decompress(&frame).unwrap(), Vec::<u8>::new());
+        assert_eq!(decompress(&frame, u64::MAX).unwrap(), Vec::<u8>::new());
         // 20,000 blocks x 4 MiB of zeroing would take tens of seconds.
         assert!(
             start.elapsed() < std::time::Duration::from_secs(2),
@@ -369,7 +395,7 @@ mod tests {
             }
             frame.extend_from_slice(&0u32.to_le_bytes());
             frame.extend_from_slice(&tail);
-            if let Ok(out) = decompress(&frame) {
+            if let Ok(out) = decompress(&frame, u64::MAX) {
                 proptest::prop_assert!(out.len() <= (stored_bytes + frame.len()) * 255);
             }
         }
@@ -388,22 +414,22 @@ mod tests {
             packed.len() - 5,
             packed.len() - 1,
         ] {
-            assert!(decompress(&packed[..cut]).is_err(), "cut at {cut}");
+            assert!(decompress(&packed[..cut], u64::MAX).is_err(), "cut at {cut}");
         }
         let mut bad = packed.clone();
         let last = bad.len() - 1;
         bad[last] ^= 1;
-        assert!(decompress(&bad).is_err(), "content checksum");
+        assert!(decompress(&bad, u64::MAX).is_err(), "content checksum");
         let mut bad = packed.clone();
         bad[14] ^= 1;
-        assert!(decompress(&bad).is_err(), "header checksum");
+        assert!(decompress(&bad, u64::MAX).is_err(), "header checksum");
         // A content size that disagrees with the blocks, either way.
         for delta in [-1i64, 1] {
             let mut frame = packed.clone();
             let n = u64::from_le_bytes(frame[6..14].try_into().unwrap()) as i64 + delta;
             frame[6..14].copy_from_slice(&(n as u64).to_le_bytes());
             frame[14] = header_checksum(&frame[4..14]);
-            let err = decompress(&frame).unwrap_err().to_string();
+            let err = decompress(&frame, u64::MAX).unwrap_err().to_string();
             assert!(err.contains("content size"), "{delta}: {err}");
         }
     }

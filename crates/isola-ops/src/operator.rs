@@ -28,6 +28,19 @@ pub enum OpError {
         /// What is wrong.
         reason: String,
     },
+    /// The input (or the parameters it meets) would pass one of the
+    /// operator's resource limits, e.g. `max_output` (see [`crate::limits`]).
+    #[error("{op}: {what} would exceed the limit `{limit}` = {allowed}; raise the operator parameter `{limit}` if this is expected")]
+    Limit {
+        /// Operator name.
+        op: &'static str,
+        /// The limit, named as the parameter that sets it.
+        limit: &'static str,
+        /// Its value.
+        allowed: u64,
+        /// What passed it (e.g. "output bytes").
+        what: String,
+    },
     /// The operator cannot be split into subtasks.
     #[error("{op} cannot be split into subtasks")]
     NotSplittable {

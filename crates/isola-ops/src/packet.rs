@@ -99,7 +99,9 @@ fn write_header(
     mut header: Ipv4Header,
     total: usize,
     out: &mut Vec<u8>,
+    max_output: u64,
 ) -> Result<(), OpError> {
+    crate::limits::check_output(op, out.len().saturating_add(total), max_output)?;
     header.total_len = u16::try_from(total).map_err(|_| OpError::Input {
         op,
         reason: format!("a {total}-byte packet is over IPv4's 65535"),
@@ -124,13 +126,16 @@ fn write_header(
 #[derive(Debug, Clone, Copy)]
 pub struct IpFragment {
     mtu: usize,
+    max_output: u64,
 }
 
 impl IpFragment {
-    /// Builds from `mtu` (68 to 65535).
+    /// Builds from `mtu` (68 to 65535) and `max_output` (small fragments
+    /// multiply the headers: up to 8.5 times the input).
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         let mtu = p.u64_in("mtu", MIN_MTU..=u64::from(u16::MAX))? as usize;
-        Ok(Box::new(IpFragment { mtu }))
+        let max_output = crate::limits::max_output(p)?;
+        Ok(Box::new(IpFragment { mtu, max_output }))
     }
 
     /// Appends the fragments of `packet` to `out`.
@@ -163,7 +168,7 @@ impl IpFragment {
                 .ok_or_else(|| bad(format!("fragment offset {} is past 65528", base + sent)))?;
             h.fragment_offset = offset;
             h.more_fragments = !last || header.more_fragments;
-            write_header("ip-fragment", h, header_len + len, out)?;
+            write_header("ip-fragment", h, header_len + len, out, self.max_output)?;
             out.extend_from_slice(data.get(sent..sent + len).unwrap_or_default());
             sent += len;
             if last || len == 0 {
@@ -208,10 +213,18 @@ impl Operator for IpFragment {
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
         // Room for the extra headers of full-size fragments.
-        let mut out = Vec::with_capacity(input.len() + input.len() / (self.mtu / 2) * 60);
+        let mut out = Vec::with_capacity(crate::limits::capped_capacity(
+            input.len() + input.len() / (self.mtu / 2) * 60,
+            self.max_output,
+        ));
         for packet in packets("ip-fragment", input) {
             let packet = packet?;
             if packet.bytes.len() <= self.mtu {
+                crate::limits::check_output(
+                    "ip-fragment",
+                    out.len().saturating_add(packet.bytes.len()),
+                    self.max_output,
+                )?;
                 out.extend_from_slice(packet.bytes);
             } else if packet.header.dont_fragment() {
                 return Err(OpError::Input {
@@ -249,13 +262,16 @@ impl Operator for IpFragment {
 #[derive(Debug, Clone, Copy)]
 pub struct TcpSegment {
     mss: usize,
+    max_output: u64,
 }
 
 impl TcpSegment {
-    /// Builds from `mss` (1 to 65495).
+    /// Builds from `mss` (1 to 65495) and `max_output` (a small mss
+    /// multiplies the headers: up to about 120 times the input at mss 1).
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         let mss = p.u64_in("mss", 1..=MAX_MSS)? as usize;
-        Ok(Box::new(TcpSegment { mss }))
+        let max_output = crate::limits::max_output(p)?;
+        Ok(Box::new(TcpSegment { mss, max_output }))
     }
 
     /// Appends the segments of `packet` to `out`.
@@ -300,6 +316,7 @@ impl TcpSegment {
                 h,
                 ip.header_len() + th.header_len() + chunk.len(),
                 out,
+                self.max_output,
             )?;
             out.extend_from_slice(&th.to_bytes());
             out.extend_from_slice(chunk);
@@ -315,7 +332,10 @@ impl Operator for TcpSegment {
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
         // Room for the extra headers of full-size segments (a hint: 64 bytes each).
-        let mut out = Vec::with_capacity(input.len() + input.len() / self.mss * 64);
+        let mut out = Vec::with_capacity(crate::limits::capped_capacity(
+            input.len().saturating_add(input.len() / self.mss * 64),
+            self.max_output,
+        ));
         for packet in packets("tcp-segment", input) {
             self.segment(&packet?, &mut out)?;
         }

@@ -8,6 +8,7 @@ use crate::cipher::{AesCtr, AesXts, CTR_PARAMS, XTS_PARAMS};
 use crate::compress::{Codec, Compress, Decompress};
 use crate::erasure::{EcEncode, EcRecover};
 use crate::hash::HashOp;
+use crate::limits::MAX_OUTPUT_PARAM;
 use crate::operator::{OpError, Operator};
 use crate::scan::RegexScan;
 use crate::sign::{Scheme, Sign, Verify, SIGN_PARAMS, VERIFY_PARAMS};
@@ -83,11 +84,15 @@ macro_rules! decompressor {
         OperatorInfo {
             name: $name,
             category: "storage",
-            description: concat!("decompress: ", $what, "; corrupt input is an error"),
+            description: concat!(
+                "decompress: ",
+                $what,
+                "; corrupt input, junk after it, or output over `max_output` is an error"
+            ),
             splittable: false,
             inverse: None,
-            params: &[],
-            build: |_| Ok(Box::new(Decompress::new($name, $codec))),
+            params: &[MAX_OUTPUT_PARAM],
+            build: |p| Decompress::build($name, $codec, p),
         }
     };
 }
@@ -102,6 +107,12 @@ const EC_M: ParamSpec = ParamSpec {
     name: "m",
     default: "",
     description: "parity shards, 1 to 32",
+};
+const EC_SHARD: ParamSpec = ParamSpec {
+    name: "shard-size",
+    default: "auto",
+    description: "bytes per shard (KiB, MiB suffixes allowed): the input must be exactly that many \
+                  shards of it; auto: any equal shards",
 };
 const GCM_KEY: ParamSpec = ParamSpec {
     name: "key",
@@ -202,11 +213,14 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "IPv4 fragmentation (RFC 791) of IPv4 packets back to back; outputs the fragments back to back",
         splittable: false,
         inverse: None,
-        params: &[ParamSpec {
-            name: "mtu",
-            default: "1500",
-            description: "largest fragment in bytes, 68 to 65535",
-        }],
+        params: &[
+            ParamSpec {
+                name: "mtu",
+                default: "1500",
+                description: "largest fragment in bytes, 68 to 65535",
+            },
+            MAX_OUTPUT_PARAM,
+        ],
         build: crate::packet::IpFragment::build,
     },
     OperatorInfo {
@@ -215,11 +229,14 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "TCP segmentation offload of IPv4+TCP packets back to back; outputs the segments back to back",
         splittable: false,
         inverse: None,
-        params: &[ParamSpec {
-            name: "mss",
-            default: "1460",
-            description: "largest segment payload in bytes, 1 to 65495",
-        }],
+        params: &[
+            ParamSpec {
+                name: "mss",
+                default: "1460",
+                description: "largest segment payload in bytes, 1 to 65495",
+            },
+            MAX_OUTPUT_PARAM,
+        ],
         build: crate::packet::TcpSegment::build,
     },
     OperatorInfo {
@@ -248,7 +265,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "Reed-Solomon encode: k equal data shards in, m parity shards out (GF(2^8))",
         splittable: true,
         inverse: None,
-        params: &[EC_K, EC_M],
+        params: &[EC_K, EC_M, EC_SHARD],
         build: EcEncode::build,
     },
     OperatorInfo {
@@ -260,6 +277,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
         params: &[
             EC_K,
             EC_M,
+            EC_SHARD,
             ParamSpec {
                 name: "lost",
                 default: "",
@@ -449,11 +467,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
         description: "multi-pattern regex scan (leftmost-first, non-overlapping); one line `start end pattern` per match",
         splittable: false,
         inverse: None,
-        params: &[ParamSpec {
-            name: "patterns",
-            default: "",
-            description: "file of regular expressions, one per line (default: built-in intrusion-detection signatures)",
-        }],
+        params: crate::scan::SCAN_PARAMS,
         build: RegexScan::build,
     },
     // MTDA's tenant applications (docs/operators.md, "Applications").
@@ -586,6 +600,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
                 default: "1",
                 description: "seed of the random host memory",
             },
+            MAX_OUTPUT_PARAM,
         ],
         build: crate::apps::io::IoRead::build,
     },

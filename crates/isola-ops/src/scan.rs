@@ -14,10 +14,24 @@
 //! from 0), so any tool can read it.
 //!
 //! Not splittable: a match may straddle any boundary.
+//!
+//! Limits (parameters, with defaults as constants): `max_patterns`
+//! ([`DEFAULT_MAX_PATTERNS`]) and `max_pattern_bytes`
+//! ([`DEFAULT_MAX_PATTERN_BYTES`]) are checked before compiling, so a huge
+//! set fails at once; `max_compiled` ([`DEFAULT_MAX_COMPILED`]) bounds the
+//! compiled automaton, which also bounds the search's time per input byte
+//! (a counted repetition such as `[\s\S]{60000}` compiles to tens of
+//! thousands of states and would otherwise scan at kilobytes a second);
+//! `max_search_memory` ([`DEFAULT_MAX_SEARCH_MEMORY`]) bounds the
+//! worst-case search memory (estimated from the NFA when building);
+//! `max_output` bounds the match lines. Every error says which limit, its
+//! value and the parameter that raises it; a pattern that does not parse
+//! is named with the parser's reason.
 
 use crate::operator::{OpError, Operator};
-use isola_core::params::Params;
+use isola_core::params::{ParamError, ParamSpec, Params};
 use regex_automata::meta::Regex;
+use regex_automata::nfa::thompson;
 use std::fmt::Write;
 
 /// The patterns used when no `patterns` file is given: signatures in the
@@ -36,17 +50,232 @@ pub const DEFAULT_PATTERNS: &[&str] = &[
     r"(?:\d{1,3}\.){3}\d{1,3}:\d{2,5}",
 ];
 
+/// Default `max_patterns`: the most patterns in a set.
+pub const DEFAULT_MAX_PATTERNS: u64 = 4096;
+
+/// Default `max_pattern_bytes`: the most pattern text, all patterns
+/// together (bytes).
+pub const DEFAULT_MAX_PATTERN_BYTES: u64 = 1 << 20;
+
+/// Default `max_compiled`: the most memory the compiled pattern set's
+/// automaton (its Thompson NFA) may take, in bytes. The search costs up to
+/// this size per input byte where the lazy DFA gives up, so it bounds time
+/// as well as memory.
+pub const DEFAULT_MAX_COMPILED: u64 = 1 << 20;
+
+/// Default `max_search_memory`: the most memory a search may need in the
+/// worst case, in bytes. When the lazy DFA gives up, the PikeVM fallback
+/// keeps two tables of `states x 2 x patterns` slots (8 bytes each): 1000
+/// literal patterns need about 540 MB there, 10,000 about 27 GB. The
+/// estimate is checked at build time, so such a set fails at once instead
+/// of aborting the process on its first unlucky input.
+pub const DEFAULT_MAX_SEARCH_MEMORY: u64 = 256 << 20;
+
+/// Largest accepted value of any of the limits above: 1 TiB.
+pub const MAX_LIMIT: u64 = 1 << 40;
+
+/// The parameters of `regex`, limits included.
+pub const SCAN_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "patterns",
+        default: "",
+        description:
+            "file of regular expressions, one per line (default: built-in intrusion-detection signatures)",
+    },
+    ParamSpec {
+        name: "max_patterns",
+        default: "4096",
+        description: "most patterns in the set, checked before compiling",
+    },
+    ParamSpec {
+        name: "max_pattern_bytes",
+        default: "1MiB",
+        description:
+            "most pattern text, all patterns together (KiB, MiB suffixes allowed), checked before compiling",
+    },
+    ParamSpec {
+        name: "max_compiled",
+        default: "1MiB",
+        description: "most memory of the compiled automaton (KiB, MiB suffixes allowed); bounds compile and \
+                      search time (`[\\s\\S]{60000}` needs several MiB)",
+    },
+    ParamSpec {
+        name: "max_search_memory",
+        default: "256MiB",
+        description: "most memory a search may need in the worst case (the PikeVM fallback: NFA states x \
+                      2 x patterns x 16 bytes), checked when building",
+    },
+    crate::limits::MAX_OUTPUT_PARAM,
+];
+
+/// What a pattern set may cost (see the constants for the defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanLimits {
+    /// Most patterns (`max_patterns`).
+    pub max_patterns: u64,
+    /// Most pattern text in bytes (`max_pattern_bytes`).
+    pub max_pattern_bytes: u64,
+    /// Most memory of the compiled automaton in bytes (`max_compiled`).
+    pub max_compiled: u64,
+    /// Most worst-case search memory in bytes (`max_search_memory`).
+    pub max_search_memory: u64,
+    /// Most output in bytes (`max_output`).
+    pub max_output: u64,
+}
+
+impl Default for ScanLimits {
+    fn default() -> Self {
+        ScanLimits {
+            max_patterns: DEFAULT_MAX_PATTERNS,
+            max_pattern_bytes: DEFAULT_MAX_PATTERN_BYTES,
+            max_compiled: DEFAULT_MAX_COMPILED,
+            max_search_memory: DEFAULT_MAX_SEARCH_MEMORY,
+            max_output: crate::limits::DEFAULT_MAX_OUTPUT,
+        }
+    }
+}
+
+impl ScanLimits {
+    /// The limits from their parameters.
+    pub fn from_params(p: &Params<'_>) -> Result<Self, OpError> {
+        use crate::limits::size_param;
+        Ok(ScanLimits {
+            max_patterns: p.u64_in("max_patterns", 1..=MAX_LIMIT)?,
+            max_pattern_bytes: size_param(p, "max_pattern_bytes", 1..=MAX_LIMIT)?,
+            max_compiled: size_param(p, "max_compiled", 1..=MAX_LIMIT)?,
+            max_search_memory: size_param(p, "max_search_memory", 1..=MAX_LIMIT)?,
+            max_output: crate::limits::max_output(p)?,
+        })
+    }
+}
+
+/// Why a pattern set did not compile.
+enum Failure {
+    /// A limit was passed.
+    Limit(OpError),
+    /// A pattern is not a valid regular expression (the message says which
+    /// and why).
+    Syntax(String),
+}
+
+/// A limit error of `regex`.
+fn limit(limit: &'static str, allowed: u64, what: String) -> OpError {
+    OpError::Limit {
+        op: "regex",
+        limit,
+        allowed,
+        what,
+    }
+}
+
+/// `e` and its causes, `: `-separated (the regex crates put the useful
+/// part in the cause: "error parsing pattern 0" says little on its own).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// Compiles `patterns` within `limits`: count and text length are checked
+/// before any work, the compiled size while compiling.
+fn compile(patterns: &[&str], limits: &ScanLimits) -> Result<Regex, Failure> {
+    if patterns.is_empty() {
+        return Err(Failure::Syntax("no patterns".into()));
+    }
+    if patterns.len() as u64 > limits.max_patterns {
+        return Err(Failure::Limit(limit(
+            "max_patterns",
+            limits.max_patterns,
+            format!("a set of {} patterns", patterns.len()),
+        )));
+    }
+    let text: u64 = patterns.iter().map(|p| p.len() as u64).sum();
+    if text > limits.max_pattern_bytes {
+        return Err(Failure::Limit(limit(
+            "max_pattern_bytes",
+            limits.max_pattern_bytes,
+            format!("{text} bytes of patterns"),
+        )));
+    }
+    let compiled = usize::try_from(limits.max_compiled).unwrap_or(usize::MAX);
+    // Bytes, not text: `\x90` is the byte 0x90, `.` any byte but a
+    // newline, and classes such as `\d` and `\b` are ASCII (as for
+    // Python's `re` on bytes). Empty matches may fall anywhere.
+    let syntax = regex_automata::util::syntax::Config::new()
+        .unicode(false)
+        .utf8(false);
+    let explain = |e: &dyn std::error::Error, pattern: Option<usize>, size_limit: bool| {
+        let cause = with_causes(e);
+        if let Some(i) = pattern {
+            return Failure::Syntax(format!(
+                "pattern {} (`{}`): {cause}",
+                i + 1,
+                patterns.get(i).unwrap_or(&"")
+            ));
+        }
+        if size_limit {
+            return Failure::Limit(limit(
+                "max_compiled",
+                limits.max_compiled,
+                format!("the compiled automaton of {} patterns ({cause})", patterns.len()),
+            ));
+        }
+        Failure::Syntax(cause)
+    };
+    let regex = Regex::builder()
+        .syntax(syntax)
+        .configure(
+            Regex::config()
+                .utf8_empty(false)
+                .nfa_size_limit(Some(compiled))
+                .onepass_size_limit(Some(compiled))
+                .dfa_size_limit(Some(compiled)),
+        )
+        .build_many(patterns)
+        .map_err(|e| explain(&e, e.pattern().map(|p| p.as_usize()), e.size_limit().is_some()))?;
+    // The meta regex hides its NFA: the same compile (same syntax, same
+    // size limit, so just as bounded) gives its states and slots.
+    let nfa = thompson::Compiler::new()
+        .syntax(syntax)
+        .configure(thompson::Config::new().nfa_size_limit(Some(compiled)))
+        .build_many(patterns)
+        .map_err(|e| explain(&e, None, e.size_limit().is_some()))?;
+    let search = (nfa.states().len() as u64)
+        .saturating_mul(nfa.group_info().slot_len() as u64)
+        .saturating_mul(2 * 8);
+    if search > limits.max_search_memory {
+        return Err(Failure::Limit(limit(
+            "max_search_memory",
+            limits.max_search_memory,
+            format!(
+                "the worst-case search memory of {} patterns ({} NFA states: {search} bytes)",
+                patterns.len(),
+                nfa.states().len()
+            ),
+        )));
+    }
+    Ok(regex)
+}
+
 /// The compiled pattern set.
 #[derive(Debug)]
 pub struct RegexScan {
     regex: Regex,
+    max_output: u64,
 }
 
 impl RegexScan {
     /// Builds from `patterns` (a file of one regular expression per line, at
     /// most 16 MiB; empty lines are skipped, where `grep -f` would match
-    /// everything), or the built-in set.
+    /// everything), or the built-in set, within the limits of its
+    /// parameters ([`ScanLimits`]).
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
+        let limits = ScanLimits::from_params(p)?;
         let path = p.raw("patterns");
         let from_file;
         let patterns: Vec<&str> = if path.is_empty() {
@@ -56,37 +285,39 @@ impl RegexScan {
                 .map_err(|e| p.bad("patterns", &format!("a readable file of patterns ({e})")))?;
             from_file.lines().filter(|l| !l.is_empty()).collect()
         };
-        Ok(Box::new(Self::new(&patterns).map_err(|reason| {
-            p.bad("patterns", &format!("valid regular expressions: {reason}"))
-        })?))
+        match compile(&patterns, &limits) {
+            Ok(regex) => Ok(Box::new(RegexScan {
+                regex,
+                max_output: limits.max_output,
+            })),
+            Err(Failure::Limit(e)) => Err(e),
+            Err(Failure::Syntax(reason)) => Err(p
+                .bad("patterns", &format!("valid regular expressions: {reason}"))
+                .into()),
+        }
     }
 
-    /// Compiles `patterns` (Rust `regex` syntax, matching bytes); the error
-    /// says which pattern is wrong.
-    pub fn new(patterns: &[&str]) -> Result<Self, String> {
-        if patterns.is_empty() {
-            return Err("no patterns".into());
+    /// Compiles `patterns` (Rust `regex` syntax, matching bytes) within the
+    /// default limits; the error says which pattern is wrong and why.
+    pub fn new(patterns: &[&str]) -> Result<Self, OpError> {
+        Self::with_limits(patterns, &ScanLimits::default())
+    }
+
+    /// Compiles `patterns` within `limits`.
+    pub fn with_limits(patterns: &[&str], limits: &ScanLimits) -> Result<Self, OpError> {
+        match compile(patterns, limits) {
+            Ok(regex) => Ok(RegexScan {
+                regex,
+                max_output: limits.max_output,
+            }),
+            Err(Failure::Limit(e)) => Err(e),
+            Err(Failure::Syntax(reason)) => Err(OpError::Param(ParamError::Bad {
+                owner: "operator `regex`".into(),
+                param: "patterns".into(),
+                value: format!("{} patterns", patterns.len()),
+                expected: format!("valid regular expressions: {reason}"),
+            })),
         }
-        // Bytes, not text: `\x90` is the byte 0x90, `.` any byte but a
-        // newline, and classes such as `\d` and `\b` are ASCII (as for
-        // Python's `re` on bytes). Empty matches may fall anywhere.
-        let regex = Regex::builder()
-            .syntax(
-                regex_automata::util::syntax::Config::new()
-                    .unicode(false)
-                    .utf8(false),
-            )
-            .configure(Regex::config().utf8_empty(false))
-            .build_many(patterns)
-            .map_err(|e| match e.pattern() {
-                Some(id) => format!(
-                    "pattern {} (`{}`): {e}",
-                    id.as_usize() + 1,
-                    patterns.get(id.as_usize()).unwrap_or(&"")
-                ),
-                None => e.to_string(),
-            })?;
-        Ok(RegexScan { regex })
     }
 }
 
@@ -95,12 +326,19 @@ impl Operator for RegexScan {
         "regex"
     }
 
+    /// One line per match; more than `max_output` bytes of them is an error.
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        let mut out = String::new();
+        let allowed = crate::limits::limit_usize(self.max_output);
+        let mut out = Vec::new();
+        let mut line = String::new();
         for m in self.regex.find_iter(input) {
+            line.clear();
             // Writing to a String cannot fail.
-            let _ = writeln!(out, "{} {} {}", m.start(), m.end(), m.pattern().as_usize());
+            let _ = writeln!(line, "{} {} {}", m.start(), m.end(), m.pattern().as_usize());
+            crate::limits::reserve_within(&mut out, line.len(), allowed)
+                .map_err(|_| crate::limits::output_limit("regex", self.max_output))?;
+            out.extend_from_slice(line.as_bytes());
         }
-        Ok(out.into_bytes())
+        Ok(out)
     }
 }

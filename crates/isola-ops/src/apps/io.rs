@@ -27,7 +27,9 @@
 //! an error). Host memory is read-only: the file `memory` (its bytes), or
 //! `memory-size` seeded random bytes (`seed`), made when the operator is
 //! built. Output: the answers back to back (the input's container). Batches
-//! split: answers of consecutive packets concatenate.
+//! split: answers of consecutive packets concatenate. A 40-byte request may
+//! ask for a 65,535-byte answer, so the output is bounded by `max_output`
+//! (default [`crate::limits::DEFAULT_MAX_OUTPUT`]).
 
 use super::{
     be_u32, be_u64, chunks, l4, push_packet, seed_of, usize_param, Batch, Emit, Kernel, SampleFlow, SplitMix,
@@ -139,6 +141,7 @@ impl Kernel for IoWrite {
 /// The `io-read` kernel.
 pub struct IoRead {
     host: Vec<u8>,
+    max_output: u64,
 }
 
 impl std::fmt::Debug for IoRead {
@@ -181,10 +184,12 @@ fn host_memory(p: &Params<'_>) -> Result<Vec<u8>, OpError> {
 }
 
 impl IoRead {
-    /// Builds from `memory`, or `memory-size` and `seed`.
+    /// Builds from `memory`, or `memory-size` and `seed`, and `max_output`
+    /// (a 40-byte request may ask for a 65,535-byte answer).
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
         Ok(Box::new(Batch(IoRead {
             host: host_memory(p)?,
+            max_output: crate::limits::max_output(p)?,
         })))
     }
 }
@@ -192,6 +197,10 @@ impl IoRead {
 impl Emit for IoRead {
     fn name(&self) -> &'static str {
         "io-read"
+    }
+
+    fn max_output(&self) -> u64 {
+        self.max_output
     }
 
     fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
@@ -227,6 +236,7 @@ impl Emit for IoRead {
                     ),
                 )
             })?;
+        crate::limits::check_output("io-read", out.len().saturating_add(28 + len), self.max_output)?;
         let build = || -> Result<(Ipv4Header, UdpHeader), String> {
             let mut ip = Ipv4Header::new(
                 (8 + len) as u16,

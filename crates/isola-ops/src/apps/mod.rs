@@ -162,6 +162,12 @@ pub(crate) trait Emit: Send + Sync + 'static {
 
     /// Appends the output of packet `p` to `out`.
     fn packet(&self, p: &Packet<'_>, out: &mut Vec<u8>) -> Result<(), OpError>;
+
+    /// The most output a task may make (its `max_output`), checked on the
+    /// reassembled output too; unbounded unless the operator says.
+    fn max_output(&self) -> u64 {
+        u64::MAX
+    }
 }
 
 impl<E: Emit> Kernel for E {
@@ -190,6 +196,7 @@ impl<E: Emit> Kernel for E {
     }
 
     fn finish(&self, out: Vec<u8>) -> Result<Vec<u8>, OpError> {
+        crate::limits::check_output(Emit::name(self), out.len(), Emit::max_output(self))?;
         Ok(out)
     }
 }
