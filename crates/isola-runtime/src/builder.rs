@@ -303,7 +303,12 @@ impl RuntimeBuilder {
                     when: e.split_when,
                 });
             sb.engine(
-                isola_core::EngineSpec::new(e.name.clone(), e.kind, slots, Arc::clone(&e.cost))
+                isola_core::EngineSpec::new(
+                    e.name.clone(),
+                    e.kind,
+                    slots,
+                    crate::guard::GuardedCost::wrap(Arc::clone(&e.cost)),
+                )
                     .with_split_rule(split),
             );
         }

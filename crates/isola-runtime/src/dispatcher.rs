@@ -10,11 +10,17 @@
 //! threads, buffers and carries: the operator's plan of the subtasks (asked
 //! by the core through [`OperatorPlanner`]), the shared output placed
 //! subtasks write into, and the carries it reassembles.
+//!
+//! Code it runs but did not write cannot stop it: cost models and
+//! planners are guarded where they are called (`guard`), and a panic in
+//! the scheduler itself (a policy's) takes that engine out of service: its
+//! tasks end with `TaskError::CoreFailed`, and the other engines go on.
 
 use crate::attribution::{BusyReading, LatencyBreakdown, TaskTimes};
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
+use crate::guard::catch;
 use crate::worker::{guarded, PlacedPart, WorkDone, WorkItem};
 use isola_core::{
     Bytes, Dispatch, DispatchId, EngineId, Nanos, OpSpec, PlannerRef, Scheduler, Subtask, SubtaskPlanner,
@@ -159,6 +165,8 @@ pub(crate) struct Dispatcher {
     shutdown_ack: Option<crossbeam_channel::Sender<()>>,
     /// The planner of every task whose operator cannot be split.
     unsplittable: PlannerRef,
+    /// Engines whose scheduling core failed (a policy panicked), and why.
+    failed: Vec<Option<String>>,
 }
 
 impl Dispatcher {
@@ -177,6 +185,7 @@ impl Dispatcher {
             next_token: 0,
             shutdown_ack: None,
             unsplittable: PlannerRef(Arc::new(isola_core::Unsplittable)),
+            failed: vec![None; shared.engines.len()],
             shared,
         }
     }
@@ -196,9 +205,9 @@ impl Dispatcher {
     pub(crate) fn run(mut self) {
         loop {
             // A full engine's completion is a message anyway.
-            let deadline = self
-                .scheduler
-                .next_wakeup()
+            let deadline = catch(|| self.scheduler.next_wakeup())
+                .ok()
+                .flatten()
                 .map(|at| self.shared.epoch + Duration::from_nanos(at));
             let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {
                 Ok(m) => Some(m),
@@ -288,7 +297,19 @@ impl Dispatcher {
             core_task.bytes,
             core_task.arrival,
         );
-        let accepted = self.scheduler.submit(now, core_task);
+        if let Some(message) = self.failed[task.engine].clone() {
+            let engine = self.shared.engines[task.engine].name.clone();
+            return self.finish(task, Err(TaskError::CoreFailed { engine, message }));
+        }
+        let accepted = match catch(|| self.scheduler.submit(now, core_task)) {
+            Ok(accepted) => accepted,
+            Err(message) => {
+                let e = task.engine;
+                self.tasks.insert(s.id, task);
+                self.fail_engine(e, message);
+                return;
+            }
+        };
         self.log(|| crate::CoreCall::Submit {
             now,
             task: TaskId(s.id),
@@ -315,8 +336,14 @@ impl Dispatcher {
         let now = self.now();
         for e in 0..self.scheduler.engine_count() {
             let engine = EngineId(e as u32);
-            loop {
-                let d = self.scheduler.next(now, engine);
+            while self.failed[e].is_none() {
+                let d = match catch(|| self.scheduler.next(now, engine)) {
+                    Ok(d) => d,
+                    Err(message) => {
+                        self.fail_engine(e, message);
+                        break;
+                    }
+                };
                 self.log(|| crate::CoreCall::Next {
                     now,
                     engine,
@@ -447,8 +474,20 @@ impl Dispatcher {
     /// Reports dispatch `dispatch` of task `id` complete to the core, and
     /// finishes the task if that was the last of it.
     fn settle(&mut self, now: Nanos, id: u64, dispatch: DispatchId, measured: Nanos) {
-        let done = match self.scheduler.complete(now, dispatch, measured) {
-            Ok(c) => {
+        let engine = self.tasks.get(&id).map(|t| t.engine);
+        if engine.is_some_and(|e| self.failed[e].is_some()) {
+            // Its engine's core is out of service: the task was failed with it.
+            self.finish_if_settled(id);
+            return;
+        }
+        let done = match catch(|| self.scheduler.complete(now, dispatch, measured)) {
+            Err(message) => {
+                if let Some(e) = engine {
+                    self.fail_engine(e, message);
+                }
+                return;
+            }
+            Ok(Ok(c)) => {
                 self.log(|| crate::CoreCall::Complete {
                     now,
                     task: c.task,
@@ -457,7 +496,7 @@ impl Dispatcher {
                 });
                 c.task_done
             }
-            Err(e) => unreachable!("the core's own dispatch was refused: {e}"),
+            Ok(Err(e)) => unreachable!("the core's own dispatch was refused: {e}"),
         };
         let Some(task) = self.tasks.get_mut(&id) else {
             unreachable!("task {id} ended before its last dispatch");
@@ -506,13 +545,44 @@ impl Dispatcher {
         self.shared.cancelled.store(true, Ordering::Release);
         let now = self.now();
         self.log(|| crate::CoreCall::Close { now });
-        for handed_back in self.scheduler.close() {
-            let id = handed_back.id.0;
+        let handed_back: Vec<u64> = match catch(|| self.scheduler.close()) {
+            Ok(tasks) => tasks.iter().map(|t| t.id.0).collect(),
+            // The core failed while closing: whatever does not run is
+            // cancelled.
+            Err(_) => self
+                .tasks
+                .iter()
+                .filter(|(_, t)| t.running == 0)
+                .map(|(&id, _)| id)
+                .collect(),
+        };
+        for id in handed_back {
+            // A task of an engine whose core failed may already be done.
             let Some(task) = self.tasks.get_mut(&id) else {
-                unreachable!("the core handed back task {id}, which the dispatcher does not hold");
+                continue;
             };
             task.settled = true;
             task.error.get_or_insert(TaskError::Cancelled);
+            self.finish_if_settled(id);
+        }
+    }
+
+    /// Takes engine `e` out of service after its core panicked with
+    /// `message`: each of its tasks ends with `TaskError::CoreFailed` (once
+    /// what of it runs is back), and later ones at once.
+    fn fail_engine(&mut self, e: usize, message: String) {
+        let engine = self.shared.engines[e].name.clone();
+        eprintln!("isola-runtime: engine `{engine}`'s scheduler panicked ({message}); its tasks fail from now on");
+        self.failed[e] = Some(message.clone());
+        let ids: Vec<u64> = self.tasks.iter().filter(|(_, t)| t.engine == e).map(|(&id, _)| id).collect();
+        for id in ids {
+            if let Some(task) = self.tasks.get_mut(&id) {
+                task.settled = true;
+                task.error.get_or_insert(TaskError::CoreFailed {
+                    engine: engine.clone(),
+                    message: message.clone(),
+                });
+            }
             self.finish_if_settled(id);
         }
     }

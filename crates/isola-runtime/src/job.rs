@@ -36,6 +36,15 @@ pub enum TaskError {
         /// What is wrong with the plan.
         reason: String,
     },
+    /// The scheduling core of the task's engine failed: its policy
+    /// panicked. The engine is out of service; other engines go on.
+    #[error("engine `{engine}`'s scheduler failed: {message}")]
+    CoreFailed {
+        /// Engine name.
+        engine: String,
+        /// What failed (the panic's message).
+        message: String,
+    },
     /// The runtime shut down before the task ran.
     #[error("cancelled: the runtime shut down before the task ran")]
     Cancelled,
@@ -57,6 +66,15 @@ pub enum SubmitError {
         op: String,
         /// Engine name.
         engine: String,
+    },
+    /// The cost model (the tenant's own, or the engine's) panicked while
+    /// predicting the task.
+    #[error("the cost model panicked predicting operator `{op}`: {message}")]
+    CostModelPanicked {
+        /// Operator name.
+        op: String,
+        /// The panic's message.
+        message: String,
     },
     /// The runtime is shutting down or gone.
     #[error("the runtime is shut down")]

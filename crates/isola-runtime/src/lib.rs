@@ -27,6 +27,7 @@ mod attribution;
 mod builder;
 pub mod core_log;
 mod dispatcher;
+mod guard;
 pub mod host;
 mod job;
 mod placed;

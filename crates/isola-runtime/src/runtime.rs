@@ -370,12 +370,18 @@ impl TenantHandle {
                 .ok_or_else(|| SubmitError::NoEngine(op.to_string()))?,
         };
         let cost = Arc::clone(self.cost.as_ref().unwrap_or(&shared.engines[engine].cost));
-        let predicted_ns =
-            cost.predict(op, payload.len() as u64)
-                .ok_or_else(|| SubmitError::NoCostModel {
-                    op: op.to_string(),
-                    engine: shared.engines[engine].name.clone(),
-                })?;
+        let predicted_ns = crate::guard::GuardedCost::check(cost.as_ref(), op, payload.len() as u64)
+            .map_err(|message| SubmitError::CostModelPanicked {
+                op: op.to_string(),
+                message,
+            })?
+            .ok_or_else(|| SubmitError::NoCostModel {
+                op: op.to_string(),
+                engine: shared.engines[engine].name.clone(),
+            })?;
+        // Subtasks are predicted on the dispatcher thread: a panic there
+        // must not stop it.
+        let cost = crate::guard::GuardedCost::wrap(cost);
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let submitted = Instant::now();
         let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;

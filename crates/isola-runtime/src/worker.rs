@@ -202,7 +202,7 @@ pub(crate) fn guarded<T>(op: &str, f: impl FnOnce() -> Result<T, TaskError>) -> 
 }
 
 /// The text of a panic payload.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         s.to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {
