@@ -309,7 +309,7 @@ impl RuntimeBuilder {
                     slots,
                     crate::guard::GuardedCost::wrap(Arc::clone(&e.cost)),
                 )
-                    .with_split_rule(split),
+                .with_split_rule(split),
             );
         }
         for (tenant, on, change) in &self.overrides {

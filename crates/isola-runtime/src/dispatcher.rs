@@ -17,10 +17,10 @@
 //! tasks end with `TaskError::CoreFailed`, and the other engines go on.
 
 use crate::attribution::{BusyReading, LatencyBreakdown, TaskTimes};
+use crate::guard::catch;
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
-use crate::guard::catch;
 use crate::worker::{guarded, PlacedPart, WorkDone, WorkItem};
 use isola_core::{
     Bytes, Dispatch, DispatchId, EngineId, Nanos, OpSpec, PlannerRef, Scheduler, Subtask, SubtaskPlanner,
@@ -39,8 +39,9 @@ pub(crate) enum Msg {
     Submit(Submission),
     /// A worker finished a piece of work.
     Done(WorkDone),
-    /// Cancel what is queued, finish what runs, then stop; acknowledge.
-    Shutdown(crossbeam_channel::Sender<()>),
+    /// Cancel what is queued, finish what runs until the deadline (then
+    /// abandon it), then stop; acknowledge.
+    Shutdown(crossbeam_channel::Sender<()>, Duration),
 }
 
 /// A task as a tenant submitted it (already checked by its handle).
@@ -167,6 +168,10 @@ pub(crate) struct Dispatcher {
     unsplittable: PlannerRef,
     /// Engines whose scheduling core failed (a policy panicked), and why.
     failed: Vec<Option<String>>,
+    /// When shutdown gives up on what still runs.
+    shutdown_deadline: Option<Instant>,
+    /// How long shutdown lets running work finish.
+    shutdown_grace: Duration,
 }
 
 impl Dispatcher {
@@ -186,6 +191,8 @@ impl Dispatcher {
             shutdown_ack: None,
             unsplittable: PlannerRef(Arc::new(isola_core::Unsplittable)),
             failed: vec![None; shared.engines.len()],
+            shutdown_deadline: None,
+            shutdown_grace: Duration::ZERO,
             shared,
         }
     }
@@ -205,10 +212,14 @@ impl Dispatcher {
     pub(crate) fn run(mut self) {
         loop {
             // A full engine's completion is a message anyway.
-            let deadline = catch(|| self.scheduler.next_wakeup())
+            let wakeup = catch(|| self.scheduler.next_wakeup())
                 .ok()
                 .flatten()
                 .map(|at| self.shared.epoch + Duration::from_nanos(at));
+            let deadline = match (wakeup, self.shutdown_deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {
                 Ok(m) => Some(m),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
@@ -217,8 +228,15 @@ impl Dispatcher {
             match msg {
                 Some(Msg::Submit(s)) => self.submit(s),
                 Some(Msg::Done(d)) => self.done(d),
-                Some(Msg::Shutdown(ack)) => self.begin_shutdown(ack),
+                Some(Msg::Shutdown(ack, grace)) => {
+                    self.shutdown_deadline = Some(Instant::now() + grace);
+                    self.shutdown_grace = grace;
+                    self.begin_shutdown(ack);
+                }
                 None => {}
+            }
+            if self.shutdown_deadline.is_some_and(|d| Instant::now() >= d) {
+                self.abandon_running();
             }
             self.pump();
             if self.shutdown_ack.is_some() && self.tasks.is_empty() {
@@ -567,14 +585,35 @@ impl Dispatcher {
         }
     }
 
+    /// Shutdown's grace period is over: every task left (its work still
+    /// running) completes with `TaskError::Abandoned`; its workers' later
+    /// reports are dropped with the dispatcher.
+    fn abandon_running(&mut self) {
+        let grace_ms = self.shutdown_grace.as_millis() as u64;
+        let ids: Vec<u64> = self.tasks.keys().copied().collect();
+        for id in ids {
+            if let Some(task) = self.tasks.remove(&id) {
+                self.finish(task, Err(TaskError::Abandoned { grace_ms }));
+            }
+        }
+        self.running.clear();
+    }
+
     /// Takes engine `e` out of service after its core panicked with
     /// `message`: each of its tasks ends with `TaskError::CoreFailed` (once
     /// what of it runs is back), and later ones at once.
     fn fail_engine(&mut self, e: usize, message: String) {
         let engine = self.shared.engines[e].name.clone();
-        eprintln!("isola-runtime: engine `{engine}`'s scheduler panicked ({message}); its tasks fail from now on");
+        eprintln!(
+            "isola-runtime: engine `{engine}`'s scheduler panicked ({message}); its tasks fail from now on"
+        );
         self.failed[e] = Some(message.clone());
-        let ids: Vec<u64> = self.tasks.iter().filter(|(_, t)| t.engine == e).map(|(&id, _)| id).collect();
+        let ids: Vec<u64> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.engine == e)
+            .map(|(&id, _)| id)
+            .collect();
         for id in ids {
             if let Some(task) = self.tasks.get_mut(&id) {
                 task.settled = true;

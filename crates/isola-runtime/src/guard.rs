@@ -27,7 +27,11 @@ impl GuardedCost {
     }
 
     /// The prediction, or the panic's message.
-    pub(crate) fn check(model: &dyn isola_core::CostModel, op: &str, bytes: u64) -> Result<Option<u64>, String> {
+    pub(crate) fn check(
+        model: &dyn isola_core::CostModel,
+        op: &str,
+        bytes: u64,
+    ) -> Result<Option<u64>, String> {
         catch(|| model.predict(op, bytes))
     }
 }

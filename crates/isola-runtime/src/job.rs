@@ -45,6 +45,13 @@ pub enum TaskError {
         /// What failed (the panic's message).
         message: String,
     },
+    /// The task still ran when shutdown's grace period ended (a runaway
+    /// operator): it was given up on, its worker left to finish alone.
+    #[error("abandoned: still running {grace_ms} ms after shutdown began")]
+    Abandoned {
+        /// The grace period, ms.
+        grace_ms: u64,
+    },
     /// The runtime shut down before the task ran.
     #[error("cancelled: the runtime shut down before the task ran")]
     Cancelled,
@@ -134,21 +141,32 @@ impl Completion {
     }
 }
 
-/// Where a completion goes.
+/// Where a task's completion goes (the ticket's own channel, or one the
+/// tenant chose), at most once: a task abandoned at shutdown gets its
+/// completion then, and the one its runaway worker would send later is
+/// dropped.
 #[derive(Debug, Clone)]
-pub(crate) enum Reply {
-    /// The ticket's own channel.
-    Ticket(crossbeam_channel::Sender<Completion>),
-    /// A channel the tenant chose.
-    Channel(crossbeam_channel::Sender<Completion>),
+pub(crate) struct Reply {
+    to: crossbeam_channel::Sender<Completion>,
+    sent: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Reply {
+    /// A reply to `to`.
+    pub(crate) fn new(to: crossbeam_channel::Sender<Completion>) -> Reply {
+        Reply {
+            to,
+            sent: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
+    /// Sends `c` unless a completion was sent already.
     pub(crate) fn send(&self, c: Completion) {
+        if self.sent.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
         // A receiver that went away no longer wants the completion.
-        let _ = match self {
-            Reply::Ticket(s) | Reply::Channel(s) => s.send(c),
-        };
+        let _ = self.to.send(c);
     }
 }
 

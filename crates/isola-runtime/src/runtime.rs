@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Built operators by name and parameters: building can be costly (a route
 /// trie, a key schedule), so each configuration is built once.
@@ -212,25 +212,43 @@ impl Runtime {
     }
 
     /// Stops: new submissions are refused, tasks still queued complete with
-    /// `Cancelled`, running ones finish; returns the final counters.
-    pub fn shutdown(mut self) -> Vec<TenantStats> {
-        self.stop();
+    /// `Cancelled`, running ones finish within [`DEFAULT_SHUTDOWN_GRACE`]
+    /// (see [`Runtime::shutdown_within`]); returns the final counters.
+    pub fn shutdown(self) -> Vec<TenantStats> {
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE)
+    }
+
+    /// [`Runtime::shutdown`] with a grace period of `grace`: a task still
+    /// running when it ends completes with `TaskError::Abandoned`, and its
+    /// worker thread is left to finish alone (a thread cannot be stopped
+    /// from outside); so shutdown returns within about `grace` whatever an
+    /// operator does.
+    pub fn shutdown_within(mut self, grace: Duration) -> Vec<TenantStats> {
+        self.stop(grace);
         self.stats()
     }
 
-    fn stop(&mut self) {
+    fn stop(&mut self, grace: Duration) {
+        let deadline = Instant::now() + grace;
         if let Ok(mut closed) = self.shared.closed.write() {
             *closed = true;
         }
         let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
-        if self.shared.tx.send(Msg::Shutdown(ack_tx)).is_ok() {
+        if self.shared.tx.send(Msg::Shutdown(ack_tx, grace)).is_ok() {
             let _ = ack_rx.recv();
         }
         if let Some(d) = self.dispatcher.take() {
             let _ = d.join();
         }
+        // Idle workers stop as soon as the dispatcher closed their queues;
+        // one still running an abandoned task is left behind.
         for w in self.workers.drain(..) {
-            let _ = w.join();
+            while !w.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if w.is_finished() {
+                let _ = w.join();
+            }
         }
     }
 }
@@ -238,10 +256,13 @@ impl Runtime {
 impl Drop for Runtime {
     fn drop(&mut self) {
         if self.dispatcher.is_some() {
-            self.stop();
+            self.stop(DEFAULT_SHUTDOWN_GRACE);
         }
     }
 }
+
+/// How long [`Runtime::shutdown`] lets running tasks finish: 10 s.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// What a tenant submits through; cheap to clone and to send to threads.
 #[derive(Clone)]
@@ -312,7 +333,7 @@ impl TenantHandle {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let bytes = payload.len() as u64;
         let op = operator.name().to_string();
-        let (task, engine) = self.send(operator, payload, Reply::Ticket(tx))?;
+        let (task, engine) = self.send(operator, payload, Reply::new(tx))?;
         Ok(Ticket {
             task,
             engine,
@@ -334,7 +355,7 @@ impl TenantHandle {
         completions: &crossbeam_channel::Sender<Completion>,
     ) -> Result<u64, SubmitError> {
         let operator = self.shared.operator(op, params)?;
-        self.send(operator, payload.into(), Reply::Channel(completions.clone()))
+        self.send(operator, payload.into(), Reply::new(completions.clone()))
             .map(|(id, _)| id)
     }
 

@@ -47,16 +47,24 @@ fn a_panicking_cost_model_fails_its_own_submission_and_nothing_else() {
     let bystander = rt.tenant(TenantId(1));
     // On the tenant's own thread: a typed refusal.
     match careless.submit("crc32c", &BTreeMap::new(), vec![1u8; 1_234]) {
-        Err(SubmitError::CostModelPanicked { message, .. }) => assert!(message.contains("gave up"), "{message}"),
+        Err(SubmitError::CostModelPanicked { message, .. }) => {
+            assert!(message.contains("gave up"), "{message}")
+        }
         other => panic!("expected CostModelPanicked, got {other:?}"),
     }
     // On the dispatcher thread (its subtasks' predictions panic while the
     // bystander keeps the engine contended): the task still runs, split
     // or whole, and completes with the right result.
     let others: Vec<_> = (0..50)
-        .map(|i| bystander.submit("crc32c", &BTreeMap::new(), vec![i as u8; 20_000]).unwrap())
+        .map(|i| {
+            bystander
+                .submit("crc32c", &BTreeMap::new(), vec![i as u8; 20_000])
+                .unwrap()
+        })
         .collect();
-    let big = careless.submit("crc32c", &BTreeMap::new(), vec![7u8; 40_000]).unwrap();
+    let big = careless
+        .submit("crc32c", &BTreeMap::new(), vec![7u8; 40_000])
+        .unwrap();
     assert!(big.wait().result.is_ok());
     for t in others {
         assert!(t.wait().result.is_ok());
@@ -99,7 +107,14 @@ impl Policy for Fragile {
         self.ready[0].then_some(0)
     }
 
-    fn on_dispatch(&mut self, _: Nanos, tenant: usize, _: &HeadInfo, next: Option<&HeadInfo>, _: &PolicyContext<'_>) {
+    fn on_dispatch(
+        &mut self,
+        _: Nanos,
+        tenant: usize,
+        _: &HeadInfo,
+        next: Option<&HeadInfo>,
+        _: &PolicyContext<'_>,
+    ) {
         self.ready[tenant] = next.is_some();
     }
 }
@@ -113,11 +128,18 @@ fn a_panicking_policy_takes_its_engine_out_of_service_and_no_other() {
     b.tenant("a", Slo::default());
     b.tenant("b", Slo::default());
     b.mode(isolated("sfq"));
-    b.engine_policy(EngineSelector::Named("fragile-engine".into()), "fragile", BTreeMap::new());
+    b.engine_policy(
+        EngineSelector::Named("fragile-engine".into()),
+        "fragile",
+        BTreeMap::new(),
+    );
     let rt = b.start().unwrap();
     let (a, bt) = (rt.tenant(TenantId(0)), rt.tenant(TenantId(1)));
     let hashes: Vec<_> = (0..20)
-        .map(|i| bt.submit("sha256", &BTreeMap::new(), vec![i as u8; 10_000]).unwrap())
+        .map(|i| {
+            bt.submit("sha256", &BTreeMap::new(), vec![i as u8; 10_000])
+                .unwrap()
+        })
         .collect();
     let first = a.submit("crc32c", &BTreeMap::new(), vec![1u8; 1_000]).unwrap();
     assert!(first.wait().result.is_ok());
@@ -163,11 +185,82 @@ fn an_operator_that_would_allocate_past_its_limit_fails_alone() {
     let mut limit = BTreeMap::new();
     limit.insert("max_output".to_string(), "1MiB".to_string());
     let exploded = rt.tenant(TenantId(0)).submit("unzstd", &limit, bomb).unwrap();
-    let fine = rt.tenant(TenantId(1)).submit("sha256", &BTreeMap::new(), vec![5u8; 4_096]).unwrap();
+    let fine = rt
+        .tenant(TenantId(1))
+        .submit("sha256", &BTreeMap::new(), vec![5u8; 4_096])
+        .unwrap();
     match exploded.wait().result {
         Err(TaskError::Operator(isola_ops::OpError::Limit { limit, .. })) => assert_eq!(limit, "max_output"),
         other => panic!("expected a max_output limit, got {other:?}"),
     }
     assert!(fine.wait().result.is_ok());
     rt.shutdown();
+}
+
+/// An operator that runs until released (a runaway, as far as shutdown
+/// can tell).
+struct Runaway(
+    Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+);
+
+impl isola_ops::Operator for Runaway {
+    fn name(&self) -> &'static str {
+        "runaway"
+    }
+
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, isola_ops::OpError> {
+        self.1.lock().unwrap().send(()).unwrap();
+        let (lock, cv) = &*self.0;
+        let mut open = lock.lock().unwrap();
+        while !*open {
+            open = cv.wait(open).unwrap();
+        }
+        Ok(input.to_vec())
+    }
+}
+
+#[test]
+fn shutdown_has_a_bound_and_abandons_what_still_runs() {
+    let mut b = RuntimeBuilder::new();
+    b.engine(EngineConfig::new("engine", &[], 1, cost()));
+    b.tenant("a", Slo::default());
+    b.mode(isolated("sfq"));
+    let rt = b.start().unwrap();
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let runaway = Runaway(Arc::clone(&gate), std::sync::Mutex::new(started_tx));
+    let stuck = rt
+        .tenant(TenantId(0))
+        .submit_operator(Arc::new(runaway), vec![1])
+        .unwrap();
+    started.recv().unwrap();
+    let queued = rt
+        .tenant(TenantId(0))
+        .submit("crc32c", &BTreeMap::new(), vec![2u8; 64])
+        .unwrap();
+    // The runaway holds the only worker: shutdown cancels what is queued
+    // and, after the grace period, abandons what runs.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        rt.shutdown_within(std::time::Duration::from_millis(100));
+        done_tx.send(()).unwrap();
+    });
+    // Generous: the bound is 100 ms; this only has to tell a bound from none.
+    assert!(
+        done_rx.recv_timeout(std::time::Duration::from_secs(30)).is_ok(),
+        "shutdown did not return"
+    );
+    let r = stuck.wait().result;
+    assert!(matches!(r, Err(TaskError::Abandoned { grace_ms: 100 })), "{r:?}");
+    // Queued behind it (in the core, or on the worker's queue): it ends too.
+    let r = queued.wait().result;
+    assert!(
+        matches!(r, Err(TaskError::Cancelled | TaskError::Abandoned { .. })),
+        "{r:?}"
+    );
+    // Released late, the runaway's own completion is not sent a second time
+    // (the ticket was consumed; nothing panics).
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
 }

@@ -204,8 +204,8 @@ impl Listed {
             return None;
         }
         let well_formed = subtasks.iter().enumerate().all(|(i, s)| {
-                s.index as usize == i && s.count as usize == n && s.ordered == ordered && s.task == task.id
-            });
+            s.index as usize == i && s.count as usize == n && s.ordered == ordered && s.task == task.id
+        });
         debug_assert!(
             well_formed,
             "a planner's subtasks are indexed 0..count in order: {subtasks:?}"

@@ -198,10 +198,11 @@ fn check_run(
     let max_events = count(&raw.max_events, "max_events", super::DEFAULT_MAX_EVENTS)?;
     let max_windows = count(&raw.max_windows, "max_windows", super::DEFAULT_MAX_WINDOWS)?;
     let window = match (positive(&raw.window, "window")?, duration) {
-        (Some(w), Some(d)) if d.div_ceil(w) > max_windows => return Err(src.at(
-            raw.window.as_ref().map_or(0..0, Spanned::span),
-            Some("window"),
-            format!(
+        (Some(w), Some(d)) if d.div_ceil(w) > max_windows => {
+            return Err(src.at(
+                raw.window.as_ref().map_or(0..0, Spanned::span),
+                Some("window"),
+                format!(
                 "a {} run in windows of {} makes {} windows, above max_windows = {max_windows}: widen the \
                      window (at least {} ns) or raise max_windows",
                 crate::quantity::format_duration(d),
@@ -209,7 +210,8 @@ fn check_run(
                 d.div_ceil(w),
                 d.div_ceil(max_windows)
             ),
-        )),
+            ))
+        }
         (Some(w), _) => w,
         (None, Some(d)) => super::DEFAULT_WINDOW_NS.max(d.div_ceil(super::DEFAULT_WINDOWS_PER_RUN)),
         (None, None) => super::DEFAULT_WINDOW_NS,
