@@ -35,14 +35,19 @@ pub struct OpsArgs {
     /// Operators to measure, comma-separated (default: all; see `isola op --list`).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     ops: Vec<String>,
-    /// Payload sizes, comma-separated, in bytes or with a unit (KiB, MiB, KB, MB).
+    /// Payload sizes, comma-separated, each with its unit (B, KiB, MiB,
+    /// GiB, KB, MB, GB).
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "64,256,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB"
+        default_value = "64B,256B,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB"
     )]
     sizes: Vec<String>,
+    /// The largest payload to allocate for one task: a larger --sizes
+    /// entry is refused before anything runs.
+    #[arg(long, value_name = "SIZE", default_value = crate::args::DEFAULT_MAX_PAYLOAD)]
+    max_payload: String,
     /// Thread counts, comma-separated; each thread runs the operator on its own.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "1")]
     threads: Vec<usize>,
@@ -104,11 +109,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 fn run_ops(args: &OpsArgs) -> anyhow::Result<()> {
     let ops = crate::args::operators(&args.ops)?;
-    let sizes = crate::args::sizes(&args.sizes)?;
+    let sizes = crate::args::sizes(&args.sizes, crate::args::max_payload(&args.max_payload)?)?;
     if let Some(t) = args.threads.iter().find(|&&t| t == 0 || t > 1024) {
         bail!("--threads: {t} is not a thread count from 1 to 1024");
     }
     crate::args::seconds(args.seconds)?;
+    if let Some(dir) = &args.out {
+        crate::args::out_dir("--out", dir)?;
+    }
     if let Some(dir) = &args.save_payloads {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for &size in &sizes {

@@ -68,6 +68,7 @@ pub struct Args {
 /// Runs `isola demo`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let config = config(args)?;
+    crate::args::out_dir("--out", &args.out)?;
     let report = live::run(&config, &mut Bar::new(1000))?;
     write_out(&args.out, &report)?;
     let mut out = std::io::stdout().lock();
@@ -89,8 +90,11 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
     if args.rounds == 0 {
         bail!("--rounds: at least 1");
     }
-    let split_bytes =
-        isola_model::quantity::parse_size(&args.split).map_err(|e| anyhow::anyhow!("--split: {e}"))?;
+    let split_bytes = match isola_model::quantity::parse_size(&args.split) {
+        Ok(0) => bail!("--split: must be at least 1B"),
+        Ok(n) => n,
+        Err(e) => bail!("--split: {e}"),
+    };
     for p in &args.policies {
         isola_core::policy::find_policy(p).with_context(|| format!("--policies: `{p}`"))?;
     }

@@ -24,9 +24,15 @@ pub struct Args {
     /// Output file.
     #[arg(long = "out", value_name = "FILE", required_unless_present = "list")]
     output: Option<PathBuf>,
-    /// Run as subtasks of this many bytes and reassemble the result.
-    #[arg(long, value_name = "BYTES")]
-    split: Option<usize>,
+    /// Run as subtasks of this size (with its unit, e.g. 64KiB) and
+    /// reassemble the result.
+    #[arg(long, value_name = "SIZE")]
+    split: Option<String>,
+    /// The largest input file to read: a larger one is refused before it
+    /// is read. The operator's output has its own limit (its `max_output`
+    /// parameter, where it has one).
+    #[arg(long, value_name = "SIZE", default_value = crate::args::DEFAULT_MAX_PAYLOAD)]
+    max_payload: String,
 }
 
 /// Runs `isola op`.
@@ -71,9 +77,22 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         args.input.as_ref().expect("required"),
         args.output.as_ref().expect("required"),
     );
-    let data = std::fs::read(input).with_context(|| format!("reading {}", input.display()))?;
-    let result = match args.split {
-        Some(0) => bail!("--split must be at least 1 byte"),
+    let split = match args.split.as_deref().map(isola_model::quantity::parse_size) {
+        None => None,
+        Some(Ok(0)) => bail!("--split: must be at least 1B"),
+        Some(Ok(n)) => Some(usize::try_from(n).context("--split: too large for this machine")?),
+        Some(Err(e)) => bail!("--split: {e}"),
+    };
+    // The output's place is checked before the work, not after it.
+    if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            bail!("--out: {} is not a folder that exists", dir.display());
+        }
+    }
+    let limit = crate::args::max_payload(&args.max_payload)?;
+    let data = isola_model::input::read_bounded(input, limit)
+        .map_err(|e| anyhow::anyhow!("--in {}: {e} (see --max-payload)", input.display()))?;
+    let result = match split {
         Some(chunk) => run_split(op.as_ref(), &data, chunk)?,
         None => op.run(&data)?,
     };

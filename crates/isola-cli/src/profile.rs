@@ -19,14 +19,19 @@ pub struct Args {
     /// Operators to profile, comma-separated (default: all).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     ops: Vec<String>,
-    /// Payload sizes to measure, comma-separated, in bytes or with a unit.
+    /// Payload sizes to measure, comma-separated, each with its unit (B,
+    /// KiB, MiB, GiB, KB, MB, GB).
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "64,1KiB,16KiB,256KiB,1MiB"
+        default_value = "64B,1KiB,16KiB,256KiB,1MiB"
     )]
     sizes: Vec<String>,
+    /// The largest payload to allocate for one task: a larger --sizes
+    /// entry is refused before anything runs.
+    #[arg(long, value_name = "SIZE", default_value = crate::args::DEFAULT_MAX_PAYLOAD)]
+    max_payload: String,
     /// An operator parameter (e.g. k=128 for erasure coding), for every
     /// profiled operator that takes it; repeatable.
     #[arg(long = "param", value_name = "KEY=VALUE")]
@@ -45,8 +50,9 @@ pub struct Args {
 /// Runs `isola profile`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let ops = crate::args::operators(&args.ops)?;
-    let sizes = crate::args::sizes(&args.sizes)?;
+    let sizes = crate::args::sizes(&args.sizes, crate::args::max_payload(&args.max_payload)?)?;
     crate::args::seconds(args.seconds)?;
+    crate::args::out_file("--out", &args.out)?;
     let mut given = BTreeMap::new();
     for p in &args.params {
         let (k, v) = p

@@ -57,6 +57,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         return Ok(());
     }
     let chosen = select(&args.experiment)?;
+    if let Some(dir) = &args.out {
+        crate::args::out_dir("--out", dir)?;
+    }
     let outcomes = run_experiments(&chosen, args.live, args.seed, &mut Bar::new(1000))?;
     if let Some(dir) = &args.out {
         write_out(dir, &outcomes)?;

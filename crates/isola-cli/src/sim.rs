@@ -35,6 +35,10 @@ pub struct Args {
     /// (report.html, self-contained, as `isola repro` writes) to this folder.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// `isola run`: the largest task payload to allocate; a scenario whose
+    /// sizes reach past it is refused before anything runs.
+    #[arg(long, value_name = "SIZE", default_value = crate::args::DEFAULT_MAX_PAYLOAD)]
+    max_payload: String,
 }
 
 /// Runs `isola sim`.
@@ -46,7 +50,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 /// Runs `isola run`: the scenario live, on real operators.
 pub fn run_live(args: &Args) -> anyhow::Result<()> {
+    let max_payload = crate::args::max_payload(&args.max_payload)?;
     execute(args, "live", |scenario, seed, tick| {
+        isola_experiments::live::check_payloads(scenario, max_payload)?;
         isola_experiments::live::run_live(scenario, &args.policies, Some(seed), tick)
     })
 }
@@ -69,6 +75,9 @@ fn execute(
     let seed = args.seed.unwrap_or(scenario.run.seed);
     if args.seeds == 0 {
         anyhow::bail!("--seeds: at least 1");
+    }
+    if let Some(dir) = &args.out {
+        crate::args::out_dir("--out", dir)?;
     }
     if args.seeds > 1 {
         return execute_seeds(args, how, &scenario, seed, &runner);
@@ -241,6 +250,9 @@ fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io:
             "rej/abort",
         ];
         writeln!(out, "{}", table(&header, &rows))?;
+        for w in &p.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
     }
     Ok(())
 }

@@ -190,7 +190,7 @@ fn op_runs_an_operator_whole_and_split() {
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("in.bin");
     std::fs::write(&input, b"123456789").unwrap();
-    for split in [None, Some("4")] {
+    for split in [None, Some("4B")] {
         let out = dir.join("crc");
         let mut args = vec![
             "op",
@@ -232,7 +232,7 @@ fn bench_ops_sweeps_sizes_and_threads_and_writes_plots() {
         "--ops",
         "crc32,unlz4",
         "--sizes",
-        "64,4KiB",
+        "64B,4KiB",
         "--threads",
         "1,2",
         "--seconds",
@@ -288,8 +288,11 @@ fn bench_ops_sweeps_sizes_and_threads_and_writes_plots() {
 fn bench_ops_rejects_bad_arguments() {
     for (args, says) in [
         (&["--ops", "frobnicate"][..], "known operators"),
-        (&["--sizes", "0"][..], "at least one byte"),
+        (&["--sizes", "0B"][..], "at least one byte"),
         (&["--sizes", "12parsecs"][..], "unknown size unit"),
+        (&["--sizes", "4096"][..], "has no unit"),
+        (&["--sizes", "8GiB"][..], "--max-payload"),
+        (&["--sizes", "99999999999999999999B"][..], "too large"),
         (&["--threads", "0"][..], "--threads"),
         (&["--seconds", "0"][..], "--seconds"),
     ] {
@@ -409,7 +412,7 @@ fn profile_measures_fits_and_saves() {
         "--param",
         "k=8",
         "--sizes",
-        "64,4KiB",
+        "64B,4KiB",
         "--seconds",
         "0.05",
         "--json",

@@ -44,6 +44,7 @@ pub mod metrics;
 pub mod params;
 pub mod policy;
 pub mod profile;
+pub mod quantity;
 pub mod ready_heap;
 pub mod scheduler;
 pub mod shaper;

@@ -79,6 +79,28 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses a scenario whose tasks could be larger than `max_payload`
+/// bytes: a live run allocates every task's input (and its operator the
+/// output), so a size drawn up to a petabyte must be refused before the
+/// run, not found by the allocator.
+pub fn check_payloads(scenario: &Scenario, max_payload: u64) -> anyhow::Result<()> {
+    for t in &scenario.tenants {
+        let w = &t.workload;
+        let largest = match &w.arrival {
+            ArrivalSpec::Trace(rows) => rows.iter().map(|r| r.bytes).max().unwrap_or(0),
+            _ => w.size.max_bytes(),
+        };
+        if largest > max_payload {
+            bail!(
+                "tenant `{}`: its tasks reach {largest} bytes, above the largest payload a live run allocates \
+                 ({max_payload} bytes); raise it with --max-payload if this machine has the memory",
+                t.name
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs every policy of `scenario` (or those in `only`) live.
 pub fn run_live(
     scenario: &Scenario,
@@ -128,6 +150,13 @@ struct TenantTasks {
     /// The tasks it submitted that had no completion: task id to (when
     /// submitted, in the runtime's ns; input bytes).
     unfinished: HashMap<u64, (Nanos, u64)>,
+    /// How far behind its arrival times the open-loop generator fell at
+    /// worst, ns, and how many arrivals it submitted late by over 1 ms.
+    worst_lag_ns: Nanos,
+    late: u64,
+    /// Arrivals it never submitted because the run's wall-clock end came
+    /// first.
+    dropped_at_end: bool,
 }
 
 /// Runs `scenario` live under one policy (the scenario passed [`check_live`]).
@@ -248,17 +277,45 @@ fn run_policy_live_inner(
             })
             .collect()
     });
-    // With a duration, the run is that long (as simulated); without, it
-    // lasts until the last completion.
-    let elapsed = scenario
-        .run
-        .duration
-        .unwrap_or(started.elapsed().as_nanos() as Nanos);
+    // The wall time the run actually took: rates are over it, whatever
+    // the duration asked (a run that overran its duration says so).
+    let elapsed = started.elapsed().as_nanos() as Nanos;
     let ended_ns = rt.now_ns();
     rt.shutdown();
     let tasks = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
     let calls = core_log.map(|l| l.calls()).unwrap_or_default();
-    Ok((result(scenario, run, tasks, elapsed, ended_ns), calls))
+    let mut warnings = Vec::new();
+    for (t, tasks) in scenario.tenants.iter().zip(&tasks) {
+        if tasks.late > 0 || tasks.dropped_at_end {
+            warnings.push(format!(
+                "tenant `{}`'s load generator fell behind its arrivals by up to {} ({} submitted over 1 ms late{}): \
+                 this machine could not keep up with the rate, so its figures are for a lower one",
+                t.name,
+                isola_model::quantity::format_duration(tasks.worst_lag_ns),
+                tasks.late,
+                if tasks.dropped_at_end {
+                    "; the rest were never submitted, the run's time being up"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    if let Some(d) = scenario
+        .run
+        .duration
+        .filter(|&d| elapsed > d + d / 10 + 1_000_000)
+    {
+        warnings.push(format!(
+            "the run took {} of wall time for a duration of {} (its last tasks drained); rates are over the {}",
+            isola_model::quantity::format_duration(elapsed),
+            isola_model::quantity::format_duration(d),
+            isola_model::quantity::format_duration(elapsed)
+        ));
+    }
+    let mut result = result(scenario, run, tasks, elapsed, ended_ns);
+    result.warnings = warnings;
+    Ok((result, calls))
 }
 
 /// Submits one tenant's workload, open or closed loop, until its count,
@@ -321,7 +378,9 @@ fn drive_tenant(
     };
     match &w.arrival {
         ArrivalSpec::Closed(n) => {
-            let wait_until = Instant::now().max(started + Duration::from_nanos(w.start));
+            // A start past the run's end waits no longer than the run.
+            let start = started + Duration::from_nanos(w.start);
+            let wait_until = Instant::now().max(deadline.map_or(start, |d| start.min(d)));
             std::thread::sleep(wait_until.saturating_duration_since(Instant::now()));
             let mut in_flight = 0u64;
             while in_flight < u64::from(*n) && submitted < limit && !past_deadline() {
@@ -355,7 +414,17 @@ fn drive_tenant(
                 if deadline.is_some_and(|d| at >= d) {
                     break;
                 }
-                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                // The wall clock ends the run too: a generator that fell
+                // behind stops at the run's end instead of going on.
+                if past_deadline() {
+                    out.dropped_at_end = true;
+                    break;
+                }
+                let now = Instant::now();
+                let lag = now.saturating_duration_since(at).as_nanos() as Nanos;
+                out.worst_lag_ns = out.worst_lag_ns.max(lag);
+                out.late += u64::from(lag > 1_000_000);
+                std::thread::sleep(at.saturating_duration_since(now));
                 let (bytes, op) = next.traced.unwrap_or_else(|| (sizes.sample(), w.op.clone()));
                 submit(bytes, &op, &mut out)?;
                 submitted += 1;

@@ -67,7 +67,7 @@ fn over_budget_tasks_count_once() {
 }
 
 /// Each tenant's tasks go to its own engine, and a run with a duration is
-/// that long, with what is unfinished counted as incomplete; its figures
+/// that long by the wall clock, with what is unfinished counted as incomplete; its figures
 /// are the run recorder's.
 #[test]
 fn tenants_go_to_their_engines_for_the_duration() {
@@ -106,7 +106,13 @@ arrival = { closed = 1 }
         &[],
     );
     let p = &report.policies[0];
-    assert_eq!(p.duration_ns, 300_000_000);
+    // The wall time the run took: its duration, and the moment its last
+    // tenant thread noticed the end.
+    assert!(
+        (300_000_000..400_000_000).contains(&p.duration_ns),
+        "{}",
+        p.duration_ns
+    );
     // The run recorder's figures, as simulated: per-window series and the
     // time in the system; no index under demand (no backlogs live).
     assert!(!p.series.is_empty() && p.mean_in_system > 0.0, "{p:?}");

@@ -26,7 +26,7 @@ const CODECS: [(&str, &str, bool); 6] = [
 const LIMIT: u64 = 64 << 10;
 
 fn decoder(name: &str) -> Box<dyn Operator> {
-    let p: BTreeMap<String, String> = [("max_output".to_string(), LIMIT.to_string())].into();
+    let p: BTreeMap<String, String> = [("max_output".to_string(), format!("{LIMIT}B"))].into();
     build_operator(name, &p).unwrap()
 }
 

@@ -64,10 +64,10 @@ fn every_decoder_stops_at_max_output() {
             "{message}"
         );
         // Exactly the limit is allowed.
-        let exact = op(dec, &[("max_output", "2097152")]).run(&packed).unwrap();
+        let exact = op(dec, &[("max_output", "2097152B")]).run(&packed).unwrap();
         assert_eq!(exact, zeros, "{dec}");
         assert!(is_limit(
-            &op(dec, &[("max_output", "2097151")]).run(&packed),
+            &op(dec, &[("max_output", "2097151B")]).run(&packed),
             2_097_151
         ));
     }
@@ -199,7 +199,7 @@ fn ec_recover_checks_the_length_exactly() {
     let all = [data.clone(), parity].concat();
     let rec = op(
         "ec-recover",
-        &[("k", "4"), ("m", "2"), ("lost", "1"), ("shard-size", "1000")],
+        &[("k", "4"), ("m", "2"), ("lost", "1"), ("shard-size", "1000B")],
     );
     assert_eq!(rec.run(&all).unwrap(), data);
     // Half the input is six shards of 500 bytes: a valid shape, a wrong length.
@@ -212,10 +212,10 @@ fn ec_recover_checks_the_length_exactly() {
             "{message}"
         );
     }
-    let enc = op("ec-encode", &[("k", "4"), ("m", "2"), ("shard-size", "1000")]);
+    let enc = op("ec-encode", &[("k", "4"), ("m", "2"), ("shard-size", "1000B")]);
     assert!(enc.run(&data[..2000]).is_err());
     assert_eq!(enc.run(&data).unwrap().len(), m * shard);
-    let err = param_error("ec-recover", &[("k", "4"), ("m", "2"), ("shard-size", "0")]);
+    let err = param_error("ec-recover", &[("k", "4"), ("m", "2"), ("shard-size", "0B")]);
     assert!(err.contains("`shard-size`"), "{err}");
 }
 
@@ -333,7 +333,8 @@ fn regex_limit_defaults_are_the_constants() {
     use isola_ops::scan::*;
     let default = |name: &str| {
         let spec = SCAN_PARAMS.iter().find(|p| p.name == name).unwrap();
-        parse_size(spec.default).unwrap()
+        // A count is a plain number; sizes carry their unit.
+        spec.default.parse().ok().or_else(|| parse_size(spec.default)).unwrap()
     };
     let limits = ScanLimits::default();
     assert_eq!(default("max_patterns"), DEFAULT_MAX_PATTERNS);
@@ -383,7 +384,7 @@ fn amplifying_packet_operators_stop_at_max_output() {
         assert!(full.len() > 16 << 10, "{name}: {}", full.len());
         assert!(is_limit(&op(name, &small).run(&input), 16 << 10), "{name}");
         let mut exact = pairs.clone();
-        let len = full.len().to_string();
+        let len = format!("{}B", full.len());
         exact.push(("max_output", &len));
         assert_eq!(op(name, &exact).run(&input).unwrap(), full, "{name}");
     }

@@ -18,20 +18,20 @@ pub enum ProfileError {
     #[error("no sizes to profile")]
     NoSizes,
     /// Reading or writing the file failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         /// The file.
         path: String,
         /// What failed.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not a profile.
-    #[error("{path}: not a profile: {source}")]
+    #[error("{path}: not a profile: {cause}")]
     Format {
         /// The file.
         path: String,
         /// What is wrong, with line and column.
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
 }
 
@@ -107,9 +107,9 @@ pub trait ProfileFile: Sized {
 
 impl ProfileFile for Profile {
     fn save(&self, path: &Path) -> Result<(), ProfileError> {
-        let io = |source| ProfileError::Io {
+        let io = |cause| ProfileError::Io {
             path: path.display().to_string(),
-            source,
+            cause,
         };
         let text = serde_json::to_string_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
         std::fs::write(path, text + "\n").map_err(io)
@@ -120,9 +120,9 @@ impl ProfileFile for Profile {
         let text = isola_model::input::read_text_bounded(path, isola_model::input::MAX_PROFILE_BYTES)
             .map_err(|e| ProfileError::Io {
                 path: shown.clone(),
-                source: std::io::Error::other(e),
+                cause: std::io::Error::other(e),
             })?;
-        serde_json::from_str(&text).map_err(|source| ProfileError::Format { path: shown, source })
+        serde_json::from_str(&text).map_err(|cause| ProfileError::Format { path: shown, cause })
     }
 }
 

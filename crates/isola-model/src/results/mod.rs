@@ -128,6 +128,11 @@ pub struct PolicyResult {
     pub tenants: Vec<TenantResult>,
     /// Per window.
     pub series: Vec<SeriesPoint>,
+    /// What a reader must know to trust the figures (a live run's load
+    /// generator that fell behind its rate, a run that overran its
+    /// duration); empty when there is nothing to say.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl PolicyResult {

@@ -391,6 +391,7 @@ impl RunRecorder {
             events: end.events,
             tenants,
             series: self.series(interval),
+            warnings: Vec::new(),
         }
     }
 

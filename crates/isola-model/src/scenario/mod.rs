@@ -307,6 +307,22 @@ pub enum SizeDist {
     Empirical(Vec<(u64, f64)>),
 }
 
+impl SizeDist {
+    /// The largest size it can give.
+    pub fn max_bytes(&self) -> u64 {
+        match self {
+            SizeDist::Fixed(b) => *b,
+            SizeDist::Uniform { max, .. } | SizeDist::LogNormal { max, .. } => *max,
+            SizeDist::Empirical(points) => points
+                .iter()
+                .filter(|p| p.1 > 0.0)
+                .map(|p| p.0)
+                .max()
+                .unwrap_or(0),
+        }
+    }
+}
+
 /// When a tenant's tasks arrive.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArrivalSpec {

@@ -295,6 +295,16 @@ impl Work {
         .into();
         let ls_payload = Arc::new(isola_ops::text_payload(DATA_BLOCKS * LS_BLOCK, 1));
         let bs_payload = Arc::new(isola_ops::text_payload(DATA_BLOCKS * BS_BLOCK, 2));
+        // The split size is profiled like a task: it cannot be larger than
+        // the largest task (nothing would be split), nor allocated whole.
+        if config.split_bytes > bs_payload.len() as u64 {
+            anyhow::bail!(
+                "--split: {} bytes is larger than the experiment's largest task ({} bytes), so nothing would be \
+                 split",
+                config.split_bytes,
+                bs_payload.len()
+            );
+        }
         let sizes = [
             config.split_bytes,
             ls_payload.len() as u64,
