@@ -141,7 +141,12 @@ fn a_misspelt_table_is_named() {
         .replace("[[tenant]]", "[[tenants]]")
         .replace("[tenant.workload]", "[tenants.workload]");
     let err = Scenario::parse(&text, "bad.toml").unwrap_err();
-    assert!(err.message.contains("unknown field `tenants`"), "{err}");
+    assert!(err.message.contains("tenants"), "{err}");
+    // Only the header misspelt: its workload table then has no tenant.
+    let text = BASE.replace("[[tenant]]", "[[tenants]]");
+    let err = Scenario::parse(&text, "bad.toml").unwrap_err();
+    assert_eq!((err.line, err.key.as_deref()), (12, Some("tenants")), "{err}");
+    assert!(err.message.contains("unknown table `tenants`"), "{err}");
 }
 
 #[test]

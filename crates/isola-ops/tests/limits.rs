@@ -334,7 +334,11 @@ fn regex_limit_defaults_are_the_constants() {
     let default = |name: &str| {
         let spec = SCAN_PARAMS.iter().find(|p| p.name == name).unwrap();
         // A count is a plain number; sizes carry their unit.
-        spec.default.parse().ok().or_else(|| parse_size(spec.default)).unwrap()
+        spec.default
+            .parse()
+            .ok()
+            .or_else(|| parse_size(spec.default))
+            .unwrap()
     };
     let limits = ScanLimits::default();
     assert_eq!(default("max_patterns"), DEFAULT_MAX_PATTERNS);

@@ -45,7 +45,7 @@ impl TenantStats {
         match &c.result {
             Ok(_) => {
                 self.succeeded += 1;
-                self.bytes += c.bytes;
+                self.bytes = self.bytes.saturating_add(c.bytes);
             }
             Err(TaskError::Cancelled) => self.cancelled += 1,
             Err(TaskError::Rejected(_)) => self.rejected += 1,

@@ -19,7 +19,10 @@ fn seeds() -> Vec<(String, String)> {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
-                out.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
+                out.push((
+                    path.display().to_string(),
+                    std::fs::read_to_string(&path).unwrap(),
+                ));
             }
         }
     }
@@ -30,10 +33,33 @@ fn seeds() -> Vec<(String, String)> {
 
 /// Values a careless or hostile author writes.
 const HOSTILE: &[&str] = &[
-    "0", "-1", "1e308", "-1e308", "nan", "inf", "\"\"", "\"0ns\"", "\"0B\"", "\"20\"", "\"1ns\"", "\"1000T/s\"",
-    "\"99999999999999999999B\"", "\"18446744073709551615\"", "\"0.000001bps\"", "\"1e300s\"", "\"-5ms\"", "[]",
-    "{}", "[[1, 2]]", "{ dist = \"constant\", time = \"0ns\" }", "{ closed = 4294967295 }", "true",
-    "\"\\u0000\"", "4294967296", "9223372036854775807", "{ dist = \"empirical\", points = [[\"64B\", 1e308], [\"1KiB\", 1e308]] }",
+    "0",
+    "-1",
+    "1e308",
+    "-1e308",
+    "nan",
+    "inf",
+    "\"\"",
+    "\"0ns\"",
+    "\"0B\"",
+    "\"20\"",
+    "\"1ns\"",
+    "\"1000T/s\"",
+    "\"99999999999999999999B\"",
+    "\"18446744073709551615\"",
+    "\"0.000001bps\"",
+    "\"1e300s\"",
+    "\"-5ms\"",
+    "[]",
+    "{}",
+    "[[1, 2]]",
+    "{ dist = \"constant\", time = \"0ns\" }",
+    "{ closed = 4294967295 }",
+    "true",
+    "\"\\u0000\"",
+    "4294967296",
+    "9223372036854775807",
+    "{ dist = \"empirical\", points = [[\"64B\", 1e308], [\"1KiB\", 1e308]] }",
 ];
 
 /// One mutation of a scenario's text.

@@ -80,7 +80,9 @@ pub struct Scheduler {
     closed: bool,
     /// Per tenant: bytes of its tasks queued or in service, on every engine
     /// (what its memory quota bounds).
-    held: Vec<Bytes>,
+    /// Kept in `u128`: 2^20 queued tasks of up to 2^64 bytes each cannot
+    /// wrap it.
+    held: Vec<u128>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -152,14 +154,14 @@ impl Scheduler {
         let bytes = task.bytes;
         if let Some(quota) = self.tenants[t].slo.memory_quota {
             let held = self.held[t];
-            if held.saturating_add(bytes) > quota {
+            if held + u128::from(bytes) > u128::from(quota) {
                 e.stats[t].over_quota += 1;
                 let tenant = task.tenant;
                 return reject(
                     RejectReason::OverQuota {
                         tenant,
                         quota,
-                        held,
+                        held: Bytes::try_from(held).unwrap_or(Bytes::MAX),
                         bytes,
                     },
                     task,
@@ -189,7 +191,7 @@ impl Scheduler {
             return reject(reason, q.task);
         }
         self.next_seq += 1;
-        self.held[t] += bytes;
+        self.held[t] += u128::from(bytes);
         e.queued[t] += count as u64;
         e.queued_cost[t] += head.remaining_cost;
         e.stats[t].submitted += 1;
@@ -281,10 +283,10 @@ impl Scheduler {
         };
         if task_done {
             debug_assert!(
-                self.held[t] >= s.task_bytes,
+                self.held[t] >= u128::from(s.task_bytes),
                 "a task's bytes are held until it is done"
             );
-            self.held[t] -= s.task_bytes;
+            self.held[t] -= u128::from(s.task_bytes);
         }
         if !task_done && s.subtask.is_some_and(|st| st.ordered) {
             e.unblock(now, t);
@@ -361,7 +363,10 @@ impl Scheduler {
     /// Bytes of `tenant`'s tasks queued or in service, on every engine:
     /// what its memory quota bounds (0 for an unknown tenant).
     pub fn held(&self, tenant: TenantId) -> Bytes {
-        self.held.get(tenant.index()).copied().unwrap_or(0)
+        // At most the quota, or the sum of sizes the caller handed in.
+        self.held
+            .get(tenant.index())
+            .map_or(0, |&h| Bytes::try_from(h).unwrap_or(Bytes::MAX))
     }
 
     /// `tenant`'s per-task service budget on `engine` (its SLO there, with
@@ -394,7 +399,7 @@ impl Scheduler {
                     if let Some(g) = q.group {
                         e.subtasks_left.try_remove(g);
                     }
-                    self.held[t] -= q.task.bytes;
+                    self.held[t] -= u128::from(q.task.bytes);
                     out.push(q.task);
                 }
                 e.state[t] = ChannelState::Empty;

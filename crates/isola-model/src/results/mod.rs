@@ -131,7 +131,6 @@ pub struct PolicyResult {
     /// What a reader must know to trust the figures (a live run's load
     /// generator that fell behind its rate, a run that overran its
     /// duration); empty when there is nothing to say.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 

@@ -62,6 +62,11 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
         text,
     };
     let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        // A misspelt table (`[[tenants]]`) is named, rather than what it
+        // breaks further down (a `[tenant.workload]` with no `[[tenant]]`).
+        if let Some(err) = unknown_table(&src) {
+            return err;
+        }
         let span = e.span().unwrap_or(0..0);
         src.at(span, None, e.message().trim().to_string())
     })?;
@@ -120,6 +125,24 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
         engines,
         tenants,
     })
+}
+
+/// The first top-level table of `src` that a scenario does not have, if
+/// the text is TOML at all, as an error at its header.
+fn unknown_table(src: &Source<'_>) -> Option<ScenarioError> {
+    const TABLES: [&str; 3] = ["run", "engine", "tenant"];
+    let doc: toml::Table = toml::from_str(src.text).ok()?;
+    let name = doc.keys().find(|k| !TABLES.contains(&k.as_str()))?;
+    let at = [format!("[[{name}]]"), format!("[{name}]"), format!("[{name}.")]
+        .iter()
+        .filter_map(|h| src.text.find(h.as_str()))
+        .min()
+        .unwrap_or(0);
+    Some(src.at(
+        at..at,
+        Some(name),
+        format!("unknown table `{name}`: a scenario has [run], [[engine]] and [[tenant]] tables"),
+    ))
 }
 
 /// The `[run]` table, and where each policy entry is written.
