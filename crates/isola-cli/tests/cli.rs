@@ -604,3 +604,118 @@ fn seeds_report_the_spread_over_seeds() {
     let table = isola(&["sim", &file, "--seeds", "2"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("median [range] over seeds"));
 }
+
+/// Issue 14's reproducers for the commands: what would allocate, write or
+/// run without bound is refused before the work, naming the flag; a live
+/// run ends by the wall clock and says when its load generator fell behind.
+#[test]
+fn hostile_flags_and_scenarios_are_refused_before_the_work() {
+    let dir = std::env::temp_dir().join(format!("isola-cli-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = |name: &str, duration: &str, size: &str, arrival: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "[run]\n{duration}\n[[engine]]\nname = \"acc\"\nkind = \"accelerator\"\n\
+                 service = {{ dist = \"affine\", base = \"1us\", per_byte_ns = 0.1 }}\n\
+                 [[tenant]]\nname = \"a\"\n[tenant.workload]\nengine = \"acc\"\nop = \"crc32c\"\n\
+                 size = {size}\n{arrival}\n"
+            ),
+        )
+        .unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let huge = scenario(
+        "huge.toml",
+        "duration = \"10ms\"",
+        "{ dist = \"uniform\", min = \"64B\", max = \"1000000GB\" }",
+        "arrival = { closed = 1 }",
+    );
+    let nowhere = dir.join("missing").join("deeper");
+    let profile = dir.join("p.json");
+    let profile = profile.to_str().unwrap();
+    let unwritable = "/proc/isola-cannot-write-here";
+    for (args, says) in [
+        (vec!["run", huge.as_str()], "--max-payload"),
+        (
+            vec!["profile", "--ops", "crc32c", "--sizes", "64GiB", "--out", profile],
+            "--max-payload",
+        ),
+        (
+            vec![
+                "profile",
+                "--ops",
+                "crc32c",
+                "--sizes",
+                "99999999999999999999",
+                "--out",
+                profile,
+            ],
+            "no unit",
+        ),
+        (
+            vec![
+                "profile",
+                "--ops",
+                "crc32c",
+                "--sizes",
+                "64B",
+                "--out",
+                nowhere.to_str().unwrap(),
+            ],
+            "--out",
+        ),
+        (
+            vec!["demo", "--split", "99GiB", "--out", dir.to_str().unwrap()],
+            "--split",
+        ),
+        (
+            vec!["demo", "--split", "0B", "--out", dir.to_str().unwrap()],
+            "--split",
+        ),
+        (vec!["sim", huge.as_str(), "--out", unwritable], "--out"),
+        (vec!["sim", "/dev/zero"], "not a regular file"),
+    ] {
+        let out = isola(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{args:?}: {err}");
+        // One error line, said once.
+        assert_eq!(err.matches("error:").count(), 1, "{args:?}: {err}");
+    }
+    // 100M tasks/s for 1 ms: the generator cannot keep up; the run still
+    // ends by the wall clock, says so, and its rates are over its real time.
+    let flood = scenario(
+        "flood.toml",
+        "duration = \"1ms\"",
+        "\"4KiB\"",
+        "arrival = { poisson = \"100M/s\" }",
+    );
+    let out = isola(&["run", &flood, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &report["policies"][0];
+    assert!(p["duration_ns"].as_u64().unwrap() < 5_000_000_000, "{p}");
+    let warnings = p["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("fell behind")),
+        "{p}"
+    );
+    // A closed loop that would start after the run's end never starts.
+    let late = scenario(
+        "late.toml",
+        "duration = \"1ms\"",
+        "\"4KiB\"",
+        "arrival = { closed = 1 }\nstart = \"10s\"",
+    );
+    let out = isola(&["run", &late, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &report["policies"][0];
+    // Had it waited for its start, the run would have lasted 10 s.
+    assert!(p["duration_ns"].as_u64().unwrap() < 10_000_000_000, "{p}");
+    assert_eq!(p["tenants"][0]["completed"], 0, "{p}");
+    std::fs::remove_dir_all(&dir).ok();
+}

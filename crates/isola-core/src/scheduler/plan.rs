@@ -284,6 +284,28 @@ mod tests {
             .collect()
     }
 
+    /// A split size far below the task's size is enlarged so that no task
+    /// has more than `MAX_SUBTASKS_PER_TASK` pieces: a 1 MiB task split
+    /// into 4-byte pieces held the one dispatcher thread for 34 s (issue
+    /// 14). Listed plans with more pieces run whole.
+    #[test]
+    fn no_task_has_more_than_the_most_subtasks() {
+        let model = AffineCost::new(100.0, 1.0).unwrap();
+        for listed in [false, true] {
+            let planner = listed.then(|| PlannerRef(Arc::new(Scaled(1, false))));
+            let t = task(1 << 20, planner);
+            let plan = Plan::new(&t, Some(4), &model);
+            assert!(
+                u64::from(plan.count()) <= MAX_SUBTASKS_PER_TASK,
+                "{}",
+                plan.count()
+            );
+            assert!(plan.count() > 1);
+            let pieces = walk(&plan, &t);
+            assert_eq!(pieces.iter().map(|p| p.bytes).sum::<u64>(), 1 << 20);
+        }
+    }
+
     proptest! {
         /// Whatever the size and planner, the pieces tile the task's bytes,
         /// their costs add up to the first piece's remaining cost, and each
