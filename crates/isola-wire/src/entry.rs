@@ -55,6 +55,25 @@ impl Submission {
     }
 }
 
+/// The detail codes of [`Outcome::Rejected`] and [`Outcome::OperatorFailed`].
+pub mod detail {
+    /// Rejected: the tenant's channel on the engine was full.
+    pub const CHANNEL_FULL: u32 = 1;
+    /// Rejected: the task did not fit the tenant's memory quota.
+    pub const OVER_QUOTA: u32 = 2;
+    /// Rejected: no engine serves the operator.
+    pub const NO_ENGINE: u32 = 3;
+    /// Rejected: another reason of the scheduler's.
+    pub const OTHER: u32 = 4;
+    /// Failed: the operator refused the input or failed.
+    pub const OPERATOR: u32 = 1;
+    /// Failed: the output did not fit the room the submission gave it
+    /// (`output_len` says how much it needed).
+    pub const OUTPUT_TOO_LARGE: u32 = 2;
+    /// Failed: the operator panicked (the daemon went on).
+    pub const PANICKED: u32 = 3;
+}
+
 /// How a task ended, with a detail code (a reason, an error kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

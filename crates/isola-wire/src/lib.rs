@@ -5,8 +5,9 @@
 //! completion ring, an event ring and the tenant's buffer arena:
 //! [`layout`]), the fixed-size entries that travel on the rings
 //! ([`entry`]), the rings' head/tail protocol ([`ring`]), the checks the
-//! daemon applies to every entry it reads ([`check`]), and the sealed
-//! `memfd` that holds a region ([`region`]).
+//! daemon applies to every entry it reads ([`check`]), the sealed `memfd`
+//! that holds a region ([`region`]), and the control socket's messages
+//! ([`control`]).
 //!
 //! The region is hostile memory to the daemon: the tenant may write any
 //! byte at any time. So every read of it is an atomic load of an aligned
@@ -16,12 +17,14 @@
 //! tenant's indices is checked before use. A bad entry fails that entry
 //! only.
 //!
-//! What it must not do: schedule, run operators, or talk on sockets (the
-//! daemon and the client do); trust anything it reads from a region.
+//! What it must not do: schedule, run operators, hold connections' state
+//! (the daemon and the client do); trust anything it reads from a region
+//! or a socket.
 
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod control;
 pub mod entry;
 pub mod layout;
 pub mod region;

@@ -22,7 +22,7 @@ mod check;
 mod per_engine;
 mod raw;
 mod service;
-mod source;
+pub mod source;
 mod tenant;
 
 pub use service::ServiceCost;

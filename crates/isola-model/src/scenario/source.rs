@@ -1,26 +1,23 @@
-//! Where a mistake is: byte offsets in a scenario's text turned into line,
-//! column and key, and the `ScenarioError` that names them.
+//! Where a mistake is: byte offsets in a TOML file's text turned into line,
+//! column and key, and the `ScenarioError` that names them. Scenarios use
+//! it, and so does every other TOML file Isola reads (the daemon's
+//! configuration), so that all of them report mistakes alike.
 
 use super::ScenarioError;
 use std::ops::Range;
 
 /// Turns byte offsets into line and column, and builds errors.
-pub(super) struct Source<'a> {
+pub struct Source<'a> {
     /// The file, as errors name it.
-    pub(super) file: String,
+    pub file: String,
     /// Its text.
-    pub(super) text: &'a str,
+    pub text: &'a str,
 }
 
 impl Source<'_> {
     /// An error at `span` (its start), naming `key`, or else the key written
     /// there.
-    pub(super) fn at(
-        &self,
-        span: Range<usize>,
-        key: Option<&str>,
-        message: impl Into<String>,
-    ) -> ScenarioError {
+    pub fn at(&self, span: Range<usize>, key: Option<&str>, message: impl Into<String>) -> ScenarioError {
         let message = message.into();
         let start = span.start.min(self.text.len());
         // Serde reports some errors at the enclosing inline table; when the

@@ -1,0 +1,332 @@
+//! One tenant connection, from `Hello` to its end: the peer's credentials
+//! checked against the tenant it claims, its region made and passed, its
+//! operators registered, its submissions copied out of the ring, checked
+//! and handed to the live runtime (nothing bypasses the scheduler), and
+//! each task's one completion written back.
+//!
+//! Two threads per connection: this one reads the socket and the
+//! submission ring; a completion thread writes outputs and completions.
+//! The daemon never takes more submissions than its completion ring can
+//! hold answers for, so a completion always has a slot. When the tenant
+//! goes away, the completion thread stays until the tasks it accepted are
+//! done, then the region is released.
+
+use crate::config::TenantConfig;
+use crate::Shared;
+use isola_runtime::{Completion as TaskDone, SubmitError, TaskError};
+use isola_wire::control::{self, Reply, Request};
+use isola_wire::entry::{detail, Completion, Outcome, Submission};
+use isola_wire::layout::Geometry;
+use isola_wire::{check_submission, Consumer, Producer, Region};
+use rustix::fd::{AsFd, OwnedFd};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a task accepted from the ring needs for its completion.
+struct Pending {
+    tag: u64,
+    output: Range<usize>,
+    arrival_ns: u64,
+}
+
+/// What the connection's two threads share.
+struct Conn {
+    socket: OwnedFd,
+    region: Region,
+    /// The completion ring's producing end (both threads write it: bad
+    /// entries are answered at once).
+    cq: Mutex<Producer>,
+    /// Accepted tasks not yet answered, by runtime task id.
+    pending: Mutex<HashMap<u64, Pending>>,
+    /// The tenant closed its end.
+    gone: AtomicBool,
+}
+
+impl Conn {
+    /// Publishes `c` (there is always a slot: see `serve`'s admission) and
+    /// wakes the tenant.
+    fn answer(&self, c: Completion) {
+        let pushed = match self.cq.lock() {
+            Ok(mut cq) => cq.push(self.region.words(), &c.encode()),
+            Err(_) => return,
+        };
+        if pushed.is_ok() && !self.gone.load(Ordering::Acquire) {
+            // A tenant that stopped reading its socket only loses wake-ups.
+            let _ = control::send(self.socket.as_fd(), &Reply::Kick, None);
+        }
+    }
+}
+
+/// Serves one accepted connection until the tenant leaves or the daemon
+/// stops.
+pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
+    let (tenant, region) = match attach(&shared, &socket) {
+        Ok(v) => v,
+        Err(reason) => {
+            eprintln!("isolad: refused a connection: {reason}");
+            let _ = control::send(socket.as_fd(), &Reply::Refused { reason }, None);
+            return;
+        }
+    };
+    let layout = *region.layout();
+    let conn = Arc::new(Conn {
+        socket,
+        region,
+        cq: Mutex::new(Producer::new(layout.cq)),
+        pending: Mutex::new(HashMap::new()),
+        gone: AtomicBool::new(false),
+    });
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<TaskDone>();
+    let answering = {
+        let conn = Arc::clone(&conn);
+        std::thread::spawn(move || answer_completions(&conn, done_rx))
+    };
+    let handle = shared.runtime.tenant(isola_core::TenantId(tenant as u32));
+    let mut operators: Vec<(String, BTreeMap<String, String>)> = Vec::new();
+    let mut sq = Consumer::new(layout.sq);
+    let cq_slots = layout.cq.count;
+    loop {
+        let request = match control::recv::<Request>(conn.socket.as_fd()) {
+            Ok((r, _)) => r,
+            Err(_) => break,
+        };
+        match request {
+            Request::Hello { .. } => {
+                let reason = "already attached".to_string();
+                let _ = control::send(conn.socket.as_fd(), &Reply::Failed { reason }, None);
+            }
+            Request::Register { op, params } => {
+                let reply = match isola_ops::build_operator(&op, &params) {
+                    Ok(_) if operators.len() < 1024 => {
+                        operators.push((op, params));
+                        Reply::Registered {
+                            handle: operators.len() as u32 - 1,
+                        }
+                    }
+                    Ok(_) => Reply::Failed {
+                        reason: "at most 1024 operators per connection".into(),
+                    },
+                    Err(e) => Reply::Failed {
+                        reason: e.to_string(),
+                    },
+                };
+                let _ = control::send(conn.socket.as_fd(), &reply, None);
+            }
+            Request::Kick => {
+                if take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx).is_err()
+                {
+                    // The tenant corrupted its ring's index: it ends its
+                    // own connection, nothing else.
+                    eprintln!(
+                        "isolad: tenant `{}` corrupted its submission ring",
+                        shared.config.tenants[tenant].name
+                    );
+                    break;
+                }
+            }
+        }
+    }
+    conn.gone.store(true, Ordering::Release);
+    drop(done_tx);
+    let _ = answering.join();
+    shared.release(tenant);
+}
+
+/// Reads `Hello`, checks the peer's credentials and the tenant's
+/// connection count, makes and passes the region.
+fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, Region), String> {
+    let peer = control::peer(socket).map_err(|e| e.to_string())?;
+    let (tenant_name, version) = match control::recv::<Request>(socket.as_fd()) {
+        Ok((Request::Hello { tenant, version }, _)) => (tenant, version),
+        Ok(_) => return Err("the first message must be Hello".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    if version != control::PROTOCOL_VERSION {
+        return Err(format!(
+            "protocol version {version}; this daemon speaks {}",
+            control::PROTOCOL_VERSION
+        ));
+    }
+    let Some(t) = shared.config.tenants.iter().position(|t| t.name == tenant_name) else {
+        return Err(format!("no tenant `{tenant_name}`"));
+    };
+    let config: &TenantConfig = &shared.config.tenants[t];
+    let (uid, gid) = (peer.uid.as_raw(), peer.gid.as_raw());
+    if !(config.users.contains(&uid) || config.groups.contains(&gid)) {
+        return Err(format!(
+            "process {} (uid {uid}, gid {gid}) may not act as tenant `{tenant_name}`",
+            peer.pid.as_raw_nonzero()
+        ));
+    }
+    shared.admit(t)?;
+    let geometry = Geometry {
+        sq_entries: config.sq_entries,
+        cq_entries: config.cq_entries,
+        eq_entries: 64,
+        arena_bytes: config.memory_quota,
+    };
+    let made = geometry
+        .layout()
+        .map_err(|e| e.to_string())
+        .and_then(|l| Region::create(&format!("isola-{tenant_name}"), l).map_err(|e| e.to_string()));
+    let region = match made {
+        Ok(r) => r,
+        Err(e) => {
+            shared.release(t);
+            return Err(e);
+        }
+    };
+    let welcome = Reply::Welcome {
+        tenant: t as u32,
+        max_input: shared.config.max_input,
+    };
+    if let Err(e) = control::send(socket.as_fd(), &welcome, Some(region.fd())) {
+        shared.release(t);
+        return Err(e.to_string());
+    }
+    Ok((t, region))
+}
+
+/// Takes what the submission ring holds, as far as the completion ring
+/// has room for the answers: each entry is copied out, checked, and
+/// handed to the runtime, or answered at once with why not.
+fn take_submissions(
+    shared: &Shared,
+    conn: &Conn,
+    handle: &isola_runtime::TenantHandle,
+    operators: &[(String, BTreeMap<String, String>)],
+    sq: &mut Consumer,
+    cq_slots: u32,
+    done: &crossbeam_channel::Sender<TaskDone>,
+) -> Result<(), isola_wire::RingError> {
+    let arena = conn.region.layout().geometry.arena_bytes;
+    loop {
+        let in_flight = conn.pending.lock().map_or(0, |p| p.len()) as u32;
+        let unread = conn
+            .cq
+            .lock()
+            .map_err(|_| isola_wire::RingError::Misplaced)?
+            .pending(conn.region.words())?;
+        if in_flight + unread >= cq_slots {
+            return Ok(());
+        }
+        let Some(raw) = sq.pop::<{ Submission::WORDS }>(conn.region.words())? else {
+            return Ok(());
+        };
+        let now = shared.now_ns();
+        let entry = Submission::decode(&raw);
+        let refuse = |outcome: Outcome| Completion {
+            tag: entry.tag,
+            outcome,
+            output_len: 0,
+            arrival_ns: now,
+            dispatch_ns: 0,
+            completion_ns: now,
+            predicted_ns: 0,
+            service_ns: 0,
+        };
+        let checked = match check_submission(
+            &entry,
+            arena,
+            |h| (h as usize) < operators.len(),
+            shared.config.max_input,
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                conn.answer(refuse(Outcome::BadEntry(e.code())));
+                continue;
+            }
+        };
+        let Ok(input) = conn
+            .region
+            .read_arena(checked.input.start as u64, checked.input.len() as u64)
+        else {
+            conn.answer(refuse(Outcome::BadEntry(0)));
+            continue;
+        };
+        let (op, params) = &operators[checked.handle as usize];
+        // Held across the submission, so that its completion, which may
+        // come at once, finds its entry.
+        let Ok(mut pending) = conn.pending.lock() else {
+            return Ok(());
+        };
+        match handle.submit_to(op, params, input, done) {
+            Ok(id) => {
+                pending.insert(
+                    id,
+                    Pending {
+                        tag: checked.tag,
+                        output: checked.output,
+                        arrival_ns: now,
+                    },
+                );
+            }
+            Err(e) => {
+                drop(pending);
+                conn.answer(refuse(submit_outcome(&e)));
+            }
+        }
+    }
+}
+
+/// The outcome code of a refused submission.
+fn submit_outcome(e: &SubmitError) -> Outcome {
+    match e {
+        SubmitError::ShutDown => Outcome::Cancelled,
+        SubmitError::NoEngine(_) | SubmitError::NoCostModel { .. } => Outcome::Rejected(detail::NO_ENGINE),
+        _ => Outcome::OperatorFailed(detail::OPERATOR),
+    }
+}
+
+/// Writes each finished task's output and completion, until every
+/// accepted task is answered and the connection's reader is gone.
+fn answer_completions(conn: &Conn, done: crossbeam_channel::Receiver<TaskDone>) {
+    for c in done {
+        let Some(p) = conn.pending.lock().ok().and_then(|mut m| m.remove(&c.task)) else {
+            continue;
+        };
+        let (outcome, output_len) = match &c.result {
+            Ok(out) if out.len() > p.output.len() => (
+                Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),
+                out.len() as u64,
+            ),
+            Ok(out) => match conn.region.write_arena(p.output.start as u64, out) {
+                Ok(()) => (Outcome::Ok, out.len() as u64),
+                Err(_) => (
+                    Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),
+                    out.len() as u64,
+                ),
+            },
+            Err(e) => (task_outcome(e), 0),
+        };
+        conn.answer(Completion {
+            tag: p.tag,
+            outcome,
+            output_len,
+            arrival_ns: p.arrival_ns,
+            dispatch_ns: c.started_ns.unwrap_or(0),
+            completion_ns: c.finished_ns,
+            predicted_ns: c.predicted_ns,
+            service_ns: c.service_ns,
+        });
+    }
+}
+
+/// The outcome code of a task that ended in an error.
+fn task_outcome(e: &TaskError) -> Outcome {
+    match e {
+        TaskError::Rejected(isola_core::RejectReason::ChannelFull { .. }) => {
+            Outcome::Rejected(detail::CHANNEL_FULL)
+        }
+        TaskError::Rejected(isola_core::RejectReason::OverQuota { .. }) => {
+            Outcome::Rejected(detail::OVER_QUOTA)
+        }
+        TaskError::Rejected(_) => Outcome::Rejected(detail::OTHER),
+        TaskError::Cancelled => Outcome::Cancelled,
+        TaskError::Abandoned { .. } => Outcome::Abandoned,
+        TaskError::Panicked { .. } => Outcome::OperatorFailed(detail::PANICKED),
+        _ => Outcome::OperatorFailed(detail::OPERATOR),
+    }
+}

@@ -1,0 +1,193 @@
+//! # isola-daemon
+//!
+//! `isolad`: the live runtime as a service. Tenants in their own processes
+//! connect to a Unix socket; the daemon reads each peer's kernel
+//! credentials (`SO_PEERCRED`) and admits it only as a tenant its
+//! configuration grants to that uid or gid, up to the tenant's connection
+//! limit; each connection gets its own sealed shared-memory region
+//! (`isola_wire`) with rings and an arena of the tenant's memory quota;
+//! every submission is copied out, checked, and scheduled by the isolation
+//! core in the live runtime, and answered by exactly one completion.
+//!
+//! What it must not do: schedule (the core does), run operators (the
+//! runtime does), or trust anything a tenant writes. Its logic is in this
+//! library, so that tests drive a real daemon in-process; `isolad` (the
+//! binary) only reads flags and the configuration.
+
+#![warn(missing_docs)]
+
+pub mod config;
+mod connection;
+
+pub use config::DaemonConfig;
+use isola_core::{AffineCost, Slo};
+use isola_runtime::{EngineConfig, Mode, Runtime, RuntimeBuilder};
+use rustix::fd::{AsFd, OwnedFd};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The runtime could not be built from the configuration.
+    #[error("building the runtime: {0}")]
+    Runtime(Box<isola_runtime::BuildError>),
+    /// The socket could not be opened.
+    #[error("socket {path}: {source}")]
+    Socket {
+        /// Its path.
+        path: String,
+        /// What failed.
+        source: isola_wire::control::ControlError,
+    },
+}
+
+/// What every connection of a daemon shares.
+pub(crate) struct Shared {
+    pub(crate) config: DaemonConfig,
+    pub(crate) runtime: Runtime,
+    /// Connections each tenant holds now.
+    connections: Mutex<Vec<u32>>,
+}
+
+impl Shared {
+    /// The runtime's clock, ns (completions' times are on it).
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.runtime.now_ns()
+    }
+
+    /// Counts a new connection of tenant `t`, or refuses it at its limit.
+    pub(crate) fn admit(&self, t: usize) -> Result<(), String> {
+        let mut held = self
+            .connections
+            .lock()
+            .map_err(|_| "daemon state poisoned".to_string())?;
+        let limit = self.config.tenants[t].max_connections;
+        if held[t] >= limit {
+            return Err(format!(
+                "tenant `{}` holds {limit} connections already (its max_connections)",
+                self.config.tenants[t].name
+            ));
+        }
+        held[t] += 1;
+        Ok(())
+    }
+
+    /// Uncounts a connection of tenant `t`.
+    pub(crate) fn release(&self, t: usize) {
+        if let Ok(mut held) = self.connections.lock() {
+            held[t] = held[t].saturating_sub(1);
+        }
+    }
+}
+
+/// A running daemon: its socket accepts tenants until [`Daemon::stop`].
+pub struct Daemon {
+    shared: Arc<Shared>,
+    stopping: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Daemon {
+    /// Builds the runtime the configuration describes, opens the socket
+    /// and starts accepting tenants.
+    pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
+        let mut b = RuntimeBuilder::new();
+        for e in &config.engines {
+            let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
+            let cost = Arc::new(
+                AffineCost::new(e.base_ns, e.per_byte_ns).unwrap_or_else(|_| AffineCost::constant(1)),
+            );
+            b.engine(EngineConfig::new(e.name.clone(), &ops, e.workers, cost));
+        }
+        for t in &config.tenants {
+            let slo = Slo {
+                memory_quota: Some(t.memory_quota),
+                ..Slo::weighted(t.weight)
+            };
+            b.tenant(t.name.clone(), slo);
+        }
+        b.mode(Mode::Isolated {
+            policy: "sfq".into(),
+            params: BTreeMap::new(),
+        });
+        for e in &config.engines {
+            b.engine_policy(
+                isola_core::EngineSelector::Named(e.name.clone()),
+                e.policy.clone(),
+                BTreeMap::new(),
+            );
+        }
+        let runtime = b.start().map_err(|e| DaemonError::Runtime(Box::new(e)))?;
+        let listener = isola_wire::control::listen(&config.socket).map_err(|source| DaemonError::Socket {
+            path: config.socket.display().to_string(),
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            connections: Mutex::new(vec![0; config.tenants.len()]),
+            config,
+            runtime,
+        });
+        let stopping = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
+            std::thread::spawn(move || accept(&shared, listener, &stopping))
+        };
+        Ok(Daemon {
+            shared,
+            stopping,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The socket tenants connect to.
+    pub fn socket(&self) -> &std::path::Path {
+        &self.shared.config.socket
+    }
+
+    /// Stops accepting tenants and removes the socket. Connections already
+    /// attached are served until they close.
+    pub fn stop(mut self) {
+        self.stop_accepting();
+    }
+
+    fn stop_accepting(&mut self) {
+        self.stopping.store(true, Ordering::Release);
+        // Wakes the acceptor out of `accept`.
+        let _ = isola_wire::control::connect(&self.shared.config.socket);
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+        let _ = std::fs::remove_file(&self.shared.config.socket);
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.acceptor.is_some() {
+            self.stop_accepting();
+        }
+    }
+}
+
+/// Accepts connections until `stopping`, each served on its own thread.
+fn accept(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
+    loop {
+        let accepted = rustix::net::accept_with(listener.as_fd(), rustix::net::SocketFlags::CLOEXEC);
+        if stopping.load(Ordering::Acquire) {
+            return;
+        }
+        match accepted {
+            Ok(socket) => {
+                let shared = Arc::clone(shared);
+                std::thread::spawn(move || connection::serve(shared, socket));
+            }
+            Err(e) => {
+                eprintln!("isolad: accept: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+}
