@@ -52,6 +52,7 @@ pub struct Client {
     region: Region,
     sq: Producer,
     cq: Consumer,
+    eq: Consumer,
     tenant: u32,
     max_input: u64,
     /// Replies that came while waiting for completions.
@@ -75,6 +76,7 @@ impl Client {
                     socket: fd,
                     sq: Producer::new(l.sq),
                     cq: Consumer::new(l.cq),
+                    eq: Consumer::new(l.eq),
                     region,
                     tenant,
                     max_input,
@@ -131,9 +133,22 @@ impl Client {
 
     /// Puts `s` on the submission ring and tells the daemon.
     pub fn submit(&mut self, s: &Submission) -> Result<(), ClientError> {
-        self.sq.push(self.region.words(), &s.encode())?;
+        self.submit_all(std::slice::from_ref(s))
+    }
+
+    /// Puts every entry of `batch` on the submission ring, then tells the
+    /// daemon once (the ring must have room for them all: the entries
+    /// before a full ring are submitted, and the error says it was full).
+    pub fn submit_all(&mut self, batch: &[Submission]) -> Result<(), ClientError> {
+        let mut pushed = Ok(());
+        for s in batch {
+            pushed = self.sq.push(self.region.words(), &s.encode());
+            if pushed.is_err() {
+                break;
+            }
+        }
         control::send(self.socket.as_fd(), &Request::Kick, None)?;
-        Ok(())
+        Ok(pushed?)
     }
 
     /// The next completion, if one is ready.
@@ -142,6 +157,15 @@ impl Client {
             .cq
             .pop::<{ Completion::WORDS }>(self.region.words())?
             .map(|w| Completion::decode(&w)))
+    }
+
+    /// The next event on the tenant's event ring (a task over its budget,
+    /// a submission over quota or on a full channel), if any.
+    pub fn event(&mut self) -> Result<Option<isola_wire::Event>, ClientError> {
+        Ok(self
+            .eq
+            .pop::<{ isola_wire::Event::WORDS }>(self.region.words())?
+            .map(|w| isola_wire::Event::decode(&w)))
     }
 
     /// The next completion, waiting for the daemon's wake-up if none is

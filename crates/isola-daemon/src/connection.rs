@@ -15,7 +15,7 @@ use crate::config::TenantConfig;
 use crate::Shared;
 use isola_runtime::{Completion as TaskDone, SubmitError, TaskError};
 use isola_wire::control::{self, Reply, Request};
-use isola_wire::entry::{detail, Completion, Outcome, Submission};
+use isola_wire::entry::{detail, Completion, Event, EventKind, Outcome, Submission};
 use isola_wire::layout::Geometry;
 use isola_wire::{check_submission, Consumer, Producer, Region};
 use rustix::fd::{AsFd, OwnedFd};
@@ -38,6 +38,8 @@ struct Conn {
     /// The completion ring's producing end (both threads write it: bad
     /// entries are answered at once).
     cq: Mutex<Producer>,
+    /// The event ring's producing end.
+    eq: Mutex<Producer>,
     /// Accepted tasks not yet answered, by runtime task id.
     pending: Mutex<HashMap<u64, Pending>>,
     /// The tenant closed its end.
@@ -45,6 +47,21 @@ struct Conn {
 }
 
 impl Conn {
+    /// Publishes `e` on the event ring; a full ring drops it (events
+    /// inform, they are not answers: a tenant that does not read them
+    /// loses only them).
+    fn tell(&self, kind: EventKind, value: u64, at_ns: u64) {
+        if let Ok(mut eq) = self.eq.lock() {
+            let e = Event {
+                kind,
+                value,
+                detail: 0,
+                at_ns,
+            };
+            let _ = eq.push(self.region.words(), &e.encode());
+        }
+    }
+
     /// Publishes `c` (there is always a slot: see `serve`'s admission) and
     /// wakes the tenant.
     fn answer(&self, c: Completion) {
@@ -75,6 +92,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         socket,
         region,
         cq: Mutex::new(Producer::new(layout.cq)),
+        eq: Mutex::new(Producer::new(layout.eq)),
         pending: Mutex::new(HashMap::new()),
         gone: AtomicBool::new(false),
     });
@@ -287,6 +305,20 @@ fn answer_completions(conn: &Conn, done: crossbeam_channel::Receiver<TaskDone>) 
         let Some(p) = conn.pending.lock().ok().and_then(|mut m| m.remove(&c.task)) else {
             continue;
         };
+        // What the tenant should hear of besides the answer.
+        let event = match &c.result {
+            Err(TaskError::Rejected(isola_core::RejectReason::ChannelFull { .. })) => {
+                Some(EventKind::ChannelFull)
+            }
+            Err(TaskError::Rejected(isola_core::RejectReason::OverQuota { .. })) => {
+                Some(EventKind::QuotaExceeded)
+            }
+            _ if c.over_budget => Some(EventKind::OverBudget),
+            _ => None,
+        };
+        if let Some(kind) = event {
+            conn.tell(kind, p.tag, c.finished_ns);
+        }
         let (outcome, output_len) = match &c.result {
             Ok(out) if out.len() > p.output.len() => (
                 Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),

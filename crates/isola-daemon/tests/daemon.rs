@@ -174,3 +174,109 @@ fn configuration_mistakes_name_their_line_and_key() {
     assert_eq!((e.line, e.key.as_deref()), (9, Some("sq_entries")), "{e}");
     assert!(DaemonConfig::parse(base, Path::new("d.toml")).is_ok());
 }
+
+/// Open descriptors of this process.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Memory regions mapped in this process.
+fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .count()
+}
+
+#[test]
+fn a_thousand_attach_submit_leave_cycles_leak_nothing() {
+    let (_d, socket) = daemon("cycles");
+    // Warm up (threads, caches), then count.
+    for _ in 0..5 {
+        let mut c = connect_when_free(&socket);
+        let s = crc(&mut c, 1);
+        c.submit(&s).unwrap();
+        c.wait().unwrap();
+    }
+    let (fds, maps) = (open_fds(), mappings());
+    for i in 0..1000 {
+        let mut c = connect_when_free(&socket);
+        let s = crc(&mut c, i);
+        c.submit(&s).unwrap();
+        // Half wait for their answer, half leave with the task in flight.
+        if i % 2 == 0 {
+            assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+        }
+    }
+    // Every closed connection's region and socket are released once its
+    // tasks are done.
+    let settled = (0..500).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        open_fds() <= fds + 2 && mappings() <= maps + 4
+    });
+    assert!(
+        settled,
+        "fds {} -> {}, mappings {} -> {}",
+        fds,
+        open_fds(),
+        maps,
+        mappings()
+    );
+}
+
+#[test]
+fn a_stopped_daemon_gives_its_clients_an_error_not_a_hang() {
+    let (d, socket) = daemon("stopped");
+    let mut c = Client::connect(&socket, "a").unwrap();
+    let s = crc(&mut c, 1);
+    c.submit(&s).unwrap();
+    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    d.stop();
+    // New connections are refused by the system: the socket is gone.
+    assert!(Client::connect(&socket, "a").is_err());
+}
+
+#[test]
+fn a_submission_over_quota_is_answered_and_told_on_the_event_ring() {
+    let (_d, socket) = daemon("events");
+    let mut c = Client::connect(&socket, "a").unwrap();
+    let h = c.register("crc32c", &BTreeMap::new()).unwrap();
+    // The tenant's quota (64 KiB) is its arena and its scheduler quota: a
+    // task of 40 KiB fits once; two at a time do not.
+    let s = |tag| Submission {
+        handle: h,
+        flags: 0,
+        input_offset: 0,
+        input_len: 40 << 10,
+        output_offset: 60 << 10,
+        output_cap: 4,
+        tag,
+    };
+    let mut outcomes = Vec::new();
+    for round in 0..20 {
+        // Three at once: the second and third arrive while the first is
+        // held (queued or running), so at least one of them is over quota.
+        c.submit_all(&[s(3 * round), s(3 * round + 1), s(3 * round + 2)])
+            .unwrap();
+        for _ in 0..3 {
+            outcomes.push(c.wait().unwrap().outcome);
+        }
+    }
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Ok | Outcome::Rejected(_))),
+        "{outcomes:?}"
+    );
+    let rejected = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Rejected(2)))
+        .count();
+    assert!(rejected > 0 && outcomes.contains(&Outcome::Ok), "{outcomes:?}");
+    let mut told = 0;
+    while let Some(e) = c.event().unwrap() {
+        assert_eq!(e.kind, isola_wire::EventKind::QuotaExceeded);
+        told += 1;
+    }
+    assert_eq!(told, rejected, "{outcomes:?}");
+}
