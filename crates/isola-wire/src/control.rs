@@ -164,12 +164,24 @@ pub fn send<T: Serialize>(
 pub fn recv<T: for<'de> Deserialize<'de>>(
     socket: BorrowedFd<'_>,
 ) -> Result<(T, Option<OwnedFd>), ControlError> {
-    let mut buf = vec![0u8; MAX_MESSAGE_BYTES + 1];
+    thread_local! {
+        /// One receive buffer per thread: a message is read into it and
+        /// parsed out of it, so a wake-up costs no 64 KiB allocation.
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; MAX_MESSAGE_BYTES + 1]);
+    }
+    BUF.with(|buf| recv_into(socket, &mut buf.borrow_mut()))
+}
+
+/// [`recv`] into `buf`.
+fn recv_into<T: for<'de> Deserialize<'de>>(
+    socket: BorrowedFd<'_>,
+    buf: &mut [u8],
+) -> Result<(T, Option<OwnedFd>), ControlError> {
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let got = rustix::net::recvmsg(
         socket,
-        &mut [IoSliceMut::new(&mut buf)],
+        &mut [IoSliceMut::new(buf)],
         &mut control,
         RecvFlags::CMSG_CLOEXEC,
     )
