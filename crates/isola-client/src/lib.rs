@@ -57,7 +57,13 @@ pub struct Client {
     max_input: u64,
     /// Replies that came while waiting for completions.
     replies: VecDeque<Reply>,
+    /// How long `wait` polls the completion ring before it sleeps.
+    spin: std::time::Duration,
 }
+
+/// How long [`Client::wait`] polls by default before it sleeps: 50 us, as
+/// the daemon's own threads.
+pub const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 impl Client {
     /// Connects to the daemon at `socket` and attaches as `tenant`.
@@ -81,11 +87,19 @@ impl Client {
                     tenant,
                     max_input,
                     replies: VecDeque::new(),
+                    spin: DEFAULT_SPIN,
                 })
             }
             (Reply::Refused { reason }, _) => Err(ClientError::Refused(reason)),
             (other, _) => Err(ClientError::Protocol(format!("{other:?}"))),
         }
+    }
+
+    /// Sets how long [`Client::wait`] polls the completion ring before it
+    /// sleeps on the socket (zero: it sleeps at once, costing a wake-up per
+    /// completion but no CPU).
+    pub fn set_spin(&mut self, spin: std::time::Duration) {
+        self.spin = spin;
     }
 
     /// The tenant's index in the daemon.
@@ -147,16 +161,32 @@ impl Client {
                 break;
             }
         }
-        control::send(self.socket.as_fd(), &Request::Kick, None)?;
+        self.wake_daemon()?;
         Ok(pushed?)
+    }
+
+    /// Wakes the daemon's side of this connection if it sleeps and has
+    /// entries to take (it polls for a while after each, and then needs
+    /// no wake-up).
+    fn wake_daemon(&mut self) -> Result<(), ClientError> {
+        let words = self.region.words();
+        if self.sq.pending(words)? > 0 && self.sq.consumer_sleeps(words) {
+            control::send(self.socket.as_fd(), &Request::Kick, None)?;
+        }
+        Ok(())
     }
 
     /// The next completion, if one is ready.
     pub fn poll(&mut self) -> Result<Option<Completion>, ClientError> {
-        Ok(self
+        let c = self
             .cq
             .pop::<{ Completion::WORDS }>(self.region.words())?
-            .map(|w| Completion::decode(&w)))
+            .map(|w| Completion::decode(&w));
+        if c.is_some() {
+            // A slot freed: the daemon may have waited for one to take more.
+            self.wake_daemon()?;
+        }
+        Ok(c)
     }
 
     /// The next event on the tenant's event ring (a task over its budget,
@@ -171,11 +201,24 @@ impl Client {
     /// The next completion, waiting for the daemon's wake-up if none is
     /// ready (an error if the daemon goes away meanwhile).
     pub fn wait(&mut self) -> Result<Completion, ClientError> {
+        let start = std::time::Instant::now();
         loop {
             if let Some(c) = self.poll()? {
                 return Ok(c);
             }
-            let (reply, _) = control::recv::<Reply>(self.socket.as_fd())?;
+            if start.elapsed() < self.spin {
+                std::thread::yield_now();
+                continue;
+            }
+            // Say so, look once more, then sleep until the daemon's kick.
+            self.cq.sleep(self.region.words(), true);
+            if let Some(c) = self.poll()? {
+                self.cq.sleep(self.region.words(), false);
+                return Ok(c);
+            }
+            let received = control::recv::<Reply>(self.socket.as_fd());
+            self.cq.sleep(self.region.words(), false);
+            let (reply, _) = received?;
             if !matches!(reply, Reply::Kick) {
                 self.replies.push_back(reply);
             }

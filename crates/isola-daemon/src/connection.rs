@@ -65,11 +65,14 @@ impl Conn {
     /// Publishes `c` (there is always a slot: see `serve`'s admission) and
     /// wakes the tenant.
     fn answer(&self, c: Completion) {
-        let pushed = match self.cq.lock() {
-            Ok(mut cq) => cq.push(self.region.words(), &c.encode()),
+        let wake = match self.cq.lock() {
+            Ok(mut cq) => {
+                cq.push(self.region.words(), &c.encode()).is_ok() && cq.consumer_sleeps(self.region.words())
+            }
             Err(_) => return,
         };
-        if pushed.is_ok() && !self.gone.load(Ordering::Acquire) {
+        // A tenant polling its completion ring needs no wake-up.
+        if wake && !self.gone.load(Ordering::Acquire) {
             // A tenant that stopped reading its socket only loses wake-ups.
             let _ = control::send(self.socket.as_fd(), &Reply::Kick, None);
         }
@@ -99,17 +102,50 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<TaskDone>();
     let answering = {
         let conn = Arc::clone(&conn);
-        std::thread::spawn(move || answer_completions(&conn, done_rx))
+        let spin = shared.spin;
+        std::thread::spawn(move || answer_completions(&conn, done_rx, spin))
     };
     let handle = shared.runtime.tenant(isola_core::TenantId(tenant as u32));
     let mut operators: Vec<(String, BTreeMap<String, String>)> = Vec::new();
     let mut sq = Consumer::new(layout.sq);
     let cq_slots = layout.cq.count;
+    let words = conn.region.words();
     loop {
+        // Poll the submission ring while entries come, for up to the spin
+        // after the last one; then say so, look once more, and sleep on
+        // the socket (a tenant wakes us only when we sleep).
+        let mut last = std::time::Instant::now();
+        let corrupt = loop {
+            match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx) {
+                Err(_) => break true,
+                Ok(0) if last.elapsed() >= shared.spin => break false,
+                Ok(0) => std::thread::yield_now(),
+                Ok(_) => last = std::time::Instant::now(),
+            }
+        };
+        sq.sleep(words, true);
+        let corrupt = corrupt
+            || match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx) {
+                Ok(0) => false,
+                Ok(_) => {
+                    sq.sleep(words, false);
+                    continue;
+                }
+                Err(_) => true,
+            };
+        if corrupt {
+            // It ends its own connection, nothing else.
+            eprintln!(
+                "isolad: tenant `{}` corrupted a ring",
+                shared.config.tenants[tenant].name
+            );
+            break;
+        }
         let request = match control::recv::<Request>(conn.socket.as_fd()) {
             Ok((r, _)) => r,
             Err(_) => break,
         };
+        sq.sleep(words, false);
         match request {
             Request::Hello { .. } => {
                 let reason = "already attached".to_string();
@@ -132,18 +168,8 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
                 };
                 let _ = control::send(conn.socket.as_fd(), &reply, None);
             }
-            Request::Kick => {
-                if take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx).is_err()
-                {
-                    // The tenant corrupted its ring's index: it ends its
-                    // own connection, nothing else.
-                    eprintln!(
-                        "isolad: tenant `{}` corrupted its submission ring",
-                        shared.config.tenants[tenant].name
-                    );
-                    break;
-                }
-            }
+            // The polling phase at the loop's top takes the entries.
+            Request::Kick => {}
         }
     }
     conn.gone.store(true, Ordering::Release);
@@ -209,7 +235,8 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, Region), String> 
 
 /// Takes what the submission ring holds, as far as the completion ring
 /// has room for the answers: each entry is copied out, checked, and
-/// handed to the runtime, or answered at once with why not.
+/// handed to the runtime, or answered at once with why not. Returns how
+/// many it took; an error is a ring the tenant corrupted.
 fn take_submissions(
     shared: &Shared,
     conn: &Conn,
@@ -218,8 +245,9 @@ fn take_submissions(
     sq: &mut Consumer,
     cq_slots: u32,
     done: &crossbeam_channel::Sender<TaskDone>,
-) -> Result<(), isola_wire::RingError> {
+) -> Result<usize, isola_wire::RingError> {
     let arena = conn.region.layout().geometry.arena_bytes;
+    let mut taken = 0;
     loop {
         let in_flight = conn.pending.lock().map_or(0, |p| p.len()) as u32;
         let unread = conn
@@ -228,11 +256,12 @@ fn take_submissions(
             .map_err(|_| isola_wire::RingError::Misplaced)?
             .pending(conn.region.words())?;
         if in_flight + unread >= cq_slots {
-            return Ok(());
+            return Ok(taken);
         }
         let Some(raw) = sq.pop::<{ Submission::WORDS }>(conn.region.words())? else {
-            return Ok(());
+            return Ok(taken);
         };
+        taken += 1;
         let now = shared.now_ns();
         let entry = Submission::decode(&raw);
         let refuse = |outcome: Outcome| Completion {
@@ -268,7 +297,7 @@ fn take_submissions(
         // Held across the submission, so that its completion, which may
         // come at once, finds its entry.
         let Ok(mut pending) = conn.pending.lock() else {
-            return Ok(());
+            return Ok(taken);
         };
         match handle.submit_to(op, params, input, done) {
             Ok(id) => {
@@ -300,8 +329,21 @@ fn submit_outcome(e: &SubmitError) -> Outcome {
 
 /// Writes each finished task's output and completion, until every
 /// accepted task is answered and the connection's reader is gone.
-fn answer_completions(conn: &Conn, done: crossbeam_channel::Receiver<TaskDone>) {
-    for c in done {
+fn answer_completions(conn: &Conn, done: crossbeam_channel::Receiver<TaskDone>, spin: std::time::Duration) {
+    // Polled for `spin` after each completion before sleeping: a futex
+    // wake-up costs more than a small task's service.
+    let next = || {
+        let start = std::time::Instant::now();
+        while start.elapsed() < spin {
+            match done.try_recv() {
+                Ok(c) => return Some(c),
+                Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+                Err(crossbeam_channel::TryRecvError::Empty) => std::thread::yield_now(),
+            }
+        }
+        done.recv().ok()
+    };
+    while let Some(c) = next() {
         let Some(p) = conn.pending.lock().ok().and_then(|mut m| m.remove(&c.task)) else {
             continue;
         };

@@ -47,6 +47,9 @@ pub enum DaemonError {
 /// What every connection of a daemon shares.
 pub(crate) struct Shared {
     pub(crate) config: DaemonConfig,
+    /// How long a connection polls its submission ring after its last
+    /// entry before it sleeps on its socket.
+    pub(crate) spin: std::time::Duration,
     pub(crate) runtime: Runtime,
     /// Connections each tenant holds now.
     connections: Mutex<Vec<u32>>,
@@ -127,6 +130,7 @@ impl Daemon {
         })?;
         let shared = Arc::new(Shared {
             connections: Mutex::new(vec![0; config.tenants.len()]),
+            spin: isola_runtime::DEFAULT_SPIN,
             config,
             runtime,
         });

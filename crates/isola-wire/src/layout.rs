@@ -36,6 +36,10 @@ pub const HEAD_WORD: usize = 0;
 /// Word of the control block holding the producer's tail.
 pub const TAIL_WORD: usize = 8;
 
+/// Word of the control block where the consumer says it sleeps (1) and
+/// wants a wake-up when an entry comes, or polls (0) and needs none.
+pub const SLEEPING_WORD: usize = 1;
+
 const PAGE: u64 = 4096;
 
 /// Why a geometry cannot be laid out.

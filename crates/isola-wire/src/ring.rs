@@ -11,9 +11,17 @@
 //! holds, or freed) is caught as [`RingError::Corrupt`] and can hurt only
 //! its own connection. Every access is an atomic load or store of an
 //! aligned word, so a peer writing concurrently is never a data race here.
+//!
+//! Wake-ups, as io_uring's `SQ_NEED_WAKEUP`: a consumer polls the ring for
+//! a bounded time, then says it sleeps ([`Consumer::sleep`]), checks the
+//! ring once more and blocks on its socket; a producer that published an
+//! entry checks [`Producer::consumer_sleeps`] and sends a wake-up only
+//! then. Both sides order their flag and index with sequentially
+//! consistent fences, so one of them always sees the other: no wake-up is
+//! lost, and a polling consumer costs its producer no system call.
 
-use crate::layout::{RingPlace, HEAD_WORD, TAIL_WORD};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::layout::{RingPlace, HEAD_WORD, SLEEPING_WORD, TAIL_WORD};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// What a ring operation found wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -98,6 +106,16 @@ impl Producer {
         words[self.place.control + TAIL_WORD].store(u64::from(self.tail), Ordering::Release);
         Ok(())
     }
+
+    /// Whether the consumer said it sleeps, after what was published: the
+    /// producer then wakes it (a peer's nonsense reads as "sleeps", which
+    /// costs only a wake-up).
+    pub fn consumer_sleeps(&self, words: &[AtomicU64]) -> bool {
+        fence(Ordering::SeqCst);
+        words
+            .get(self.place.control + SLEEPING_WORD)
+            .is_some_and(|w| w.load(Ordering::Relaxed) != 0)
+    }
 }
 
 /// The consuming end of a ring: it owns the head.
@@ -125,6 +143,17 @@ impl Consumer {
             });
         }
         Ok(distance)
+    }
+
+    /// Says this consumer sleeps (`true`) and wants a wake-up for the next
+    /// entry, or polls (`false`). After saying it sleeps, check the ring
+    /// once more before blocking: an entry published just before is not
+    /// woken for.
+    pub fn sleep(&self, words: &[AtomicU64], sleeping: bool) {
+        if let Some(w) = words.get(self.place.control + SLEEPING_WORD) {
+            w.store(u64::from(sleeping), Ordering::Relaxed);
+        }
+        fence(Ordering::SeqCst);
     }
 
     /// Copies the next entry out and frees its slot, if there is one.
