@@ -31,8 +31,8 @@ struct Pending {
     arrival_ns: u64,
 }
 
-/// What the connection's two threads share.
-struct Conn {
+/// What the connection's two threads share (and the daemon, to drain it).
+pub(crate) struct Conn {
     socket: OwnedFd,
     region: Region,
     /// The completion ring's producing end (both threads write it: bad
@@ -47,6 +47,15 @@ struct Conn {
 }
 
 impl Conn {
+    /// Tells the tenant the daemon drains, and wakes the connection's
+    /// thread out of its socket read: it takes no more submissions, answers
+    /// those it took, then closes the connection.
+    pub(crate) fn drain(&self, at_ns: u64) {
+        self.tell(EventKind::Draining, 0, at_ns);
+        let _ = control::send(self.socket.as_fd(), &Reply::Kick, None);
+        let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read);
+    }
+
     /// Publishes `e` on the event ring; a full ring drops it (events
     /// inform, they are not answers: a tenant that does not read them
     /// loses only them).
@@ -99,6 +108,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         pending: Mutex::new(HashMap::new()),
         gone: AtomicBool::new(false),
     });
+    shared.track(&conn);
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<TaskDone>();
     let answering = {
         let conn = Arc::clone(&conn);
@@ -116,6 +126,9 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         // the socket (a tenant wakes us only when we sleep).
         let mut last = std::time::Instant::now();
         let corrupt = loop {
+            if shared.draining.load(Ordering::Acquire) {
+                break false;
+            }
             match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx) {
                 Err(_) => break true,
                 Ok(0) if last.elapsed() >= shared.spin => break false,
@@ -139,6 +152,9 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
                 "isolad: tenant `{}` corrupted a ring",
                 shared.config.tenants[tenant].name
             );
+            break;
+        }
+        if shared.draining.load(Ordering::Acquire) {
             break;
         }
         let request = match control::recv::<Request>(conn.socket.as_fd()) {
@@ -172,9 +188,15 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
             Request::Kick => {}
         }
     }
-    conn.gone.store(true, Ordering::Release);
+    // Draining, the tenant is still there to hear its answers; otherwise
+    // it left, and its answers are written for nobody.
+    if !shared.draining.load(Ordering::Acquire) {
+        conn.gone.store(true, Ordering::Release);
+    }
     drop(done_tx);
     let _ = answering.join();
+    // Every task taken is answered: the tenant's next wait hears the end.
+    let _ = rustix::net::shutdown(&conn.socket, rustix::net::Shutdown::Both);
     shared.release(tenant);
 }
 

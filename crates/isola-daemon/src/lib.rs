@@ -53,6 +53,12 @@ pub(crate) struct Shared {
     pub(crate) runtime: Runtime,
     /// Connections each tenant holds now.
     connections: Mutex<Vec<u32>>,
+    /// The daemon drains: connections take no more submissions.
+    pub(crate) draining: AtomicBool,
+    /// The connections being served, to drain them.
+    live: Mutex<Vec<std::sync::Weak<connection::Conn>>>,
+    /// Their threads, to wait for them.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -76,6 +82,14 @@ impl Shared {
         }
         held[t] += 1;
         Ok(())
+    }
+
+    /// Keeps `conn` for a drain.
+    pub(crate) fn track(&self, conn: &Arc<connection::Conn>) {
+        if let Ok(mut live) = self.live.lock() {
+            live.retain(|c| c.strong_count() > 0);
+            live.push(Arc::downgrade(conn));
+        }
     }
 
     /// Uncounts a connection of tenant `t`.
@@ -131,6 +145,9 @@ impl Daemon {
         let shared = Arc::new(Shared {
             connections: Mutex::new(vec![0; config.tenants.len()]),
             spin: isola_runtime::DEFAULT_SPIN,
+            draining: AtomicBool::new(false),
+            live: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
             config,
             runtime,
         });
@@ -155,6 +172,35 @@ impl Daemon {
     /// attached are served until they close.
     pub fn stop(mut self) {
         self.stop_accepting();
+    }
+
+    /// Drains, as on SIGTERM: stops accepting, tells every tenant
+    /// (`EventKind::Draining`), takes no more submissions, answers every
+    /// task taken, closes every connection (a tenant's next call gets an
+    /// error), and waits up to `grace` for all that. Returns whether every
+    /// connection was done within it.
+    pub fn drain(mut self, grace: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + grace;
+        self.stop_accepting();
+        self.shared.draining.store(true, Ordering::Release);
+        let live: Vec<_> = self.shared.live.lock().map(|l| l.clone()).unwrap_or_default();
+        for conn in live.iter().filter_map(std::sync::Weak::upgrade) {
+            conn.drain(self.shared.now_ns());
+        }
+        let threads: Vec<_> = self
+            .shared
+            .threads
+            .lock()
+            .map(|mut t| t.drain(..).collect())
+            .unwrap_or_default();
+        let mut all_done = true;
+        for t in threads {
+            while !t.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            all_done &= t.is_finished();
+        }
+        all_done
     }
 
     fn stop_accepting(&mut self) {
@@ -185,8 +231,12 @@ fn accept(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
         }
         match accepted {
             Ok(socket) => {
-                let shared = Arc::clone(shared);
-                std::thread::spawn(move || connection::serve(shared, socket));
+                let served = Arc::clone(shared);
+                let t = std::thread::spawn(move || connection::serve(served, socket));
+                if let Ok(mut threads) = shared.threads.lock() {
+                    threads.retain(|t| !t.is_finished());
+                    threads.push(t);
+                }
             }
             Err(e) => {
                 eprintln!("isolad: accept: {e}");

@@ -1,7 +1,14 @@
-//! `isolad`: reads its configuration and serves tenants until stopped.
+//! `isolad`: reads its configuration and serves tenants until SIGTERM or
+//! SIGINT, then drains (every task taken is answered, every tenant told).
 
 use clap::Parser;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a drain (SIGTERM, SIGINT) waits for running tasks.
+const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
 /// Isola's daemon: tenants in their own processes attach over a Unix
 /// socket and shared-memory rings, authenticated by their kernel
@@ -23,13 +30,25 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
+            eprintln!("error: cannot handle signal {signal}: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
     match isola_daemon::Daemon::start(config) {
         Ok(daemon) => {
             eprintln!("isolad: serving tenants on {}", daemon.socket().display());
-            // Until killed; a drain on SIGTERM comes with the control plane.
-            loop {
-                std::thread::park();
+            while !stop.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(50));
             }
+            eprintln!("isolad: draining");
+            let clean = daemon.drain(DRAIN_GRACE);
+            if !clean {
+                eprintln!("isolad: some connections were still busy after {DRAIN_GRACE:?}");
+            }
+            std::process::ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -280,3 +280,65 @@ fn a_submission_over_quota_is_answered_and_told_on_the_event_ring() {
     }
     assert_eq!(told, rejected, "{outcomes:?}");
 }
+
+#[test]
+fn a_drain_answers_what_was_taken_tells_the_tenant_and_closes() {
+    let (d, socket) = daemon("drain");
+    let mut c = Client::connect(&socket, "a").unwrap();
+    let s = crc(&mut c, 0);
+    c.submit_all(&[s, Submission { tag: 1, ..s }, Submission { tag: 2, ..s }])
+        .unwrap();
+    // Taken (and likely done) before the drain begins.
+    let first = c.wait().unwrap();
+    assert_eq!(first.outcome, Outcome::Ok);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(d.drain(std::time::Duration::from_secs(10)), "the drain timed out");
+    for _ in 0..2 {
+        assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    }
+    let mut draining = false;
+    while let Some(e) = c.event().unwrap() {
+        draining |= e.kind == isola_wire::EventKind::Draining;
+    }
+    assert!(draining, "the tenant was not told");
+    // The connection is closed: the next wait is an error, not a hang.
+    assert!(matches!(c.wait(), Err(ClientError::Control(_))));
+}
+
+#[test]
+fn isolad_drains_on_sigterm_and_its_tenants_hear_the_end() {
+    let dir = std::env::temp_dir().join(format!("isolad-sigterm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let uid = rustix::process::getuid().as_raw();
+    let config = dir.join("isolad.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nsocket = \"isolad.sock\"\n[[engine]]\nname = \"acc\"\n\
+             [[tenant]]\nname = \"a\"\nmemory_quota = \"64KiB\"\nusers = [{uid}]\n"
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_isolad"))
+        .arg("--config")
+        .arg(&config)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let socket = dir.join("isolad.sock");
+    let mut c = (0..500)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            Client::connect(&socket, "a").ok()
+        })
+        .expect("isolad did not start");
+    let s = crc(&mut c, 3);
+    c.submit(&s).unwrap();
+    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(matches!(c.wait(), Err(ClientError::Control(_))));
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!socket.exists(), "the socket was left behind");
+}
