@@ -21,7 +21,7 @@ pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 pub(crate) struct GuardedCost(pub Arc<dyn isola_core::CostModel>);
 
 impl GuardedCost {
-    /// Wraps `model` unless it is already guarded.
+    /// `model`, guarded.
     pub(crate) fn wrap(model: Arc<dyn isola_core::CostModel>) -> Arc<dyn isola_core::CostModel> {
         Arc::new(GuardedCost(model))
     }

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod device;
+pub mod limits;
 pub mod rng;
 pub mod sim;
 pub mod workload;

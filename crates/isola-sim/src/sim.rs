@@ -9,6 +9,7 @@
 //! completed when the last stage finishes.
 
 use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, ServiceModel, Timer};
+use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
 use crate::rng::{stream, Purpose};
 use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
@@ -46,17 +47,6 @@ pub enum SimError {
         message: String,
     },
 }
-
-/// Most events a run may process at one instant of simulated time before
-/// it is stopped as making no progress: a closed loop whose service time
-/// is zero would otherwise run forever at t = 0.
-pub const MAX_EVENTS_AT_ONE_INSTANT: u64 = 1_000_000;
-
-/// The latest simulated time a run without a `duration` may reach: the
-/// largest duration a scenario may state (`quantity::MAX_DURATION_NS`).
-/// Service times that would pass it (a transfer at 1 bit/s) stop the run
-/// with an error instead of overflowing the clock.
-pub const MAX_SIMULATED_NS: Nanos = isola_model::quantity::MAX_DURATION_NS;
 
 /// The engine's prediction model, for fragments and tasks without their own.
 #[derive(Debug)]
@@ -269,21 +259,12 @@ struct Sim<'a> {
     results: RunRecorder,
     /// Ingress rules (OSMOSIS' matching engine), if any tenant declares one.
     matching: Option<RuleSet<TenantId>>,
-    events_done: u64,
+    /// The run's limits and what they judge (events done among them).
+    guard: RunGuard,
     timers: Vec<Timer>,
     finished: Vec<Finished>,
     total_requests: Option<u64>,
     requests_done: u64,
-    /// The first event time past [`MAX_SIMULATED_NS`] (runs without a
-    /// duration), which stops the run.
-    overrun: Option<Nanos>,
-    /// The first task the core refused as costing more than
-    /// `MAX_TASK_COST_NS` (tenant, engine, predicted cost): the models
-    /// make no sense, and the run stops.
-    too_costly: Option<(usize, usize, Nanos)>,
-    /// Events processed at the current instant (see
-    /// [`MAX_EVENTS_AT_ONE_INSTANT`]).
-    at_this_instant: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -350,16 +331,13 @@ impl<'a> Sim<'a> {
             now: 0,
             horizon: scenario.run.duration,
             wakeup_at: None,
-            events_done: 0,
+            guard: RunGuard::default(),
             timers: Vec::new(),
             finished: Vec::new(),
             total_requests,
             requests_done: 0,
-            overrun: None,
-            too_costly: None,
-            at_this_instant: 0,
         };
-        sim.check_event_budget(solo)?;
+        check_arrival_budget(scenario, sim.horizon, solo)?;
         for i in 0..n {
             if solo.is_some_and(|s| s != i) {
                 continue;
@@ -382,7 +360,7 @@ impl<'a> Sim<'a> {
         match self.horizon {
             Some(h) if at > h => return,
             None if at > MAX_SIMULATED_NS => {
-                self.overrun.get_or_insert(at);
+                self.guard.overran(at);
                 return;
             }
             _ => {}
@@ -496,7 +474,7 @@ impl<'a> Sim<'a> {
         };
         if let Err(rejection) = self.sched.submit(self.now, task) {
             if let RejectReason::CostTooLarge { cost, .. } = rejection.reason {
-                self.too_costly.get_or_insert((t, engine, cost));
+                self.guard.too_costly(t, engine, cost);
             }
             // Typed rejection (a full channel): count it; the request ends here.
             let request = self.requests.remove(key);
@@ -634,107 +612,6 @@ impl<'a> Sim<'a> {
         });
     }
 
-    /// Refuses a run whose open-loop arrivals alone would exceed the event
-    /// budget (`[run] max_events`): arrivals at 10^15/s for 20 ms would
-    /// otherwise run for days.
-    fn check_event_budget(&self, solo: Option<usize>) -> Result<(), SimError> {
-        let Some(h) = self.horizon else {
-            return Ok(());
-        };
-        let secs = h as f64 / NANOS_PER_SEC as f64;
-        let budget = self.scenario.run.max_events;
-        let mut total = 0.0;
-        for (i, t) in self.scenario.tenants.iter().enumerate() {
-            if solo.is_some_and(|s| s != i) {
-                continue;
-            }
-            let w = &t.workload;
-            let rate = match &w.arrival {
-                ArrivalSpec::Poisson(r) | ArrivalSpec::Constant(r) | ArrivalSpec::Uniform(r) => *r,
-                ArrivalSpec::OnOff { on, off, rate } => rate * *on as f64 / (*on + *off) as f64,
-                ArrivalSpec::Steps(steps) => steps.iter().map(|s| s.1).fold(0.0, f64::max),
-                ArrivalSpec::Closed(_) | ArrivalSpec::Trace(_) => 0.0,
-            };
-            let arrivals = (rate * secs).min(w.count.map_or(f64::INFINITY, |c| c as f64));
-            total += arrivals * w.stages.len().max(1) as f64;
-            if total > budget as f64 {
-                return Err(SimError::Limit {
-                    limit: "max_events",
-                    message: format!(
-                        "the arrivals alone would make about {total:.3e} events over the run's {}, above the event \
-                         budget of {budget} (tenant `{}` contributes {arrivals:.3e} arrivals): lower the rate or the \
-                         duration, or raise [run] max_events",
-                        isola_model::quantity::format_duration(h),
-                        t.name
-                    ),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// Stops the run at a limit: the event budget, no progress at one
-    /// instant, simulated time past [`MAX_SIMULATED_NS`], or more metrics
-    /// windows than `[run] max_windows`.
-    fn check_limits(&self) -> Result<(), SimError> {
-        let run = &self.scenario.run;
-        let at = isola_model::quantity::format_duration(self.now);
-        if self.events_done > run.max_events {
-            return Err(SimError::Limit {
-                limit: "max_events",
-                message: format!(
-                    "stopped after {} events at simulated time {at}: raise [run] max_events, or shorten the run",
-                    run.max_events
-                ),
-            });
-        }
-        if self.at_this_instant > MAX_EVENTS_AT_ONE_INSTANT {
-            return Err(SimError::Limit {
-                limit: "events at one instant",
-                message: format!(
-                    "simulated time stopped advancing at {at}: {MAX_EVENTS_AT_ONE_INSTANT} events at one instant \
-                     (a closed loop whose service time is zero?)"
-                ),
-            });
-        }
-        if let Some((t, e, cost)) = self.too_costly {
-            return Err(SimError::Limit {
-                limit: "task cost",
-                message: format!(
-                    "tenant `{}`'s task on engine `{}` is predicted to take {cost} ns, above the {} ns a task may \
-                     (a bandwidth of bits per second?): check the engine's and the workload's models",
-                    self.scenario.tenants[t].name,
-                    self.scenario.engines[e].name,
-                    isola_core::MAX_TASK_COST_NS
-                ),
-            });
-        }
-        if let Some(t) = self.overrun {
-            return Err(SimError::Limit {
-                limit: "simulated time",
-                message: format!(
-                    "an event was due at {} ns, past the longest run this simulator takes ({}): a service time \
-                     of ages (a bandwidth of bits per second?); give the run a duration or check the models",
-                    t,
-                    isola_model::quantity::format_duration(MAX_SIMULATED_NS)
-                ),
-            });
-        }
-        if self.horizon.is_none() && self.now / run.window >= run.max_windows {
-            return Err(SimError::Limit {
-                limit: "max_windows",
-                message: format!(
-                    "the run reached {at}, {} windows of {}, above max_windows = {}: give [run] a wider window or \
-                     raise max_windows",
-                    self.now / run.window,
-                    isola_model::quantity::format_duration(run.window),
-                    run.max_windows
-                ),
-            });
-        }
-        Ok(())
-    }
-
     /// Records each engine's queued work as the backlog of every window
     /// that ended by `at` (nothing has changed it since the last event).
     fn record_backlogs(&mut self, at: Nanos) {
@@ -754,14 +631,9 @@ impl<'a> Sim<'a> {
             if self.results.backlog_due(at) {
                 self.record_backlogs(at);
             }
-            self.at_this_instant = if at == self.now {
-                self.at_this_instant + 1
-            } else {
-                1
-            };
             self.now = at;
-            self.events_done += 1;
-            self.check_limits()?;
+            self.guard.event(at);
+            self.guard.check(self.scenario, self.horizon)?;
             match ev {
                 Event::Arrival { tenant } => self.arrive(tenant as usize),
                 Event::Device { engine, token } => self.device_event(engine as usize, token),
@@ -772,7 +644,7 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
-            if self.events_done % 65_536 == 0 {
+            if self.guard.events % 65_536 == 0 {
                 if let Some(p) = progress.as_mut() {
                     let frac = match (self.horizon, self.total_requests) {
                         (Some(h), _) => self.now as f64 / h as f64,
@@ -783,7 +655,7 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.check_limits()?;
+        self.guard.check(self.scenario, self.horizon)?;
         if let Some(h) = self.horizon {
             self.now = self.now.max(h);
             self.record_backlogs(h);
@@ -805,7 +677,7 @@ impl<'a> Sim<'a> {
             label: self.label,
             policy_name: self.policy,
             duration: self.horizon,
-            events: self.events_done,
+            events: self.guard.events,
         }))
     }
 }

@@ -108,8 +108,8 @@ fn os(what: &'static str) -> impl FnOnce(rustix::io::Errno) -> ControlError {
     move |source| ControlError::Os { what, source }
 }
 
-/// A listening socket at `path` (a stale socket file there is replaced).
-pub fn listen(path: &Path) -> Result<OwnedFd, ControlError> {
+/// A new `SOCK_SEQPACKET` Unix socket, and the address of `path`.
+fn seqpacket(path: &Path) -> Result<(OwnedFd, SocketAddrUnix), ControlError> {
     let fd = rustix::net::socket_with(
         AddressFamily::UNIX,
         SocketType::SEQPACKET,
@@ -117,8 +117,14 @@ pub fn listen(path: &Path) -> Result<OwnedFd, ControlError> {
         None,
     )
     .map_err(os("socket"))?;
-    let _ = std::fs::remove_file(path);
     let addr = SocketAddrUnix::new(path).map_err(os("socket path"))?;
+    Ok((fd, addr))
+}
+
+/// A listening socket at `path` (a stale socket file there is replaced).
+pub fn listen(path: &Path) -> Result<OwnedFd, ControlError> {
+    let (fd, addr) = seqpacket(path)?;
+    let _ = std::fs::remove_file(path);
     rustix::net::bind(&fd, &addr).map_err(os("bind"))?;
     rustix::net::listen(&fd, 64).map_err(os("listen"))?;
     Ok(fd)
@@ -126,14 +132,7 @@ pub fn listen(path: &Path) -> Result<OwnedFd, ControlError> {
 
 /// A connection to the daemon's socket at `path`.
 pub fn connect(path: &Path) -> Result<OwnedFd, ControlError> {
-    let fd = rustix::net::socket_with(
-        AddressFamily::UNIX,
-        SocketType::SEQPACKET,
-        rustix::net::SocketFlags::CLOEXEC,
-        None,
-    )
-    .map_err(os("socket"))?;
-    let addr = SocketAddrUnix::new(path).map_err(os("socket path"))?;
+    let (fd, addr) = seqpacket(path)?;
     rustix::net::connect(&fd, &addr).map_err(os("connect"))?;
     Ok(fd)
 }

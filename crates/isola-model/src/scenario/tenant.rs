@@ -55,36 +55,22 @@ fn load_trace(
         if &record[1] != tenant {
             continue;
         }
-        let time = record[0]
-            .parse::<u64>()
-            .ok()
-            .filter(|&t| t <= crate::quantity::MAX_DURATION_NS)
-            .ok_or_else(|| {
-                at(
-                    line,
-                    "time_ns",
-                    format!(
-                        "`{}` is not a whole number of ns up to {}",
-                        &record[0],
-                        crate::quantity::MAX_DURATION_NS
-                    ),
-                )
-            })?;
-        let bytes = record[3]
-            .parse::<u64>()
-            .ok()
-            .filter(|&b| b <= crate::quantity::MAX_SIZE_BYTES)
-            .ok_or_else(|| {
-                at(
-                    line,
-                    "bytes",
-                    format!(
-                        "`{}` is not a whole number of bytes up to {}",
-                        &record[3],
-                        crate::quantity::MAX_SIZE_BYTES
-                    ),
-                )
-            })?;
+        // Column `col`, named `key`, as a whole number of `unit` up to `max`.
+        let whole = |col: usize, key: &str, unit: &str, max: u64| {
+            record[col]
+                .parse::<u64>()
+                .ok()
+                .filter(|&v| v <= max)
+                .ok_or_else(|| {
+                    at(
+                        line,
+                        key,
+                        format!("`{}` is not a whole number of {unit} up to {max}", &record[col]),
+                    )
+                })
+        };
+        let time = whole(0, "time_ns", "ns", crate::quantity::MAX_DURATION_NS)?;
+        let bytes = whole(3, "bytes", "bytes", crate::quantity::MAX_SIZE_BYTES)?;
         rows.push(TraceRow {
             time,
             op: record[2].to_string(),
