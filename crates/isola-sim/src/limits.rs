@@ -3,7 +3,7 @@
 //! open-loop arrivals), no progress at one instant, simulated time past
 //! [`MAX_SIMULATED_NS`] without a duration, metrics windows
 //! (`[run] max_windows`), and tasks the core refused as costing ages.
-//! [`RunGuard::check`] runs on every event of the event loop, so its
+//! The run guard's check runs on every event of the event loop, so its
 //! passing path is a handful of integer comparisons; messages are made
 //! only for the error.
 
