@@ -65,6 +65,19 @@ impl<T> VirtualChannel<T> {
         self.cap
     }
 
+    /// Changes the capacity to `cap` (>= 1). Items already queued beyond
+    /// it stay; only later pushes are refused.
+    pub fn set_cap(&mut self, cap: usize) {
+        self.cap = cap.max(1);
+    }
+
+    /// Removes the items from position `from` on (0 is the oldest),
+    /// oldest first.
+    pub fn drain_from(&mut self, from: usize) -> impl Iterator<Item = T> + '_ {
+        let from = from.min(self.queue.len());
+        self.queue.drain(from..)
+    }
+
     /// Removes every queued item, oldest first.
     pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
         self.queue.drain(..)

@@ -57,7 +57,7 @@ pub use engine::{EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT
 pub use policy::{AtLimit, Charge, Policy, PolicyError, PolicyInfo, POLICIES};
 pub use scheduler::{
     BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, EnginePolicy, RejectReason,
-    Rejection, Scheduler, SchedulerBuilder, SchedulerError, MAX_SUBTASKS_PER_TASK,
+    Rejection, Scheduler, SchedulerBuilder, SchedulerError, SloChangeError, MAX_SUBTASKS_PER_TASK,
 };
 pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{

@@ -3,9 +3,10 @@
 //! or per engine), checked.
 
 use super::engine::EngineState;
+use super::live::PolicyRecipe;
 use super::{BuildError, Scheduler};
 use crate::engine::{EngineId, EngineSpec};
-use crate::policy::registry::{build_policy_in, check_unique, PolicyInfo, PolicySetup};
+use crate::policy::registry::{check_unique, find_policy_in, PolicyInfo, PolicySetup};
 use crate::policy::TenantShare;
 use crate::tenant::{EngineSelector, Slo, SloOverride, Tenant, TenantId};
 use slab::Slab;
@@ -179,13 +180,16 @@ impl SchedulerBuilder {
                 slots: spec.slots,
             };
             let (name, params) = self.policy_of(spec);
-            let policy = build_policy_in(&self.registered, name, params, &setup).map_err(|source| {
-                BuildError::Policy {
-                    engine: spec.name.clone(),
-                    source,
-                }
-            })?;
-            engines.push(EngineState::new(spec.clone(), policy, &slos, shares));
+            let policy_error = |source| BuildError::Policy {
+                engine: spec.name.clone(),
+                source,
+            };
+            let recipe = PolicyRecipe {
+                info: *find_policy_in(&self.registered, name).map_err(policy_error)?,
+                params: params.clone(),
+            };
+            let policy = recipe.build(&setup).map_err(policy_error)?;
+            engines.push(EngineState::new(spec.clone(), policy, recipe, &slos, shares));
         }
         let tenants = self.tenants;
         Ok(Scheduler {

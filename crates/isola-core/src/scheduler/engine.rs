@@ -47,6 +47,8 @@ pub(super) struct Queued {
 pub(super) struct EngineState {
     pub(super) spec: EngineSpec,
     pub(super) policy: Box<dyn Policy>,
+    /// How the policy was built: a live SLO change builds it anew.
+    pub(super) recipe: super::live::PolicyRecipe,
     pub(super) shares: Vec<TenantShare>,
     pub(super) channels: Vec<VirtualChannel<Queued>>,
     pub(super) state: Vec<ChannelState>,
@@ -75,7 +77,13 @@ pub(super) struct EngineState {
     /// When each tenant last submitted here (for [`SplitWhen::Contended`]).
     pub(super) last_submit: Vec<Option<Nanos>>,
     /// Which tenants are latency-sensitive (for [`SplitWhen::ForLatency`]).
-    latency_sensitive: Vec<bool>,
+    pub(super) latency_sensitive: Vec<bool>,
+}
+
+/// Whether a tenant with `slo` counts as latency-sensitive when an engine
+/// splits only for such tenants ([`SplitWhen::ForLatency`]).
+pub(super) fn latency_sensitive(slo: &Slo) -> bool {
+    slo.class == crate::TenantClass::LatencySensitive || slo.latency.is_some()
 }
 
 /// What `take_head` took off a channel: a whole task or one subtask of it.
@@ -90,6 +98,7 @@ impl EngineState {
     pub(super) fn new(
         spec: EngineSpec,
         policy: Box<dyn Policy>,
+        recipe: super::live::PolicyRecipe,
         slos: &[Slo],
         shares: Vec<TenantShare>,
     ) -> Self {
@@ -110,12 +119,10 @@ impl EngineState {
             subtasks_left: Slab::new(),
             backlogged_since: vec![0; n],
             last_submit: vec![None; n],
-            latency_sensitive: slos
-                .iter()
-                .map(|s| s.class == crate::TenantClass::LatencySensitive || s.latency.is_some())
-                .collect(),
+            latency_sensitive: slos.iter().map(latency_sensitive).collect(),
             spec,
             policy,
+            recipe,
             shares,
         }
     }

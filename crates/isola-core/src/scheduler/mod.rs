@@ -34,6 +34,8 @@ macro_rules! cx {
 
 mod builder;
 mod engine;
+mod live;
+pub use live::SloChangeError;
 mod plan;
 pub use plan::MAX_SUBTASKS_PER_TASK;
 mod types;

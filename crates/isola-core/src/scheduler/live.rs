@@ -1,0 +1,217 @@
+//! Changes to a running scheduler: a tenant's SLO changed while its work
+//! is queued (an operator's live reconfiguration), and a tenant's queued
+//! work withdrawn (its process died).
+//!
+//! Both change what an engine's policy was told, so both build the policy
+//! anew from the engine's recipe with the tenants' current shares and tell
+//! it which tenants are ready with their heads: the policy's history
+//! (virtual times, deficits, demand estimates) starts afresh at the
+//! change, as at a new busy period, and the next decision already follows
+//! the new shares. Dispatches in service are not touched: they finish and
+//! are completed as before (a policy that counts its own dispatches in
+//! service only undercounts those until they complete).
+
+use super::engine::{latency_sensitive, ChannelState, EngineState};
+use super::Scheduler;
+use crate::policy::registry::{PolicyInfo, PolicySetup};
+use crate::policy::{Params, Policy, PolicyError, TenantShare};
+use crate::shaper::RateShaper;
+use crate::task::Task;
+use crate::tenant::{EngineSelector, Slo, SloOverride, TenantId};
+use crate::units::Nanos;
+use std::collections::BTreeMap;
+
+/// How an engine's policy was built, to build it again.
+#[derive(Clone)]
+pub(super) struct PolicyRecipe {
+    pub(super) info: PolicyInfo,
+    pub(super) params: BTreeMap<String, String>,
+}
+
+impl PolicyRecipe {
+    /// A new instance for `setup`, with the recipe's checked parameters.
+    pub(super) fn build(&self, setup: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+        let checked = Params::new(
+            format!("policy `{}`", self.info.name),
+            self.info.params,
+            &self.params,
+        )?;
+        (self.info.build)(&checked, setup)
+    }
+}
+
+/// Why a live SLO change was refused (nothing was changed).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SloChangeError {
+    /// No such tenant.
+    #[error("no tenant {0:?}")]
+    UnknownTenant(TenantId),
+    /// The new SLO is inconsistent on some engine.
+    #[error("tenant `{tenant}`: {field}: {reason}")]
+    InvalidSlo {
+        /// Tenant name.
+        tenant: String,
+        /// Offending SLO field.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// An engine's policy cannot serve the tenants with the new SLO (a
+    /// static partition with a slot for every tenant, say).
+    #[error("engine `{engine}`: {source}")]
+    Policy {
+        /// The engine.
+        engine: String,
+        /// The policy's refusal.
+        source: PolicyError,
+    },
+}
+
+impl Scheduler {
+    /// Replaces `tenant`'s SLO and its per-engine overrides, effective at
+    /// the next decision of every engine. The whole change is checked
+    /// first (each engine's resulting SLO, each engine's policy built for
+    /// the new shares); if any part is refused nothing changes.
+    ///
+    /// On each engine the tenant's limit and reservation restart with a
+    /// full burst, its queue cap applies to later submissions (tasks
+    /// already queued beyond it stay), and the memory quota applies to
+    /// later submissions.
+    pub fn set_slo(
+        &mut self,
+        now: Nanos,
+        tenant: TenantId,
+        slo: Slo,
+        overrides: Vec<(EngineSelector, SloOverride)>,
+    ) -> Result<(), SloChangeError> {
+        let t = tenant.index();
+        let Some(current) = self.tenants.get(t) else {
+            return Err(SloChangeError::UnknownTenant(tenant));
+        };
+        let mut changed = current.clone();
+        changed.slo = slo;
+        changed.overrides = overrides;
+        let mut staged = Vec::with_capacity(self.engines.len());
+        for e in &self.engines {
+            let on = changed.slo_on(&e.spec.name, e.spec.kind);
+            on.validate()
+                .map_err(|(field, reason)| SloChangeError::InvalidSlo {
+                    tenant: changed.name.clone(),
+                    field,
+                    reason: format!("{reason} (on engine `{}`)", e.spec.name),
+                })?;
+            let mut shares = e.shares.clone();
+            shares[t] = TenantShare {
+                weight: on.weight,
+                class: on.class,
+                latency: on.latency,
+            };
+            let policy = e
+                .recipe
+                .build(&PolicySetup {
+                    tenants: &shares,
+                    slots: e.spec.slots,
+                })
+                .map_err(|source| SloChangeError::Policy {
+                    engine: e.spec.name.clone(),
+                    source,
+                })?;
+            staged.push((on, shares, policy));
+        }
+        for (e, (on, shares, policy)) in self.engines.iter_mut().zip(staged) {
+            e.apply_slo(now, t, &on, shares, policy);
+        }
+        self.tenants[t] = changed;
+        Ok(())
+    }
+
+    /// Takes `tenant`'s queued work off every engine and hands it back,
+    /// oldest first per engine, for the driver to complete (as cancelled).
+    /// A task partly dispatched stays: its pieces in service finish and
+    /// the rest of it runs, as work in flight does. Unknown tenant: none.
+    pub fn withdraw(&mut self, now: Nanos, tenant: TenantId) -> Vec<Task> {
+        let t = tenant.index();
+        if t >= self.tenants.len() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for e in &mut self.engines {
+            let started = e.channels[t].head().is_some_and(|q| q.group.is_some());
+            let keep = usize::from(started);
+            if e.channels[t].len() <= keep {
+                continue;
+            }
+            for q in e.channels[t].drain_from(keep) {
+                debug_assert!(q.group.is_none(), "only the head may be partly dispatched");
+                e.queued[t] -= q.plan.count() as u64;
+                e.queued_cost[t] -= q.head.remaining_cost;
+                self.held[t] -= u128::from(q.task.bytes);
+                out.push(q.task);
+            }
+            if !started {
+                e.throttled.remove(t);
+                e.reservation_due.remove(t);
+                if e.state[t] != ChannelState::Blocked {
+                    e.state[t] = ChannelState::Empty;
+                }
+                // The policy thinks it ready: start it afresh without.
+                let fresh = e.recipe.build(&PolicySetup {
+                    tenants: &e.shares,
+                    slots: e.spec.slots,
+                });
+                if let Ok(policy) = fresh {
+                    e.restart_policy(now, policy);
+                }
+            }
+            debug_assert!(
+                started || (e.queued[t] == 0 && e.queued_cost[t] == 0),
+                "a withdrawn channel has nothing queued"
+            );
+        }
+        out
+    }
+}
+
+impl EngineState {
+    /// Applies tenant `t`'s new SLO on this engine (`slo`, already
+    /// checked), with the shares and the policy built for them.
+    fn apply_slo(
+        &mut self,
+        now: Nanos,
+        t: usize,
+        slo: &Slo,
+        shares: Vec<TenantShare>,
+        policy: Box<dyn Policy>,
+    ) {
+        self.shares = shares;
+        self.limit[t] = slo.limit.map(RateShaper::new);
+        self.reservation[t] = slo.reservation.map(RateShaper::new);
+        self.budgets[t] = slo.service_budget;
+        self.channels[t].set_cap(slo.queue_cap);
+        self.latency_sensitive[t] = latency_sensitive(slo);
+        // Its head is judged again under its new limit.
+        self.throttled.remove(t);
+        self.reservation_due.remove(t);
+        let was = self.state[t];
+        if matches!(was, ChannelState::Ready | ChannelState::Throttled) {
+            self.state[t] = ChannelState::Empty;
+        }
+        self.restart_policy(now, policy);
+        if matches!(was, ChannelState::Ready | ChannelState::Throttled) {
+            self.admit_head(now, t);
+        }
+    }
+
+    /// Replaces the policy with `policy`, told of every ready tenant's head.
+    fn restart_policy(&mut self, now: Nanos, policy: Box<dyn Policy>) {
+        self.policy = policy;
+        for u in 0..self.state.len() {
+            if self.state[u] != ChannelState::Ready {
+                continue;
+            }
+            if let Some(head) = self.channels[u].head().map(|q| q.head) {
+                self.policy.on_ready(now, u, &head, &cx!(self));
+            }
+        }
+    }
+}
