@@ -28,7 +28,7 @@ impl CoreLog {
 }
 
 /// One call on the core.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum CoreCall {
     /// `submit(now, task)`, and whether the core accepted it.
     Submit {
@@ -71,6 +71,26 @@ pub enum CoreCall {
         subtask: Option<u32>,
         /// The measured service time passed.
         measured: Nanos,
+    },
+    /// `set_slo(now, tenant, slo, overrides)` (whether it was accepted
+    /// the replay finds out again).
+    SetSlo {
+        /// The time passed.
+        now: Nanos,
+        /// The tenant.
+        tenant: TenantId,
+        /// Its new SLO and per-engine overrides.
+        slo: Box<(
+            isola_core::Slo,
+            Vec<(isola_core::EngineSelector, isola_core::SloOverride)>,
+        )>,
+    },
+    /// `withdraw(now, tenant)`.
+    Withdraw {
+        /// The time passed.
+        now: Nanos,
+        /// The tenant.
+        tenant: TenantId,
     },
     /// `close()`.
     Close {
@@ -161,6 +181,14 @@ pub fn replay(
                     .ok_or_else(|| format!("call {i}: {task:?} completed, never dispatched here"))?;
                 core.complete(*now, id, *measured)
                     .map_err(|e| format!("call {i}: {e}"))?;
+            }
+            CoreCall::SetSlo { now, tenant, slo } => {
+                let (slo, overrides) = slo.as_ref().clone();
+                // A refused change is refused here too; both change nothing.
+                let _ = core.set_slo(*now, *tenant, slo, overrides);
+            }
+            CoreCall::Withdraw { now, tenant } => {
+                core.withdraw(*now, *tenant);
             }
             CoreCall::Close { .. } => {
                 core.close();

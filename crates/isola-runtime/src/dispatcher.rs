@@ -16,6 +16,10 @@
 //! the scheduler itself (a policy's) takes that engine out of service: its
 //! tasks end with `TaskError::CoreFailed`, and the other engines go on.
 
+mod control;
+pub(crate) use control::Control;
+pub use control::ControlError;
+
 use crate::attribution::{BusyReading, LatencyBreakdown, TaskTimes};
 use crate::guard::catch;
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
@@ -42,6 +46,8 @@ pub(crate) enum Msg {
     /// Cancel what is queued, finish what runs until the deadline (then
     /// abandon it), then stop; acknowledge.
     Shutdown(crossbeam_channel::Sender<()>, Duration),
+    /// A live change (an SLO, a tenant's queued work withdrawn).
+    Control(Control),
 }
 
 /// A task as a tenant submitted it (already checked by its handle).
@@ -228,6 +234,7 @@ impl Dispatcher {
             match msg {
                 Some(Msg::Submit(s)) => self.submit(s),
                 Some(Msg::Done(d)) => self.done(d),
+                Some(Msg::Control(c)) => self.control(c),
                 Some(Msg::Shutdown(ack, grace)) => {
                     self.shutdown_deadline = Some(Instant::now() + grace);
                     self.shutdown_grace = grace;
@@ -424,7 +431,9 @@ impl Dispatcher {
             busy_at_submit: task.busy_at_submit,
             handoff_ns: task.handoff_ns,
             reply: task.reply.clone(),
-            budget: self.shared.tenants[task.tenant.index()].1.service_budget,
+            budget: self
+                .scheduler
+                .service_budget(EngineId(task.engine as u32), task.tenant),
         });
         let placed = match (&task.placed, d.subtask) {
             (Some(output), Some(s)) => Some(PlacedPart {
@@ -548,7 +557,9 @@ impl Dispatcher {
     /// Sends a task's one completion and counts it.
     fn finish(&mut self, task: TaskInFlight, result: Result<Vec<u8>, TaskError>) {
         let completion = task.completion(result, self.now());
-        let budget = self.shared.tenants[task.tenant.index()].1.service_budget;
+        let budget = self
+            .scheduler
+            .service_budget(EngineId(task.engine as u32), task.tenant);
         let completion = Completion {
             over_budget: budget.is_some_and(|b| task.service_ns > b),
             ..completion

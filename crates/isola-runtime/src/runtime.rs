@@ -228,6 +228,49 @@ impl Runtime {
         self.stats()
     }
 
+    /// Replaces tenant `tenant`'s SLO and its per-engine overrides, from
+    /// the core's next decision on (see [`isola_core::Scheduler::set_slo`]:
+    /// checked as a whole; a refused change changes nothing). Returns once
+    /// the core has it.
+    pub fn set_slo(
+        &self,
+        tenant: TenantId,
+        slo: Slo,
+        overrides: Vec<(isola_core::EngineSelector, isola_core::SloOverride)>,
+    ) -> Result<(), crate::ControlError> {
+        let (ack, answer) = crossbeam_channel::bounded(1);
+        let c = crate::dispatcher::Control::SetSlo {
+            tenant,
+            slo,
+            overrides,
+            ack,
+        };
+        self.control(Msg::Control(c), answer)
+    }
+
+    /// Cancels every task of `tenant` still queued (each ends with
+    /// `TaskError::Cancelled`); work in service finishes and is answered
+    /// as usual. Returns how many were cancelled.
+    pub fn cancel_queued(&self, tenant: TenantId) -> Result<usize, crate::ControlError> {
+        let (ack, answer) = crossbeam_channel::bounded(1);
+        self.control(
+            Msg::Control(crate::dispatcher::Control::Withdraw { tenant, ack }),
+            answer,
+        )
+    }
+
+    /// Sends `msg` to the dispatcher and waits for its answer.
+    fn control<T>(
+        &self,
+        msg: Msg,
+        answer: crossbeam_channel::Receiver<Result<T, crate::ControlError>>,
+    ) -> Result<T, crate::ControlError> {
+        if self.shared.closed.read().map_or(true, |closed| *closed) || self.shared.tx.send(msg).is_err() {
+            return Err(crate::ControlError::ShutDown);
+        }
+        answer.recv().unwrap_or(Err(crate::ControlError::ShutDown))
+    }
+
     fn stop(&mut self, grace: Duration) {
         let deadline = Instant::now() + grace;
         if let Ok(mut closed) = self.shared.closed.write() {

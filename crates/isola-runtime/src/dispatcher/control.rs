@@ -1,0 +1,85 @@
+//! Live control of a running runtime, carried out on the dispatcher
+//! thread that owns the core: a tenant's SLO changed (effective at the
+//! core's next decision), and a tenant's queued work withdrawn (each task
+//! ends in its one completion, `TaskError::Cancelled`; work in service
+//! finishes and is answered as usual).
+
+use super::Dispatcher;
+use crate::guard::catch;
+use crate::job::TaskError;
+use isola_core::{EngineSelector, Slo, SloChangeError, SloOverride, TenantId};
+
+/// A live change, sent to the dispatcher with where to answer.
+pub(crate) enum Control {
+    /// [`crate::Runtime::set_slo`].
+    SetSlo {
+        tenant: TenantId,
+        slo: Slo,
+        overrides: Vec<(EngineSelector, SloOverride)>,
+        ack: crossbeam_channel::Sender<Result<(), ControlError>>,
+    },
+    /// [`crate::Runtime::cancel_queued`].
+    Withdraw {
+        tenant: TenantId,
+        ack: crossbeam_channel::Sender<Result<usize, ControlError>>,
+    },
+}
+
+/// Why a live change did not happen.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ControlError {
+    /// The core refused the change; nothing changed.
+    #[error(transparent)]
+    Refused(#[from] SloChangeError),
+    /// The core panicked carrying it out (a policy's constructor).
+    #[error("the core panicked: {0}")]
+    CorePanicked(String),
+    /// The runtime is shutting down or gone.
+    #[error("the runtime is shut down")]
+    ShutDown,
+}
+
+impl Dispatcher {
+    /// Carries out `c` and answers it (nobody waiting: nothing to tell).
+    pub(crate) fn control(&mut self, c: Control) {
+        let now = self.now();
+        match c {
+            Control::SetSlo {
+                tenant,
+                slo,
+                overrides,
+                ack,
+            } => {
+                self.log(|| crate::CoreCall::SetSlo {
+                    now,
+                    tenant,
+                    slo: Box::new((slo.clone(), overrides.clone())),
+                });
+                let result = match catch(|| self.scheduler.set_slo(now, tenant, slo, overrides)) {
+                    Ok(r) => r.map_err(ControlError::from),
+                    Err(message) => Err(ControlError::CorePanicked(message)),
+                };
+                ack.send(result).ok();
+            }
+            Control::Withdraw { tenant, ack } => {
+                self.log(|| crate::CoreCall::Withdraw { now, tenant });
+                let result = match catch(|| self.scheduler.withdraw(now, tenant)) {
+                    Ok(tasks) => {
+                        let n = tasks.len();
+                        for t in tasks {
+                            let id = t.id.0;
+                            if let Some(task) = self.tasks.get_mut(&id) {
+                                task.settled = true;
+                                task.error.get_or_insert(TaskError::Cancelled);
+                                self.finish_if_settled(id);
+                            }
+                        }
+                        Ok(n)
+                    }
+                    Err(message) => Err(ControlError::CorePanicked(message)),
+                };
+                ack.send(result).ok();
+            }
+        }
+    }
+}
