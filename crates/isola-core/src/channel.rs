@@ -71,11 +71,20 @@ impl<T> VirtualChannel<T> {
         self.cap = cap.max(1);
     }
 
-    /// Removes the items from position `from` on (0 is the oldest),
-    /// oldest first.
-    pub fn drain_from(&mut self, from: usize) -> impl Iterator<Item = T> + '_ {
-        let from = from.min(self.queue.len());
-        self.queue.drain(from..)
+    /// Removes the items from position `from` on (0 is the oldest) for
+    /// which `which` says yes, oldest first; the others keep their order.
+    pub fn take_where(&mut self, from: usize, mut which: impl FnMut(&T) -> bool) -> Vec<T> {
+        let mut taken = Vec::new();
+        let mut kept = VecDeque::with_capacity(self.queue.len());
+        for (i, item) in self.queue.drain(..).enumerate() {
+            if i >= from && which(&item) {
+                taken.push(item);
+            } else {
+                kept.push_back(item);
+            }
+        }
+        self.queue = kept;
+        taken
     }
 
     /// Removes every queued item, oldest first.

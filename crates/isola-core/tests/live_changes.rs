@@ -186,18 +186,42 @@ fn a_lower_queue_cap_refuses_later_tasks_and_keeps_queued_ones() {
 }
 
 #[test]
+fn withdrawing_some_tasks_keeps_the_rest_in_order() {
+    let mut s = scheduler("sfq", 1, 2);
+    for i in 0..10 {
+        s.submit(0, task(i, 0, 100, 0)).unwrap();
+    }
+    // The head (task 0) and every other task go.
+    let back: Vec<u64> = s
+        .withdraw(0, TenantId(0), |id| id.0 % 2 == 0)
+        .iter()
+        .map(|t| t.id.0)
+        .collect();
+    assert_eq!(back, [0, 2, 4, 6, 8]);
+    let mut now = 0;
+    let mut order = Vec::new();
+    while let Some(d) = s.next(now, EngineId(0)) {
+        order.push(d.task.id.0);
+        now += 100;
+        s.complete(now, d.id, 100).unwrap();
+    }
+    assert_eq!(order, [1, 3, 5, 7, 9]);
+    assert_eq!(s.held(TenantId(0)), 0);
+}
+
+#[test]
 fn withdrawing_a_tenant_hands_back_its_queued_work_once() {
     let mut s = scheduler("sfq", 1, 2);
     backlog(&mut s, 50);
     let mut now = 0;
     let d = s.next(now, EngineId(0)).unwrap();
     let running_tenant = d.task.tenant;
-    let back = s.withdraw(now, TenantId(0));
+    let back = s.withdraw(now, TenantId(0), |_| true);
     let expected = if running_tenant == TenantId(0) { 49 } else { 50 };
     assert_eq!(back.len(), expected);
     assert!(back.iter().all(|t| t.tenant == TenantId(0)));
     assert_eq!(s.queued(EngineId(0), TenantId(0)), 0);
-    assert!(s.withdraw(now, TenantId(0)).is_empty(), "nothing twice");
+    assert!(s.withdraw(now, TenantId(0), |_| true).is_empty(), "nothing twice");
     now += 1_000;
     s.complete(now, d.id, 1_000).unwrap();
     // Only tenant 1's work is left, all of it.
@@ -215,11 +239,21 @@ fn withdrawing_a_tenant_hands_back_its_queued_work_once() {
 
 #[derive(Debug, Clone)]
 enum Step {
-    Submit { tenant: u32, bytes: u64 },
+    Submit {
+        tenant: u32,
+        bytes: u64,
+    },
     Serve,
     Complete,
-    Weight { tenant: u32, weight: f64 },
-    Withdraw { tenant: u32 },
+    Weight {
+        tenant: u32,
+        weight: f64,
+    },
+    /// Withdraws the tenant's tasks whose id is odd, or all of them.
+    Withdraw {
+        tenant: u32,
+        odd_only: bool,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -228,7 +262,7 @@ fn step() -> impl Strategy<Value = Step> {
         3 => Just(Step::Serve),
         3 => Just(Step::Complete),
         1 => (0..3u32, 0.1..10.0f64).prop_map(|(tenant, weight)| Step::Weight { tenant, weight }),
-        1 => (0..3u32).prop_map(|tenant| Step::Withdraw { tenant }),
+        1 => (0..3u32, any::<bool>()).prop_map(|(tenant, odd_only)| Step::Withdraw { tenant, odd_only }),
     ]
 }
 
@@ -274,8 +308,9 @@ proptest! {
                     // A static partition may refuse; then nothing changed.
                     let _ = s.set_slo(now, TenantId(tenant), slo, Vec::new());
                 }
-                Step::Withdraw { tenant } => {
-                    for t in s.withdraw(now, TenantId(tenant)) {
+                Step::Withdraw { tenant, odd_only } => {
+                    for t in s.withdraw(now, TenantId(tenant), |id| !odd_only || id.0 % 2 == 1) {
+                        prop_assert!(!odd_only || t.id.0 % 2 == 1);
                         end(t.id.0, &mut ended);
                     }
                 }

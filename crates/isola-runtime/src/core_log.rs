@@ -85,12 +85,14 @@ pub enum CoreCall {
             Vec<(isola_core::EngineSelector, isola_core::SloOverride)>,
         )>,
     },
-    /// `withdraw(now, tenant)`.
+    /// `withdraw(now, tenant, ..)`, and the tasks it handed back.
     Withdraw {
         /// The time passed.
         now: Nanos,
         /// The tenant.
         tenant: TenantId,
+        /// The tasks withdrawn.
+        tasks: Vec<TaskId>,
     },
     /// `close()`.
     Close {
@@ -187,8 +189,15 @@ pub fn replay(
                 // A refused change is refused here too; both change nothing.
                 let _ = core.set_slo(*now, *tenant, slo, overrides);
             }
-            CoreCall::Withdraw { now, tenant } => {
-                core.withdraw(*now, *tenant);
+            CoreCall::Withdraw { now, tenant, tasks } => {
+                let back: Vec<TaskId> = core
+                    .withdraw(*now, *tenant, |id| tasks.contains(&id))
+                    .iter()
+                    .map(|t| t.id)
+                    .collect();
+                if back != *tasks {
+                    return Err(format!("call {i}: withdrew {back:?} here, {tasks:?} live"));
+                }
             }
             CoreCall::Close { .. } => {
                 core.close();

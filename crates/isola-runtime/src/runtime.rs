@@ -248,15 +248,18 @@ impl Runtime {
         self.control(Msg::Control(c), answer)
     }
 
-    /// Cancels every task of `tenant` still queued (each ends with
-    /// `TaskError::Cancelled`); work in service finishes and is answered
-    /// as usual. Returns how many were cancelled.
-    pub fn cancel_queued(&self, tenant: TenantId) -> Result<usize, crate::ControlError> {
+    /// Cancels the tasks of `tenant` still queued, every one or only
+    /// those whose ids (as `submit` gave them) are in `only`: each ends with
+    /// `TaskError::Cancelled`; work in service finishes and is answered as
+    /// usual. Returns how many were cancelled.
+    pub fn cancel_queued(
+        &self,
+        tenant: TenantId,
+        only: Option<std::collections::HashSet<u64>>,
+    ) -> Result<usize, crate::ControlError> {
         let (ack, answer) = crossbeam_channel::bounded(1);
-        self.control(
-            Msg::Control(crate::dispatcher::Control::Withdraw { tenant, ack }),
-            answer,
-        )
+        let c = crate::dispatcher::Control::Withdraw { tenant, only, ack };
+        self.control(Msg::Control(c), answer)
     }
 
     /// Sends `msg` to the dispatcher and waits for its answer.

@@ -111,7 +111,7 @@ fn a_refused_change_is_reported_and_changes_nothing() {
 fn cancelling_a_tenants_queued_work_ends_each_task_once() {
     let rt = runtime();
     let tickets = backlog(&rt, 2_000);
-    let cancelled = rt.cancel_queued(TenantId(0)).unwrap();
+    let cancelled = rt.cancel_queued(TenantId(0), None).unwrap();
     assert!(cancelled > 0, "some of `a`'s 2,000 tasks were still queued");
     let done: Vec<_> = tickets.into_iter().map(Ticket::wait).collect();
     let of = |t: u32| done.iter().filter(move |c| c.tenant == TenantId(t));
@@ -127,7 +127,7 @@ fn cancelling_a_tenants_queued_work_ends_each_task_once() {
     ids.dedup();
     assert_eq!(ids.len(), 4_000, "one completion per task");
     // Nothing left to cancel; new work is served.
-    assert_eq!(rt.cancel_queued(TenantId(0)).unwrap(), 0);
+    assert_eq!(rt.cancel_queued(TenantId(0), None).unwrap(), 0);
     let c = rt
         .tenant(TenantId(0))
         .submit("crc32c", &BTreeMap::new(), vec![1u8; 64])
@@ -135,4 +135,30 @@ fn cancelling_a_tenants_queued_work_ends_each_task_once() {
         .wait();
     assert!(c.result.is_ok());
     rt.shutdown();
+}
+
+#[test]
+fn cancelling_named_tasks_leaves_the_tenants_others() {
+    let rt = runtime();
+    let tickets = backlog(&rt, 1_000);
+    // `b`'s tasks are the odd positions; cancel the last 500 of them.
+    let named: std::collections::HashSet<u64> = tickets
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .skip(500)
+        .map(Ticket::id)
+        .collect();
+    let cancelled = rt.cancel_queued(TenantId(1), Some(named.clone())).unwrap();
+    assert!(cancelled > 0);
+    let done: Vec<_> = tickets.into_iter().map(Ticket::wait).collect();
+    for c in &done {
+        let was_cancelled = matches!(c.result, Err(TaskError::Cancelled));
+        assert!(c.result.is_ok() || was_cancelled, "{:?}", c.result);
+        assert!(
+            !was_cancelled || named.contains(&c.task),
+            "only named tasks are cancelled"
+        );
+    }
+    assert_eq!(done.iter().filter(|c| c.result.is_err()).count(), cancelled);
 }

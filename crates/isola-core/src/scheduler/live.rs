@@ -16,7 +16,7 @@ use super::Scheduler;
 use crate::policy::registry::{PolicyInfo, PolicySetup};
 use crate::policy::{Params, Policy, PolicyError, TenantShare};
 use crate::shaper::RateShaper;
-use crate::task::Task;
+use crate::task::{Task, TaskId};
 use crate::tenant::{EngineSelector, Slo, SloOverride, TenantId};
 use crate::units::Nanos;
 use std::collections::BTreeMap;
@@ -125,11 +125,17 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Takes `tenant`'s queued work off every engine and hands it back,
-    /// oldest first per engine, for the driver to complete (as cancelled).
-    /// A task partly dispatched stays: its pieces in service finish and
-    /// the rest of it runs, as work in flight does. Unknown tenant: none.
-    pub fn withdraw(&mut self, now: Nanos, tenant: TenantId) -> Vec<Task> {
+    /// Takes `tenant`'s queued tasks for which `which` says yes off every
+    /// engine and hands them back, oldest first per engine, for the driver
+    /// to complete (as cancelled). A task partly dispatched stays: its
+    /// pieces in service finish and the rest of it runs, as work in flight
+    /// does. Unknown tenant: none.
+    pub fn withdraw(
+        &mut self,
+        now: Nanos,
+        tenant: TenantId,
+        mut which: impl FnMut(TaskId) -> bool,
+    ) -> Vec<Task> {
         let t = tenant.index();
         if t >= self.tenants.len() {
             return Vec::new();
@@ -137,36 +143,37 @@ impl Scheduler {
         let mut out = Vec::new();
         for e in &mut self.engines {
             let started = e.channels[t].head().is_some_and(|q| q.group.is_some());
-            let keep = usize::from(started);
-            if e.channels[t].len() <= keep {
-                continue;
-            }
-            for q in e.channels[t].drain_from(keep) {
+            let first = out.len();
+            let withdrawn = e.channels[t].take_where(usize::from(started), |q| which(q.task.id));
+            for q in withdrawn {
                 debug_assert!(q.group.is_none(), "only the head may be partly dispatched");
                 e.queued[t] -= q.plan.count() as u64;
                 e.queued_cost[t] -= q.head.remaining_cost;
                 self.held[t] -= u128::from(q.task.bytes);
                 out.push(q.task);
             }
-            if !started {
-                e.throttled.remove(t);
-                e.reservation_due.remove(t);
-                if e.state[t] != ChannelState::Blocked {
-                    e.state[t] = ChannelState::Empty;
-                }
-                // The policy thinks it ready: start it afresh without.
-                let fresh = e.recipe.build(&PolicySetup {
-                    tenants: &e.shares,
-                    slots: e.spec.slots,
-                });
-                if let Ok(policy) = fresh {
-                    e.restart_policy(now, policy);
-                }
+            if out.len() == first || started {
+                // Its head is the same: nothing the policy knows changed.
+                continue;
             }
-            debug_assert!(
-                started || (e.queued[t] == 0 && e.queued_cost[t] == 0),
-                "a withdrawn channel has nothing queued"
-            );
+            // Its head went: the policy is started afresh without it, then
+            // told of the new head, if any, as a channel that fills.
+            e.throttled.remove(t);
+            e.reservation_due.remove(t);
+            let blocked = e.state[t] == ChannelState::Blocked;
+            if !blocked {
+                e.state[t] = ChannelState::Empty;
+            }
+            if let Ok(policy) = e.recipe.build(&PolicySetup {
+                tenants: &e.shares,
+                slots: e.spec.slots,
+            }) {
+                e.restart_policy(now, policy);
+            }
+            if !blocked && !e.channels[t].is_empty() {
+                e.replan_head(now, t);
+                e.admit_head(now, t);
+            }
         }
         out
     }

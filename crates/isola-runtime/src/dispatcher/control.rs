@@ -18,9 +18,11 @@ pub(crate) enum Control {
         overrides: Vec<(EngineSelector, SloOverride)>,
         ack: crossbeam_channel::Sender<Result<(), ControlError>>,
     },
-    /// [`crate::Runtime::cancel_queued`].
+    /// [`crate::Runtime::cancel_queued`]: the tenant's queued tasks, or
+    /// only those of `only`.
     Withdraw {
         tenant: TenantId,
+        only: Option<std::collections::HashSet<u64>>,
         ack: crossbeam_channel::Sender<Result<usize, ControlError>>,
     },
 }
@@ -61,10 +63,15 @@ impl Dispatcher {
                 };
                 ack.send(result).ok();
             }
-            Control::Withdraw { tenant, ack } => {
-                self.log(|| crate::CoreCall::Withdraw { now, tenant });
-                let result = match catch(|| self.scheduler.withdraw(now, tenant)) {
+            Control::Withdraw { tenant, only, ack } => {
+                let which = |id: isola_core::TaskId| only.as_ref().is_none_or(|o| o.contains(&id.0));
+                let result = match catch(|| self.scheduler.withdraw(now, tenant, which)) {
                     Ok(tasks) => {
+                        self.log(|| crate::CoreCall::Withdraw {
+                            now,
+                            tenant,
+                            tasks: tasks.iter().map(|t| t.id).collect(),
+                        });
                         let n = tasks.len();
                         for t in tasks {
                             let id = t.id.0;
