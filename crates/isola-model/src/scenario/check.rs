@@ -98,8 +98,15 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
     if tenants.is_empty() {
         return Err(src.at(0..0, Some("tenant"), "a scenario needs at least one [[tenant]]"));
     }
+    let refs: Vec<super::slo::EngineRef<'_>> = engines
+        .iter()
+        .map(|e| super::slo::EngineRef {
+            name: &e.name,
+            kind: e.kind,
+        })
+        .collect();
     for ((p, span), on) in run.policies.iter_mut().zip(&policy_spans).zip(policy_ons) {
-        p.on = per_engine::check_policy_on(&src, span.clone(), on, &engines)?;
+        p.on = per_engine::check_policy_on(&src, span.clone(), on, &refs)?;
     }
     // Build the core of every run now, as a driver will (cost models
     // aside), so a bad parameter value or an impossible setup is reported

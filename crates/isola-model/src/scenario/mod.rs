@@ -22,6 +22,7 @@ mod check;
 mod per_engine;
 mod raw;
 mod service;
+pub mod slo;
 pub mod source;
 mod tenant;
 

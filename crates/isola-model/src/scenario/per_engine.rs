@@ -8,8 +8,9 @@
 //! the same scheduler.
 
 use super::raw::value_text;
+use super::slo::EngineRef;
 use super::source::Source;
-use super::{EngineModel, PolicyRun, Scenario, ScenarioError, TenantSpec};
+use super::{PolicyRun, Scenario, ScenarioError, TenantSpec};
 use crate::quantity::{Duration, RateValue, Size};
 use isola_core::params::Params;
 use isola_core::policy::find_policy;
@@ -21,10 +22,11 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use toml::Spanned;
 
-/// `[tenant.on.NAME]`: the SLO fields that may differ per engine.
+/// `[tenant.on.NAME]`: the SLO fields that may differ per engine, as
+/// read (checked by [`super::slo::check_slo`]).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawOverride {
+pub struct RawOverride {
     weight: Option<f64>,
     reservation: Option<RateValue>,
     reservation_burst: Option<f64>,
@@ -53,7 +55,7 @@ fn selector(
     span: Range<usize>,
     key: &str,
     name: &str,
-    engines: &[EngineModel],
+    engines: &[EngineRef<'_>],
 ) -> Result<EngineSelector, ScenarioError> {
     if engines.iter().any(|e| e.name == name) {
         return Ok(EngineSelector::Named(name.to_string()));
@@ -68,7 +70,7 @@ fn selector(
     match kind {
         Some(k) if engines.iter().any(|e| e.kind == k) => Ok(EngineSelector::Kind(k)),
         _ => {
-            let known: Vec<&str> = engines.iter().map(|e| e.name.as_str()).collect();
+            let known: Vec<&str> = engines.iter().map(|e| e.name).collect();
             Err(src.at(
                 span,
                 Some(key),
@@ -86,7 +88,7 @@ fn selector(
 pub(super) fn check_overrides(
     src: &Source<'_>,
     raw: BTreeMap<String, Spanned<RawOverride>>,
-    engines: &[EngineModel],
+    engines: &[EngineRef<'_>],
     name: &str,
     slo: &Slo,
 ) -> Result<Vec<(EngineSelector, SloOverride)>, ScenarioError> {
@@ -122,7 +124,7 @@ pub(super) fn check_overrides(
             overrides: out.clone(),
         };
         for e in engines {
-            if let Err((field, reason)) = tenant.slo_on(&e.name, e.kind).validate() {
+            if let Err((field, reason)) = tenant.slo_on(e.name, e.kind).validate() {
                 return Err(src.at(span, Some(field), format!("{reason} (on engine `{}`)", e.name)));
             }
         }
@@ -136,7 +138,7 @@ pub(super) fn check_policy_on(
     src: &Source<'_>,
     span: Range<usize>,
     raw: BTreeMap<String, RawPolicyChoice>,
-    engines: &[EngineModel],
+    engines: &[EngineRef<'_>],
 ) -> Result<Vec<EnginePolicy>, ScenarioError> {
     let mut out = Vec::new();
     for (key, choice) in raw {

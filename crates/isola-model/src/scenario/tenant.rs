@@ -5,9 +5,7 @@ use super::check::{check_service, check_size};
 use super::raw::{value_text, RawArrival, RawTenant};
 use super::source::Source;
 use super::{ArrivalSpec, DeviceSpec, EngineModel, ScenarioError, TenantSpec, TraceRow, WorkloadSpec};
-use crate::quantity::RateValue;
-use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
-use isola_core::{LatencyObjective, RateSpec, RateUnit, Slo};
+use isola_core::RateUnit;
 use std::ops::Range;
 use std::path::Path;
 use toml::Spanned;
@@ -100,25 +98,6 @@ pub(super) fn check_tenant(
     let raw = raw.into_inner();
     let name = raw.name.get_ref().clone();
     super::check::check_name(src, raw.name.span(), "name", &name)?;
-    // Where each SLO field is written, for errors found by `Slo::validate`.
-    let span_of = |v: Option<Range<usize>>| v.unwrap_or_else(|| raw.name.span());
-    let field_spans = [
-        (
-            "reservation",
-            span_of(raw.reservation.as_ref().map(Spanned::span)),
-        ),
-        ("limit", span_of(raw.limit.as_ref().map(Spanned::span))),
-        (
-            "latency_multiple",
-            span_of(raw.latency_multiple.as_ref().map(Spanned::span)),
-        ),
-        ("queue_cap", span_of(raw.queue_cap.as_ref().map(Spanned::span))),
-    ];
-    for (key, v) in [("latency", &raw.latency), ("budget", &raw.budget)] {
-        if let Some(d) = v.as_ref().filter(|d| d.get_ref().0 == 0) {
-            return Err(src.at(d.span(), Some(key), "must be greater than zero"));
-        }
-    }
     if earlier.iter().any(|t| t.name == name) {
         return Err(src.at(
             raw.name.span(),
@@ -126,70 +105,28 @@ pub(super) fn check_tenant(
             format!("tenant `{name}` is defined twice"),
         ));
     }
-    let weight = raw.weight.as_ref().map_or(1.0, |w| *w.get_ref());
-    if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&weight) {
-        let span = raw.weight.as_ref().map_or(raw.name.span(), |w| w.span());
-        return Err(src.at(
-            span,
-            Some("weight"),
-            format!("must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {weight}"),
-        ));
-    }
-    let spec = |rate: Option<Spanned<RateValue>>, burst: f64| {
-        rate.map(|r| RateSpec {
-            rate: r.into_inner().0,
-            burst,
+    let refs: Vec<super::slo::EngineRef<'_>> = engines
+        .iter()
+        .map(|e| super::slo::EngineRef {
+            name: &e.name,
+            kind: e.kind,
         })
+        .collect();
+    let fields = super::slo::RawSlo {
+        weight: raw.weight,
+        class: raw.class,
+        reservation: raw.reservation,
+        reservation_burst: raw.reservation_burst,
+        limit: raw.limit,
+        burst: raw.burst,
+        latency: raw.latency,
+        latency_multiple: raw.latency_multiple,
+        budget: raw.budget,
+        queue_cap: raw.queue_cap,
+        memory_quota: raw.memory_quota,
+        on: raw.on,
     };
-    let burst = raw.burst.as_ref().map_or(0.0, |b| b.get_ref().0 as f64);
-    let reservation_burst = match raw.reservation_burst {
-        Some(b) if !(b.get_ref().is_finite() && *b.get_ref() >= 0.0) => {
-            return Err(src.at(b.span(), Some("reservation_burst"), "must be >= 0"))
-        }
-        b => b.map_or(0.0, |b| b.into_inner()),
-    };
-    let latency = match (raw.latency, raw.latency_multiple) {
-        (Some(_), Some(m)) => {
-            return Err(src.at(
-                m.span(),
-                Some("latency_multiple"),
-                "give either latency or latency_multiple, not both",
-            ))
-        }
-        (Some(d), None) => Some(LatencyObjective::Absolute(d.into_inner().0)),
-        (None, Some(m)) => Some(LatencyObjective::ServiceMultiple(*m.get_ref())),
-        (None, None) => None,
-    };
-    let tenant_span = raw.name.span();
-    let slo = Slo {
-        weight,
-        class: raw.class.unwrap_or_default(),
-        reservation: spec(raw.reservation, reservation_burst),
-        limit: spec(raw.limit, burst),
-        latency,
-        service_budget: raw.budget.map(|b| b.into_inner().0),
-        queue_cap: match raw.queue_cap {
-            Some(c) if *c.get_ref() == 0 => {
-                return Err(src.at(c.span(), Some("queue_cap"), "must be at least 1"))
-            }
-            Some(c) => c.into_inner(),
-            None => isola_core::tenant::DEFAULT_QUEUE_CAP,
-        },
-        memory_quota: match raw.memory_quota {
-            Some(q) if q.get_ref().0 == 0 => {
-                return Err(src.at(q.span(), Some("memory_quota"), "must be greater than zero"))
-            }
-            q => q.map(|q| q.into_inner().0),
-        },
-    };
-    if let Err((field, reason)) = slo.validate() {
-        let span = field_spans
-            .iter()
-            .find(|(k, _)| *k == field)
-            .map_or(tenant_span, |(_, s)| s.clone());
-        return Err(src.at(span, Some(field), reason));
-    }
-    let overrides = super::per_engine::check_overrides(src, raw.on, engines, &name, &slo)?;
+    let (slo, overrides) = super::slo::check_slo(src, raw.name.span(), &name, fields, &refs)?;
 
     let w_span = raw.workload.span();
     let w = raw.workload.into_inner();
