@@ -33,6 +33,8 @@ struct Pending {
 
 /// What the connection's two threads share (and the daemon, to drain it).
 pub(crate) struct Conn {
+    /// Its tenant's slot.
+    pub(crate) tenant: usize,
     socket: OwnedFd,
     region: Region,
     /// The completion ring's producing end (both threads write it: bad
@@ -44,6 +46,9 @@ pub(crate) struct Conn {
     pending: Mutex<HashMap<u64, Pending>>,
     /// The tenant closed its end.
     gone: AtomicBool,
+    /// This connection drains (its tenant is being removed, or the daemon
+    /// drains): it takes no more submissions.
+    draining: AtomicBool,
 }
 
 impl Conn {
@@ -51,6 +56,7 @@ impl Conn {
     /// thread out of its socket read: it takes no more submissions, answers
     /// those it took, then closes the connection.
     pub(crate) fn drain(&self, at_ns: u64) {
+        self.draining.store(true, Ordering::Release);
         self.tell(EventKind::Draining, 0, at_ns);
         let _ = control::send(self.socket.as_fd(), &Reply::Kick, None);
         let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read);
@@ -59,7 +65,7 @@ impl Conn {
     /// Publishes `e` on the event ring; a full ring drops it (events
     /// inform, they are not answers: a tenant that does not read them
     /// loses only them).
-    fn tell(&self, kind: EventKind, value: u64, at_ns: u64) {
+    pub(crate) fn tell(&self, kind: EventKind, value: u64, at_ns: u64) {
         if let Ok(mut eq) = self.eq.lock() {
             let e = Event {
                 kind,
@@ -91,7 +97,7 @@ impl Conn {
 /// Serves one accepted connection until the tenant leaves or the daemon
 /// stops.
 pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
-    let (tenant, region) = match attach(&shared, &socket) {
+    let (tenant, config, region) = match attach(&shared, &socket) {
         Ok(v) => v,
         Err(reason) => {
             eprintln!("isolad: refused a connection: {reason}");
@@ -101,14 +107,20 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     };
     let layout = *region.layout();
     let conn = Arc::new(Conn {
+        tenant,
         socket,
         region,
         cq: Mutex::new(Producer::new(layout.cq)),
         eq: Mutex::new(Producer::new(layout.eq)),
         pending: Mutex::new(HashMap::new()),
         gone: AtomicBool::new(false),
+        draining: AtomicBool::new(false),
     });
     shared.track(&conn);
+    // A drain that began while it attached missed it.
+    if shared.draining.load(Ordering::Acquire) {
+        conn.drain(shared.now_ns());
+    }
     let (done_tx, done_rx) = crossbeam_channel::unbounded::<TaskDone>();
     let answering = {
         let conn = Arc::clone(&conn);
@@ -126,7 +138,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         // the socket (a tenant wakes us only when we sleep).
         let mut last = std::time::Instant::now();
         let corrupt = loop {
-            if shared.draining.load(Ordering::Acquire) {
+            if conn.draining.load(Ordering::Acquire) {
                 break false;
             }
             match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx) {
@@ -148,13 +160,10 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
             };
         if corrupt {
             // It ends its own connection, nothing else.
-            eprintln!(
-                "isolad: tenant `{}` corrupted a ring",
-                shared.config.tenants[tenant].name
-            );
+            eprintln!("isolad: tenant `{}` corrupted a ring", config.name);
             break;
         }
-        if shared.draining.load(Ordering::Acquire) {
+        if conn.draining.load(Ordering::Acquire) {
             break;
         }
         let request = match control::recv::<Request>(conn.socket.as_fd()) {
@@ -189,9 +198,20 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         }
     }
     // Draining, the tenant is still there to hear its answers; otherwise
-    // it left, and its answers are written for nobody.
-    if !shared.draining.load(Ordering::Acquire) {
+    // it left: its work still queued is cancelled (what runs finishes),
+    // and its answers are written for nobody.
+    if !conn.draining.load(Ordering::Acquire) {
         conn.gone.store(true, Ordering::Release);
+        let queued: std::collections::HashSet<u64> = conn
+            .pending
+            .lock()
+            .map(|p| p.keys().copied().collect())
+            .unwrap_or_default();
+        if !queued.is_empty() {
+            let _ = shared
+                .runtime
+                .cancel_queued(isola_core::TenantId(tenant as u32), Some(queued));
+        }
     }
     drop(done_tx);
     let _ = answering.join();
@@ -202,7 +222,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
 
 /// Reads `Hello`, checks the peer's credentials and the tenant's
 /// connection count, makes and passes the region.
-fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, Region), String> {
+fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, TenantConfig, Region), String> {
     let peer = control::peer(socket).map_err(|e| e.to_string())?;
     let (tenant_name, version) = match control::recv::<Request>(socket.as_fd()) {
         Ok((Request::Hello { tenant, version }, _)) => (tenant, version),
@@ -215,18 +235,13 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, Region), String> 
             control::PROTOCOL_VERSION
         ));
     }
-    let Some(t) = shared.config.tenants.iter().position(|t| t.name == tenant_name) else {
-        return Err(format!("no tenant `{tenant_name}`"));
-    };
-    let config: &TenantConfig = &shared.config.tenants[t];
     let (uid, gid) = (peer.uid.as_raw(), peer.gid.as_raw());
-    if !(config.users.contains(&uid) || config.groups.contains(&gid)) {
-        return Err(format!(
-            "process {} (uid {uid}, gid {gid}) may not act as tenant `{tenant_name}`",
-            peer.pid.as_raw_nonzero()
-        ));
-    }
-    shared.admit(t)?;
+    let pid = peer.pid.as_raw_nonzero().get();
+    let (t, config) = shared
+        .tenants
+        .lock()
+        .map_err(|_| "daemon state poisoned".to_string())?
+        .admit(&tenant_name, uid, gid, pid)?;
     let geometry = Geometry {
         sq_entries: config.sq_entries,
         cq_entries: config.cq_entries,
@@ -252,7 +267,7 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, Region), String> 
         shared.release(t);
         return Err(e.to_string());
     }
-    Ok((t, region))
+    Ok((t, config, region))
 }
 
 /// Takes what the submission ring holds, as far as the completion ring

@@ -16,8 +16,10 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 pub mod config;
 mod connection;
+mod tenants;
 
 pub use config::DaemonConfig;
 use isola_core::{AffineCost, Slo};
@@ -51,8 +53,8 @@ pub(crate) struct Shared {
     /// entry before it sleeps on its socket.
     pub(crate) spin: std::time::Duration,
     pub(crate) runtime: Runtime,
-    /// Connections each tenant holds now.
-    connections: Mutex<Vec<u32>>,
+    /// Which tenant holds each slot of the core, and its connections.
+    pub(crate) tenants: Mutex<tenants::TenantTable>,
     /// The daemon drains: connections take no more submissions.
     pub(crate) draining: AtomicBool,
     /// The connections being served, to drain them.
@@ -67,23 +69,6 @@ impl Shared {
         self.runtime.now_ns()
     }
 
-    /// Counts a new connection of tenant `t`, or refuses it at its limit.
-    pub(crate) fn admit(&self, t: usize) -> Result<(), String> {
-        let mut held = self
-            .connections
-            .lock()
-            .map_err(|_| "daemon state poisoned".to_string())?;
-        let limit = self.config.tenants[t].max_connections;
-        if held[t] >= limit {
-            return Err(format!(
-                "tenant `{}` holds {limit} connections already (its max_connections)",
-                self.config.tenants[t].name
-            ));
-        }
-        held[t] += 1;
-        Ok(())
-    }
-
     /// Keeps `conn` for a drain.
     pub(crate) fn track(&self, conn: &Arc<connection::Conn>) {
         if let Ok(mut live) = self.live.lock() {
@@ -92,11 +77,17 @@ impl Shared {
         }
     }
 
-    /// Uncounts a connection of tenant `t`.
-    pub(crate) fn release(&self, t: usize) {
-        if let Ok(mut held) = self.connections.lock() {
-            held[t] = held[t].saturating_sub(1);
-        }
+    /// The connections of tenant slot `t` being served now.
+    pub(crate) fn connections_of(&self, t: usize) -> Vec<Arc<connection::Conn>> {
+        self.live
+            .lock()
+            .map(|live| {
+                live.iter()
+                    .filter_map(std::sync::Weak::upgrade)
+                    .filter(|c| c.tenant == t)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 
@@ -105,6 +96,7 @@ pub struct Daemon {
     shared: Arc<Shared>,
     stopping: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
+    admin: Option<JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -117,14 +109,25 @@ impl Daemon {
             let cost = Arc::new(
                 AffineCost::new(e.base_ns, e.per_byte_ns).unwrap_or_else(|_| AffineCost::constant(1)),
             );
-            b.engine(EngineConfig::new(e.name.clone(), &ops, e.workers, cost));
+            let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
+                .with_queue_depth(e.queue_depth)
+                .with_split_when(e.split_when);
+            if let Some(split) = e.split {
+                engine = engine.with_split(split);
+            }
+            b.engine(engine);
         }
-        for t in &config.tenants {
-            let slo = Slo {
-                memory_quota: Some(t.memory_quota),
-                ..Slo::weighted(t.weight)
+        let table = tenants::TenantTable::new(&config);
+        for (t, slot) in table.slots.iter().enumerate() {
+            // Spare slots wait, with a default SLO, for tenants added live.
+            let (name, slo) = match &slot.config {
+                Some(c) => (c.name.clone(), c.slo.clone()),
+                None => (format!("(spare slot {t})"), Slo::default()),
             };
-            b.tenant(t.name.clone(), slo);
+            let id = b.tenant(name, slo);
+            for (on, change) in slot.config.iter().flat_map(|c| &c.overrides) {
+                b.tenant_on(id, on.clone(), *change);
+            }
         }
         b.mode(Mode::Isolated {
             policy: "sfq".into(),
@@ -134,7 +137,7 @@ impl Daemon {
             b.engine_policy(
                 isola_core::EngineSelector::Named(e.name.clone()),
                 e.policy.clone(),
-                BTreeMap::new(),
+                e.params.clone(),
             );
         }
         let runtime = b.start().map_err(|e| DaemonError::Runtime(Box::new(e)))?;
@@ -142,8 +145,17 @@ impl Daemon {
             path: config.socket.display().to_string(),
             source,
         })?;
+        let admin =
+            isola_wire::control::listen(&config.admin_socket).map_err(|source| DaemonError::Socket {
+                path: config.admin_socket.display().to_string(),
+                source,
+            })?;
+        admin::owner_only(&config.admin_socket).map_err(|source| DaemonError::Socket {
+            path: config.admin_socket.display().to_string(),
+            source,
+        })?;
         let shared = Arc::new(Shared {
-            connections: Mutex::new(vec![0; config.tenants.len()]),
+            tenants: Mutex::new(table),
             spin: isola_runtime::DEFAULT_SPIN,
             draining: AtomicBool::new(false),
             live: Mutex::new(Vec::new()),
@@ -156,16 +168,32 @@ impl Daemon {
             let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
             std::thread::spawn(move || accept(&shared, listener, &stopping))
         };
+        let admin = {
+            let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
+            std::thread::spawn(move || admin::serve(&shared, admin, &stopping))
+        };
         Ok(Daemon {
             shared,
             stopping,
             acceptor: Some(acceptor),
+            admin: Some(admin),
         })
     }
 
     /// The socket tenants connect to.
     pub fn socket(&self) -> &std::path::Path {
         &self.shared.config.socket
+    }
+
+    /// The admin socket `isola ctl` connects to.
+    pub fn admin_socket(&self) -> &std::path::Path {
+        &self.shared.config.admin_socket
+    }
+
+    /// Reads the configuration file again and applies its tenants' changes
+    /// (what SIGHUP does); a refusal changes nothing and says why.
+    pub fn reload(&self) -> Result<String, String> {
+        self.shared.reload()
     }
 
     /// Stops accepting tenants and removes the socket. Connections already
@@ -211,6 +239,12 @@ impl Daemon {
             let _ = a.join();
         }
         let _ = std::fs::remove_file(&self.shared.config.socket);
+        // Wakes the admin thread out of `accept`.
+        let _ = isola_wire::control::connect(&self.shared.config.admin_socket);
+        if let Some(a) = self.admin.take() {
+            let _ = a.join();
+        }
+        let _ = std::fs::remove_file(&self.shared.config.admin_socket);
     }
 }
 

@@ -1,5 +1,6 @@
 //! `isolad`: reads its configuration and serves tenants until SIGTERM or
 //! SIGINT, then drains (every task taken is answered, every tenant told).
+//! SIGHUP reads the configuration again and applies its tenants' changes.
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -37,11 +38,26 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     }
+    let reload = Arc::new(AtomicBool::new(false));
+    if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload)) {
+        eprintln!("error: cannot handle SIGHUP: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
     match isola_daemon::Daemon::start(config) {
         Ok(daemon) => {
-            eprintln!("isolad: serving tenants on {}", daemon.socket().display());
+            eprintln!(
+                "isolad: serving tenants on {} (admin: {})",
+                daemon.socket().display(),
+                daemon.admin_socket().display()
+            );
             while !stop.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(50));
+                if reload.swap(false, Ordering::AcqRel) {
+                    match daemon.reload() {
+                        Ok(done) => eprintln!("isolad: reloaded {}: {done}", args.config.display()),
+                        Err(e) => eprintln!("isolad: reload refused, nothing changed: {e}"),
+                    }
+                }
             }
             eprintln!("isolad: draining");
             let clean = daemon.drain(DRAIN_GRACE);

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod check;
 pub mod control;
 pub mod entry;

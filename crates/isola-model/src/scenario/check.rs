@@ -27,12 +27,7 @@ use toml::Spanned;
 pub const MAX_NAME_CHARS: usize = 64;
 
 /// Refuses an empty or overlong name, or one with control characters.
-pub(super) fn check_name(
-    src: &Source<'_>,
-    span: Range<usize>,
-    key: &str,
-    name: &str,
-) -> Result<(), ScenarioError> {
+pub fn check_name(src: &Source<'_>, span: Range<usize>, key: &str, name: &str) -> Result<(), ScenarioError> {
     let chars = name.chars().count();
     let problem = if name.trim().is_empty() {
         Some("must not be empty".to_string())

@@ -4,7 +4,11 @@
 //! and limit with their bursts, latency objective, service budget, queue
 //! cap, memory quota, and per-engine changes (`[tenant.on.NAME]`).
 
-use super::per_engine::{check_overrides, RawOverride};
+/// Checks a name (a tenant's, an engine's): 1 to 64 characters, no
+/// control characters.
+pub use super::check::check_name;
+use super::per_engine::check_overrides;
+pub use super::per_engine::RawOverride;
 use super::source::Source;
 use super::ScenarioError;
 use crate::quantity::{Duration, RateValue, Size};

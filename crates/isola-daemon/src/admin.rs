@@ -1,0 +1,91 @@
+//! The admin socket: what `isola ctl` talks to. Owner-only twice over:
+//! the socket file is made `0600` (only the daemon's user can connect),
+//! and each peer's kernel credentials are checked again on accept (the
+//! daemon's own uid, or root), so a socket file whose mode someone
+//! loosened still admits nobody else. Each request gets one reply
+//! ([`isola_wire::admin`]); the work is the tenant table's (`tenants`).
+
+use crate::Shared;
+use isola_wire::admin::{AdminReply, AdminRequest};
+use isola_wire::control::{self, ControlError};
+use rustix::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Makes the socket at `path` readable and writable by its owner only.
+pub(crate) fn owner_only(path: &Path) -> Result<(), ControlError> {
+    rustix::fs::chmod(path, rustix::fs::Mode::from_raw_mode(0o600)).map_err(|source| ControlError::Os {
+        what: "chmod 0600 the admin socket",
+        source,
+    })
+}
+
+/// Accepts admin connections until `stopping`, each on its own thread.
+pub(crate) fn serve(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
+    loop {
+        let accepted = rustix::net::accept_with(listener.as_fd(), rustix::net::SocketFlags::CLOEXEC);
+        if stopping.load(Ordering::Acquire) {
+            return;
+        }
+        match accepted {
+            Ok(socket) => {
+                let shared = Arc::clone(shared);
+                std::thread::spawn(move || converse(&shared, &socket));
+            }
+            Err(e) => {
+                eprintln!("isolad: admin accept: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Answers one admin connection's requests until it closes.
+fn converse(shared: &Shared, socket: &OwnedFd) {
+    let me = rustix::process::geteuid().as_raw();
+    match control::peer(socket) {
+        Ok(p) if p.uid.as_raw() == me || p.uid.is_root() => {}
+        Ok(p) => {
+            let reason = format!(
+                "process {} (uid {}) may not administer this daemon (uid {me})",
+                p.pid.as_raw_nonzero(),
+                p.uid.as_raw()
+            );
+            eprintln!("isolad: refused an admin connection: {reason}");
+            let _ = control::send(socket.as_fd(), &AdminReply::Failed { reason }, None);
+            return;
+        }
+        Err(e) => {
+            eprintln!("isolad: admin connection without credentials: {e}");
+            return;
+        }
+    }
+    while let Ok((request, _)) = control::recv::<AdminRequest>(socket.as_fd()) {
+        let reply = answer(shared, request);
+        if control::send(socket.as_fd(), &reply, None).is_err() {
+            return;
+        }
+    }
+}
+
+/// Carries out one request.
+fn answer(shared: &Shared, request: AdminRequest) -> AdminReply {
+    let done = |r: Result<String, String>| match r {
+        Ok(message) => {
+            eprintln!("isolad: {message}");
+            AdminReply::Done { message }
+        }
+        Err(reason) => AdminReply::Failed { reason },
+    };
+    match request {
+        AdminRequest::List { from } => {
+            let (tenants, next) = shared.list(from);
+            AdminReply::Tenants { tenants, next }
+        }
+        AdminRequest::Add { table } => done(shared.add_tenant(&table)),
+        AdminRequest::Set { tenant, changes } => done(shared.set_tenant(&tenant, &changes)),
+        AdminRequest::Remove { tenant } => done(shared.remove_tenant(&tenant)),
+        AdminRequest::Reload => done(shared.reload()),
+    }
+}

@@ -1,0 +1,360 @@
+//! The daemon's configuration file (TOML, documented in docs/daemon.md):
+//! its socket, its engines (operators, workers, policy, cost model) and its
+//! tenants (SLO, memory quota, ring sizes, the Unix users and groups that
+//! may act as them, how many connections each may hold). Every mistake is
+//! reported with the file, line and key, as scenario files' are.
+//!
+//! Tenants are checked in `tenant` (the same check serves live changes).
+
+mod tenant;
+
+pub use tenant::TenantConfig;
+
+use isola_core::SplitWhen;
+use isola_model::quantity::{Duration, Size};
+use isola_model::scenario::slo::EngineRef;
+use isola_model::scenario::source::Source;
+use isola_model::ScenarioError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// Largest configuration file: 1 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Most tenant slots a daemon holds (configured plus spare).
+pub const MAX_TENANT_SLOTS: usize = 1024;
+
+/// A checked configuration.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// The file it was read from (SIGHUP reads it again).
+    pub path: PathBuf,
+    /// Where tenants connect.
+    pub socket: PathBuf,
+    /// Where `isola ctl` connects (owner-only).
+    pub admin_socket: PathBuf,
+    /// Tenant slots beyond the configured tenants, for tenants added while
+    /// the daemon runs.
+    pub spare_tenants: usize,
+    /// Largest input of one task, bytes.
+    pub max_input: u64,
+    /// The engines, in file order.
+    pub engines: Vec<EngineConfig>,
+    /// The tenants, in file order.
+    pub tenants: Vec<TenantConfig>,
+}
+
+/// One engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    /// Its name.
+    pub name: String,
+    /// Operators it serves (empty: every one).
+    pub ops: Vec<String>,
+    /// Worker threads.
+    pub workers: usize,
+    /// Dispatches the core may hand it beyond its workers (the workers'
+    /// queue), 0 to 1024.
+    pub queue_depth: usize,
+    /// Its scheduling policy.
+    pub policy: String,
+    /// The policy's parameters.
+    pub params: BTreeMap<String, String>,
+    /// Cost model: fixed part, ns.
+    pub base_ns: f64,
+    /// Cost model: ns per byte.
+    pub per_byte_ns: f64,
+    /// Tasks larger than this are split into pieces of it (splittable
+    /// operators only), when `split_when` says so.
+    pub split: Option<u64>,
+    /// When the core splits.
+    pub split_when: SplitWhen,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    daemon: Spanned<RawDaemon>,
+    #[serde(default)]
+    engine: Vec<Spanned<RawEngine>>,
+    #[serde(default)]
+    tenant: Vec<Spanned<tenant::RawTenant>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDaemon {
+    socket: Spanned<String>,
+    admin_socket: Option<Spanned<String>>,
+    max_input: Option<Spanned<Size>>,
+    spare_tenants: Option<Spanned<usize>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEngine {
+    name: Spanned<String>,
+    #[serde(default)]
+    ops: Vec<Spanned<String>>,
+    workers: Option<Spanned<usize>>,
+    queue_depth: Option<Spanned<usize>>,
+    policy: Option<Spanned<String>>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+    cost: Option<Spanned<RawCost>>,
+    split: Option<Spanned<Size>>,
+    split_when: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCost {
+    base: Duration,
+    per_byte_ns: f64,
+}
+
+impl DaemonConfig {
+    /// Reads and checks the configuration at `path`.
+    pub fn load(path: &Path) -> Result<DaemonConfig, ScenarioError> {
+        let text = isola_model::input::read_text_bounded(path, MAX_CONFIG_BYTES).map_err(|message| {
+            ScenarioError {
+                file: path.display().to_string(),
+                line: 0,
+                column: 0,
+                key: None,
+                message,
+            }
+        })?;
+        DaemonConfig::parse(&text, path)
+    }
+
+    /// Checks configuration `text`; `path` names it in errors and anchors
+    /// a relative socket path.
+    pub fn parse(text: &str, path: &Path) -> Result<DaemonConfig, ScenarioError> {
+        let src = Source {
+            file: path.display().to_string(),
+            text,
+        };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            src.at(span, None, e.message().trim().to_string())
+        })?;
+        let daemon = raw.daemon.into_inner();
+        let socket = daemon.socket.get_ref();
+        if socket.is_empty() {
+            return Err(src.at(daemon.socket.span(), Some("socket"), "give the socket's path"));
+        }
+        let base = path.parent().unwrap_or(Path::new("."));
+        let admin_socket = match &daemon.admin_socket {
+            Some(a) if a.get_ref().is_empty() || a.get_ref() == socket => {
+                return Err(src.at(a.span(), Some("admin_socket"), "give a path of its own"))
+            }
+            Some(a) => base.join(a.get_ref()),
+            None => base.join(format!("{socket}.admin")),
+        };
+        let max_input = match daemon.max_input {
+            Some(m) if m.get_ref().0 == 0 => {
+                return Err(src.at(m.span(), Some("max_input"), "must be at least 1B"))
+            }
+            Some(m) => m.into_inner().0,
+            None => 64 << 20,
+        };
+        let mut engines: Vec<EngineConfig> = Vec::new();
+        for e in raw.engine {
+            engines.push(check_engine(&src, e.into_inner(), &engines)?);
+        }
+        if engines.is_empty() {
+            return Err(src.at(0..0, Some("engine"), "a daemon needs at least one [[engine]]"));
+        }
+        let refs = engine_refs(&engines);
+        // The tenant tables again as values, kept for live changes.
+        let tables: Vec<toml::Table> = toml::from_str::<toml::Table>(text)
+            .ok()
+            .and_then(|mut t| t.remove("tenant"))
+            .and_then(|t| match t {
+                toml::Value::Array(a) => Some(a.into_iter().filter_map(|v| v.as_table().cloned()).collect()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let mut tenants: Vec<TenantConfig> = Vec::new();
+        for (i, t) in raw.tenant.into_iter().enumerate() {
+            let name_span = t.get_ref().name_span();
+            let checked = tenant::check_tenant(&src, t, tables.get(i).cloned().unwrap_or_default(), &refs)?;
+            if tenants.iter().any(|o| o.name == checked.name) {
+                return Err(src.at(
+                    name_span,
+                    Some("name"),
+                    format!("tenant `{}` is defined twice", checked.name),
+                ));
+            }
+            tenants.push(checked);
+        }
+        if tenants.is_empty() {
+            return Err(src.at(0..0, Some("tenant"), "a daemon needs at least one [[tenant]]"));
+        }
+        let spare_tenants = match daemon.spare_tenants {
+            Some(n) if tenants.len() + n.get_ref() > MAX_TENANT_SLOTS => {
+                return Err(src.at(
+                    n.span(),
+                    Some("spare_tenants"),
+                    format!("tenants and spare ones are at most {MAX_TENANT_SLOTS} together"),
+                ))
+            }
+            Some(n) => n.into_inner(),
+            None => 8,
+        };
+        // A static partition gives every tenant slot, spare ones too, a
+        // worker of its own.
+        for e in engines.iter().filter(|e| e.policy == "static") {
+            let slots = tenants.len() + spare_tenants;
+            if e.workers + e.queue_depth < slots {
+                return Err(src.at(
+                    0..0,
+                    Some("spare_tenants"),
+                    format!(
+                        "engine `{}` runs a static partition, which needs a worker for each of the {slots} tenant slots ({} tenants + spare_tenants); lower spare_tenants or add workers",
+                        e.name,
+                        tenants.len()
+                    ),
+                ));
+            }
+        }
+        Ok(DaemonConfig {
+            path: path.to_path_buf(),
+            socket: base.join(socket),
+            admin_socket,
+            spare_tenants,
+            max_input,
+            engines,
+            tenants,
+        })
+    }
+
+    /// The engines as SLO checks name them.
+    pub fn engine_refs(&self) -> Vec<EngineRef<'_>> {
+        engine_refs(&self.engines)
+    }
+
+    /// Checks `text`, one tenant table (what `isola ctl add` sends; named
+    /// `origin` in errors), against this configuration's engines.
+    pub fn parse_tenant(&self, text: &str, origin: &str) -> Result<TenantConfig, ScenarioError> {
+        tenant::parse_tenant(text, origin, &self.engine_refs())
+    }
+}
+
+/// Every engine is an accelerator to the core here.
+fn engine_refs(engines: &[EngineConfig]) -> Vec<EngineRef<'_>> {
+    engines
+        .iter()
+        .map(|e| EngineRef {
+            name: &e.name,
+            kind: isola_core::EngineKind::Accelerator,
+        })
+        .collect()
+}
+
+/// Checks one `[[engine]]` (`earlier` are those before it).
+fn check_engine(
+    src: &Source<'_>,
+    e: RawEngine,
+    earlier: &[EngineConfig],
+) -> Result<EngineConfig, ScenarioError> {
+    let name = e.name.get_ref().clone();
+    isola_model::scenario::slo::check_name(src, e.name.span(), "name", &name)?;
+    if earlier.iter().any(|o| o.name == name) {
+        return Err(src.at(
+            e.name.span(),
+            Some("name"),
+            format!("engine `{name}` is defined twice"),
+        ));
+    }
+    for op in &e.ops {
+        if let Err(err) = isola_ops::find_operator(op.get_ref()) {
+            return Err(src.at(op.span(), Some("ops"), err.to_string()));
+        }
+    }
+    let workers = match e.workers {
+        Some(w) if !(1..=256).contains(w.get_ref()) => {
+            return Err(src.at(w.span(), Some("workers"), "must be from 1 to 256"))
+        }
+        Some(w) => w.into_inner(),
+        None => 1,
+    };
+    let queue_depth = match e.queue_depth {
+        Some(q) if *q.get_ref() > 1024 => {
+            return Err(src.at(q.span(), Some("queue_depth"), "must be from 0 to 1024"))
+        }
+        Some(q) => q.into_inner(),
+        None => 0,
+    };
+    let params: BTreeMap<String, String> = e
+        .params
+        .into_iter()
+        .map(|(k, v)| match v {
+            toml::Value::String(s) => (k, s),
+            other => (k, other.to_string()),
+        })
+        .collect();
+    let policy_span = e.policy.as_ref().map_or(e.name.span(), |p| p.span());
+    let policy = match e.policy {
+        Some(p) => match isola_core::policy::find_policy(p.get_ref()) {
+            Ok(info) => info.name.to_string(),
+            Err(err) => return Err(src.at(p.span(), Some("policy"), err.to_string())),
+        },
+        None => "sfq".to_string(),
+    };
+    if let Ok(info) = isola_core::policy::find_policy(&policy) {
+        if let Err(err) = isola_core::params::Params::new(format!("policy `{policy}`"), info.params, &params)
+        {
+            return Err(src.at(policy_span, Some("params"), err.to_string()));
+        }
+    }
+    let (base_ns, per_byte_ns) = match e.cost {
+        Some(c) => {
+            let span = c.span();
+            let c = c.into_inner();
+            if !(c.per_byte_ns.is_finite() && c.per_byte_ns >= 0.0) {
+                return Err(src.at(span, Some("per_byte_ns"), "must be a finite number >= 0"));
+            }
+            (c.base.0 as f64, c.per_byte_ns)
+        }
+        None => (1_000.0, 1.0),
+    };
+    let split = match e.split {
+        Some(s) if s.get_ref().0 == 0 => {
+            return Err(src.at(
+                s.span(),
+                Some("split"),
+                "must be at least 1B; leave it out to run tasks whole",
+            ))
+        }
+        s => s.map(|s| s.into_inner().0),
+    };
+    let window = isola_core::DEFAULT_CONTENTION_WINDOW_NS;
+    let split_when = match e.split_when.as_ref().map(|w| (w.get_ref().as_str(), w.span())) {
+        None | Some(("always", _)) => SplitWhen::Always,
+        Some(("contended", _)) => SplitWhen::Contended { window },
+        Some(("for_latency", _)) => SplitWhen::ForLatency { window },
+        Some((other, span)) => {
+            return Err(src.at(
+                span,
+                Some("split_when"),
+                format!("`{other}`: use \"always\", \"contended\" or \"for_latency\""),
+            ))
+        }
+    };
+    Ok(EngineConfig {
+        name,
+        ops: e.ops.into_iter().map(Spanned::into_inner).collect(),
+        workers,
+        queue_depth,
+        policy,
+        params,
+        base_ns,
+        per_byte_ns,
+        split,
+        split_when,
+    })
+}

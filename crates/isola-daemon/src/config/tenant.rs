@@ -1,0 +1,220 @@
+//! One `[[tenant]]` of the daemon's configuration, checked: its SLO (the
+//! same keys and checks as a scenario's tenant, `isola_model`'s
+//! `check_slo`), its memory quota, ring sizes, the Unix users and groups
+//! that may act as it and how many connections it may hold. The same
+//! check serves the file, SIGHUP's reload and `isola ctl add`/`set`, so a
+//! live change is refused exactly as the file would be.
+
+use isola_core::{EngineSelector, Slo, SloOverride};
+use isola_model::quantity::{Duration, RateValue, Size};
+use isola_model::scenario::slo::{check_slo, EngineRef, RawSlo};
+use isola_model::scenario::source::Source;
+use isola_model::ScenarioError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// One tenant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantConfig {
+    /// Its name (what a client says in `Hello`).
+    pub name: String,
+    /// Its SLO on every engine, before per-engine changes. Its
+    /// `memory_quota` is the tenant's memory quota.
+    pub slo: Slo,
+    /// Its per-engine changes (`[tenant.on.NAME]`).
+    pub overrides: Vec<(EngineSelector, SloOverride)>,
+    /// Its memory quota: each connection's arena, and the most bytes of
+    /// its tasks queued or in service at once, bytes.
+    pub memory_quota: u64,
+    /// Users (uids) who may act as it.
+    pub users: Vec<u32>,
+    /// Groups (gids) whose members may act as it.
+    pub groups: Vec<u32>,
+    /// Most connections it may hold at once.
+    pub max_connections: u32,
+    /// Submission ring entries per connection (a power of two).
+    pub sq_entries: u32,
+    /// Completion ring entries per connection (a power of two).
+    pub cq_entries: u32,
+    /// The table it was read from, for a live change of some of its keys
+    /// (`isola ctl set`), checked again as a whole.
+    pub table: toml::Table,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTenant {
+    name: Spanned<String>,
+    memory_quota: Spanned<Size>,
+    #[serde(default)]
+    users: Vec<u32>,
+    #[serde(default)]
+    groups: Vec<u32>,
+    max_connections: Option<Spanned<u32>>,
+    sq_entries: Option<Spanned<u32>>,
+    cq_entries: Option<Spanned<u32>>,
+    // The SLO keys, as in a scenario (docs/scenario-format.md).
+    weight: Option<Spanned<f64>>,
+    class: Option<isola_core::TenantClass>,
+    reservation: Option<Spanned<RateValue>>,
+    reservation_burst: Option<Spanned<f64>>,
+    limit: Option<Spanned<RateValue>>,
+    burst: Option<Spanned<Size>>,
+    latency: Option<Spanned<Duration>>,
+    latency_multiple: Option<Spanned<f64>>,
+    budget: Option<Spanned<Duration>>,
+    queue_cap: Option<Spanned<usize>>,
+    #[serde(default)]
+    on: BTreeMap<String, Spanned<isola_model::scenario::slo::RawOverride>>,
+}
+
+impl RawTenant {
+    /// Where its name is written.
+    pub(super) fn name_span(&self) -> std::ops::Range<usize> {
+        self.name.span()
+    }
+}
+
+/// Checks one tenant table (`raw`, spanning `src`; `table` is the same
+/// table as a value, kept for live changes) against the daemon's engines.
+pub(super) fn check_tenant(
+    src: &Source<'_>,
+    raw: Spanned<RawTenant>,
+    table: toml::Table,
+    engines: &[EngineRef<'_>],
+) -> Result<TenantConfig, ScenarioError> {
+    let raw = raw.into_inner();
+    let name = raw.name.get_ref().clone();
+    isola_model::scenario::slo::check_name(src, raw.name.span(), "name", &name)?;
+    let quota = raw.memory_quota.get_ref().0;
+    if !(4096..=isola_wire::layout::MAX_ARENA_BYTES).contains(&quota) {
+        return Err(src.at(
+            raw.memory_quota.span(),
+            Some("memory_quota"),
+            format!(
+                "must be from 4KiB to {} bytes",
+                isola_wire::layout::MAX_ARENA_BYTES
+            ),
+        ));
+    }
+    if raw.users.is_empty() && raw.groups.is_empty() {
+        return Err(src.at(
+            raw.name.span(),
+            Some("users"),
+            format!("tenant `{name}`: grant it to at least one of `users` (uids) or `groups` (gids)"),
+        ));
+    }
+    let ring = |v: Option<Spanned<u32>>, key: &str| match v {
+        Some(n)
+            if !(n.get_ref().is_power_of_two() && *n.get_ref() <= isola_wire::layout::MAX_RING_ENTRIES) =>
+        {
+            Err(src.at(
+                n.span(),
+                Some(key),
+                format!(
+                    "must be a power of two from 1 to {}",
+                    isola_wire::layout::MAX_RING_ENTRIES
+                ),
+            ))
+        }
+        Some(n) => Ok(n.into_inner()),
+        None => Ok(256),
+    };
+    let max_connections = match raw.max_connections {
+        Some(m) if *m.get_ref() == 0 => {
+            return Err(src.at(m.span(), Some("max_connections"), "must be at least 1"))
+        }
+        Some(m) => m.into_inner(),
+        None => 16,
+    };
+    let fields = RawSlo {
+        weight: raw.weight,
+        class: raw.class,
+        reservation: raw.reservation,
+        reservation_burst: raw.reservation_burst,
+        limit: raw.limit,
+        burst: raw.burst,
+        latency: raw.latency,
+        latency_multiple: raw.latency_multiple,
+        budget: raw.budget,
+        queue_cap: raw.queue_cap,
+        memory_quota: Some(raw.memory_quota),
+        on: raw.on,
+    };
+    let (slo, overrides) = check_slo(src, raw.name.span(), &name, fields, engines)?;
+    Ok(TenantConfig {
+        name,
+        slo,
+        overrides,
+        memory_quota: quota,
+        users: raw.users,
+        groups: raw.groups,
+        max_connections,
+        sq_entries: ring(raw.sq_entries, "sq_entries")?,
+        cq_entries: ring(raw.cq_entries, "cq_entries")?,
+        table,
+    })
+}
+
+/// Checks `text`, one tenant table (what `isola ctl add` sends), named
+/// `origin` in errors.
+pub(super) fn parse_tenant(
+    text: &str,
+    origin: &str,
+    engines: &[EngineRef<'_>],
+) -> Result<TenantConfig, ScenarioError> {
+    let src = Source {
+        file: origin.to_string(),
+        text,
+    };
+    let raw: Spanned<RawTenant> = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        src.at(span, None, e.message().trim().to_string())
+    })?;
+    let table: toml::Table =
+        toml::from_str(text).map_err(|e| src.at(0..0, None, e.message().trim().to_string()))?;
+    check_tenant(&src, raw, table, engines)
+}
+
+impl TenantConfig {
+    /// This tenant with `changes` (keys of a tenant table; a key whose
+    /// value is the empty string is removed, returning it to its default)
+    /// applied to the table it was read from, checked again as a whole.
+    /// The name cannot change.
+    pub fn with_changes(
+        &self,
+        changes: &toml::Table,
+        origin: &str,
+        engines: &[EngineRef<'_>],
+    ) -> Result<TenantConfig, ScenarioError> {
+        let mut table = self.table.clone();
+        for (key, value) in changes {
+            if key == "name" {
+                return Err(ScenarioError {
+                    file: origin.to_string(),
+                    line: 0,
+                    column: 0,
+                    key: Some("name".into()),
+                    message: "a tenant's name cannot change (remove it and add another)".into(),
+                });
+            }
+            match value {
+                toml::Value::String(s) if s.is_empty() => {
+                    table.remove(key);
+                }
+                v => {
+                    table.insert(key.clone(), v.clone());
+                }
+            }
+        }
+        let text = toml::to_string(&table).map_err(|e| ScenarioError {
+            file: origin.to_string(),
+            line: 0,
+            column: 0,
+            key: None,
+            message: e.to_string(),
+        })?;
+        parse_tenant(&text, origin, engines)
+    }
+}

@@ -1,0 +1,369 @@
+//! The daemon's tenant table, live: which tenant holds each slot of the
+//! core (configured tenants first, then spare slots for tenants added
+//! while the daemon runs), how many connections each holds, and the
+//! operator's changes: add, change keys (SLO, quota, users, groups,
+//! connection limit), drain and remove, reload the file.
+//!
+//! Every change is checked by the code that checks the configuration
+//! file, and a tenant's SLO goes to the core (`Runtime::set_slo`) before
+//! the table shows it, so what `isola ctl list` shows is what the core
+//! schedules by. A removed tenant's slot is vacated once its last
+//! connection has closed; its counters stay with the slot's history in
+//! the runtime, and its name is free for a new tenant at once.
+
+use crate::config::{DaemonConfig, TenantConfig};
+use crate::Shared;
+use isola_core::{Slo, TenantId};
+use isola_wire::admin::{SloStatus, TenantFigures, TenantStatus, TENANTS_PER_PAGE};
+use isola_wire::EventKind;
+
+/// One slot of the core's tenants.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Slot {
+    /// The tenant in it; `None`: vacant.
+    pub(crate) config: Option<TenantConfig>,
+    /// Connections it holds now.
+    pub(crate) connections: u32,
+    /// It is being removed: no new connections, its own drain.
+    pub(crate) removing: bool,
+    /// The runtime's counters of this slot when its tenant was added: the
+    /// slot's earlier tenants' share, not this one's.
+    pub(crate) baseline: TenantFigures,
+}
+
+/// Every slot, by tenant id.
+#[derive(Debug)]
+pub(crate) struct TenantTable {
+    pub(crate) slots: Vec<Slot>,
+}
+
+impl TenantTable {
+    /// The configured tenants in slots `0..n`, then `spare` vacant ones.
+    pub(crate) fn new(config: &DaemonConfig) -> TenantTable {
+        let mut slots: Vec<Slot> = config
+            .tenants
+            .iter()
+            .map(|t| Slot {
+                config: Some(t.clone()),
+                ..Slot::default()
+            })
+            .collect();
+        slots.resize(config.tenants.len() + config.spare_tenants, Slot::default());
+        TenantTable { slots }
+    }
+
+    /// The slot of the tenant named `name` (being removed or not).
+    fn find(&self, name: &str) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.config.as_ref().is_some_and(|c| c.name == name))
+    }
+
+    /// Admits a connection of process `pid` (`uid`, `gid`) as tenant
+    /// `name`: the tenant exists, is granted to that uid or gid, and is
+    /// under its connection limit. Returns its slot and configuration.
+    pub(crate) fn admit(
+        &mut self,
+        name: &str,
+        uid: u32,
+        gid: u32,
+        pid: i32,
+    ) -> Result<(usize, TenantConfig), String> {
+        let Some(t) = self.find(name).filter(|&t| !self.slots[t].removing) else {
+            return Err(format!("no tenant `{name}`"));
+        };
+        let slot = &mut self.slots[t];
+        let config = slot.config.as_ref().expect("found by its configuration");
+        if !(config.users.contains(&uid) || config.groups.contains(&gid)) {
+            return Err(format!(
+                "process {pid} (uid {uid}, gid {gid}) may not act as tenant `{name}`"
+            ));
+        }
+        if slot.connections >= config.max_connections {
+            return Err(format!(
+                "tenant `{name}` holds {} connections already (its max_connections)",
+                config.max_connections
+            ));
+        }
+        slot.connections += 1;
+        Ok((t, config.clone()))
+    }
+}
+
+impl Shared {
+    /// Uncounts a connection of tenant `t`; the last one of a tenant being
+    /// removed vacates its slot.
+    pub(crate) fn release(&self, t: usize) {
+        let Ok(mut table) = self.tenants.lock() else {
+            return;
+        };
+        let slot = &mut table.slots[t];
+        slot.connections = slot.connections.saturating_sub(1);
+        if slot.removing && slot.connections == 0 {
+            self.vacate(&mut table, t);
+        }
+    }
+
+    /// Empties slot `t`: the core serves it by a default SLO again.
+    fn vacate(&self, table: &mut TenantTable, t: usize) {
+        let _ = self
+            .runtime
+            .set_slo(TenantId(t as u32), Slo::default(), Vec::new());
+        table.slots[t] = Slot::default();
+    }
+
+    /// Tells every connection of tenant `t` of `kind`.
+    fn tell_tenant(&self, t: usize, kind: EventKind) {
+        let now = self.now_ns();
+        for conn in self.connections_of(t) {
+            conn.tell(kind, 0, now);
+        }
+    }
+
+    /// Adds the tenant `text` describes (a tenant table) in a vacant slot.
+    pub(crate) fn add_tenant(&self, text: &str) -> Result<String, String> {
+        let config = self
+            .config
+            .parse_tenant(text, "isola ctl add")
+            .map_err(|e| e.to_string())?;
+        let mut table = self
+            .tenants
+            .lock()
+            .map_err(|_| "daemon state poisoned".to_string())?;
+        self.add_checked(&mut table, config)
+    }
+
+    fn add_checked(&self, table: &mut TenantTable, config: TenantConfig) -> Result<String, String> {
+        if table.find(&config.name).is_some() {
+            return Err(format!("tenant `{}` exists already", config.name));
+        }
+        let Some(t) = table
+            .slots
+            .iter()
+            .position(|s| s.config.is_none() && s.connections == 0)
+        else {
+            return Err(format!(
+                "no spare tenant slot left ({} slots; raise [daemon] spare_tenants and restart)",
+                table.slots.len()
+            ));
+        };
+        self.runtime
+            .set_slo(TenantId(t as u32), config.slo.clone(), config.overrides.clone())
+            .map_err(|e| e.to_string())?;
+        let message = format!("added tenant `{}` (id {t})", config.name);
+        table.slots[t].config = Some(config);
+        table.slots[t].baseline = self.figures(t, TenantFigures::default());
+        Ok(message)
+    }
+
+    /// Changes tenant `name`'s keys by `changes` (TOML).
+    pub(crate) fn set_tenant(&self, name: &str, changes: &str) -> Result<String, String> {
+        let origin = format!("isola ctl set {name}");
+        let changes: toml::Table =
+            toml::from_str(changes).map_err(|e| format!("{origin}: {}", e.message().trim()))?;
+        let mut table = self
+            .tenants
+            .lock()
+            .map_err(|_| "daemon state poisoned".to_string())?;
+        let Some(t) = table.find(name) else {
+            return Err(format!("no tenant `{name}`"));
+        };
+        let current = table.slots[t].config.clone().expect("found by its configuration");
+        let changed = current
+            .with_changes(&changes, &origin, &self.config.engine_refs())
+            .map_err(|e| e.to_string())?;
+        self.change_checked(&mut table, t, changed)
+    }
+
+    fn change_checked(
+        &self,
+        table: &mut TenantTable,
+        t: usize,
+        changed: TenantConfig,
+    ) -> Result<String, String> {
+        let slot = &mut table.slots[t];
+        let Some(current) = slot.config.as_ref() else {
+            return Err(format!("tenant slot {t} is vacant"));
+        };
+        if *current == changed {
+            return Ok(format!("tenant `{}` unchanged", changed.name));
+        }
+        let slo_changed = (&current.slo, &current.overrides) != (&changed.slo, &changed.overrides);
+        if slo_changed {
+            self.runtime
+                .set_slo(TenantId(t as u32), changed.slo.clone(), changed.overrides.clone())
+                .map_err(|e| e.to_string())?;
+        }
+        let message = format!("changed tenant `{}`", changed.name);
+        slot.config = Some(changed);
+        if slo_changed {
+            self.tell_tenant(t, EventKind::SloChanged);
+        }
+        Ok(message)
+    }
+
+    /// Drains tenant `name` and removes it once its connections are closed.
+    pub(crate) fn remove_tenant(&self, name: &str) -> Result<String, String> {
+        let mut table = self
+            .tenants
+            .lock()
+            .map_err(|_| "daemon state poisoned".to_string())?;
+        let Some(t) = table.find(name).filter(|&t| !table.slots[t].removing) else {
+            return Err(format!("no tenant `{name}`"));
+        };
+        Ok(self.remove_checked(&mut table, t))
+    }
+
+    fn remove_checked(&self, table: &mut TenantTable, t: usize) -> String {
+        let name = table.slots[t]
+            .config
+            .as_ref()
+            .map_or(String::new(), |c| c.name.clone());
+        table.slots[t].removing = true;
+        let connections = table.slots[t].connections;
+        if connections == 0 {
+            self.vacate(table, t);
+            return format!("removed tenant `{name}`");
+        }
+        let now = self.now_ns();
+        for conn in self.connections_of(t) {
+            conn.drain(now);
+        }
+        format!("draining tenant `{name}`'s {connections} connection(s); it is removed when they close")
+    }
+
+    /// Reads the configuration file again and applies what changed in its
+    /// tenants (added, changed, removed). The rest of the file must be as
+    /// the daemon started with it; if it is not, or any tenant is refused,
+    /// nothing changes.
+    pub(crate) fn reload(&self) -> Result<String, String> {
+        let new = DaemonConfig::load(&self.config.path).map_err(|e| e.to_string())?;
+        let old = &self.config;
+        let fixed = [
+            ("socket", new.socket == old.socket),
+            ("admin_socket", new.admin_socket == old.admin_socket),
+            ("max_input", new.max_input == old.max_input),
+            ("spare_tenants", new.spare_tenants == old.spare_tenants),
+            ("engine", new.engines == old.engines),
+        ];
+        if let Some((key, _)) = fixed.iter().find(|(_, same)| !same) {
+            return Err(format!(
+                "{}: `{key}` changed; only tenants change on a reload (restart the daemon for the rest)",
+                old.path.display()
+            ));
+        }
+        let mut table = self
+            .tenants
+            .lock()
+            .map_err(|_| "daemon state poisoned".to_string())?;
+        let gone: Vec<usize> = (0..table.slots.len())
+            .filter(|&t| {
+                let s = &table.slots[t];
+                !s.removing
+                    && s.config
+                        .as_ref()
+                        .is_some_and(|c| !new.tenants.iter().any(|n| n.name == c.name))
+            })
+            .collect();
+        let added = new
+            .tenants
+            .iter()
+            .filter(|n| table.find(&n.name).is_none())
+            .count();
+        let vacant = table
+            .slots
+            .iter()
+            .filter(|s| s.config.is_none() && s.connections == 0)
+            .count();
+        if added > vacant {
+            return Err(format!(
+                "{}: {added} new tenants but {vacant} spare slots",
+                old.path.display()
+            ));
+        }
+        let mut done = Vec::new();
+        for t in gone {
+            done.push(self.remove_checked(&mut table, t));
+        }
+        for tenant in new.tenants {
+            let result = match table.find(&tenant.name) {
+                Some(t) if table.slots[t].removing => {
+                    Err(format!("tenant `{}` is still being removed", tenant.name))
+                }
+                Some(t) => self.change_checked(&mut table, t, tenant),
+                None => self.add_checked(&mut table, tenant),
+            };
+            done.push(result?);
+        }
+        Ok(done.join("; "))
+    }
+
+    /// Slot `t`'s counters in the runtime, less `baseline`.
+    fn figures(&self, t: usize, baseline: TenantFigures) -> TenantFigures {
+        let Some(s) = self.runtime.stats().into_iter().nth(t) else {
+            return TenantFigures::default();
+        };
+        let b = baseline;
+        TenantFigures {
+            submitted: s.submitted.saturating_sub(b.submitted),
+            succeeded: s.succeeded.saturating_sub(b.succeeded),
+            failed: s.failed.saturating_sub(b.failed),
+            rejected: s.rejected.saturating_sub(b.rejected),
+            cancelled: s.cancelled.saturating_sub(b.cancelled),
+            over_budget: s.over_budget.saturating_sub(b.over_budget),
+            bytes: s.bytes.saturating_sub(b.bytes),
+            busy_ns: s.busy_ns.saturating_sub(b.busy_ns),
+        }
+    }
+
+    /// A page of the tenant table from slot `from`, with live figures.
+    pub(crate) fn list(&self, from: u32) -> (Vec<TenantStatus>, Option<u32>) {
+        let Ok(table) = self.tenants.lock() else {
+            return (Vec::new(), None);
+        };
+        let mut out = Vec::new();
+        let mut t = from as usize;
+        while t < table.slots.len() && out.len() < TENANTS_PER_PAGE {
+            let slot = &table.slots[t];
+            if let Some(c) = &slot.config {
+                out.push(TenantStatus {
+                    id: t as u32,
+                    name: c.name.clone(),
+                    state: if slot.removing { "removing" } else { "active" }.into(),
+                    slo: slo_status(c),
+                    connections: slot.connections,
+                    max_connections: c.max_connections,
+                    figures: self.figures(t, slot.baseline),
+                });
+            }
+            t += 1;
+        }
+        let next = (t < table.slots.len()).then_some(t as u32);
+        (out, next)
+    }
+}
+
+/// `c`'s SLO as `isola ctl list` shows it.
+fn slo_status(c: &TenantConfig) -> SloStatus {
+    let class = match c.slo.class {
+        isola_core::TenantClass::LatencySensitive => "latency-sensitive",
+        isola_core::TenantClass::BandwidthSensitive => "bandwidth-sensitive",
+        isola_core::TenantClass::BestEffort => "best-effort",
+    }
+    .to_string();
+    let latency = c.slo.latency.map(|l| match l {
+        isola_core::LatencyObjective::Absolute(ns) => isola_core::quantity::format_duration(ns),
+        isola_core::LatencyObjective::ServiceMultiple(k) => format!("x{k} predicted service"),
+    });
+    SloStatus {
+        weight: c.slo.weight,
+        class,
+        reservation: c.slo.reservation.map(|r| r.rate.to_string()),
+        limit: c.slo.limit.map(|r| r.rate.to_string()),
+        latency,
+        budget_ns: c.slo.service_budget,
+        queue_cap: c.slo.queue_cap as u64,
+        memory_quota: c.memory_quota,
+        per_engine: c.overrides.iter().map(|(on, _)| on.to_string()).collect(),
+    }
+}

@@ -1,0 +1,387 @@
+//! The control plane, live, on a real daemon and its real admin socket:
+//! the socket is owner-only; a weight change moves two tenants' shares
+//! while they run, and they hear of it on their event rings; a tenant
+//! added live attaches at once, one removed is drained and gone; SIGHUP's
+//! reload applies the file's tenant changes or refuses the whole file;
+//! and a tenant that dies with work queued has that work cancelled while
+//! another tenant's is served.
+
+use isola_client::{Client, Outcome};
+use isola_daemon::{Daemon, DaemonConfig};
+use isola_wire::admin::{AdminReply, AdminRequest, TenantStatus};
+use isola_wire::{control, EventKind, Submission};
+use rustix::fd::{AsFd, OwnedFd};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const INPUT: u64 = 256 * 1024;
+
+fn config_text(uid: u32, extra: &str) -> String {
+    format!(
+        r#"[daemon]
+socket = "isolad.sock"
+spare_tenants = 2
+
+[[engine]]
+name = "acc"
+workers = 1
+policy = "sfq"
+cost = {{ base = "1us", per_byte_ns = 0.5 }}
+
+[[tenant]]
+name = "a"
+memory_quota = "64MiB"
+users = [{uid}]
+
+[[tenant]]
+name = "b"
+memory_quota = "64MiB"
+users = [{uid}]
+{extra}"#
+    )
+}
+
+fn daemon(name: &str, extra: &str) -> (Daemon, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("isolad-admin-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("isolad.toml");
+    let text = config_text(rustix::process::getuid().as_raw(), extra);
+    std::fs::write(&path, &text).unwrap();
+    let d = Daemon::start(DaemonConfig::load(&path).unwrap()).unwrap();
+    (d, path)
+}
+
+fn ask(admin: &OwnedFd, request: &AdminRequest) -> AdminReply {
+    control::send(admin.as_fd(), request, None).unwrap();
+    control::recv::<AdminReply>(admin.as_fd()).unwrap().0
+}
+
+fn list(admin: &OwnedFd) -> Vec<TenantStatus> {
+    let mut all = Vec::new();
+    let mut from = 0;
+    loop {
+        match ask(admin, &AdminRequest::List { from }) {
+            AdminReply::Tenants { tenants, next } => {
+                all.extend(tenants);
+                match next {
+                    Some(n) => from = n,
+                    None => return all,
+                }
+            }
+            other => panic!("expected tenants, got {other:?}"),
+        }
+    }
+}
+
+fn done(reply: AdminReply) -> String {
+    match reply {
+        AdminReply::Done { message } => message,
+        other => panic!("expected done, got {other:?}"),
+    }
+}
+
+fn failed(reply: AdminReply) -> String {
+    match reply {
+        AdminReply::Failed { reason } => reason,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// SHA-256 of one shared 256 KiB input, output at `slot`'s 32 bytes. (A
+/// tenant's memory quota bounds the bytes of its tasks queued or in
+/// service: 64 MiB holds 256 of them.)
+fn sha(handle: u32, slot: u64) -> Submission {
+    Submission {
+        handle,
+        flags: 0,
+        input_offset: 0,
+        input_len: INPUT,
+        output_offset: INPUT + slot * 32,
+        output_cap: 32,
+        tag: slot,
+    }
+}
+
+/// Keeps `depth` tasks of tenant `name` in flight until `stop`, counting
+/// its completions in `count`.
+fn closed_loop(
+    socket: PathBuf,
+    name: &str,
+    depth: u64,
+    stop: Arc<AtomicBool>,
+    count: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<Client> {
+    let name = name.to_string();
+    std::thread::spawn(move || {
+        let mut c = Client::connect(&socket, &name).unwrap();
+        let h = c.register("sha256", &BTreeMap::new()).unwrap();
+        c.write(0, &vec![5u8; INPUT as usize]).unwrap();
+        let batch: Vec<Submission> = (0..depth).map(|i| sha(h, i)).collect();
+        c.submit_all(&batch).unwrap();
+        while !stop.load(Ordering::Acquire) {
+            let done = c.wait().unwrap();
+            assert_eq!(done.outcome, Outcome::Ok);
+            count.fetch_add(1, Ordering::AcqRel);
+            let again = sha(h, done.tag);
+            c.submit(&again).unwrap();
+        }
+        c
+    })
+}
+
+#[test]
+fn the_admin_socket_is_owner_only() {
+    let (d, _) = daemon("mode", "");
+    let mode = rustix::fs::stat(d.admin_socket()).unwrap().st_mode & 0o777;
+    assert_eq!(mode, 0o600, "the admin socket is the owner's alone");
+    let admin = control::connect(d.admin_socket()).unwrap();
+    let names: Vec<String> = list(&admin).into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["a", "b"], "spare slots are not listed");
+}
+
+#[test]
+fn a_weight_change_moves_the_shares_while_tenants_run() {
+    let (d, _) = daemon("weight", "");
+    let admin = control::connect(d.admin_socket()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
+    let loops: Vec<_> = ["a", "b"]
+        .iter()
+        .zip(&counts)
+        .map(|(n, c)| closed_loop(d.socket().to_path_buf(), n, 16, Arc::clone(&stop), Arc::clone(c)))
+        .collect();
+    let window = |counts: &[Arc<AtomicU64>; 2]| {
+        let before = counts.each_ref().map(|c| c.load(Ordering::Acquire));
+        let start = Instant::now();
+        while counts.iter().map(|c| c.load(Ordering::Acquire)).sum::<u64>() - before.iter().sum::<u64>() < 400
+            && start.elapsed() < Duration::from_secs(60)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let after = counts.each_ref().map(|c| c.load(Ordering::Acquire));
+        (after[0] - before[0]) as f64 / (after[1] - before[1]).max(1) as f64
+    };
+    // Both attached and busy, equal weights: 1:1.
+    std::thread::sleep(Duration::from_millis(200));
+    let even = window(&counts);
+    done(ask(
+        &admin,
+        &AdminRequest::Set {
+            tenant: "a".into(),
+            changes: "weight = 3.0".into(),
+        },
+    ));
+    // What was dispatched before the change drains within a few tasks.
+    std::thread::sleep(Duration::from_millis(50));
+    let uneven = window(&counts);
+    stop.store(true, Ordering::Release);
+    let mut clients: Vec<Client> = loops.into_iter().map(|l| l.join().unwrap()).collect();
+    assert!(
+        (0.8..1.25).contains(&even),
+        "equal weights share ~1:1, got {even:.2}"
+    );
+    assert!(
+        (2.4..3.75).contains(&uneven),
+        "weights 3:1 share ~3:1, got {uneven:.2}"
+    );
+    let listed = list(&admin);
+    assert_eq!(listed[0].slo.weight, 3.0);
+    // Tenant a heard of it; b did not.
+    let events = |c: &mut Client| {
+        std::iter::from_fn(|| c.event().unwrap())
+            .map(|e| e.kind)
+            .collect::<Vec<_>>()
+    };
+    assert!(events(&mut clients[0]).contains(&EventKind::SloChanged));
+    assert!(!events(&mut clients[1]).contains(&EventKind::SloChanged));
+}
+
+#[test]
+fn a_refused_change_names_its_key_and_changes_nothing() {
+    let (d, _) = daemon("refused", "");
+    let admin = control::connect(d.admin_socket()).unwrap();
+    let reason = failed(ask(
+        &admin,
+        &AdminRequest::Set {
+            tenant: "a".into(),
+            changes: "weight = -2.0".into(),
+        },
+    ));
+    assert!(reason.contains("weight"), "{reason}");
+    let reason = failed(ask(
+        &admin,
+        &AdminRequest::Set {
+            tenant: "a".into(),
+            changes: "limit = \"10\"".into(),
+        },
+    ));
+    assert!(reason.contains("limit"), "{reason}");
+    let reason = failed(ask(
+        &admin,
+        &AdminRequest::Set {
+            tenant: "nobody".into(),
+            changes: "weight = 2.0".into(),
+        },
+    ));
+    assert!(reason.contains("no tenant `nobody`"), "{reason}");
+    assert_eq!(list(&admin)[0].slo.weight, 1.0);
+    // A key returns to its default with "".
+    done(ask(
+        &admin,
+        &AdminRequest::Set {
+            tenant: "a".into(),
+            changes: "limit = \"10MB/s\"".into(),
+        },
+    ));
+    assert_eq!(list(&admin)[0].slo.limit.as_deref(), Some("10000000 B/s"));
+    done(ask(
+        &admin,
+        &AdminRequest::Set {
+            tenant: "a".into(),
+            changes: "limit = \"\"".into(),
+        },
+    ));
+    assert_eq!(list(&admin)[0].slo.limit, None);
+}
+
+#[test]
+fn a_tenant_added_live_attaches_and_one_removed_is_drained_and_gone() {
+    let (d, _) = daemon("add", "");
+    let admin = control::connect(d.admin_socket()).unwrap();
+    let uid = rustix::process::getuid().as_raw();
+    let table = format!("name = \"c\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\nweight = 2.0\n");
+    done(ask(&admin, &AdminRequest::Add { table: table.clone() }));
+    assert!(failed(ask(&admin, &AdminRequest::Add { table })).contains("exists already"));
+    let mut c = Client::connect(d.socket(), "c").unwrap();
+    let h = c.register("crc32c", &BTreeMap::new()).unwrap();
+    c.write(0, b"123456789").unwrap();
+    let s = Submission {
+        handle: h,
+        flags: 0,
+        input_offset: 0,
+        input_len: 9,
+        output_offset: 64,
+        output_cap: 4,
+        tag: 1,
+    };
+    c.submit(&s).unwrap();
+    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    let listed = list(&admin);
+    let row = listed.iter().find(|t| t.name == "c").unwrap();
+    assert_eq!(
+        (row.slo.weight, row.connections, row.figures.succeeded),
+        (2.0, 1, 1)
+    );
+    // Removal drains it: it hears so, and its next wait ends in an error.
+    let message = done(ask(&admin, &AdminRequest::Remove { tenant: "c".into() }));
+    assert!(message.contains("draining"), "{message}");
+    assert!(c.wait().is_err());
+    assert!(std::iter::from_fn(|| c.event().unwrap()).any(|e| e.kind == EventKind::Draining));
+    drop(c);
+    let start = Instant::now();
+    while list(&admin).iter().any(|t| t.name == "c") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the removed tenant's slot is freed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(Client::connect(d.socket(), "c").is_err());
+    // Two spare slots: a third tenant added live does not fit... after two.
+    for name in ["d", "e"] {
+        let table = format!("name = \"{name}\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\n");
+        done(ask(&admin, &AdminRequest::Add { table }));
+    }
+    let table = format!("name = \"f\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\n");
+    assert!(failed(ask(&admin, &AdminRequest::Add { table })).contains("no spare tenant slot"));
+    // The new tenant in c's old slot starts from zero.
+    let listed = list(&admin);
+    assert!(listed.iter().all(|t| t.figures.submitted == 0), "{listed:?}");
+}
+
+#[test]
+fn a_reload_applies_the_files_tenants_or_refuses_it_whole() {
+    let (d, path) = daemon("reload", "");
+    let admin = control::connect(d.admin_socket()).unwrap();
+    let uid = rustix::process::getuid().as_raw();
+    // b's weight changes, c is new.
+    let text = config_text(
+        uid,
+        &format!("\n[[tenant]]\nname = \"c\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\n"),
+    )
+    .replace(
+        "name = \"b\"\nmemory_quota",
+        "name = \"b\"\nweight = 4.0\nmemory_quota",
+    );
+    std::fs::write(&path, text).unwrap();
+    done(ask(&admin, &AdminRequest::Reload));
+    let listed = list(&admin);
+    let names: Vec<&str> = listed.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(listed[1].slo.weight, 4.0);
+    // A changed engine is refused whole, naming the key; nothing changes.
+    let text = config_text(uid, "").replace("workers = 1", "workers = 2");
+    std::fs::write(&path, text).unwrap();
+    let reason = d.reload().unwrap_err();
+    assert!(reason.contains("`engine` changed"), "{reason}");
+    assert_eq!(list(&admin).len(), 3);
+    // A mistake in the file is reported with its line and key.
+    std::fs::write(
+        &path,
+        config_text(uid, "").replace("weight", "wieght")
+            + "\n[[tenant]]\nname = \"x\"\nmemory_quota = \"1MiB\"\nusers = [1]\nqueue_cap = 0\n",
+    )
+    .unwrap();
+    let reason = d.reload().unwrap_err();
+    assert!(reason.contains("queue_cap"), "{reason}");
+    // Tenants gone from the file are removed.
+    std::fs::write(
+        &path,
+        config_text(uid, "").replace("name = \"b\"", "name = \"bb\""),
+    )
+    .unwrap();
+    done(ask(&admin, &AdminRequest::Reload));
+    let names: Vec<String> = list(&admin).into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["a", "bb"]);
+}
+
+#[test]
+fn a_dead_tenants_queued_work_is_cancelled_and_the_other_is_served() {
+    let (d, _) = daemon("dead", "");
+    let admin = control::connect(d.admin_socket()).unwrap();
+    // Tenant a queues 200 slow tasks and dies without waiting.
+    {
+        let mut c = Client::connect(d.socket(), "a").unwrap();
+        let h = c.register("sha256", &BTreeMap::new()).unwrap();
+        c.write(0, &vec![1u8; INPUT as usize]).unwrap();
+        let batch: Vec<Submission> = (0..200).map(|i| sha(h, i)).collect();
+        c.submit_all(&batch).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut b = Client::connect(d.socket(), "b").unwrap();
+    let h = b.register("sha256", &BTreeMap::new()).unwrap();
+    b.write(0, &vec![2u8; INPUT as usize]).unwrap();
+    let batch: Vec<Submission> = (0..20).map(|i| sha(h, i)).collect();
+    b.submit_all(&batch).unwrap();
+    for _ in 0..20 {
+        assert_eq!(b.wait().unwrap().outcome, Outcome::Ok);
+    }
+    let start = Instant::now();
+    loop {
+        let a = list(&admin).into_iter().find(|t| t.name == "a").unwrap();
+        let f = a.figures;
+        if f.succeeded + f.cancelled == f.submitted && f.submitted > 0 {
+            assert!(f.cancelled > 0, "a dead tenant's queued work is cancelled: {f:?}");
+            assert_eq!(a.connections, 0);
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "a's tasks all end: {f:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

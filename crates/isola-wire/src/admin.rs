@@ -1,0 +1,135 @@
+//! The admin conversation, on the daemon's admin socket (owner-only, the
+//! same `SOCK_SEQPACKET` JSON framing as [`crate::control`]): what
+//! `isola ctl` asks and what the daemon answers. Each request gets exactly
+//! one reply; the connection may carry many.
+//!
+//! Tenant tables and changes travel as TOML text, so the daemon checks
+//! them with the very code that checks its configuration file, and a
+//! refusal names the key as the file's would.
+
+use serde::{Deserialize, Serialize};
+
+/// Tenants listed per reply: a page stays well under the message limit.
+pub const TENANTS_PER_PAGE: usize = 64;
+
+/// What `isola ctl` asks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AdminRequest {
+    /// The tenants from slot `from` on, with their SLOs and live figures
+    /// (one page: [`AdminReply::Tenants`] says where the next starts).
+    List {
+        /// The first tenant slot to list.
+        #[serde(default)]
+        from: u32,
+    },
+    /// Adds a tenant: `table` is a `[[tenant]]` table's body in TOML.
+    Add {
+        /// The tenant's keys, as in the configuration file.
+        table: String,
+    },
+    /// Changes some of a tenant's keys (its SLO, quota, users, groups,
+    /// connection limit): `changes` is TOML; a key set to `""` returns to
+    /// its default.
+    Set {
+        /// The tenant's name.
+        tenant: String,
+        /// The keys to change.
+        changes: String,
+    },
+    /// Drains a tenant (its connections take no more work, answer what
+    /// they took, and close) and removes it.
+    Remove {
+        /// The tenant's name.
+        tenant: String,
+    },
+    /// Reads the configuration file again (as SIGHUP does).
+    Reload,
+}
+
+/// What the daemon answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AdminReply {
+    /// A page of tenants.
+    Tenants {
+        /// The tenants on this page.
+        tenants: Vec<TenantStatus>,
+        /// Where the next page starts, if there is one.
+        next: Option<u32>,
+    },
+    /// The change was made.
+    Done {
+        /// What was done, for a person.
+        message: String,
+    },
+    /// The request was refused; nothing changed.
+    Failed {
+        /// Why, naming the key where a key is at fault.
+        reason: String,
+    },
+}
+
+/// One tenant as `isola ctl list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantStatus {
+    /// Its slot (the tenant id in the core).
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// `active`, or `removing` while its connections drain.
+    pub state: String,
+    /// Its SLO, as the keys of its table would write it.
+    pub slo: SloStatus,
+    /// Connections it holds now.
+    pub connections: u32,
+    /// Most it may hold.
+    pub max_connections: u32,
+    /// Its live figures since the daemon started (they outlive its
+    /// connections).
+    pub figures: TenantFigures,
+}
+
+/// A tenant's SLO, for people and scripts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloStatus {
+    /// Its weight.
+    pub weight: f64,
+    /// `latency-sensitive`, `bandwidth-sensitive` or `best-effort`.
+    pub class: String,
+    /// Its reservation, if any (e.g. `100MB/s`).
+    pub reservation: Option<String>,
+    /// Its limit, if any.
+    pub limit: Option<String>,
+    /// Its latency objective, if any (`2ms`, or `x3` of predicted service).
+    pub latency: Option<String>,
+    /// Its per-task service budget, ns, if any.
+    pub budget_ns: Option<u64>,
+    /// Tasks its channel holds per engine.
+    pub queue_cap: u64,
+    /// Its memory quota, bytes.
+    pub memory_quota: u64,
+    /// Engines where some of it differs (`[tenant.on.NAME]`).
+    pub per_engine: Vec<String>,
+}
+
+/// A tenant's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantFigures {
+    /// Tasks submitted.
+    pub submitted: u64,
+    /// Tasks that succeeded.
+    pub succeeded: u64,
+    /// Tasks that failed (operator errors).
+    pub failed: u64,
+    /// Tasks refused (over quota, channel full, bad entries).
+    pub rejected: u64,
+    /// Tasks cancelled (a dead connection's queued work, a drain).
+    pub cancelled: u64,
+    /// Tasks over their service budget.
+    pub over_budget: u64,
+    /// Input bytes of the tasks that succeeded.
+    pub bytes: u64,
+    /// Engine time its tasks used, ns.
+    pub busy_ns: u64,
+}
