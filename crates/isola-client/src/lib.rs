@@ -154,15 +154,33 @@ impl Client {
     /// daemon once (the ring must have room for them all: the entries
     /// before a full ring are submitted, and the error says it was full).
     pub fn submit_all(&mut self, batch: &[Submission]) -> Result<(), ClientError> {
-        let mut pushed = Ok(());
+        if self.submit_burst(batch)? < batch.len() {
+            return Err(RingError::Full.into());
+        }
+        Ok(())
+    }
+
+    /// Puts the entries of `batch` on the submission ring in order until
+    /// it is full, tells the daemon once, and returns how many went on (as
+    /// DPDK's enqueue burst: a full ring is a count, not an error).
+    pub fn submit_burst(&mut self, batch: &[Submission]) -> Result<usize, ClientError> {
+        let mut pushed = 0;
+        let mut corrupt = None;
         for s in batch {
-            pushed = self.sq.push(self.region.words(), &s.encode());
-            if pushed.is_err() {
-                break;
+            match self.sq.push(self.region.words(), &s.encode()) {
+                Ok(()) => pushed += 1,
+                Err(RingError::Full) => break,
+                Err(e) => {
+                    corrupt = Some(e);
+                    break;
+                }
             }
         }
         self.wake_daemon()?;
-        Ok(pushed?)
+        match corrupt {
+            Some(e) => Err(e.into()),
+            None => Ok(pushed),
+        }
     }
 
     /// Wakes the daemon's side of this connection if it sleeps and has
