@@ -1,14 +1,17 @@
 //! The daemon's configuration file (TOML, documented in docs/daemon.md):
 //! its socket, its engines (operators, workers, policy, cost model) and its
 //! tenants (SLO, memory quota, ring sizes, the Unix users and groups that
-//! may act as them, how many connections each may hold). Every mistake is
-//! reported with the file, line and key, as scenario files' are.
+//! may act as them, how many connections each may hold, their latency
+//! objective) and where metrics are served. Every mistake is reported with
+//! the file, line and key, as scenario files' are.
 
 use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
+use isola_core::LatencyObjective;
 use isola_model::quantity::{Duration, Size};
 use isola_model::scenario::source::Source;
 use isola_model::ScenarioError;
 use serde::Deserialize;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -18,8 +21,14 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// A checked configuration.
 #[derive(Debug, Clone)]
 pub struct DaemonConfig {
+    /// The file it was read from (absolute when [`DaemonConfig::load`]
+    /// read it; `isola_daemon_info` shows it).
+    pub path: PathBuf,
     /// Where tenants connect.
     pub socket: PathBuf,
+    /// Where Prometheus metrics are served over HTTP (`/metrics`), if
+    /// anywhere (`[daemon] metrics`, or `isolad --metrics`).
+    pub metrics: Option<SocketAddr>,
     /// Largest input of one task, bytes.
     pub max_input: u64,
     /// The engines, in file order.
@@ -64,6 +73,9 @@ pub struct TenantConfig {
     pub sq_entries: u32,
     /// Completion ring entries per connection (a power of two).
     pub cq_entries: u32,
+    /// How long each of its tasks may take from arrival to completion
+    /// (`latency` or `latency_multiple`), if it has an objective.
+    pub latency: Option<LatencyObjective>,
 }
 
 #[derive(Deserialize)]
@@ -81,6 +93,7 @@ struct RawConfig {
 struct RawDaemon {
     socket: Spanned<String>,
     max_input: Option<Spanned<Size>>,
+    metrics: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -114,6 +127,8 @@ struct RawTenant {
     max_connections: Option<Spanned<u32>>,
     sq_entries: Option<Spanned<u32>>,
     cq_entries: Option<Spanned<u32>>,
+    latency: Option<Spanned<Duration>>,
+    latency_multiple: Option<Spanned<f64>>,
 }
 
 impl DaemonConfig {
@@ -128,7 +143,9 @@ impl DaemonConfig {
                 message,
             }
         })?;
-        DaemonConfig::parse(&text, path)
+        let mut config = DaemonConfig::parse(&text, path)?;
+        config.path = std::fs::canonicalize(path).unwrap_or(config.path);
+        Ok(config)
     }
 
     /// Checks configuration `text`; `path` names it in errors and anchors
@@ -154,6 +171,22 @@ impl DaemonConfig {
             }
             Some(m) => m.into_inner().0,
             None => 64 << 20,
+        };
+        let metrics = match daemon.metrics {
+            Some(m) => match m.get_ref().parse::<SocketAddr>() {
+                Ok(addr) => Some(addr),
+                Err(_) => {
+                    return Err(src.at(
+                        m.span(),
+                        Some("metrics"),
+                        format!(
+                            "`{}`: give an IP address and a port, such as \"127.0.0.1:9464\"",
+                            m.get_ref()
+                        ),
+                    ))
+                }
+            },
+            None => None,
         };
         let mut engines: Vec<EngineConfig> = Vec::new();
         for e in raw.engine {
@@ -272,6 +305,24 @@ impl DaemonConfig {
                 Some(m) => m.into_inner(),
                 None => 16,
             };
+            let latency = match (t.latency, t.latency_multiple) {
+                (Some(_), Some(m)) => {
+                    return Err(src.at(
+                        m.span(),
+                        Some("latency_multiple"),
+                        "give either latency or latency_multiple, not both",
+                    ))
+                }
+                (Some(d), None) if d.get_ref().0 == 0 => {
+                    return Err(src.at(d.span(), Some("latency"), "must be greater than zero"))
+                }
+                (Some(d), None) => Some(LatencyObjective::Absolute(d.into_inner().0)),
+                (None, Some(m)) if !(m.get_ref().is_finite() && *m.get_ref() > 0.0) => {
+                    return Err(src.at(m.span(), Some("latency_multiple"), "must be a finite number > 0"))
+                }
+                (None, Some(m)) => Some(LatencyObjective::ServiceMultiple(m.into_inner())),
+                (None, None) => None,
+            };
             tenants.push(TenantConfig {
                 name,
                 weight,
@@ -281,13 +332,16 @@ impl DaemonConfig {
                 max_connections,
                 sq_entries: ring(t.sq_entries, "sq_entries")?,
                 cq_entries: ring(t.cq_entries, "cq_entries")?,
+                latency,
             });
         }
         if tenants.is_empty() {
             return Err(src.at(0..0, Some("tenant"), "a daemon needs at least one [[tenant]]"));
         }
         Ok(DaemonConfig {
+            path: path.to_path_buf(),
             socket: base.join(socket),
+            metrics,
             max_input,
             engines,
             tenants,

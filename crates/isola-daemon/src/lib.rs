@@ -13,11 +13,16 @@
 //! runtime does), or trust anything a tenant writes. Its logic is in this
 //! library, so that tests drive a real daemon in-process; `isolad` (the
 //! binary) only reads flags and the configuration.
+//!
+//! It counts what it serves (`metrics`), and serves the counts to
+//! Prometheus over HTTP where the configuration says (`http`).
 
 #![warn(missing_docs)]
 
 pub mod config;
 mod connection;
+mod http;
+mod metrics;
 
 pub use config::DaemonConfig;
 use isola_core::{AffineCost, Slo};
@@ -42,6 +47,14 @@ pub enum DaemonError {
         /// What failed.
         source: isola_wire::control::ControlError,
     },
+    /// The metrics address could not be listened on.
+    #[error("metrics address {addr}: {source}")]
+    Metrics {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// What failed.
+        source: std::io::Error,
+    },
 }
 
 /// What every connection of a daemon shares.
@@ -59,6 +72,8 @@ pub(crate) struct Shared {
     live: Mutex<Vec<std::sync::Weak<connection::Conn>>>,
     /// Their threads, to wait for them.
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// What is counted for Prometheus.
+    pub(crate) metrics: Arc<metrics::Metrics>,
 }
 
 impl Shared {
@@ -81,6 +96,7 @@ impl Shared {
             ));
         }
         held[t] += 1;
+        self.metrics.set_connections(t, held[t]);
         Ok(())
     }
 
@@ -96,6 +112,7 @@ impl Shared {
     pub(crate) fn release(&self, t: usize) {
         if let Ok(mut held) = self.connections.lock() {
             held[t] = held[t].saturating_sub(1);
+            self.metrics.set_connections(t, held[t]);
         }
     }
 }
@@ -105,6 +122,8 @@ pub struct Daemon {
     shared: Arc<Shared>,
     stopping: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
+    /// The metrics endpoint, if the configuration asks for one.
+    metrics: Option<http::MetricsServer>,
 }
 
 impl Daemon {
@@ -122,6 +141,7 @@ impl Daemon {
         for t in &config.tenants {
             let slo = Slo {
                 memory_quota: Some(t.memory_quota),
+                latency: t.latency,
                 ..Slo::weighted(t.weight)
             };
             b.tenant(t.name.clone(), slo);
@@ -138,6 +158,14 @@ impl Daemon {
             );
         }
         let runtime = b.start().map_err(|e| DaemonError::Runtime(Box::new(e)))?;
+        let metrics = Arc::new(metrics::Metrics::new(&config));
+        let metrics_server = match config.metrics {
+            Some(addr) => Some(
+                http::MetricsServer::start(addr, Arc::clone(&metrics))
+                    .map_err(|source| DaemonError::Metrics { addr, source })?,
+            ),
+            None => None,
+        };
         let listener = isola_wire::control::listen(&config.socket).map_err(|source| DaemonError::Socket {
             path: config.socket.display().to_string(),
             source,
@@ -148,6 +176,7 @@ impl Daemon {
             draining: AtomicBool::new(false),
             live: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
+            metrics,
             config,
             runtime,
         });
@@ -160,12 +189,19 @@ impl Daemon {
             shared,
             stopping,
             acceptor: Some(acceptor),
+            metrics: metrics_server,
         })
     }
 
     /// The socket tenants connect to.
     pub fn socket(&self) -> &std::path::Path {
         &self.shared.config.socket
+    }
+
+    /// Where Prometheus scrapes the daemon's metrics (`GET /metrics`), if
+    /// the configuration asked for it; port 0 there is the port chosen.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(http::MetricsServer::addr)
     }
 
     /// Stops accepting tenants and removes the socket. Connections already
