@@ -125,7 +125,8 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     let answering = {
         let conn = Arc::clone(&conn);
         let spin = shared.spin;
-        std::thread::spawn(move || answer_completions(&conn, done_rx, spin))
+        let metrics = Arc::clone(&shared.metrics);
+        std::thread::spawn(move || answer_completions(&conn, done_rx, spin, &metrics))
     };
     let handle = shared.runtime.tenant(isola_core::TenantId(tenant as u32));
     let mut operators: Vec<(String, BTreeMap<String, String>)> = Vec::new();
@@ -237,11 +238,12 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, TenantConfig, Reg
     }
     let (uid, gid) = (peer.uid.as_raw(), peer.gid.as_raw());
     let pid = peer.pid.as_raw_nonzero().get();
-    let (t, config) = shared
+    let (t, config, held) = shared
         .tenants
         .lock()
         .map_err(|_| "daemon state poisoned".to_string())?
         .admit(&tenant_name, uid, gid, pid)?;
+    shared.metrics.set_connections(t, held);
     let geometry = Geometry {
         sq_entries: config.sq_entries,
         cq_entries: config.cq_entries,
@@ -311,6 +313,14 @@ fn take_submissions(
             predicted_ns: 0,
             service_ns: 0,
         };
+        // Metrics: the task's tenant and engine; a refusal is counted as
+        // it is answered.
+        let (tenant, engine) = (handle.id().index(), operators.get(entry.handle as usize));
+        let engine = engine.and_then(|(op, _)| shared.metrics.engine_of(op));
+        let refuse = |outcome: Outcome| {
+            shared.metrics.refused(tenant, engine, outcome);
+            refuse(outcome)
+        };
         let checked = match check_submission(
             &entry,
             arena,
@@ -338,6 +348,9 @@ fn take_submissions(
         };
         match handle.submit_to(op, params, input, done) {
             Ok(id) => {
+                shared
+                    .metrics
+                    .accepted(tenant, engine, checked.input.len() as u64);
                 pending.insert(
                     id,
                     Pending {
@@ -366,7 +379,12 @@ fn submit_outcome(e: &SubmitError) -> Outcome {
 
 /// Writes each finished task's output and completion, until every
 /// accepted task is answered and the connection's reader is gone.
-fn answer_completions(conn: &Conn, done: crossbeam_channel::Receiver<TaskDone>, spin: std::time::Duration) {
+fn answer_completions(
+    conn: &Conn,
+    done: crossbeam_channel::Receiver<TaskDone>,
+    spin: std::time::Duration,
+    metrics: &crate::metrics::Metrics,
+) {
     // Polled for `spin` after each completion before sleeping: a futex
     // wake-up costs more than a small task's service.
     let next = || {
@@ -412,7 +430,7 @@ fn answer_completions(conn: &Conn, done: crossbeam_channel::Receiver<TaskDone>, 
             },
             Err(e) => (task_outcome(e), 0),
         };
-        conn.answer(Completion {
+        let answer = Completion {
             tag: p.tag,
             outcome,
             output_len,
@@ -421,7 +439,9 @@ fn answer_completions(conn: &Conn, done: crossbeam_channel::Receiver<TaskDone>, 
             completion_ns: c.finished_ns,
             predicted_ns: c.predicted_ns,
             service_ns: c.service_ns,
-        });
+        };
+        metrics.answered(&c, &answer);
+        conn.answer(answer);
     }
 }
 

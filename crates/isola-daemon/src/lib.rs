@@ -13,12 +13,17 @@
 //! runtime does), or trust anything a tenant writes. Its logic is in this
 //! library, so that tests drive a real daemon in-process; `isolad` (the
 //! binary) only reads flags and the configuration.
+//!
+//! It counts what it serves (`metrics`), and serves the counts to
+//! Prometheus over HTTP where the configuration says (`http`).
 
 #![warn(missing_docs)]
 
 mod admin;
 pub mod config;
 mod connection;
+mod http;
+mod metrics;
 mod tenants;
 
 pub use config::DaemonConfig;
@@ -44,6 +49,14 @@ pub enum DaemonError {
         /// What failed.
         source: isola_wire::control::ControlError,
     },
+    /// The metrics address could not be listened on.
+    #[error("metrics address {addr}: {source}")]
+    Metrics {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// What failed.
+        source: std::io::Error,
+    },
 }
 
 /// What every connection of a daemon shares.
@@ -61,6 +74,8 @@ pub(crate) struct Shared {
     live: Mutex<Vec<std::sync::Weak<connection::Conn>>>,
     /// Their threads, to wait for them.
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// What is counted for Prometheus.
+    pub(crate) metrics: Arc<metrics::Metrics>,
 }
 
 impl Shared {
@@ -97,6 +112,8 @@ pub struct Daemon {
     stopping: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
     admin: Option<JoinHandle<()>>,
+    /// The metrics endpoint, if the configuration asks for one.
+    metrics: Option<http::MetricsServer>,
 }
 
 impl Daemon {
@@ -141,6 +158,14 @@ impl Daemon {
             );
         }
         let runtime = b.start().map_err(|e| DaemonError::Runtime(Box::new(e)))?;
+        let metrics = Arc::new(metrics::Metrics::new(&config));
+        let metrics_server = match config.metrics {
+            Some(addr) => Some(
+                http::MetricsServer::start(addr, Arc::clone(&metrics))
+                    .map_err(|source| DaemonError::Metrics { addr, source })?,
+            ),
+            None => None,
+        };
         let listener = isola_wire::control::listen(&config.socket).map_err(|source| DaemonError::Socket {
             path: config.socket.display().to_string(),
             source,
@@ -160,6 +185,7 @@ impl Daemon {
             draining: AtomicBool::new(false),
             live: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
+            metrics,
             config,
             runtime,
         });
@@ -177,12 +203,19 @@ impl Daemon {
             stopping,
             acceptor: Some(acceptor),
             admin: Some(admin),
+            metrics: metrics_server,
         })
     }
 
     /// The socket tenants connect to.
     pub fn socket(&self) -> &std::path::Path {
         &self.shared.config.socket
+    }
+
+    /// Where metrics are served (`/metrics` over HTTP), if anywhere; the
+    /// port bound when the configuration asked for port 0.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(http::MetricsServer::addr)
     }
 
     /// The admin socket `isola ctl` connects to.

@@ -20,17 +20,24 @@ struct Args {
     /// The configuration file (TOML; see docs/daemon.md).
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
+    /// Serve Prometheus metrics at http://ADDR/metrics (an IP address and
+    /// a port, such as 127.0.0.1:9464); overrides `[daemon] metrics`.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let config = match isola_daemon::DaemonConfig::load(&args.config) {
+    let mut config = match isola_daemon::DaemonConfig::load(&args.config) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return std::process::ExitCode::FAILURE;
         }
     };
+    if args.metrics.is_some() {
+        config.metrics = args.metrics;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
@@ -50,6 +57,9 @@ fn main() -> std::process::ExitCode {
                 daemon.socket().display(),
                 daemon.admin_socket().display()
             );
+            if let Some(addr) = daemon.metrics_addr() {
+                eprintln!("isolad: metrics on http://{addr}/metrics");
+            }
             while !stop.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(50));
                 if reload.swap(false, Ordering::AcqRel) {

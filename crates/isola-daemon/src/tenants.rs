@@ -61,14 +61,15 @@ impl TenantTable {
 
     /// Admits a connection of process `pid` (`uid`, `gid`) as tenant
     /// `name`: the tenant exists, is granted to that uid or gid, and is
-    /// under its connection limit. Returns its slot and configuration.
+    /// under its connection limit. Returns its slot, its configuration and
+    /// how many connections it holds now.
     pub(crate) fn admit(
         &mut self,
         name: &str,
         uid: u32,
         gid: u32,
         pid: i32,
-    ) -> Result<(usize, TenantConfig), String> {
+    ) -> Result<(usize, TenantConfig, u32), String> {
         let Some(t) = self.find(name).filter(|&t| !self.slots[t].removing) else {
             return Err(format!("no tenant `{name}`"));
         };
@@ -86,7 +87,7 @@ impl TenantTable {
             ));
         }
         slot.connections += 1;
-        Ok((t, config.clone()))
+        Ok((t, config.clone(), slot.connections))
     }
 }
 
@@ -99,6 +100,7 @@ impl Shared {
         };
         let slot = &mut table.slots[t];
         slot.connections = slot.connections.saturating_sub(1);
+        self.metrics.set_connections(t, slot.connections);
         if slot.removing && slot.connections == 0 {
             self.vacate(&mut table, t);
         }
@@ -151,6 +153,7 @@ impl Shared {
             .set_slo(TenantId(t as u32), config.slo.clone(), config.overrides.clone())
             .map_err(|e| e.to_string())?;
         let message = format!("added tenant `{}` (id {t})", config.name);
+        self.metrics.set_tenant(t, Some(&config));
         table.slots[t].config = Some(config);
         table.slots[t].baseline = self.figures(t, TenantFigures::default());
         Ok(message)
@@ -195,6 +198,9 @@ impl Shared {
                 .map_err(|e| e.to_string())?;
         }
         let message = format!("changed tenant `{}`", changed.name);
+        if slo_changed {
+            self.metrics.set_tenant(t, Some(&changed));
+        }
         slot.config = Some(changed);
         if slo_changed {
             self.tell_tenant(t, EventKind::SloChanged);

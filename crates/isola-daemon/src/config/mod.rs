@@ -17,6 +17,7 @@ use isola_model::scenario::source::Source;
 use isola_model::ScenarioError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -35,6 +36,9 @@ pub struct DaemonConfig {
     pub socket: PathBuf,
     /// Where `isola ctl` connects (owner-only).
     pub admin_socket: PathBuf,
+    /// Where Prometheus metrics are served over HTTP (`/metrics`), if
+    /// anywhere (`[daemon] metrics`, or `isolad --metrics`).
+    pub metrics: Option<SocketAddr>,
     /// Tenant slots beyond the configured tenants, for tenants added while
     /// the daemon runs.
     pub spare_tenants: usize,
@@ -89,6 +93,7 @@ struct RawDaemon {
     socket: Spanned<String>,
     admin_socket: Option<Spanned<String>>,
     max_input: Option<Spanned<Size>>,
+    metrics: Option<Spanned<String>>,
     spare_tenants: Option<Spanned<usize>>,
 }
 
@@ -127,7 +132,9 @@ impl DaemonConfig {
                 message,
             }
         })?;
-        DaemonConfig::parse(&text, path)
+        let mut config = DaemonConfig::parse(&text, path)?;
+        config.path = std::fs::canonicalize(path).unwrap_or(config.path);
+        Ok(config)
     }
 
     /// Checks configuration `text`; `path` names it in errors and anchors
@@ -160,6 +167,22 @@ impl DaemonConfig {
             }
             Some(m) => m.into_inner().0,
             None => 64 << 20,
+        };
+        let metrics = match daemon.metrics {
+            Some(m) => match m.get_ref().parse::<SocketAddr>() {
+                Ok(addr) => Some(addr),
+                Err(_) => {
+                    return Err(src.at(
+                        m.span(),
+                        Some("metrics"),
+                        format!(
+                            "`{}`: give an IP address and a port, such as \"127.0.0.1:9464\"",
+                            m.get_ref()
+                        ),
+                    ))
+                }
+            },
+            None => None,
         };
         let mut engines: Vec<EngineConfig> = Vec::new();
         for e in raw.engine {
@@ -225,6 +248,7 @@ impl DaemonConfig {
             path: path.to_path_buf(),
             socket: base.join(socket),
             admin_socket,
+            metrics,
             spare_tenants,
             max_input,
             engines,
