@@ -10,6 +10,7 @@
 
 mod args;
 mod bench;
+mod ctl;
 mod demo;
 mod format;
 mod op;
@@ -53,6 +54,9 @@ enum Command {
     /// Each research paper's experiment under every policy, beside the
     /// paper's own figures: `isola repro all --out DIR` writes a report.
     Repro(repro::Args),
+    /// Administer a running isolad: list tenants, add one, change a
+    /// tenant's SLO live, drain and remove one, reload its configuration.
+    Ctl(ctl::Args),
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has closed it.
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Profile(args) => profile::run(&args),
         Command::Repro(args) => repro::run(&args),
+        Command::Ctl(args) => ctl::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

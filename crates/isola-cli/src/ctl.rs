@@ -1,0 +1,288 @@
+//! `isola ctl`: the operator's side of a running `isolad`, over its
+//! owner-only admin socket: list the tenants with their SLOs and live
+//! figures, add one, change some of a tenant's keys while it runs, drain
+//! and remove one, reload the configuration file. Tenant keys are the
+//! configuration file's (docs/daemon.md); the daemon checks them with the
+//! same code and names the key it refuses.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use isola_wire::admin::{AdminReply, AdminRequest, TenantStatus};
+use isola_wire::control;
+use rustix::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// Talk to a running isolad through its admin socket.
+#[derive(Debug, Parser)]
+pub struct Args {
+    /// The daemon's admin socket (`[daemon] admin_socket`; by default the
+    /// tenant socket's path with `.admin` added).
+    #[arg(long, value_name = "PATH", default_value = "isolad.sock.admin")]
+    admin: PathBuf,
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, Subcommand)]
+enum Action {
+    /// List the tenants: SLO, connections and live figures.
+    List {
+        /// Print JSON (one array of tenants) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a tenant while the daemon runs: `isola ctl add c memory_quota=1MiB
+    /// users=[1000] weight=2` (keys as in a `[[tenant]]` table), or its
+    /// whole table from a file with --file.
+    Add {
+        /// Its name (leave out with --file).
+        name: Option<String>,
+        /// Its keys, KEY=VALUE (VALUE in TOML; a bare word is a string).
+        #[arg(value_name = "KEY=VALUE")]
+        keys: Vec<String>,
+        /// A file holding the tenant's table (TOML keys, as under `[[tenant]]`).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["name", "keys"])]
+        file: Option<PathBuf>,
+    },
+    /// Change some of a tenant's keys while it runs: `isola ctl set a
+    /// weight=3 limit=100MB/s`; `KEY=` returns a key to its default. The
+    /// core uses a new SLO from its next decision; the tenant is told.
+    Set {
+        /// The tenant.
+        name: String,
+        /// The keys to change, KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE", required = true)]
+        keys: Vec<String>,
+    },
+    /// Drain a tenant (its connections take no more work, answer what
+    /// they took and close) and remove it.
+    Remove {
+        /// The tenant.
+        name: String,
+    },
+    /// Read the configuration file again (as SIGHUP does): its tenants'
+    /// changes are applied, or the whole file is refused.
+    Reload,
+}
+
+/// Runs `isola ctl`.
+pub fn run(args: &Args) -> Result<()> {
+    let socket = connect(&args.admin)?;
+    match &args.action {
+        Action::List { json } => {
+            let tenants = list(&socket)?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&tenants)?);
+            } else {
+                print!("{}", table(&tenants));
+            }
+            Ok(())
+        }
+        Action::Add { name, keys, file } => {
+            let table = match (file, name) {
+                (Some(f), _) => {
+                    std::fs::read_to_string(f).with_context(|| format!("--file {}", f.display()))?
+                }
+                (None, Some(n)) => {
+                    let mut text = format!("name = {}\n", toml_string(n));
+                    text.push_str(&keys_to_toml(keys, false)?);
+                    text
+                }
+                (None, None) => bail!("give the tenant's NAME and its KEY=VALUE keys, or --file"),
+            };
+            done(ask(&socket, &AdminRequest::Add { table })?)
+        }
+        Action::Set { name, keys } => {
+            let changes = keys_to_toml(keys, true)?;
+            done(ask(
+                &socket,
+                &AdminRequest::Set {
+                    tenant: name.clone(),
+                    changes,
+                },
+            )?)
+        }
+        Action::Remove { name } => done(ask(&socket, &AdminRequest::Remove { tenant: name.clone() })?),
+        Action::Reload => done(ask(&socket, &AdminRequest::Reload)?),
+    }
+}
+
+fn connect(path: &Path) -> Result<OwnedFd> {
+    control::connect(path).with_context(|| {
+        format!(
+            "cannot reach the daemon's admin socket {} (is isolad running? --admin names another socket)",
+            path.display()
+        )
+    })
+}
+
+fn ask(socket: &OwnedFd, request: &AdminRequest) -> Result<AdminReply> {
+    control::send(socket.as_fd(), request, None).context("sending to the daemon")?;
+    Ok(control::recv::<AdminReply>(socket.as_fd())
+        .context("the daemon did not answer")?
+        .0)
+}
+
+fn done(reply: AdminReply) -> Result<()> {
+    match reply {
+        AdminReply::Done { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        AdminReply::Failed { reason } => bail!("refused: {reason}"),
+        AdminReply::Tenants { .. } => bail!("the daemon answered out of turn"),
+    }
+}
+
+/// Every tenant, page by page.
+fn list(socket: &OwnedFd) -> Result<Vec<TenantStatus>> {
+    let mut all = Vec::new();
+    let mut from = 0;
+    loop {
+        match ask(socket, &AdminRequest::List { from })? {
+            AdminReply::Tenants { tenants, next } => {
+                all.extend(tenants);
+                match next {
+                    // A page always moves on, so this ends.
+                    Some(n) if n > from => from = n,
+                    _ => return Ok(all),
+                }
+            }
+            AdminReply::Failed { reason } => bail!("refused: {reason}"),
+            AdminReply::Done { .. } => bail!("the daemon answered out of turn"),
+        }
+    }
+}
+
+/// `s` as a TOML string.
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// KEY=VALUE arguments as TOML lines: VALUE as written if it is a TOML
+/// value, else as a string (`limit=100MB/s`). An empty VALUE is `""`,
+/// which `set` reads as "back to the default" (`allow_empty`).
+fn keys_to_toml(keys: &[String], allow_empty: bool) -> Result<String> {
+    let mut text = String::new();
+    for kv in keys {
+        let Some((key, value)) = kv.split_once('=') else {
+            bail!("`{kv}`: give KEY=VALUE");
+        };
+        let key = key.trim();
+        if key.is_empty()
+            || !key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
+            bail!("`{kv}`: `{key}` is not a key of a tenant table");
+        }
+        let value = value.trim();
+        let value = if value.is_empty() {
+            if !allow_empty {
+                bail!("`{kv}`: give a value");
+            }
+            "\"\"".to_string()
+        } else if toml::from_str::<toml::Table>(&format!("v = {value}")).is_ok() {
+            value.to_string()
+        } else {
+            toml_string(value)
+        };
+        text.push_str(&format!("{key} = {value}\n"));
+    }
+    Ok(text)
+}
+
+/// The tenants as a table for people.
+fn table(tenants: &[TenantStatus]) -> String {
+    let header = [
+        "id",
+        "tenant",
+        "state",
+        "weight",
+        "class",
+        "limit",
+        "latency",
+        "conns",
+        "submitted",
+        "ok",
+        "failed",
+        "rejected",
+        "cancelled",
+        "busy",
+    ];
+    let rows: Vec<[String; 14]> = tenants
+        .iter()
+        .map(|t| {
+            let f = &t.figures;
+            [
+                t.id.to_string(),
+                t.name.clone(),
+                t.state.clone(),
+                format!("{}", t.slo.weight),
+                t.slo.class.clone(),
+                t.slo.limit.clone().unwrap_or_else(|| "-".into()),
+                t.slo.latency.clone().unwrap_or_else(|| "-".into()),
+                format!("{}/{}", t.connections, t.max_connections),
+                f.submitted.to_string(),
+                f.succeeded.to_string(),
+                f.failed.to_string(),
+                f.rejected.to_string(),
+                f.cancelled.to_string(),
+                isola_core::quantity::format_duration(f.busy_ns),
+            ]
+        })
+        .collect();
+    let mut width = header.map(str::len);
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut out = String::new();
+        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
+            // Names left, figures right.
+            if i == 1 || i == 2 || i == 4 {
+                out.push_str(&format!("{c:<w$}  "));
+            } else {
+                out.push_str(&format!("{c:>w$}  "));
+            }
+        }
+        out.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&header.map(String::from));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    if tenants.is_empty() {
+        out.push_str("(no tenants)\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_become_toml_and_bare_words_strings() {
+        let text = keys_to_toml(
+            &[
+                "weight=3".into(),
+                "limit=100MB/s".into(),
+                "users=[1000, 1001]".into(),
+                "budget=".into(),
+            ],
+            true,
+        )
+        .unwrap();
+        let t: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(t["weight"].as_integer(), Some(3));
+        assert_eq!(t["limit"].as_str(), Some("100MB/s"));
+        assert_eq!(t["users"].as_array().map(Vec::len), Some(2));
+        assert_eq!(t["budget"].as_str(), Some(""));
+        assert!(keys_to_toml(&["weight".into()], true).is_err());
+        assert!(keys_to_toml(&["budget=".into()], false).is_err());
+        assert!(keys_to_toml(&["a b=1".into()], true).is_err());
+    }
+}
