@@ -123,9 +123,12 @@ impl Daemon {
         let mut b = RuntimeBuilder::new();
         for e in &config.engines {
             let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
-            let cost = Arc::new(
-                AffineCost::new(e.base_ns, e.per_byte_ns).unwrap_or_else(|_| AffineCost::constant(1)),
-            );
+            let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
+                Some(p) => Arc::new(p.cost_model()),
+                None => Arc::new(
+                    AffineCost::new(e.base_ns, e.per_byte_ns).unwrap_or_else(|_| AffineCost::constant(1)),
+                ),
+            };
             let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
                 .with_queue_depth(e.queue_depth)
                 .with_split_when(e.split_when);

@@ -172,6 +172,28 @@ fn configuration_mistakes_name_their_line_and_key() {
     assert_eq!((e.line, e.key.as_deref()), (5, Some("policy")), "{e}");
     let e = bad(&base.replace("users = [0]", "users = [0]\nsq_entries = 12"));
     assert_eq!((e.line, e.key.as_deref()), (9, Some("sq_entries")), "{e}");
+    // The SLO keys are a scenario's, checked the same way.
+    let e = bad(&base.replace(
+        "users = [0]",
+        "users = [0]\nlatency = \"2ms\"\nlatency_multiple = 2.0",
+    ));
+    assert_eq!((e.line, e.key.as_deref()), (10, Some("latency_multiple")), "{e}");
+    let e = bad(&base.replace("users = [0]", "users = [0]\n[tenant.on.nowhere]\nweight = 2.0"));
+    assert_eq!(e.key.as_deref(), Some("on"), "{e}");
+    // The engine's keys.
+    let e = bad(&base.replace("name = \"e\"", "name = \"e\"\nsplit_when = \"sometimes\""));
+    assert_eq!((e.line, e.key.as_deref()), (5, Some("split_when")), "{e}");
+    let e = bad(&base.replace(
+        "name = \"e\"",
+        "name = \"e\"\npolicy = \"drr\"\nparams = { quantum = \"lots\" }",
+    ));
+    assert_eq!(e.key.as_deref(), Some("params"), "{e}");
+    let e = bad(&base.replace("name = \"e\"", "name = \"e\"\nprofile = \"/nonexistent/p.json\""));
+    assert_eq!((e.line, e.key.as_deref()), (5, Some("profile")), "{e}");
+    let e = bad(&base
+        .replace("[daemon]\n", "[daemon]\nspare_tenants = 4\n")
+        .replace("name = \"e\"", "name = \"e\"\npolicy = \"static\""));
+    assert_eq!(e.key.as_deref(), Some("spare_tenants"), "{e}");
     assert!(DaemonConfig::parse(base, Path::new("d.toml")).is_ok());
 }
 

@@ -70,6 +70,10 @@ pub struct EngineConfig {
     pub base_ns: f64,
     /// Cost model: ns per byte.
     pub per_byte_ns: f64,
+    /// A profile measured by `isola profile` (`profile = "FILE"`): its
+    /// operators are predicted by their measured points instead of
+    /// `base_ns` and `per_byte_ns`, and operators it lacks are refused.
+    pub profile: Option<isola_core::profile::Profile>,
     /// Tasks larger than this are split into pieces of it (splittable
     /// operators only), when `split_when` says so.
     pub split: Option<u64>,
@@ -109,6 +113,7 @@ struct RawEngine {
     #[serde(default)]
     params: BTreeMap<String, toml::Value>,
     cost: Option<Spanned<RawCost>>,
+    profile: Option<Spanned<String>>,
     split: Option<Spanned<Size>>,
     split_when: Option<Spanned<String>>,
 }
@@ -186,7 +191,7 @@ impl DaemonConfig {
         };
         let mut engines: Vec<EngineConfig> = Vec::new();
         for e in raw.engine {
-            engines.push(check_engine(&src, e.into_inner(), &engines)?);
+            engines.push(check_engine(&src, base, e.into_inner(), &engines)?);
         }
         if engines.is_empty() {
             return Err(src.at(0..0, Some("engine"), "a daemon needs at least one [[engine]]"));
@@ -279,9 +284,11 @@ fn engine_refs(engines: &[EngineConfig]) -> Vec<EngineRef<'_>> {
         .collect()
 }
 
-/// Checks one `[[engine]]` (`earlier` are those before it).
+/// Checks one `[[engine]]` (`earlier` are those before it; `base` anchors
+/// a relative profile path).
 fn check_engine(
     src: &Source<'_>,
+    base: &Path,
     e: RawEngine,
     earlier: &[EngineConfig],
 ) -> Result<EngineConfig, ScenarioError> {
@@ -329,12 +336,28 @@ fn check_engine(
         },
         None => "sfq".to_string(),
     };
-    if let Ok(info) = isola_core::policy::find_policy(&policy) {
-        if let Err(err) = isola_core::params::Params::new(format!("policy `{policy}`"), info.params, &params)
-        {
-            return Err(src.at(policy_span, Some("params"), err.to_string()));
-        }
+    // Built once now, so that a bad parameter is reported at its line.
+    let share = isola_core::policy::TenantShare {
+        weight: 1.0,
+        class: isola_core::TenantClass::BestEffort,
+        latency: None,
+    };
+    let setup = isola_core::policy::registry::PolicySetup {
+        tenants: &[share],
+        slots: (workers + queue_depth) as u32,
+    };
+    if let Err(err) = isola_core::policy::build_policy(&policy, &params, &setup) {
+        return Err(src.at(policy_span, Some("params"), err.to_string()));
     }
+    let profile = match (&e.profile, &e.cost) {
+        (Some(p), Some(_)) => {
+            return Err(src.at(p.span(), Some("profile"), "give either cost or profile, not both"))
+        }
+        (Some(p), None) => {
+            Some(read_profile(&base.join(p.get_ref())).map_err(|m| src.at(p.span(), Some("profile"), m))?)
+        }
+        (None, _) => None,
+    };
     let (base_ns, per_byte_ns) = match e.cost {
         Some(c) => {
             let span = c.span();
@@ -378,7 +401,22 @@ fn check_engine(
         params,
         base_ns,
         per_byte_ns,
+        profile,
         split,
         split_when,
     })
+}
+
+/// The profile at `path` (written by `isola profile`), with at least one
+/// usable operator.
+fn read_profile(path: &Path) -> Result<isola_core::profile::Profile, String> {
+    let shown = path.display();
+    let text = isola_model::input::read_text_bounded(path, isola_model::input::MAX_PROFILE_BYTES)
+        .map_err(|e| format!("cannot read profile {shown}: {e}"))?;
+    let profile: isola_core::profile::Profile = serde_json::from_str(&text)
+        .map_err(|e| format!("{shown} is not a profile (from `isola profile`): {e}"))?;
+    if profile.operators.iter().all(|o| o.model().is_none()) {
+        return Err(format!("{shown}: no operator in it has a usable measured point"));
+    }
+    Ok(profile)
 }
