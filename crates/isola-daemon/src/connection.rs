@@ -4,8 +4,9 @@
 //! and handed to the live runtime (nothing bypasses the scheduler), and
 //! each task's one completion written back.
 //!
-//! Two threads per connection: this one reads the socket and the
-//! submission ring; a completion thread writes outputs and completions.
+//! One thread per connection reads the socket and the submission ring;
+//! each task's output and completion are written by the runtime thread
+//! that completes it (a callback: no hand-off to another thread).
 //! The daemon never takes more submissions than its completion ring can
 //! hold answers for, so a completion always has a slot. When the tenant
 //! goes away, the completion thread stays until the tasks it accepted are
@@ -44,6 +45,10 @@ pub(crate) struct Conn {
     eq: Mutex<Producer>,
     /// Accepted tasks not yet answered, by runtime task id.
     pending: Mutex<HashMap<u64, Pending>>,
+    /// Signalled when `pending` empties.
+    all_answered: std::sync::Condvar,
+    /// Where answers are counted.
+    metrics: Arc<crate::metrics::Metrics>,
     /// The tenant closed its end.
     gone: AtomicBool,
     /// This connection drains (its tenant is being removed, or the daemon
@@ -113,6 +118,8 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         cq: Mutex::new(Producer::new(layout.cq)),
         eq: Mutex::new(Producer::new(layout.eq)),
         pending: Mutex::new(HashMap::new()),
+        all_answered: std::sync::Condvar::new(),
+        metrics: Arc::clone(&shared.metrics),
         gone: AtomicBool::new(false),
         draining: AtomicBool::new(false),
     });
@@ -121,12 +128,9 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     if shared.draining.load(Ordering::Acquire) {
         conn.drain(shared.now_ns());
     }
-    let (done_tx, done_rx) = crossbeam_channel::unbounded::<TaskDone>();
-    let answering = {
+    let on_done: isola_runtime::OnCompletion = {
         let conn = Arc::clone(&conn);
-        let spin = shared.spin;
-        let metrics = Arc::clone(&shared.metrics);
-        std::thread::spawn(move || answer_completions(&conn, done_rx, spin, &metrics))
+        Arc::new(move |c| answer_task(&conn, c))
     };
     let handle = shared.runtime.tenant(isola_core::TenantId(tenant as u32));
     let mut operators: Vec<(String, BTreeMap<String, String>)> = Vec::new();
@@ -142,7 +146,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
             if conn.draining.load(Ordering::Acquire) {
                 break false;
             }
-            match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx) {
+            match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &on_done) {
                 Err(_) => break true,
                 Ok(0) if last.elapsed() >= shared.spin => break false,
                 Ok(0) => std::thread::yield_now(),
@@ -151,7 +155,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         };
         sq.sleep(words, true);
         let corrupt = corrupt
-            || match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &done_tx) {
+            || match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &on_done) {
                 Ok(0) => false,
                 Ok(_) => {
                     sq.sleep(words, false);
@@ -214,8 +218,16 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
                 .cancel_queued(isola_core::TenantId(tenant as u32), Some(queued));
         }
     }
-    drop(done_tx);
-    let _ = answering.join();
+    drop(on_done);
+    // Every task taken is answered before the region goes.
+    if let Ok(mut pending) = conn.pending.lock() {
+        while !pending.is_empty() {
+            pending = match conn.all_answered.wait(pending) {
+                Ok(p) => p,
+                Err(_) => break,
+            };
+        }
+    }
     // Every task taken is answered: the tenant's next wait hears the end.
     let _ = rustix::net::shutdown(&conn.socket, rustix::net::Shutdown::Both);
     shared.release(tenant);
@@ -283,7 +295,7 @@ fn take_submissions(
     operators: &[(String, BTreeMap<String, String>)],
     sq: &mut Consumer,
     cq_slots: u32,
-    done: &crossbeam_channel::Sender<TaskDone>,
+    done: &isola_runtime::OnCompletion,
 ) -> Result<usize, isola_wire::RingError> {
     let arena = conn.region.layout().geometry.arena_bytes;
     let mut taken = 0;
@@ -346,7 +358,7 @@ fn take_submissions(
         let Ok(mut pending) = conn.pending.lock() else {
             return Ok(taken);
         };
-        match handle.submit_to(op, params, input, done) {
+        match handle.submit_calling(op, params, input, Arc::clone(done)) {
             Ok(id) => {
                 shared
                     .metrics
@@ -377,72 +389,58 @@ fn submit_outcome(e: &SubmitError) -> Outcome {
     }
 }
 
-/// Writes each finished task's output and completion, until every
-/// accepted task is answered and the connection's reader is gone.
-fn answer_completions(
-    conn: &Conn,
-    done: crossbeam_channel::Receiver<TaskDone>,
-    spin: std::time::Duration,
-    metrics: &crate::metrics::Metrics,
-) {
-    // Polled for `spin` after each completion before sleeping: a futex
-    // wake-up costs more than a small task's service.
-    let next = || {
-        let start = std::time::Instant::now();
-        while start.elapsed() < spin {
-            match done.try_recv() {
-                Ok(c) => return Some(c),
-                Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
-                Err(crossbeam_channel::TryRecvError::Empty) => std::thread::yield_now(),
-            }
+/// Writes finished task `c`'s output and completion (called by the
+/// runtime thread that completed it).
+fn answer_task(conn: &Conn, c: TaskDone) {
+    let Some(p) = conn.pending.lock().ok().and_then(|mut m| {
+        let p = m.remove(&c.task);
+        if m.is_empty() {
+            conn.all_answered.notify_all();
         }
-        done.recv().ok()
+        p
+    }) else {
+        return;
     };
-    while let Some(c) = next() {
-        let Some(p) = conn.pending.lock().ok().and_then(|mut m| m.remove(&c.task)) else {
-            continue;
-        };
-        // What the tenant should hear of besides the answer.
-        let event = match &c.result {
-            Err(TaskError::Rejected(isola_core::RejectReason::ChannelFull { .. })) => {
-                Some(EventKind::ChannelFull)
-            }
-            Err(TaskError::Rejected(isola_core::RejectReason::OverQuota { .. })) => {
-                Some(EventKind::QuotaExceeded)
-            }
-            _ if c.over_budget => Some(EventKind::OverBudget),
-            _ => None,
-        };
-        if let Some(kind) = event {
-            conn.tell(kind, p.tag, c.finished_ns);
+    // What the tenant should hear of besides the answer.
+    let event = match &c.result {
+        Err(TaskError::Rejected(isola_core::RejectReason::ChannelFull { .. })) => {
+            Some(EventKind::ChannelFull)
         }
-        let (outcome, output_len) = match &c.result {
-            Ok(out) if out.len() > p.output.len() => (
+        Err(TaskError::Rejected(isola_core::RejectReason::OverQuota { .. })) => {
+            Some(EventKind::QuotaExceeded)
+        }
+        _ if c.over_budget => Some(EventKind::OverBudget),
+        _ => None,
+    };
+    if let Some(kind) = event {
+        conn.tell(kind, p.tag, c.finished_ns);
+    }
+    let (outcome, output_len) = match &c.result {
+        Ok(out) if out.len() > p.output.len() => (
+            Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),
+            out.len() as u64,
+        ),
+        Ok(out) => match conn.region.write_arena(p.output.start as u64, out) {
+            Ok(()) => (Outcome::Ok, out.len() as u64),
+            Err(_) => (
                 Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),
                 out.len() as u64,
             ),
-            Ok(out) => match conn.region.write_arena(p.output.start as u64, out) {
-                Ok(()) => (Outcome::Ok, out.len() as u64),
-                Err(_) => (
-                    Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),
-                    out.len() as u64,
-                ),
-            },
-            Err(e) => (task_outcome(e), 0),
-        };
-        let answer = Completion {
-            tag: p.tag,
-            outcome,
-            output_len,
-            arrival_ns: p.arrival_ns,
-            dispatch_ns: c.started_ns.unwrap_or(0),
-            completion_ns: c.finished_ns,
-            predicted_ns: c.predicted_ns,
-            service_ns: c.service_ns,
-        };
-        metrics.answered(&c, &answer);
-        conn.answer(answer);
-    }
+        },
+        Err(e) => (task_outcome(e), 0),
+    };
+    let answer = Completion {
+        tag: p.tag,
+        outcome,
+        output_len,
+        arrival_ns: p.arrival_ns,
+        dispatch_ns: c.started_ns.unwrap_or(0),
+        completion_ns: c.finished_ns,
+        predicted_ns: c.predicted_ns,
+        service_ns: c.service_ns,
+    };
+    conn.metrics.answered(&c, &answer);
+    conn.answer(answer);
 }
 
 /// The outcome code of a task that ended in an error.

@@ -147,15 +147,45 @@ impl Completion {
 /// dropped.
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
-    to: crossbeam_channel::Sender<Completion>,
+    to: Sink,
     sent: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Code the runtime calls with a task's one completion, on the runtime
+/// thread that completes it (a worker's, or the dispatcher's): it must be
+/// quick and must not block. A panic in it is caught and the completion
+/// is lost to it, nothing else.
+pub type OnCompletion = Arc<dyn Fn(Completion) + Send + Sync>;
+
+/// Where a completion goes.
+#[derive(Clone)]
+enum Sink {
+    Channel(crossbeam_channel::Sender<Completion>),
+    Call(OnCompletion),
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Sink::Channel(_) => "Channel",
+            Sink::Call(_) => "Call",
+        })
+    }
 }
 
 impl Reply {
     /// A reply to `to`.
     pub(crate) fn new(to: crossbeam_channel::Sender<Completion>) -> Reply {
         Reply {
-            to,
+            to: Sink::Channel(to),
+            sent: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
+    /// A reply that calls `f`.
+    pub(crate) fn calling(f: OnCompletion) -> Reply {
+        Reply {
+            to: Sink::Call(f),
             sent: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
@@ -165,8 +195,17 @@ impl Reply {
         if self.sent.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return;
         }
-        // A receiver that went away no longer wants the completion.
-        let _ = self.to.send(c);
+        match &self.to {
+            // A receiver that went away no longer wants the completion.
+            Sink::Channel(to) => {
+                let _ = to.send(c);
+            }
+            Sink::Call(f) => {
+                if let Err(message) = crate::guard::catch(|| f(c)) {
+                    eprintln!("isola-runtime: a completion callback panicked: {message}");
+                }
+            }
+        }
     }
 }
 

@@ -45,7 +45,7 @@ pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, DEFAULT_SPIN};
 pub use core_log::{CoreCall, CoreLog};
 pub use dispatcher::ControlError;
 pub use isola_core::{SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
-pub use job::{Completion, SubmitError, TaskError};
+pub use job::{Completion, OnCompletion, SubmitError, TaskError};
 pub use runtime::{Runtime, TenantHandle, Ticket, DEFAULT_SHUTDOWN_GRACE};
 pub use stats::TenantStats;
 pub use threads::{Realtime, RealtimeOutcome, RuntimeThread};

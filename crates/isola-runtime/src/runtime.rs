@@ -405,6 +405,21 @@ impl TenantHandle {
             .map(|(id, _)| id)
     }
 
+    /// Submits like [`TenantHandle::submit`], calling `on_done` with the
+    /// completion (on the runtime thread that completes it: no hand-off to
+    /// another thread); returns the task id it will carry.
+    pub fn submit_calling(
+        &self,
+        op: &str,
+        params: &BTreeMap<String, String>,
+        payload: impl Into<Arc<Vec<u8>>>,
+        on_done: crate::OnCompletion,
+    ) -> Result<u64, SubmitError> {
+        let operator = self.shared.operator(op, params)?;
+        self.send(operator, payload.into(), Reply::calling(on_done))
+            .map(|(id, _)| id)
+    }
+
     fn send(
         &self,
         operator: Arc<dyn Operator>,
