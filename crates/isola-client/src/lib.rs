@@ -59,7 +59,13 @@ pub struct Client {
     replies: VecDeque<Reply>,
     /// How long `wait` polls the completion ring before it sleeps.
     spin: std::time::Duration,
+    /// When the daemon was last seen alive (`check_alive`).
+    checked_at: std::time::Instant,
 }
+
+/// How often, at most, a submit or an empty poll asks the kernel whether
+/// the daemon is still there: 1 ms.
+pub const LIVENESS_CHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// How long [`Client::wait`] polls by default before it sleeps: 50 us, as
 /// the daemon's own threads.
@@ -88,6 +94,7 @@ impl Client {
                     max_input,
                     replies: VecDeque::new(),
                     spin: DEFAULT_SPIN,
+                    checked_at: std::time::Instant::now(),
                 })
             }
             (Reply::Refused { reason }, _) => Err(ClientError::Refused(reason)),
@@ -164,6 +171,7 @@ impl Client {
     /// it is full, tells the daemon once, and returns how many went on (as
     /// DPDK's enqueue burst: a full ring is a count, not an error).
     pub fn submit_burst(&mut self, batch: &[Submission]) -> Result<usize, ClientError> {
+        self.check_alive()?;
         let mut pushed = 0;
         let mut corrupt = None;
         for s in batch {
@@ -200,11 +208,46 @@ impl Client {
             .cq
             .pop::<{ Completion::WORDS }>(self.region.words())?
             .map(|w| Completion::decode(&w));
-        if c.is_some() {
+        match c {
             // A slot freed: the daemon may have waited for one to take more.
-            self.wake_daemon()?;
+            Some(_) => self.wake_daemon()?,
+            // Nothing to read: is anyone still writing?
+            None => self.check_alive()?,
         }
         Ok(c)
+    }
+
+    /// An error if the daemon has gone away (killed, stopped, or it closed
+    /// this connection), looked at most once per [`LIVENESS_CHECK`]: the
+    /// ring calls make no system call, so a dead daemon would otherwise
+    /// go unnoticed by a tenant that only submits and polls.
+    fn check_alive(&mut self) -> Result<(), ClientError> {
+        let now = std::time::Instant::now();
+        if now.duration_since(self.checked_at) < LIVENESS_CHECK {
+            return Ok(());
+        }
+        self.checked_at = now;
+        let mut fds = [rustix::event::PollFd::new(
+            &self.socket,
+            rustix::event::PollFlags::IN,
+        )];
+        let zero = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        match rustix::event::poll(&mut fds, Some(&zero)) {
+            Ok(_) => {
+                let seen = fds[0].revents();
+                if seen.intersects(rustix::event::PollFlags::HUP | rustix::event::PollFlags::ERR) {
+                    return Err(ClientError::Control(ControlError::Closed));
+                }
+                Ok(())
+            }
+            Err(e) => Err(ClientError::Control(ControlError::Os {
+                what: "poll the daemon's socket",
+                source: e,
+            })),
+        }
     }
 
     /// The next event on the tenant's event ring (a task over its budget,
