@@ -49,6 +49,8 @@ pub(crate) struct Conn {
     all_answered: std::sync::Condvar,
     /// Where answers are counted.
     metrics: Arc<crate::metrics::Metrics>,
+    /// The daemon's state, for its completion record.
+    shared: Arc<Shared>,
     /// The tenant closed its end.
     gone: AtomicBool,
     /// This connection drains (its tenant is being removed, or the daemon
@@ -120,6 +122,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         pending: Mutex::new(HashMap::new()),
         all_answered: std::sync::Condvar::new(),
         metrics: Arc::clone(&shared.metrics),
+        shared: Arc::clone(&shared),
         gone: AtomicBool::new(false),
         draining: AtomicBool::new(false),
     });
@@ -441,6 +444,11 @@ fn answer_task(conn: &Conn, c: TaskDone) {
     };
     conn.metrics.answered(&c, &answer);
     conn.answer(answer);
+    if conn.shared.record.load(Ordering::Acquire) {
+        if let Ok(mut r) = conn.shared.recorded.lock() {
+            r.push(c.without_output());
+        }
+    }
 }
 
 /// The outcome code of a task that ended in an error.

@@ -66,6 +66,10 @@ pub(crate) struct Shared {
     /// entry before it sleeps on its socket.
     pub(crate) spin: std::time::Duration,
     pub(crate) runtime: Runtime,
+    /// Keep every task's runtime completion (`Daemon::record_completions`).
+    pub(crate) record: AtomicBool,
+    /// The completions kept.
+    pub(crate) recorded: Mutex<Vec<isola_runtime::Completion>>,
     /// Which tenant holds each slot of the core, and its connections.
     pub(crate) tenants: Mutex<tenants::TenantTable>,
     /// The daemon drains: connections take no more submissions.
@@ -149,6 +153,10 @@ impl Daemon {
                 b.tenant_on(id, on.clone(), *change);
             }
         }
+        b.spin(config.spin).pin_threads(config.pin_threads);
+        if config.realtime {
+            b.realtime(Some(isola_runtime::Realtime::default()));
+        }
         b.mode(Mode::Isolated {
             policy: "sfq".into(),
             params: BTreeMap::new(),
@@ -184,7 +192,9 @@ impl Daemon {
         })?;
         let shared = Arc::new(Shared {
             tenants: Mutex::new(table),
-            spin: isola_runtime::DEFAULT_SPIN,
+            spin: config.spin,
+            record: AtomicBool::new(false),
+            recorded: Mutex::new(Vec::new()),
             draining: AtomicBool::new(false),
             live: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
@@ -219,6 +229,28 @@ impl Daemon {
     /// port bound when the configuration asked for port 0.
     pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
         self.metrics.as_ref().map(http::MetricsServer::addr)
+    }
+
+    /// The live runtime that serves the tenants (for its clock, its
+    /// threads and its counters).
+    pub fn runtime(&self) -> &Runtime {
+        &self.shared.runtime
+    }
+
+    /// Starts (or stops) keeping every task's completion as the runtime
+    /// gave it, with its timings and latency breakdown (outputs dropped):
+    /// what an experiment measures tenants in other processes by.
+    pub fn record_completions(&self, on: bool) {
+        self.shared.record.store(on, Ordering::Release);
+    }
+
+    /// The completions kept since the last call.
+    pub fn take_completions(&self) -> Vec<isola_runtime::Completion> {
+        self.shared
+            .recorded
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default()
     }
 
     /// The admin socket `isola ctl` connects to.

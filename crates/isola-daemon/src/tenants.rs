@@ -250,6 +250,9 @@ impl Shared {
             ("admin_socket", new.admin_socket == old.admin_socket),
             ("max_input", new.max_input == old.max_input),
             ("spare_tenants", new.spare_tenants == old.spare_tenants),
+            ("spin", new.spin == old.spin),
+            ("pin_threads", new.pin_threads == old.pin_threads),
+            ("realtime", new.realtime == old.realtime),
             ("engine", new.engines == old.engines),
         ];
         if let Some((key, _)) = fixed.iter().find(|(_, same)| !same) {

@@ -42,6 +42,13 @@ pub struct DaemonConfig {
     /// Tenant slots beyond the configured tenants, for tenants added while
     /// the daemon runs.
     pub spare_tenants: usize,
+    /// How long the daemon's threads poll for work before they sleep.
+    pub spin: std::time::Duration,
+    /// Pin the runtime's dispatcher and workers to cores of their own.
+    pub pin_threads: bool,
+    /// Run the runtime's dispatcher and workers in a real-time class
+    /// (SCHED_FIFO) where the system permits it.
+    pub realtime: bool,
     /// Largest input of one task, bytes.
     pub max_input: u64,
     /// The engines, in file order.
@@ -99,6 +106,11 @@ struct RawDaemon {
     max_input: Option<Spanned<Size>>,
     metrics: Option<Spanned<String>>,
     spare_tenants: Option<Spanned<usize>>,
+    spin: Option<Spanned<Duration>>,
+    #[serde(default)]
+    pin_threads: bool,
+    #[serde(default)]
+    realtime: bool,
 }
 
 #[derive(Deserialize)]
@@ -189,6 +201,17 @@ impl DaemonConfig {
             },
             None => None,
         };
+        let spin = match daemon.spin {
+            Some(s) if s.get_ref().0 > 10_000_000 => {
+                return Err(src.at(
+                    s.span(),
+                    Some("spin"),
+                    "at most 10ms: a polling thread holds its core",
+                ))
+            }
+            Some(s) => std::time::Duration::from_nanos(s.into_inner().0),
+            None => isola_runtime::DEFAULT_SPIN,
+        };
         let mut engines: Vec<EngineConfig> = Vec::new();
         for e in raw.engine {
             engines.push(check_engine(&src, base, e.into_inner(), &engines)?);
@@ -255,6 +278,9 @@ impl DaemonConfig {
             admin_socket,
             metrics,
             spare_tenants,
+            spin,
+            pin_threads: daemon.pin_threads,
+            realtime: daemon.realtime,
             max_input,
             engines,
             tenants,
