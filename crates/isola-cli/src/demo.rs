@@ -63,6 +63,12 @@ pub struct Args {
     /// Isolation policies to compare with native, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "fcfs,drr,sfq,wlbvt,mclock")]
     policies: Vec<String>,
+    /// Run each tenant as a process of its own (`isola load`) attached to
+    /// an isolad started for each run, over its Unix socket and
+    /// shared-memory rings, instead of as threads of this process; the
+    /// table adds the cross-process path's cost per LS task.
+    #[arg(long)]
+    processes: bool,
 }
 
 /// Runs `isola demo`.
@@ -115,6 +121,10 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
         queue_depth: args.queue_depth,
         policies: args.policies.clone(),
         rounds: args.rounds,
+        processes: match args.processes {
+            true => Some(std::env::current_exe().context("--processes: where is this program?")?),
+            false => None,
+        },
     })
 }
 
@@ -142,12 +152,13 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
         range(&ls_solo),
     )?;
     let best = r.best_policy.as_deref();
+    let processes = r.setup.processes;
     let ratio = |v: f64| format!("{v:.2}");
     let rows: Vec<Vec<String>> = in_order(r)
         .map(|(name, p)| {
             let (ls, bs) = (&p.tenants[LS], &p.tenants[BS]);
             let mark = if Some(name.as_str()) == best { " *" } else { "" };
-            vec![
+            let mut row = vec![
                 format!("{name}{mark}"),
                 spread(&p.spread.ls_sla_violation_rate, pct),
                 duration(ls.latency_ns.p50 as f64),
@@ -157,10 +168,15 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
                 spread(&p.spread.bandwidth_vs_solo, ratio),
                 spread(&p.spread.bandwidth_while_sharing, ratio),
                 spread(&p.spread.overhead_ratio, |v| format!("{v:.3}")),
-            ]
+            ];
+            if processes {
+                let transit = p.spread.cross_process_ns.as_ref();
+                row.push(transit.map_or("-".into(), |s| spread(s, duration)));
+            }
+            row
         })
         .collect();
-    let header = [
+    let mut header = vec![
         "policy",
         "LS SLA viol",
         "LS p50",
@@ -171,7 +187,17 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
         "BS bw/solo while LS runs",
         "alone/native",
     ];
+    if processes {
+        header.push("LS cross-process");
+    }
     writeln!(out, "{}", table(&header, &rows))?;
+    if processes {
+        writeln!(
+            out,
+            "tenants in processes of their own, attached to an isolad per run; LS cross-process: its process's \
+             median latency minus the daemon's, per task (what the socket and rings add over the in-process runtime)"
+        )?;
+    }
     writeln!(
         out,
         "median [range] over the rounds; * best policy; ASTRAEA reports 47.66% LS SLA violations natively and \

@@ -109,6 +109,11 @@ pub struct RoundResult {
     pub ls_breakdown: LsBreakdown,
     /// What the host did to the run.
     pub host: HostInterference,
+    /// With tenants in processes of their own (`--processes`): the LS
+    /// tenant's median latency as its process saw it minus the daemon's,
+    /// ns: the cross-process path's cost per task over the in-process
+    /// runtime's.
+    pub cross_process_ns: Option<i64>,
 }
 
 /// Where the LS tenant's latency went: the mean of each part over all its
@@ -419,6 +424,7 @@ pub(super) fn compare(
         solo,
         ls_breakdown: LsBreakdown::of(&ls, ls_sla_ns),
         host,
+        cross_process_ns: None,
     })
 }
 

@@ -19,6 +19,7 @@
 //! `isola_runtime::record`), SLAs judged by `SlaRule::SoloMultiple`.
 
 mod measure;
+mod processes;
 mod summary;
 
 pub use measure::{HostInterference, LsBreakdown, Percentiles, RoundResult, SoloReference, TenantSummary};
@@ -65,6 +66,11 @@ pub struct LiveConfig {
     pub policies: Vec<String>,
     /// Rounds: every policy runs once a round (at least 1).
     pub rounds: usize,
+    /// Run each tenant as a process of its own attached to an `isolad`
+    /// started for each run: the path of the `isola` program whose `load`
+    /// subcommand is the tenant (`None`: tenants are threads of this
+    /// process, on the runtime directly).
+    pub processes: Option<std::path::PathBuf>,
 }
 
 impl Default for LiveConfig {
@@ -87,6 +93,7 @@ impl Default for LiveConfig {
                 .map(String::from)
                 .to_vec(),
             rounds: 3,
+            processes: None,
         }
     }
 }
@@ -164,6 +171,9 @@ pub struct Setup {
     pub bs_sla: String,
     /// Rounds run.
     pub rounds: usize,
+    /// Whether the tenants ran as processes of their own, attached to a
+    /// daemon.
+    pub processes: bool,
 }
 
 /// Runs the experiment under `config`, reporting to `progress`, and
@@ -193,6 +203,10 @@ pub fn run(config: &LiveConfig, progress: &mut dyn Progress) -> anyhow::Result<L
         step: 0,
         steps: (per_round * config.rounds + 1) as f64,
         realtime: Vec::new(),
+        processes: match &config.processes {
+            Some(program) => Some(processes::Processes::new(program, &work)?),
+            None => None,
+        },
     };
     let mut rounds: BTreeMap<&str, Vec<RoundResult>> = BTreeMap::new();
     for round in 1..=config.rounds {
@@ -264,6 +278,7 @@ pub fn run(config: &LiveConfig, progress: &mut dyn Progress) -> anyhow::Result<L
             bs_sla: "at least 50% of solo bandwidth per task (completion within 2x its solo service time)"
                 .into(),
             rounds: config.rounds,
+            processes: config.processes.is_some(),
         },
         order: compared.iter().map(|(n, _)| n.clone()).collect(),
         policies: compared.into_iter().collect(),
@@ -284,6 +299,8 @@ struct Work {
     bs_tasks: usize,
     overhead_tasks: usize,
     cost: Arc<dyn isola_core::CostModel>,
+    /// What `cost` was made from (a tenant-process run's daemon reads it).
+    profile: Profile,
 }
 
 impl Work {
@@ -328,6 +345,7 @@ impl Work {
             bs_tasks: scaled(BS_TASKS, 4),
             overhead_tasks: scaled(OVERHEAD_TASKS, 2),
             cost: Arc::new(profile.cost_model()),
+            profile,
         })
     }
 
@@ -357,12 +375,17 @@ struct Runner<'a> {
     steps: f64,
     /// The scheduling class each thread got (from the first runtime).
     realtime: Vec<RealtimeOutcome>,
+    /// Tenants in processes of their own, if so configured.
+    processes: Option<processes::Processes>,
 }
 
 /// One run's loops and what the host did to it.
 struct Ran {
     loops: Vec<LoopRun>,
     host: HostInterference,
+    /// With tenants in processes of their own: what the path between them
+    /// and the daemon cost per task.
+    transit: Option<processes::Transit>,
 }
 
 impl Ran {
@@ -376,6 +399,13 @@ impl Runner<'_> {
     fn run(&mut self, mode: &Mode, label: &str, loops: &[ClosedLoop]) -> anyhow::Result<Ran> {
         self.step += 1;
         self.progress.update(self.step as f64 / self.steps, label);
+        if let Some(p) = &self.processes {
+            let (ran, realtime) = p.run(mode, self.work, self.config, loops)?;
+            if self.realtime.is_empty() {
+                self.realtime = realtime;
+            }
+            return Ok(ran);
+        }
         let rt = runtime(mode, &self.work.cost, self.config)?;
         if self.realtime.is_empty() {
             self.realtime = rt.threads().into_iter().map(|t| t.realtime).collect();
@@ -391,7 +421,11 @@ impl Runner<'_> {
             .all(|t| matches!(t.realtime, RealtimeOutcome::Granted { .. }));
         let host = before.since(&rt, realtime, &tenants, &done);
         rt.shutdown();
-        Ok(Ran { loops, host })
+        Ok(Ran {
+            loops,
+            host,
+            transit: None,
+        })
     }
 
     /// The LS tenant alone, natively: the median service time of its tasks.
@@ -459,7 +493,8 @@ impl Runner<'_> {
             bs_throughput_bps: native.flow_throughput_bps(BS_ID),
             bs_engine_share: native.engine_share_during_flow(BS_ID, BS_ID),
         };
-        let result = measure::compare(round, &done, solo, overhead_ratio, both.host)?;
+        let mut result = measure::compare(round, &done, solo, overhead_ratio, both.host)?;
+        result.cross_process_ns = both.transit.and_then(|t| t.ls_ns);
         Ok((result, ls_after))
     }
 }

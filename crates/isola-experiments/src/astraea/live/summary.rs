@@ -43,6 +43,9 @@ pub struct PolicySpread {
     pub bandwidth_while_sharing: Spread,
     /// The BS tenant alone under the policy against native.
     pub overhead_ratio: Spread,
+    /// With tenants in processes of their own: the LS tenant's
+    /// cross-process cost per task, ns (`RoundResult::cross_process_ns`).
+    pub cross_process_ns: Option<Spread>,
 }
 
 /// One policy over every round: the medians in today's fields, their
@@ -82,6 +85,12 @@ impl PolicyComparison {
             bandwidth_vs_solo: spread(|r| r.bandwidth_vs_solo)?,
             bandwidth_while_sharing: spread(|r| r.bandwidth_while_sharing)?,
             overhead_ratio: spread(|r| r.overhead_ratio)?,
+            cross_process_ns: Spread::of(
+                rounds
+                    .iter()
+                    .filter_map(|r| r.cross_process_ns)
+                    .map(|ns| ns as f64),
+            ),
         };
         let median_round = median_by(&rounds, |r| tenant_rate(LS)(r))?;
         let tenants = [LS, BS]

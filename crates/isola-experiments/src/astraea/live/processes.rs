@@ -1,0 +1,234 @@
+//! The experiment with each tenant in a process of its own (`isola demo
+//! --processes`): every run starts an `isolad` (the daemon library, in
+//! this process) configured as the in-process run's runtime would be (one
+//! EC engine, the policy, the split, the profiled cost model, the thread
+//! settings; the same two tenants and SLOs), and runs each closed loop as
+//! an `isola load` process attached to it over the Unix socket and the
+//! shared-memory rings. The run is measured by the daemon's runtime's own
+//! completions (`Daemon::record_completions`), so every figure is computed
+//! exactly as in process; each tenant process reports its own latency
+//! too, and the difference (client's median minus the daemon's) is the
+//! cross-process path's cost per task.
+
+use super::measure::HostBefore;
+use super::{realtime_usable, LiveConfig, Work, LS_ID, SLA_MULTIPLE};
+use crate::astraea::{BS, LS};
+use anyhow::{bail, Context};
+use isola_daemon::{Daemon, DaemonConfig};
+use isola_runtime::workload::{ClosedLoop, LoopRun};
+use isola_runtime::{Completion, Mode, RealtimeOutcome, SplitWhen};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where the runs' files go and what runs the tenants.
+pub(super) struct Processes {
+    /// `isola` (its `load` subcommand is the tenant process).
+    program: PathBuf,
+    /// The daemon's configuration, profile, socket and the tenants' reports.
+    dir: PathBuf,
+}
+
+/// What the tenant processes saw that the daemon did not: each tenant's
+/// client's median latency minus the daemon's median latency for the same
+/// tasks, ns (the cross-process path's cost per task).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Transit {
+    /// The latency-sensitive tenant's, if it ran.
+    pub(super) ls_ns: Option<i64>,
+    /// The bandwidth-sensitive tenant's, if it ran.
+    pub(super) bs_ns: Option<i64>,
+}
+
+impl Processes {
+    /// Prepares runs with tenants run by `program load`; writes the
+    /// profile the daemon's engine predicts costs by.
+    pub(super) fn new(program: &Path, work: &Work) -> anyhow::Result<Processes> {
+        if !program.is_file() {
+            bail!("the tenant program {} does not exist", program.display());
+        }
+        let dir = std::env::temp_dir().join(format!("isola-demo-processes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let profile = serde_json::to_string(&work.profile)?;
+        std::fs::write(dir.join("profile.json"), profile)?;
+        Ok(Processes {
+            program: program.to_path_buf(),
+            dir,
+        })
+    }
+
+    /// The daemon's configuration for a run in `mode`.
+    fn daemon_config(&self, mode: &Mode, work: &Work, config: &LiveConfig) -> anyhow::Result<DaemonConfig> {
+        let (policy, params) = match mode {
+            Mode::Native => ("fcfs".to_string(), Default::default()),
+            Mode::Isolated { policy, params } => (policy.clone(), params.clone()),
+        };
+        let realtime = realtime_usable(config);
+        // As the in-process runtime: a real-time thread sleeps at once.
+        let spin_us = match (config.poll, realtime) {
+            (Some(p), _) => p.as_micros(),
+            (None, true) => 0,
+            (None, false) => isola_runtime::DEFAULT_SPIN.as_micros(),
+        };
+        let uid = rustix::process::getuid().as_raw();
+        let quota = (work.bs_payload.len() as u64 * 4).max(64 << 20);
+        let mut text = format!(
+            "[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nspin = \"{spin_us}us\"\n\
+             pin_threads = {}\nrealtime = {realtime}\nmax_input = \"{}B\"\n\n\
+             [[engine]]\nname = \"ec\"\nops = [\"ec-encode\"]\nworkers = 1\nqueue_depth = {}\n\
+             policy = \"{policy}\"\nprofile = \"profile.json\"\n",
+            config.pin_threads,
+            work.bs_payload.len(),
+            config.queue_depth,
+        );
+        if !params.is_empty() {
+            let kv: Vec<String> = params.iter().map(|(k, v)| format!("{k} = \"{v}\"")).collect();
+            writeln!(text, "params = {{ {} }}", kv.join(", "))?;
+        }
+        if *mode != Mode::Native {
+            let when = match config.split_when {
+                SplitWhen::Always => "always",
+                SplitWhen::Contended { .. } => "contended",
+                SplitWhen::ForLatency { .. } => "for_latency",
+            };
+            writeln!(
+                text,
+                "split = \"{}B\"\nsplit_when = \"{when}\"",
+                config.split_bytes
+            )?;
+        }
+        write!(
+            text,
+            "\n[[tenant]]\nname = \"{LS}\"\nweight = {}\nclass = \"latency-sensitive\"\n\
+             latency_multiple = {SLA_MULTIPLE}\nmemory_quota = \"{quota}B\"\nusers = [{uid}]\n\n\
+             [[tenant]]\nname = \"{BS}\"\nclass = \"bandwidth-sensitive\"\nmemory_quota = \"{quota}B\"\nusers = [{uid}]\n",
+            super::LS_WEIGHT
+        )?;
+        let path = self.dir.join("isolad.toml");
+        std::fs::write(&path, &text)?;
+        DaemonConfig::load(&path).map_err(|e| anyhow::anyhow!("the run's daemon configuration: {e}"))
+    }
+
+    /// Runs `loops` with a daemon in `mode`, each loop a tenant process,
+    /// and measures the run by the daemon's runtime's completions; also
+    /// returns the scheduling class each of the daemon's runtime threads got.
+    pub(super) fn run(
+        &self,
+        mode: &Mode,
+        work: &Work,
+        config: &LiveConfig,
+        loops: &[ClosedLoop],
+    ) -> anyhow::Result<(super::Ran, Vec<RealtimeOutcome>)> {
+        let daemon = Daemon::start(self.daemon_config(mode, work, config)?)
+            .map_err(|e| anyhow::anyhow!("starting the run's daemon: {e}"))?;
+        daemon.record_completions(true);
+        let rt = daemon.runtime();
+        let before = HostBefore::read(rt);
+        let ran = self.run_loops(&daemon, loops);
+        let ran = ran.map(|(loops, transit)| {
+            let done: Vec<&Completion> = loops.iter().flat_map(|l| &l.completions).collect();
+            let realtime = rt
+                .threads()
+                .iter()
+                .skip(1)
+                .all(|t| matches!(t.realtime, RealtimeOutcome::Granted { .. }));
+            // The tenants' threads are in their own processes.
+            let host = before.since(rt, realtime, &vec![None; loops.len()], &done);
+            let ran = super::Ran {
+                loops,
+                host,
+                transit: Some(transit),
+            };
+            (ran, rt.threads().into_iter().map(|t| t.realtime).collect())
+        });
+        daemon.drain(std::time::Duration::from_secs(10));
+        ran
+    }
+
+    /// Starts a tenant process per loop, waits for them all, and returns
+    /// the loops' completions as the daemon's runtime gave them.
+    fn run_loops(&self, daemon: &Daemon, loops: &[ClosedLoop]) -> anyhow::Result<(Vec<LoopRun>, Transit)> {
+        let mut children = Vec::new();
+        for (i, l) in loops.iter().enumerate() {
+            let name = if l.tenant == LS_ID { LS } else { BS };
+            let report = self.dir.join(format!("{name}-{i}.json"));
+            let _ = std::fs::remove_file(&report);
+            let mut cmd = Command::new(&self.program);
+            cmd.arg("load")
+                .arg("--socket")
+                .arg(daemon.socket())
+                .args(["--tenant", name, "--op", &l.op])
+                .args(["--sizes", &format!("{}B", l.payload.len())])
+                .args(["--concurrency", &l.window.to_string()])
+                .args(["--count", &l.tasks.to_string()])
+                .arg("--json")
+                .arg(&report)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            for (k, v) in &l.params {
+                cmd.arg("--param").arg(format!("{k}={v}"));
+            }
+            let child = cmd
+                .spawn()
+                .with_context(|| format!("starting {}", self.program.display()))?;
+            children.push((l.tenant, report, child));
+        }
+        let mut transit = Transit::default();
+        for (tenant, report, child) in children {
+            let name = if tenant == LS_ID { LS } else { BS };
+            let out = child.wait_with_output()?;
+            if !out.status.success() {
+                bail!(
+                    "the {name} tenant's process failed ({}): {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            let diff = transit_of(&report)?;
+            if tenant == LS_ID {
+                transit.ls_ns = Some(diff);
+            } else {
+                transit.bs_ns = Some(diff);
+            }
+        }
+        let mut done = daemon.take_completions();
+        done.sort_by_key(|c| c.finished_ns);
+        let runs = loops
+            .iter()
+            .map(|l| LoopRun {
+                completions: done.iter().filter(|c| c.tenant == l.tenant).cloned().collect(),
+                thread: None,
+            })
+            .collect::<Vec<_>>();
+        for (l, r) in loops.iter().zip(&runs) {
+            if r.completions.len() != l.tasks {
+                bail!(
+                    "the daemon answered {} of the {} tenant's {} tasks",
+                    r.completions.len(),
+                    if l.tenant == LS_ID { LS } else { BS },
+                    l.tasks
+                );
+            }
+        }
+        Ok((runs, transit))
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A tenant process's report: its client's median latency minus the
+/// daemon's, ns.
+fn transit_of(report: &Path) -> anyhow::Result<i64> {
+    let text = std::fs::read_to_string(report).with_context(|| format!("reading {}", report.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text)?;
+    let p50 = |side: &str| {
+        json["latency"][side]["p50_ns"]
+            .as_u64()
+            .with_context(|| format!("{}: no latency.{side}.p50_ns", report.display()))
+    };
+    Ok(p50("client")? as i64 - p50("daemon")? as i64)
+}
