@@ -48,9 +48,9 @@ pub(super) struct RawTenant {
     name: Spanned<String>,
     memory_quota: Spanned<Size>,
     #[serde(default)]
-    users: Vec<u32>,
+    users: Vec<Spanned<Id>>,
     #[serde(default)]
-    groups: Vec<u32>,
+    groups: Vec<Spanned<Id>>,
     max_connections: Option<Spanned<u32>>,
     sq_entries: Option<Spanned<u32>>,
     cq_entries: Option<Spanned<u32>>,
@@ -67,6 +67,33 @@ pub(super) struct RawTenant {
     queue_cap: Option<Spanned<usize>>,
     #[serde(default)]
     on: BTreeMap<String, Spanned<isola_model::scenario::slo::RawOverride>>,
+}
+
+/// A uid or gid as written: a number, or `"self"` (the daemon's own
+/// effective uid or gid: a single user's setup needs no number).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Id {
+    Number(u32),
+    Name(String),
+}
+
+/// Resolves `ids` (the key `key`), `own` standing for `"self"`.
+fn resolve(src: &Source<'_>, key: &str, ids: Vec<Spanned<Id>>, own: u32) -> Result<Vec<u32>, ScenarioError> {
+    ids.into_iter()
+        .map(|id| {
+            let span = id.span();
+            match id.into_inner() {
+                Id::Number(n) => Ok(n),
+                Id::Name(s) if s == "self" => Ok(own),
+                Id::Name(s) => Err(src.at(
+                    span,
+                    Some(key),
+                    format!("`{s}`: give a number, or \"self\" for the daemon's own"),
+                )),
+            }
+        })
+        .collect()
 }
 
 impl RawTenant {
@@ -148,8 +175,8 @@ pub(super) fn check_tenant(
         slo,
         overrides,
         memory_quota: quota,
-        users: raw.users,
-        groups: raw.groups,
+        users: resolve(src, "users", raw.users, rustix::process::geteuid().as_raw())?,
+        groups: resolve(src, "groups", raw.groups, rustix::process::getegid().as_raw())?,
         max_connections,
         sq_entries: ring(raw.sq_entries, "sq_entries")?,
         cq_entries: ring(raw.cq_entries, "cq_entries")?,
