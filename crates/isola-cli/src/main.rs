@@ -1,9 +1,9 @@
 //! # isola
 //!
 //! The command-line front end of Isola: lists policies, simulates scenarios
-//! and runs them live, runs operators, benchmarks and profiles them, and
-//! runs the papers' experiments and the demo. It parses arguments, calls
-//! the library crates (the experiments and the live harness are
+//! and runs them live, runs operators, benchmarks and profiles them, runs
+//! the papers' experiments and the demo, and loads a running `isolad` as a
+//! tenant process. It parses arguments, calls the library crates (the experiments and the live harness are
 //! `isola_experiments`', the report and charts `isola_report`'s), prints
 //! their results as tables or JSON, writes files and shows progress bars;
 //! it must not hold scheduling logic, experiments or rendering of its own.
@@ -13,6 +13,7 @@ mod bench;
 mod ctl;
 mod demo;
 mod format;
+mod load;
 mod op;
 mod policies;
 mod profile;
@@ -48,6 +49,9 @@ enum Command {
     /// bandwidth-sensitive tenant share an erasure-coding engine, natively
     /// and under each isolation policy.
     Demo(demo::Args),
+    /// Load a running isolad as one tenant process: open loop (--rate) or
+    /// closed loop (--concurrency); reports latency, throughput and outcomes.
+    Load(load::Args),
     /// Measure operators' service time against size on this machine, fit
     /// it and save the profile (a cost model for the runtime and the simulator).
     Profile(profile::Args),
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         Command::Op(args) => op::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Load(args) => load::run(&args),
         Command::Profile(args) => profile::run(&args),
         Command::Repro(args) => repro::run(&args),
         Command::Ctl(args) => ctl::run(&args),

@@ -124,6 +124,14 @@ impl Client {
         self.max_input
     }
 
+    /// The region's geometry: the rings' sizes and the arena's. At most
+    /// `sq_entries` submissions wait on the ring, and the daemon takes no
+    /// more than `cq_entries` it has not answered, so `sq_entries +
+    /// cq_entries` tasks at most are in flight at once.
+    pub fn geometry(&self) -> isola_wire::Geometry {
+        self.region.layout().geometry
+    }
+
     /// Registers operator `op` with `params`; its handle names it in
     /// submissions.
     pub fn register(&mut self, op: &str, params: &BTreeMap<String, String>) -> Result<u32, ClientError> {
@@ -283,6 +291,67 @@ impl Client {
             if !matches!(reply, Reply::Kick) {
                 self.replies.push_back(reply);
             }
+        }
+    }
+
+    /// The next completion, waiting at most until `deadline` (polling for
+    /// the spin, then sleeping on the socket): `None` if none came by then,
+    /// or if a signal interrupted the sleep (the caller looks at its
+    /// clock and its flags, and calls again). An error if the daemon goes
+    /// away meanwhile.
+    pub fn wait_until(&mut self, deadline: std::time::Instant) -> Result<Option<Completion>, ClientError> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(c) = self.poll()? {
+                return Ok(Some(c));
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            if now.duration_since(start) < self.spin {
+                std::thread::yield_now();
+                continue;
+            }
+            self.cq.sleep(self.region.words(), true);
+            if let Some(c) = self.poll()? {
+                self.cq.sleep(self.region.words(), false);
+                return Ok(Some(c));
+            }
+            let readable = self.readable_within(deadline - now);
+            let received = match readable {
+                Ok(true) => Some(control::recv::<Reply>(self.socket.as_fd())),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            };
+            self.cq.sleep(self.region.words(), false);
+            match received {
+                // Timed out or interrupted: one last look, then the caller's turn.
+                None => return self.poll(),
+                Some(received) => {
+                    let (reply, _) = received?;
+                    if !matches!(reply, Reply::Kick) {
+                        self.replies.push_back(reply);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the socket has a message (or the daemon closed it) within
+    /// `timeout`; `false` on a timeout or a signal.
+    fn readable_within(&self, timeout: std::time::Duration) -> Result<bool, ControlError> {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        // A timeout past what a timespec holds sleeps a day (then the caller looks again).
+        let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
+            tv_sec: 86_400,
+            tv_nsec: 0,
+        });
+        let mut fds = [PollFd::new(&self.socket, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(n) => Ok(n > 0),
+            Err(rustix::io::Errno::INTR) => Ok(false),
+            Err(source) => Err(ControlError::Os { what: "poll", source }),
         }
     }
 
