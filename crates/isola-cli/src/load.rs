@@ -89,6 +89,11 @@ pub struct Args {
     /// FILE, write it there (and print the table).
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     json: Option<Option<PathBuf>>,
+    /// Attach and lay out the inputs, print `ready` on standard output,
+    /// then start when a line (or the end) arrives on standard input: a
+    /// harness starts several tenant processes at the same moment.
+    #[arg(long)]
+    start_on_stdin: bool,
 }
 
 /// How open-loop arrivals are spaced.
@@ -366,6 +371,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     })?;
     let layout = drive::Layout::new(&client, &inputs, &plan)?;
     layout.write_inputs(&client, &inputs)?;
+    if args.start_on_stdin {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ready")?;
+        out.flush()?;
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .context("--start-on-stdin: reading the start")?;
+    }
 
     // Ctrl-C (or SIGTERM) stops submitting; a second one ends the process.
     let stop = Arc::new(AtomicBool::new(false));

@@ -208,3 +208,33 @@ fn each_check_names_its_fault() {
         Err(EntryError::TooLarge(1 << 12))
     );
 }
+
+proptest! {
+    /// Arena copies, whatever their alignment: what one side writes at
+    /// any offset and length the other reads back byte for byte, and the
+    /// bytes around it are untouched (checked against a plain model).
+    #[test]
+    fn arena_copies_at_any_alignment_are_exact(
+        writes in prop::collection::vec((0u64..70_000, prop::collection::vec(any::<u8>(), 0..200)), 1..20),
+        reads in prop::collection::vec((0u64..66_000, 0u64..300), 1..20),
+    ) {
+        let (daemon, tenant) = pair();
+        let arena = geometry().arena_bytes;
+        let mut model = vec![0u8; arena as usize];
+        for (i, (offset, data)) in writes.iter().enumerate() {
+            let side = if i % 2 == 0 { &daemon } else { &tenant };
+            let fits = offset + data.len() as u64 <= arena;
+            prop_assert_eq!(side.write_arena(*offset, data).is_ok(), fits);
+            if fits {
+                model[*offset as usize..*offset as usize + data.len()].copy_from_slice(data);
+            }
+        }
+        for (offset, len) in reads {
+            let got = daemon.read_arena(offset, len);
+            match offset.checked_add(len).filter(|&e| e <= arena) {
+                Some(end) => prop_assert_eq!(got.unwrap(), model[offset as usize..end as usize].to_vec()),
+                None => prop_assert!(got.is_err()),
+            }
+        }
+    }
+}

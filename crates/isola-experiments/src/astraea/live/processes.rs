@@ -124,7 +124,19 @@ impl Processes {
         daemon.record_completions(true);
         let rt = daemon.runtime();
         let before = HostBefore::read(rt);
+        let runtime_before = runtime_cpu_ns(rt);
+        let cpu_before = process_cpu_ns();
         let ran = self.run_loops(&daemon, loops);
+        // The tenant processes, and the daemon's threads besides the
+        // runtime's (its connections'), are this run's own work, not
+        // other programs': they count as the tenants'.
+        let tenants_cpu_ns = match (cpu_before, process_cpu_ns()) {
+            (Some(a), Some(b)) => {
+                let runtime = runtime_cpu_ns(rt).saturating_sub(runtime_before);
+                (b.0 - a.0).saturating_sub(runtime) + (b.1 - a.1)
+            }
+            _ => 0,
+        };
         let ran = ran.map(|(loops, transit)| {
             let done: Vec<&Completion> = loops.iter().flat_map(|l| &l.completions).collect();
             let realtime = rt
@@ -132,8 +144,11 @@ impl Processes {
                 .iter()
                 .skip(1)
                 .all(|t| matches!(t.realtime, RealtimeOutcome::Granted { .. }));
-            // The tenants' threads are in their own processes.
-            let host = before.since(rt, realtime, &vec![None; loops.len()], &done);
+            let tenants = isola_runtime::host::ThreadTimes {
+                cpu_ns: tenants_cpu_ns,
+                ..Default::default()
+            };
+            let host = before.since(rt, realtime, &[Some(tenants)], &done);
             let ran = super::Ran {
                 loops,
                 host,
@@ -163,7 +178,9 @@ impl Processes {
                 .args(["--count", &l.tasks.to_string()])
                 .arg("--json")
                 .arg(&report)
-                .stdout(Stdio::null())
+                .arg("--start-on-stdin")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
             for (k, v) in &l.params {
                 cmd.arg("--param").arg(format!("{k}={v}"));
@@ -173,9 +190,42 @@ impl Processes {
                 .with_context(|| format!("starting {}", self.program.display()))?;
             children.push((l.tenant, report, child));
         }
+        // Every tenant attached and laid out before any starts: as the
+        // in-process loops, they begin together. (Their standard outputs
+        // stay open until they end: each prints its table there.)
+        let mut outputs = Vec::new();
+        for i in 0..children.len() {
+            let mut out = children[i].2.stdout.take().map(std::io::BufReader::new);
+            let mut line = String::new();
+            if let Some(out) = out.as_mut() {
+                let _ = std::io::BufRead::read_line(out, &mut line);
+            }
+            if line.trim() != "ready" {
+                for (_, _, c) in &mut children {
+                    let _ = c.kill();
+                }
+                let (tenant, _, child) = children.swap_remove(i);
+                let out = child.wait_with_output()?;
+                bail!(
+                    "the {} tenant's process did not start: {}",
+                    if tenant == LS_ID { LS } else { BS },
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            outputs.push(out);
+        }
+        for (_, _, child) in &mut children {
+            if let Some(mut go) = child.stdin.take() {
+                std::io::Write::write_all(&mut go, b"go\n")?;
+            }
+        }
         let mut transit = Transit::default();
-        for (tenant, report, child) in children {
+        for ((tenant, report, child), stdout) in children.into_iter().zip(outputs) {
             let name = if tenant == LS_ID { LS } else { BS };
+            if let Some(mut stdout) = stdout {
+                // Its table, read so that it never blocks on a full pipe.
+                let _ = std::io::Read::read_to_end(&mut stdout, &mut Vec::new());
+            }
             let out = child.wait_with_output()?;
             if !out.status.success() {
                 bail!(
@@ -231,4 +281,35 @@ fn transit_of(report: &Path) -> anyhow::Result<i64> {
             .with_context(|| format!("{}: no latency.{side}.p50_ns", report.display()))
     };
     Ok(p50("client")? as i64 - p50("daemon")? as i64)
+}
+
+/// CPU time of the runtime's threads so far, ns.
+fn runtime_cpu_ns(rt: &isola_runtime::Runtime) -> u64 {
+    rt.threads()
+        .iter()
+        .filter_map(|t| t.times())
+        .map(|t| t.cpu_ns)
+        .sum()
+}
+
+/// CPU time of this process and of its children waited for, ns
+/// (`/proc/self/stat`: utime + stime, cutime + cstime, in the kernel's
+/// USER_HZ ticks of 10 ms).
+fn process_cpu_ns() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which may hold spaces: state is 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<u64> = rest
+        .split_ascii_whitespace()
+        .skip(11)
+        .take(4)
+        .map_while(|v| v.parse().ok())
+        .collect();
+    const NS_PER_TICK: u64 = 10_000_000;
+    match f[..] {
+        [utime, stime, cutime, cstime] => {
+            Some(((utime + stime) * NS_PER_TICK, (cutime + cstime) * NS_PER_TICK))
+        }
+        _ => None,
+    }
 }
