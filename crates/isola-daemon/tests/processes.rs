@@ -219,3 +219,46 @@ fn a_killed_daemon_fails_its_client_and_a_restarted_one_takes_it_back() {
     assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
     kill9(&mut daemon);
 }
+
+#[test]
+fn sighup_reloads_the_file_on_the_real_binary() {
+    let dir = std::env::temp_dir().join(format!("isolad-sighup-{}", std::process::id()));
+    let path = config(&dir);
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_isolad"))
+        .arg("--config")
+        .arg(&path)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let admin_path = dir.join("isolad.sock.admin");
+    let admin = (0..500)
+        .find_map(|_| {
+            std::thread::sleep(Duration::from_millis(10));
+            control::connect(&admin_path).ok()
+        })
+        .expect("isolad did not start");
+    let weight_of_b = || {
+        control::send(admin.as_fd(), &AdminRequest::List { from: 0 }, None).unwrap();
+        match control::recv::<AdminReply>(admin.as_fd()).unwrap().0 {
+            AdminReply::Tenants { tenants, .. } => {
+                tenants.iter().find(|t| t.name == "b").map(|t| t.slo.weight)
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(weight_of_b(), Some(1.0));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let changed = text.replace("name = \"b\"\n", "name = \"b\"\nweight = 5.0\n");
+    std::fs::write(&path, changed).unwrap();
+    let pid = rustix::process::Pid::from_raw(daemon.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::HUP).unwrap();
+    let start = Instant::now();
+    while weight_of_b() != Some(5.0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "SIGHUP did not reload the file"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill9(&mut daemon);
+}
