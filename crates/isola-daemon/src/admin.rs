@@ -10,7 +10,7 @@ use isola_wire::admin::{AdminReply, AdminRequest};
 use isola_wire::control::{self, ControlError};
 use rustix::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Makes the socket at `path` readable and writable by its owner only.
@@ -23,22 +23,10 @@ pub(crate) fn owner_only(path: &Path) -> Result<(), ControlError> {
 
 /// Accepts admin connections until `stopping`, each on its own thread.
 pub(crate) fn serve(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
-    loop {
-        let accepted = rustix::net::accept_with(listener.as_fd(), rustix::net::SocketFlags::CLOEXEC);
-        if stopping.load(Ordering::Acquire) {
-            return;
-        }
-        match accepted {
-            Ok(socket) => {
-                let shared = Arc::clone(shared);
-                std::thread::spawn(move || converse(&shared, &socket));
-            }
-            Err(e) => {
-                eprintln!("isolad: admin accept: {e}");
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-        }
-    }
+    crate::accept_each(&listener, stopping, "admin accept", |socket| {
+        let shared = Arc::clone(shared);
+        std::thread::spawn(move || converse(&shared, &socket));
+    });
 }
 
 /// Answers one admin connection's requests until it closes.

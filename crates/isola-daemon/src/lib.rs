@@ -324,24 +324,37 @@ impl Drop for Daemon {
     }
 }
 
-/// Accepts connections until `stopping`, each served on its own thread.
+/// Accepts tenant connections until `stopping`, each served on its own
+/// thread (kept, for a drain to wait for).
 fn accept(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
+    accept_each(&listener, stopping, "accept", |socket| {
+        let served = Arc::clone(shared);
+        let t = std::thread::spawn(move || connection::serve(served, socket));
+        if let Ok(mut threads) = shared.threads.lock() {
+            threads.retain(|t| !t.is_finished());
+            threads.push(t);
+        }
+    });
+}
+
+/// Accepts connections on `listener` until `stopping` (checked after each
+/// accept: a connection to itself wakes it), handing each to `serve`; a
+/// failed accept is logged as `what` and retried.
+pub(crate) fn accept_each(
+    listener: &OwnedFd,
+    stopping: &AtomicBool,
+    what: &str,
+    mut serve: impl FnMut(OwnedFd),
+) {
     loop {
         let accepted = rustix::net::accept_with(listener.as_fd(), rustix::net::SocketFlags::CLOEXEC);
         if stopping.load(Ordering::Acquire) {
             return;
         }
         match accepted {
-            Ok(socket) => {
-                let served = Arc::clone(shared);
-                let t = std::thread::spawn(move || connection::serve(served, socket));
-                if let Ok(mut threads) = shared.threads.lock() {
-                    threads.retain(|t| !t.is_finished());
-                    threads.push(t);
-                }
-            }
+            Ok(socket) => serve(socket),
             Err(e) => {
-                eprintln!("isolad: accept: {e}");
+                eprintln!("isolad: {what}: {e}");
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
         }

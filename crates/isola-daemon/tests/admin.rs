@@ -151,7 +151,7 @@ fn a_weight_change_moves_the_shares_while_tenants_run() {
     let loops: Vec<_> = ["a", "b"]
         .iter()
         .zip(&counts)
-        .map(|(n, c)| closed_loop(d.socket().to_path_buf(), n, 16, Arc::clone(&stop), Arc::clone(c)))
+        .map(|(n, c)| closed_loop(d.socket().to_path_buf(), n, 64, Arc::clone(&stop), Arc::clone(c)))
         .collect();
     let window = |counts: &[Arc<AtomicU64>; 2]| {
         let before = counts.each_ref().map(|c| c.load(Ordering::Acquire));

@@ -140,15 +140,8 @@ struct RawCost {
 impl DaemonConfig {
     /// Reads and checks the configuration at `path`.
     pub fn load(path: &Path) -> Result<DaemonConfig, ScenarioError> {
-        let text = isola_model::input::read_text_bounded(path, MAX_CONFIG_BYTES).map_err(|message| {
-            ScenarioError {
-                file: path.display().to_string(),
-                line: 0,
-                column: 0,
-                key: None,
-                message,
-            }
-        })?;
+        let text = isola_model::input::read_text_bounded(path, MAX_CONFIG_BYTES)
+            .map_err(|message| ScenarioError::whole_file(path.display().to_string(), None, message))?;
         let mut config = DaemonConfig::parse(&text, path)?;
         config.path = std::fs::canonicalize(path).unwrap_or(config.path);
         Ok(config)
@@ -405,18 +398,12 @@ fn check_engine(
         }
         s => s.map(|s| s.into_inner().0),
     };
-    let window = isola_core::DEFAULT_CONTENTION_WINDOW_NS;
-    let split_when = match e.split_when.as_ref().map(|w| (w.get_ref().as_str(), w.span())) {
-        None | Some(("always", _)) => SplitWhen::Always,
-        Some(("contended", _)) => SplitWhen::Contended { window },
-        Some(("for_latency", _)) => SplitWhen::ForLatency { window },
-        Some((other, span)) => {
-            return Err(src.at(
-                span,
-                Some("split_when"),
-                format!("`{other}`: use \"always\", \"contended\" or \"for_latency\""),
-            ))
+    let split_when = match &e.split_when {
+        Some(w) => {
+            isola_model::scenario::parse_split_when(w.get_ref(), isola_core::DEFAULT_CONTENTION_WINDOW_NS)
+                .map_err(|m| src.at(w.span(), Some("split_when"), m))?
         }
+        None => SplitWhen::Always,
     };
     Ok(EngineConfig {
         name,

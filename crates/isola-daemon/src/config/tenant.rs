@@ -218,13 +218,11 @@ impl TenantConfig {
         let mut table = self.table.clone();
         for (key, value) in changes {
             if key == "name" {
-                return Err(ScenarioError {
-                    file: origin.to_string(),
-                    line: 0,
-                    column: 0,
-                    key: Some("name".into()),
-                    message: "a tenant's name cannot change (remove it and add another)".into(),
-                });
+                return Err(ScenarioError::whole_file(
+                    origin,
+                    Some("name"),
+                    "a tenant's name cannot change (remove it and add another)",
+                ));
             }
             match value {
                 toml::Value::String(s) if s.is_empty() => {
@@ -235,13 +233,8 @@ impl TenantConfig {
                 }
             }
         }
-        let text = toml::to_string(&table).map_err(|e| ScenarioError {
-            file: origin.to_string(),
-            line: 0,
-            column: 0,
-            key: None,
-            message: e.to_string(),
-        })?;
+        let text =
+            toml::to_string(&table).map_err(|e| ScenarioError::whole_file(origin, None, e.to_string()))?;
         parse_tenant(&text, origin, engines)
     }
 }

@@ -93,13 +93,7 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
     if tenants.is_empty() {
         return Err(src.at(0..0, Some("tenant"), "a scenario needs at least one [[tenant]]"));
     }
-    let refs: Vec<super::slo::EngineRef<'_>> = engines
-        .iter()
-        .map(|e| super::slo::EngineRef {
-            name: &e.name,
-            kind: e.kind,
-        })
-        .collect();
+    let refs = super::slo::engine_refs(&engines);
     for ((p, span), on) in run.policies.iter_mut().zip(&policy_spans).zip(policy_ons) {
         p.on = per_engine::check_policy_on(&src, span.clone(), on, &refs)?;
     }
@@ -416,27 +410,18 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         .contention_window
         .as_ref()
         .map_or(isola_core::DEFAULT_CONTENTION_WINDOW_NS, |w| w.get_ref().0);
-    let split_when = match raw.split_when.as_ref().map(|w| (w.get_ref().as_str(), w.span())) {
-        None | Some(("always", _)) => {
-            if let Some(w) = &raw.contention_window {
-                return Err(src.at(
-                    w.span(),
-                    Some("contention_window"),
-                    "only applies with split_when = \"contended\" or \"for_latency\"",
-                ));
-            }
-            SplitWhen::Always
-        }
-        Some(("contended", _)) => SplitWhen::Contended { window },
-        Some(("for_latency", _)) => SplitWhen::ForLatency { window },
-        Some((other, span)) => {
-            return Err(src.at(
-                span,
-                Some("split_when"),
-                format!("`{other}`: use \"always\", \"contended\" or \"for_latency\""),
-            ))
-        }
+    let split_when = match raw.split_when.as_ref() {
+        Some(w) => super::parse_split_when(w.get_ref(), window)
+            .map_err(|m| src.at(w.span(), Some("split_when"), m))?,
+        None => SplitWhen::Always,
     };
+    if let (SplitWhen::Always, Some(w)) = (split_when, &raw.contention_window) {
+        return Err(src.at(
+            w.span(),
+            Some("contention_window"),
+            "only applies with split_when = \"contended\" or \"for_latency\"",
+        ));
+    }
     let egress_ratio = match raw.egress_ratio {
         Some(r) if !(r.get_ref().is_finite() && (0.0..=MAX_EGRESS_RATIO).contains(r.get_ref())) => {
             return Err(src.at(

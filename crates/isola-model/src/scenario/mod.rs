@@ -55,6 +55,37 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+impl ScenarioError {
+    /// An error about file `file` as a whole (it could not be read, say),
+    /// or about `key` in it where one is given, at no position.
+    pub fn whole_file(
+        file: impl Into<String>,
+        key: Option<&str>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        ScenarioError {
+            file: file.into(),
+            line: 0,
+            column: 0,
+            key: key.map(str::to_string),
+            message: message.into(),
+        }
+    }
+}
+
+/// `split_when`'s value: `always`, `contended` or `for_latency` (the last
+/// two with contention window `window` ns); an error says what is allowed.
+pub fn parse_split_when(value: &str, window: Nanos) -> Result<SplitWhen, String> {
+    match value {
+        "always" => Ok(SplitWhen::Always),
+        "contended" => Ok(SplitWhen::Contended { window }),
+        "for_latency" => Ok(SplitWhen::ForLatency { window }),
+        other => Err(format!(
+            "`{other}`: use \"always\", \"contended\" or \"for_latency\""
+        )),
+    }
+}
+
 /// A loaded, checked scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -424,16 +455,8 @@ impl Scenario {
     /// Reads and checks the scenario at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
-        let text =
-            crate::input::read_text_bounded(path, crate::input::MAX_SCENARIO_BYTES).map_err(|message| {
-                ScenarioError {
-                    file: path.display().to_string(),
-                    line: 0,
-                    column: 0,
-                    key: None,
-                    message,
-                }
-            })?;
+        let text = crate::input::read_text_bounded(path, crate::input::MAX_SCENARIO_BYTES)
+            .map_err(|message| ScenarioError::whole_file(path.display().to_string(), None, message))?;
         Scenario::parse(&text, path)
     }
 

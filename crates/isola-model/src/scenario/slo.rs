@@ -28,6 +28,17 @@ pub struct EngineRef<'a> {
     pub kind: EngineKind,
 }
 
+/// A scenario's engines as SLO checks name them.
+pub(super) fn engine_refs(engines: &[super::EngineModel]) -> Vec<EngineRef<'_>> {
+    engines
+        .iter()
+        .map(|e| EngineRef {
+            name: &e.name,
+            kind: e.kind,
+        })
+        .collect()
+}
+
 /// The SLO keys of a `[[tenant]]` table, as read (each field is the key
 /// of the same name; see docs/scenario-format.md).
 #[derive(Default, Deserialize)]

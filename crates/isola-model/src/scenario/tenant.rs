@@ -105,13 +105,7 @@ pub(super) fn check_tenant(
             format!("tenant `{name}` is defined twice"),
         ));
     }
-    let refs: Vec<super::slo::EngineRef<'_>> = engines
-        .iter()
-        .map(|e| super::slo::EngineRef {
-            name: &e.name,
-            kind: e.kind,
-        })
-        .collect();
+    let refs = super::slo::engine_refs(engines);
     let fields = super::slo::RawSlo {
         weight: raw.weight,
         class: raw.class,
