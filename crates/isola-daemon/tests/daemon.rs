@@ -9,6 +9,10 @@ use isola_wire::Submission;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The tests that count this process's descriptors and mappings run
+/// alone (`write`); the others (`read`) open sockets and pipes too.
+static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// A daemon whose tenant `a` is granted to this process's user, and `b` to
 /// another user only.
 fn daemon(name: &str) -> (Daemon, PathBuf) {
@@ -62,6 +66,7 @@ fn crc(client: &mut Client, tag: u64) -> Submission {
 
 #[test]
 fn a_tenant_process_gets_its_operators_result() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (_d, socket) = daemon("result");
     let mut c = Client::connect(&socket, "a").unwrap();
     let s = crc(&mut c, 7);
@@ -75,6 +80,7 @@ fn a_tenant_process_gets_its_operators_result() {
 
 #[test]
 fn strangers_and_unknown_tenants_are_refused() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (_d, socket) = daemon("refused");
     match Client::connect(&socket, "b") {
         Err(ClientError::Refused(reason)) => {
@@ -97,6 +103,7 @@ fn strangers_and_unknown_tenants_are_refused() {
 
 #[test]
 fn a_malformed_entry_fails_alone() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (_d, socket) = daemon("malformed");
     let mut c = Client::connect(&socket, "a").unwrap();
     let good = crc(&mut c, 1);
@@ -145,6 +152,7 @@ fn connect_when_free(socket: &Path) -> Client {
 
 #[test]
 fn a_tenant_that_leaves_frees_its_place() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (_d, socket) = daemon("leave");
     for _ in 0..20 {
         let mut c = connect_when_free(&socket);
@@ -162,6 +170,7 @@ fn a_tenant_that_leaves_frees_its_place() {
 
 #[test]
 fn configuration_mistakes_name_their_line_and_key() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let bad = |text: &str| DaemonConfig::parse(text, Path::new("d.toml")).unwrap_err();
     let base = "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"e\"\n[[tenant]]\nname = \"t\"\nmemory_quota = \"1MiB\"\nusers = [0]\n";
     let e = bad(&base.replace("memory_quota = \"1MiB\"", "memory_quota = \"1\""));
@@ -212,6 +221,7 @@ fn mappings() -> usize {
 
 #[test]
 fn a_thousand_attach_submit_leave_cycles_leak_nothing() {
+    let _alone = ALONE.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (_d, socket) = daemon("cycles");
     // Warm up (threads, caches), then count.
     for _ in 0..5 {
@@ -248,6 +258,7 @@ fn a_thousand_attach_submit_leave_cycles_leak_nothing() {
 
 #[test]
 fn a_stopped_daemon_gives_its_clients_an_error_not_a_hang() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (d, socket) = daemon("stopped");
     let mut c = Client::connect(&socket, "a").unwrap();
     let s = crc(&mut c, 1);
@@ -260,6 +271,7 @@ fn a_stopped_daemon_gives_its_clients_an_error_not_a_hang() {
 
 #[test]
 fn a_submission_over_quota_is_answered_and_told_on_the_event_ring() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (d, socket) = daemon("events");
     let mut c = Client::connect(&socket, "a").unwrap();
     let h = c.register("crc32c", &BTreeMap::new()).unwrap();
@@ -319,6 +331,7 @@ fn a_submission_over_quota_is_answered_and_told_on_the_event_ring() {
 
 #[test]
 fn a_drain_answers_what_was_taken_tells_the_tenant_and_closes() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (d, socket) = daemon("drain");
     let mut c = Client::connect(&socket, "a").unwrap();
     let s = crc(&mut c, 0);
@@ -343,6 +356,7 @@ fn a_drain_answers_what_was_taken_tells_the_tenant_and_closes() {
 
 #[test]
 fn isolad_drains_on_sigterm_and_its_tenants_hear_the_end() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = std::env::temp_dir().join(format!("isolad-sigterm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let uid = rustix::process::getuid().as_raw();

@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tests that count this process's descriptors and mappings run
+/// alone (`write`); the others (`read`) open sockets and pipes too.
+static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 const INPUT: u64 = 64 * 1024;
 
 fn config(dir: &Path) -> PathBuf {
@@ -117,6 +121,7 @@ fn memfd_mappings() -> usize {
 
 #[test]
 fn a_thousand_tenant_processes_killed_mid_run_leak_nothing_and_lose_no_answer() {
+    let _alone = ALONE.write().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = std::env::temp_dir().join(format!("isolad-kill9-{}", std::process::id()));
     let d = Daemon::start(DaemonConfig::load(&config(&dir)).unwrap()).unwrap();
     let admin = control::connect(d.admin_socket()).unwrap();
@@ -178,6 +183,7 @@ fn a_thousand_tenant_processes_killed_mid_run_leak_nothing_and_lose_no_answer() 
 
 #[test]
 fn a_killed_daemon_fails_its_client_and_a_restarted_one_takes_it_back() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = std::env::temp_dir().join(format!("isolad-restart-{}", std::process::id()));
     let path = config(&dir);
     let socket = dir.join("isolad.sock");
@@ -222,6 +228,7 @@ fn a_killed_daemon_fails_its_client_and_a_restarted_one_takes_it_back() {
 
 #[test]
 fn sighup_reloads_the_file_on_the_real_binary() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = std::env::temp_dir().join(format!("isolad-sighup-{}", std::process::id()));
     let path = config(&dir);
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_isolad"))
