@@ -4,13 +4,16 @@
 //! and handed to the live runtime (nothing bypasses the scheduler), and
 //! each task's one completion written back.
 //!
-//! One thread per connection reads the socket and the submission ring;
-//! each task's output and completion are written by the runtime thread
-//! that completes it (a callback: no hand-off to another thread).
-//! The daemon never takes more submissions than its completion ring can
-//! hold answers for, so a completion always has a slot. When the tenant
-//! goes away, the completion thread stays until the tasks it accepted are
-//! done, then the region is released.
+//! The runtime's dispatcher polls the submission ring itself, while it
+//! spins (`ring::RingPoller`, an `isola_runtime::Poller`): an entry goes
+//! to the core with no thread hand-off. Each task's output and completion
+//! are written by the runtime thread that completes it (a callback). The
+//! connection's own thread only reads its socket: registrations, and the
+//! tenant's kicks when the dispatcher sleeps. The daemon never takes more
+//! submissions than its completion ring can hold answers for, so a
+//! completion always has a slot. When the tenant goes away, its queued
+//! work is cancelled, and the region is released once every task taken
+//! is answered.
 
 use crate::config::TenantConfig;
 use crate::Shared;
@@ -32,12 +35,23 @@ struct Pending {
     arrival_ns: u64,
 }
 
-/// What the connection's two threads share (and the daemon, to drain it).
+/// What the connection's thread, the dispatcher's poller of its ring and
+/// the runtime's completion callbacks share (and the daemon, to drain it).
 pub(crate) struct Conn {
     /// Its tenant's slot.
     pub(crate) tenant: usize,
-    socket: OwnedFd,
-    region: Region,
+    pub(crate) socket: OwnedFd,
+    pub(crate) region: Region,
+    /// The operators it registered, by handle.
+    operators: Mutex<Vec<(String, BTreeMap<String, String>)>>,
+    /// Its thread is done with it: nothing more is taken from its ring
+    /// (set, then `pending` locked once: a take under way has finished).
+    pub(crate) closed: AtomicBool,
+    /// The dispatcher dropped its poller.
+    pub(crate) poller_gone: AtomicBool,
+    /// Its poller found the submission ring corrupt (an index no ring of
+    /// its size allows): that ends this connection only.
+    pub(crate) corrupt: AtomicBool,
     /// The completion ring's producing end (both threads write it: bad
     /// entries are answered at once).
     cq: Mutex<Producer>,
@@ -55,7 +69,7 @@ pub(crate) struct Conn {
     gone: AtomicBool,
     /// This connection drains (its tenant is being removed, or the daemon
     /// drains): it takes no more submissions.
-    draining: AtomicBool,
+    pub(crate) draining: AtomicBool,
 }
 
 impl Conn {
@@ -82,6 +96,18 @@ impl Conn {
             };
             let _ = eq.push(self.region.words(), &e.encode());
         }
+    }
+
+    /// Whether its completion ring has room for the answer to one more
+    /// task (tasks in flight plus answers unread stay under its size).
+    pub(crate) fn has_room(&self) -> Result<bool, isola_wire::RingError> {
+        let in_flight = self.pending.lock().map_or(0, |p| p.len()) as u32;
+        let unread = self
+            .cq
+            .lock()
+            .map_err(|_| isola_wire::RingError::Misplaced)?
+            .pending(self.region.words())?;
+        Ok(in_flight + unread < self.region.layout().cq.count)
     }
 
     /// Publishes `c` (there is always a slot: see `serve`'s admission) and
@@ -117,6 +143,10 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         tenant,
         socket,
         region,
+        operators: Mutex::new(Vec::new()),
+        closed: AtomicBool::new(false),
+        poller_gone: AtomicBool::new(false),
+        corrupt: AtomicBool::new(false),
         cq: Mutex::new(Producer::new(layout.cq)),
         eq: Mutex::new(Producer::new(layout.eq)),
         pending: Mutex::new(HashMap::new()),
@@ -136,79 +166,21 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         Arc::new(move |c| answer_task(&conn, c))
     };
     let handle = shared.runtime.tenant(isola_core::TenantId(tenant as u32));
-    let mut operators: Vec<(String, BTreeMap<String, String>)> = Vec::new();
-    let mut sq = Consumer::new(layout.sq);
-    let cq_slots = layout.cq.count;
-    let words = conn.region.words();
-    loop {
-        // Poll the submission ring while entries come, for up to the spin
-        // after the last one; then say so, look once more, and sleep on
-        // the socket (a tenant wakes us only when we sleep).
-        let mut last = std::time::Instant::now();
-        let corrupt = loop {
-            if conn.draining.load(Ordering::Acquire) {
-                break false;
-            }
-            match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &on_done) {
-                Err(_) => break true,
-                Ok(0) if last.elapsed() >= shared.spin => break false,
-                Ok(0) => std::thread::yield_now(),
-                Ok(_) => last = std::time::Instant::now(),
-            }
-        };
-        sq.sleep(words, true);
-        let corrupt = corrupt
-            || match take_submissions(&shared, &conn, &handle, &operators, &mut sq, cq_slots, &on_done) {
-                Ok(0) => false,
-                Ok(_) => {
-                    sq.sleep(words, false);
-                    continue;
-                }
-                Err(_) => true,
-            };
-        if corrupt {
-            // It ends its own connection, nothing else.
-            eprintln!("isolad: tenant `{}` corrupted a ring", config.name);
-            break;
-        }
-        if conn.draining.load(Ordering::Acquire) {
-            break;
-        }
-        let request = match control::recv::<Request>(conn.socket.as_fd()) {
-            Ok((r, _)) => r,
-            Err(_) => break,
-        };
-        sq.sleep(words, false);
-        match request {
-            Request::Hello { .. } => {
-                let reason = "already attached".to_string();
-                let _ = control::send(conn.socket.as_fd(), &Reply::Failed { reason }, None);
-            }
-            Request::Register { op, params } => {
-                let reply = match isola_ops::build_operator(&op, &params) {
-                    Ok(_) if operators.len() < 1024 => {
-                        operators.push((op, params));
-                        Reply::Registered {
-                            handle: operators.len() as u32 - 1,
-                        }
-                    }
-                    Ok(_) => Reply::Failed {
-                        reason: "at most 1024 operators per connection".into(),
-                    },
-                    Err(e) => Reply::Failed {
-                        reason: e.to_string(),
-                    },
-                };
-                let _ = control::send(conn.socket.as_fd(), &reply, None);
-            }
-            // The polling phase at the loop's top takes the entries.
-            Request::Kick => {}
-        }
+    let poller = crate::ring::RingPoller::new(Arc::clone(&shared), Arc::clone(&conn), handle, on_done);
+    if shared.runtime.add_poller(Box::new(poller)).is_ok() {
+        converse(&shared, &conn);
+    } else {
+        conn.poller_gone.store(true, Ordering::Release);
     }
-    // Draining, the tenant is still there to hear its answers; otherwise
-    // it left: its work still queued is cancelled (what runs finishes),
-    // and its answers are written for nobody.
+    // Nothing more is taken from the ring once a take under way is done.
+    conn.closed.store(true, Ordering::Release);
+    drop(conn.pending.lock());
     if !conn.draining.load(Ordering::Acquire) {
+        if conn.corrupt.load(Ordering::Acquire) {
+            eprintln!("isolad: tenant `{}` corrupted a ring", config.name);
+        }
+        // It left: its work still queued is cancelled (what runs
+        // finishes), and its answers are written for nobody.
         conn.gone.store(true, Ordering::Release);
         let queued: std::collections::HashSet<u64> = conn
             .pending
@@ -221,7 +193,6 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
                 .cancel_queued(isola_core::TenantId(tenant as u32), Some(queued));
         }
     }
-    drop(on_done);
     // Every task taken is answered before the region goes.
     if let Ok(mut pending) = conn.pending.lock() {
         while !pending.is_empty() {
@@ -231,9 +202,58 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
             };
         }
     }
+    // The dispatcher drops the poller (and its hold on the region) at its
+    // next poll.
+    let waiting = std::time::Instant::now();
+    while !conn.poller_gone.load(Ordering::Acquire) && waiting.elapsed() < std::time::Duration::from_secs(2) {
+        shared.runtime.wake_dispatcher();
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
     // Every task taken is answered: the tenant's next wait hears the end.
     let _ = rustix::net::shutdown(&conn.socket, rustix::net::Shutdown::Both);
     shared.release(tenant);
+}
+
+/// Reads the connection's socket until the tenant leaves, the daemon
+/// drains it, or its ring is found corrupt: registrations are answered,
+/// and a kick wakes the dispatcher (the tenant kicks only when the
+/// dispatcher said it sleeps).
+fn converse(shared: &Shared, conn: &Conn) {
+    loop {
+        if conn.draining.load(Ordering::Acquire) || conn.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok((request, _)) = control::recv::<Request>(conn.socket.as_fd()) else {
+            return;
+        };
+        match request {
+            Request::Hello { .. } => {
+                let reason = "already attached".to_string();
+                let _ = control::send(conn.socket.as_fd(), &Reply::Failed { reason }, None);
+            }
+            Request::Register { op, params } => {
+                let reply = match (isola_ops::build_operator(&op, &params), conn.operators.lock()) {
+                    (Ok(_), Ok(mut ops)) if ops.len() < 1024 => {
+                        ops.push((op, params));
+                        Reply::Registered {
+                            handle: ops.len() as u32 - 1,
+                        }
+                    }
+                    (Ok(_), Ok(_)) => Reply::Failed {
+                        reason: "at most 1024 operators per connection".into(),
+                    },
+                    (Ok(_), Err(_)) => Reply::Failed {
+                        reason: "daemon state poisoned".into(),
+                    },
+                    (Err(e), _) => Reply::Failed {
+                        reason: e.to_string(),
+                    },
+                };
+                let _ = control::send(conn.socket.as_fd(), &reply, None);
+            }
+            Request::Kick => shared.runtime.wake_dispatcher(),
+        }
+    }
 }
 
 /// Reads `Hello`, checks the peer's credentials and the tenant's
@@ -291,25 +311,21 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, TenantConfig, Reg
 /// has room for the answers: each entry is copied out, checked, and
 /// handed to the runtime, or answered at once with why not. Returns how
 /// many it took; an error is a ring the tenant corrupted.
-fn take_submissions(
+pub(crate) fn take_submissions(
     shared: &Shared,
     conn: &Conn,
     handle: &isola_runtime::TenantHandle,
-    operators: &[(String, BTreeMap<String, String>)],
     sq: &mut Consumer,
-    cq_slots: u32,
     done: &isola_runtime::OnCompletion,
 ) -> Result<usize, isola_wire::RingError> {
     let arena = conn.region.layout().geometry.arena_bytes;
+    let Ok(operators) = conn.operators.lock() else {
+        return Ok(0);
+    };
+    let operators = operators.as_slice();
     let mut taken = 0;
     loop {
-        let in_flight = conn.pending.lock().map_or(0, |p| p.len()) as u32;
-        let unread = conn
-            .cq
-            .lock()
-            .map_err(|_| isola_wire::RingError::Misplaced)?
-            .pending(conn.region.words())?;
-        if in_flight + unread >= cq_slots {
+        if !conn.has_room()? {
             return Ok(taken);
         }
         let Some(raw) = sq.pop::<{ Submission::WORDS }>(conn.region.words())? else {
@@ -361,6 +377,13 @@ fn take_submissions(
         let Ok(mut pending) = conn.pending.lock() else {
             return Ok(taken);
         };
+        // Once the connection closed (checked under this lock, which its
+        // thread takes after closing it), nothing more is submitted.
+        if conn.closed.load(Ordering::Acquire) {
+            drop(pending);
+            conn.answer(refuse(Outcome::Cancelled));
+            return Ok(taken);
+        }
         match handle.submit_calling(op, params, input, Arc::clone(done)) {
             Ok(id) => {
                 shared

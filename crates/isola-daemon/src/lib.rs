@@ -24,6 +24,7 @@ pub mod config;
 mod connection;
 mod http;
 mod metrics;
+mod ring;
 mod tenants;
 
 pub use config::DaemonConfig;
@@ -62,9 +63,6 @@ pub enum DaemonError {
 /// What every connection of a daemon shares.
 pub(crate) struct Shared {
     pub(crate) config: DaemonConfig,
-    /// How long a connection polls its submission ring after its last
-    /// entry before it sleeps on its socket.
-    pub(crate) spin: std::time::Duration,
     pub(crate) runtime: Runtime,
     /// Keep every task's runtime completion (`Daemon::record_completions`).
     pub(crate) record: AtomicBool,
@@ -192,7 +190,6 @@ impl Daemon {
         })?;
         let shared = Arc::new(Shared {
             tenants: Mutex::new(table),
-            spin: config.spin,
             record: AtomicBool::new(false),
             recorded: Mutex::new(Vec::new()),
             draining: AtomicBool::new(false),

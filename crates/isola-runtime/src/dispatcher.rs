@@ -48,6 +48,10 @@ pub(crate) enum Msg {
     Shutdown(crossbeam_channel::Sender<()>, Duration),
     /// A live change (an SLO, a tenant's queued work withdrawn).
     Control(Control),
+    /// Poll this too, from now on.
+    AddPoller(Box<dyn crate::Poller>),
+    /// Something for a poller arrived while the dispatcher slept.
+    Wake,
 }
 
 /// A task as a tenant submitted it (already checked by its handle).
@@ -178,6 +182,8 @@ pub(crate) struct Dispatcher {
     shutdown_deadline: Option<Instant>,
     /// How long shutdown lets running work finish.
     shutdown_grace: Duration,
+    /// Sources polled beside the channel.
+    pollers: Vec<Box<dyn crate::Poller>>,
 }
 
 impl Dispatcher {
@@ -199,6 +205,7 @@ impl Dispatcher {
             failed: vec![None; shared.engines.len()],
             shutdown_deadline: None,
             shutdown_grace: Duration::ZERO,
+            pollers: Vec::new(),
             shared,
         }
     }
@@ -226,7 +233,12 @@ impl Dispatcher {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let msg = match crate::spin::recv(&self.rx, self.shared.spin, deadline) {
+            let received = if self.pollers.is_empty() {
+                crate::spin::recv(&self.rx, self.shared.spin, deadline)
+            } else {
+                crate::poller::recv(&self.rx, self.shared.spin, deadline, &mut self.pollers)
+            };
+            let msg = match received {
                 Ok(m) => Some(m),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
@@ -235,12 +247,13 @@ impl Dispatcher {
                 Some(Msg::Submit(s)) => self.submit(s),
                 Some(Msg::Done(d)) => self.done(d),
                 Some(Msg::Control(c)) => self.control(c),
+                Some(Msg::AddPoller(p)) => self.pollers.push(p),
+                Some(Msg::Wake) | None => {}
                 Some(Msg::Shutdown(ack, grace)) => {
                     self.shutdown_deadline = Some(Instant::now() + grace);
                     self.shutdown_grace = grace;
                     self.begin_shutdown(ack);
                 }
-                None => {}
             }
             if self.shutdown_deadline.is_some_and(|d| Instant::now() >= d) {
                 self.abandon_running();

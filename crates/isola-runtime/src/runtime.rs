@@ -262,6 +262,24 @@ impl Runtime {
         self.control(Msg::Control(c), answer)
     }
 
+    /// Has the dispatcher poll `poller` beside its channel, on its own
+    /// thread, until the poller says it is done (see [`crate::Poller`]).
+    pub fn add_poller(&self, poller: Box<dyn crate::Poller>) -> Result<(), crate::ControlError> {
+        if self.shared.closed.read().map_or(true, |closed| *closed) {
+            return Err(crate::ControlError::ShutDown);
+        }
+        self.shared
+            .tx
+            .send(Msg::AddPoller(poller))
+            .map_err(|_| crate::ControlError::ShutDown)
+    }
+
+    /// Wakes the dispatcher if it sleeps: a poller's producer found it
+    /// asleep (its ring's flag set) after publishing.
+    pub fn wake_dispatcher(&self) {
+        let _ = self.shared.tx.send(Msg::Wake);
+    }
+
     /// Sends `msg` to the dispatcher and waits for its answer.
     fn control<T>(
         &self,
