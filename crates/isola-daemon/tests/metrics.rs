@@ -433,3 +433,47 @@ fn a_metrics_address_in_use_is_an_error_that_names_it() {
     .unwrap_err();
     assert_eq!(e.key.as_deref(), Some("latency_multiple"), "{e}");
 }
+
+#[test]
+fn a_tenant_added_live_gets_its_series_and_keeps_them_once_removed() {
+    let (d, socket, _) = daemon("live");
+    let addr = d.metrics_addr().unwrap();
+    let admin = isola_wire::control::connect(d.admin_socket()).unwrap();
+    let ask = |request: &isola_wire::admin::AdminRequest| {
+        use rustix::fd::AsFd;
+        isola_wire::control::send(admin.as_fd(), request, None).unwrap();
+        let (reply, _) = isola_wire::control::recv::<isola_wire::admin::AdminReply>(admin.as_fd()).unwrap();
+        assert!(
+            matches!(reply, isola_wire::admin::AdminReply::Done { .. }),
+            "{reply:?}"
+        );
+    };
+    let uid = rustix::process::getuid().as_raw();
+    let table = format!("name = \"n\"\nmemory_quota = \"64KiB\"\nusers = [{uid}]\nweight = 2.0\n");
+    ask(&isola_wire::admin::AdminRequest::Add { table });
+    let mut c = Client::connect(&socket, "n").unwrap();
+    let h = c.register("crc32c", &BTreeMap::new()).unwrap();
+    c.write(0, b"123456789").unwrap();
+    c.submit_all(&[submission(h, 9, 4, 1), submission(h, 9, 4, 2)])
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    }
+    let (s, _) = scrape_until(addr, |s| {
+        s.samples
+            .iter()
+            .any(|x| x.metric == "isola_tasks_completed_total" && x.labels.get("tenant") == Some("n"))
+    });
+    assert_eq!(value(&s, "isola_tasks_completed_total", &te("n", "acc")), 2.0);
+    assert_eq!(value(&s, "isola_tenant_connections", &[("tenant", "n")]), 1.0);
+    drop(c);
+    ask(&isola_wire::admin::AdminRequest::Remove { tenant: "n".into() });
+    let (s, _) = scrape_until(addr, |s| {
+        value(s, "isola_tenant_connections", &[("tenant", "n")]) == 0.0
+    });
+    assert_eq!(
+        value(&s, "isola_tasks_completed_total", &te("n", "acc")),
+        2.0,
+        "counters stay"
+    );
+}
