@@ -23,11 +23,13 @@ mod admin;
 pub mod config;
 mod connection;
 mod http;
+mod ingress;
 mod metrics;
 mod ring;
 mod tenants;
 
 pub use config::DaemonConfig;
+pub use ingress::PacketCounts;
 use isola_core::{AffineCost, Slo};
 use isola_runtime::{EngineConfig, Mode, Runtime, RuntimeBuilder};
 use rustix::fd::{AsFd, OwnedFd};
@@ -50,6 +52,14 @@ pub enum DaemonError {
         /// What failed.
         source: isola_wire::control::ControlError,
     },
+    /// A UDP address of the packet path could not be bound.
+    #[error("udp {addrs}: {source}")]
+    Udp {
+        /// The addresses configured.
+        addrs: String,
+        /// What failed.
+        source: std::io::Error,
+    },
     /// The metrics address could not be listened on.
     #[error("metrics address {addr}: {source}")]
     Metrics {
@@ -68,6 +78,8 @@ pub(crate) struct Shared {
     pub(crate) record: AtomicBool,
     /// The completions kept.
     pub(crate) recorded: Mutex<Vec<isola_runtime::Completion>>,
+    /// The packet path's matcher and counters.
+    pub(crate) packets: ingress::PacketPath,
     /// Which tenant holds each slot of the core, and its connections.
     pub(crate) tenants: Mutex<tenants::TenantTable>,
     /// The daemon drains: connections take no more submissions.
@@ -114,6 +126,8 @@ pub struct Daemon {
     stopping: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
     admin: Option<JoinHandle<()>>,
+    /// The packet path's listening sockets.
+    ingress: Option<ingress::Ingress>,
     /// The metrics endpoint, if the configuration asks for one.
     metrics: Option<http::MetricsServer>,
 }
@@ -189,6 +203,7 @@ impl Daemon {
             source,
         })?;
         let shared = Arc::new(Shared {
+            packets: ingress::PacketPath::new(&table),
             tenants: Mutex::new(table),
             record: AtomicBool::new(false),
             recorded: Mutex::new(Vec::new()),
@@ -208,12 +223,28 @@ impl Daemon {
             let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
             std::thread::spawn(move || admin::serve(&shared, admin, &stopping))
         };
+        let udp = shared.config.udp.clone();
+        let ingress = match ingress::Ingress::start(&udp, &shared, &stopping) {
+            Ok(i) => i,
+            Err(source) => {
+                stopping.store(true, Ordering::Release);
+                let _ = isola_wire::control::connect(&shared.config.socket);
+                let _ = isola_wire::control::connect(&shared.config.admin_socket);
+                let _ = acceptor.join();
+                let _ = admin.join();
+                return Err(DaemonError::Udp {
+                    addrs: udp.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                    source,
+                });
+            }
+        };
         Ok(Daemon {
             shared,
             stopping,
             acceptor: Some(acceptor),
             admin: Some(admin),
             metrics: metrics_server,
+            ingress: Some(ingress),
         })
     }
 
@@ -248,6 +279,20 @@ impl Daemon {
             .lock()
             .map(|mut r| std::mem::take(&mut *r))
             .unwrap_or_default()
+    }
+
+    /// The UDP addresses the packet path listens on, as bound.
+    pub fn udp_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.ingress
+            .as_ref()
+            .map(|i| i.addrs().to_vec())
+            .unwrap_or_default()
+    }
+
+    /// The packet path's counters: unmatched datagrams, and per tenant
+    /// slot those received, replied to, dropped and aborted.
+    pub fn packet_counts(&self) -> PacketCounts {
+        self.shared.packets.counts()
     }
 
     /// The admin socket `isola ctl` connects to.
@@ -310,6 +355,9 @@ impl Daemon {
             let _ = a.join();
         }
         let _ = std::fs::remove_file(&self.shared.config.admin_socket);
+        if let Some(i) = self.ingress.take() {
+            i.join();
+        }
     }
 }
 

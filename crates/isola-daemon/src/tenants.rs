@@ -156,6 +156,7 @@ impl Shared {
         self.metrics.set_tenant(t, Some(&config));
         table.slots[t].config = Some(config);
         table.slots[t].baseline = self.figures(t, TenantFigures::default());
+        self.packets.rebuild(table);
         Ok(message)
     }
 
@@ -202,6 +203,7 @@ impl Shared {
             self.metrics.set_tenant(t, Some(&changed));
         }
         slot.config = Some(changed);
+        self.packets.rebuild(table);
         if slo_changed {
             self.tell_tenant(t, EventKind::SloChanged);
         }
@@ -226,6 +228,7 @@ impl Shared {
             .as_ref()
             .map_or(String::new(), |c| c.name.clone());
         table.slots[t].removing = true;
+        self.packets.rebuild(table);
         let connections = table.slots[t].connections;
         if connections == 0 {
             self.vacate(table, t);
@@ -248,6 +251,7 @@ impl Shared {
         let fixed = [
             ("socket", new.socket == old.socket),
             ("admin_socket", new.admin_socket == old.admin_socket),
+            ("udp", new.udp == old.udp),
             ("max_input", new.max_input == old.max_input),
             ("spare_tenants", new.spare_tenants == old.spare_tenants),
             ("spin", new.spin == old.spin),

@@ -8,7 +8,7 @@
 
 mod tenant;
 
-pub use tenant::TenantConfig;
+pub use tenant::{FlowConfig, TenantConfig};
 
 use isola_core::SplitWhen;
 use isola_model::quantity::{Duration, Size};
@@ -36,6 +36,8 @@ pub struct DaemonConfig {
     pub socket: PathBuf,
     /// Where `isola ctl` connects (owner-only).
     pub admin_socket: PathBuf,
+    /// UDP addresses the packet path listens on (`[daemon] udp`).
+    pub udp: Vec<SocketAddr>,
     /// Where Prometheus metrics are served over HTTP (`/metrics`), if
     /// anywhere (`[daemon] metrics`, or `isolad --metrics`).
     pub metrics: Option<SocketAddr>,
@@ -103,6 +105,8 @@ struct RawConfig {
 struct RawDaemon {
     socket: Spanned<String>,
     admin_socket: Option<Spanned<String>>,
+    #[serde(default)]
+    udp: Vec<Spanned<String>>,
     max_input: Option<Spanned<Size>>,
     metrics: Option<Spanned<String>>,
     spare_tenants: Option<Spanned<usize>>,
@@ -205,6 +209,22 @@ impl DaemonConfig {
             Some(s) => std::time::Duration::from_nanos(s.into_inner().0),
             None => isola_runtime::DEFAULT_SPIN,
         };
+        let mut udp = Vec::new();
+        for a in &daemon.udp {
+            match a.get_ref().parse::<SocketAddr>() {
+                Ok(addr) => udp.push(addr),
+                Err(_) => {
+                    return Err(src.at(
+                        a.span(),
+                        Some("udp"),
+                        format!(
+                            "`{}`: give an IP address and a port, such as \"127.0.0.1:9000\"",
+                            a.get_ref()
+                        ),
+                    ))
+                }
+            }
+        }
         let mut engines: Vec<EngineConfig> = Vec::new();
         for e in raw.engine {
             engines.push(check_engine(&src, base, e.into_inner(), &engines)?);
@@ -269,6 +289,7 @@ impl DaemonConfig {
             path: path.to_path_buf(),
             socket: base.join(socket),
             admin_socket,
+            udp,
             metrics,
             spare_tenants,
             spin,

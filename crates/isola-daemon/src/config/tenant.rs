@@ -37,9 +37,43 @@ pub struct TenantConfig {
     pub sq_entries: u32,
     /// Completion ring entries per connection (a power of two).
     pub cq_entries: u32,
+    /// Its flow queues on the packet path (`[[tenant.flow]]`): packets
+    /// that arrive on the daemon's UDP ingress and match, in order.
+    pub flows: Vec<FlowConfig>,
     /// The table it was read from, for a live change of some of its keys
     /// (`isola ctl set`), checked again as a whole.
     pub table: toml::Table,
+}
+
+/// One of a tenant's flow queues (OSMOSIS' FMQ): which packets it takes
+/// (a 5-tuple rule; fields left out match anything) and the kernel that
+/// runs on each of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowConfig {
+    /// The packets it takes.
+    pub rule: isola_model::ingress::TupleRule,
+    /// The kernel (a built-in operator) run on each packet's payload.
+    pub kernel: String,
+    /// The kernel's parameters.
+    pub params: BTreeMap<String, String>,
+    /// Send the kernel's output back to the packet's sender (egress).
+    pub reply: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFlow {
+    #[serde(rename = "match", default)]
+    flow_match: isola_model::scenario::FlowMatch,
+    kernel: Spanned<String>,
+    #[serde(default)]
+    params: BTreeMap<String, toml::Value>,
+    #[serde(default = "yes")]
+    reply: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -67,6 +101,8 @@ pub(super) struct RawTenant {
     queue_cap: Option<Spanned<usize>>,
     #[serde(default)]
     on: BTreeMap<String, Spanned<isola_model::scenario::slo::RawOverride>>,
+    #[serde(default)]
+    flow: Vec<Spanned<RawFlow>>,
 }
 
 /// A uid or gid as written: a number, or `"self"` (the daemon's own
@@ -170,6 +206,28 @@ pub(super) fn check_tenant(
         on: raw.on,
     };
     let (slo, overrides) = check_slo(src, raw.name.span(), &name, fields, engines)?;
+    let mut flows = Vec::with_capacity(raw.flow.len());
+    for f in raw.flow {
+        let span = f.span();
+        let f = f.into_inner();
+        let params: BTreeMap<String, String> = f
+            .params
+            .into_iter()
+            .map(|(k, v)| match v {
+                toml::Value::String(s) => (k, s),
+                other => (k, other.to_string()),
+            })
+            .collect();
+        if let Err(e) = isola_ops::build_operator(f.kernel.get_ref(), &params) {
+            return Err(src.at(span, Some("kernel"), e.to_string()));
+        }
+        flows.push(FlowConfig {
+            rule: f.flow_match.into(),
+            kernel: f.kernel.into_inner(),
+            params,
+            reply: f.reply,
+        });
+    }
     Ok(TenantConfig {
         name,
         slo,
@@ -180,6 +238,7 @@ pub(super) fn check_tenant(
         max_connections,
         sq_entries: ring(raw.sq_entries, "sq_entries")?,
         cq_entries: ring(raw.cq_entries, "cq_entries")?,
+        flows,
         table,
     })
 }

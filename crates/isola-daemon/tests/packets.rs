@@ -1,0 +1,91 @@
+//! The packet path's first part (issue 16), on real UDP sockets: a
+//! datagram is matched on its 5-tuple to a tenant's flow queue, its
+//! kernel runs as a task of that tenant and the reply carries the
+//! kernel's output; unmatched datagrams are counted and dropped; a flow
+//! added live through the control plane takes packets at once.
+
+use isola_daemon::{Daemon, DaemonConfig};
+use isola_wire::admin::{AdminReply, AdminRequest};
+use isola_wire::control;
+use rustix::fd::AsFd;
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+fn client() -> UdpSocket {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+#[test]
+fn datagrams_go_to_their_tenants_kernel_and_the_reply_carries_its_output() {
+    let dir = std::env::temp_dir().join(format!("isolad-packets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b, stranger) = (client(), client(), client());
+    let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
+    let text = format!(
+        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
+         [[engine]]\nname = \"pu\"\nworkers = 1\npolicy = \"wlbvt\"\n\
+         [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {pa}, proto = 17 }}\nkernel = \"crc32c\"\n\
+         [[tenant]]\nname = \"b\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {pb} }}\nkernel = \"sha256\"\n"
+    );
+    let config = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+    let d = Daemon::start(config).unwrap();
+    let ingress = d.udp_addrs()[0];
+    let mut reply = [0u8; 2048];
+    for _ in 0..10 {
+        a.send_to(b"123456789", ingress).unwrap();
+        let (n, from) = a.recv_from(&mut reply).unwrap();
+        assert_eq!(from, ingress);
+        // CRC-32C of "123456789", the published check value.
+        assert_eq!(&reply[..n], &0xE306_9283u32.to_be_bytes());
+    }
+    b.send_to(b"abc", ingress).unwrap();
+    let (n, _) = b.recv_from(&mut reply).unwrap();
+    // SHA-256("abc"), FIPS 180-2's example.
+    assert_eq!(
+        reply[..n].iter().map(|x| format!("{x:02x}")).collect::<String>(),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    // A datagram no flow takes is counted, never answered.
+    stranger.send_to(b"nobody's", ingress).unwrap();
+    let start = Instant::now();
+    while d.packet_counts().unmatched < 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the unmatched datagram was not counted"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let counts = d.packet_counts();
+    assert_eq!(counts.tenants[0], (10, 10, 0, 0));
+    assert_eq!(counts.tenants[1], (1, 1, 0, 0));
+    // A flow added live (tenant c, taking the stranger's packets).
+    let admin = control::connect(d.admin_socket()).unwrap();
+    let ps = stranger.local_addr().unwrap().port();
+    let table = format!(
+        "name = \"c\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[flow]]\nmatch = {{ src_port = {ps} }}\nkernel = \"crc32c\"\n"
+    );
+    control::send(admin.as_fd(), &AdminRequest::Add { table }, None).unwrap();
+    let (answer, _) = control::recv::<AdminReply>(admin.as_fd()).unwrap();
+    assert!(matches!(answer, AdminReply::Done { .. }), "{answer:?}");
+    stranger.send_to(b"123456789", ingress).unwrap();
+    let (n, _) = stranger.recv_from(&mut reply).unwrap();
+    assert_eq!(&reply[..n], &0xE306_9283u32.to_be_bytes());
+}
+
+#[test]
+fn a_bad_flow_is_refused_at_its_line() {
+    let text = "[daemon]\nsocket = \"s\"\nudp = [\"nowhere\"]\n[[engine]]\nname = \"pu\"\n\
+                [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n";
+    let e = DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (3, Some("udp")), "{e}");
+    let text = "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"pu\"\n\
+                [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n\
+                [[tenant.flow]]\nkernel = \"teleport\"\n";
+    let e = DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("kernel"), "{e}");
+}
