@@ -23,12 +23,24 @@ use isola_wire::entry::{detail, Completion, Event, EventKind, Outcome, Submissio
 use isola_wire::layout::Geometry;
 use isola_wire::{check_submission, Consumer, Producer, Region};
 use rustix::fd::{AsFd, OwnedFd};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Operator parameters that name files on the daemon's machine (a route
+/// table, a rule set, a host memory image): a tenant may not have the
+/// daemon read its files.
+const FILE_PARAMS: [&str; 3] = ["routes", "rules", "memory"];
+
+/// How long a new connection has to say `Hello`.
+const ATTACH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Most connections attaching (not yet admitted) at once.
+const MAX_ATTACHING: usize = 128;
+
 /// What a task accepted from the ring needs for its completion.
+#[derive(Clone)]
 struct Pending {
     tag: u64,
     output: Range<usize>,
@@ -42,8 +54,9 @@ pub(crate) struct Conn {
     pub(crate) tenant: usize,
     pub(crate) socket: OwnedFd,
     pub(crate) region: Region,
-    /// The operators it registered, by handle.
-    operators: Mutex<Vec<(String, BTreeMap<String, String>)>>,
+    /// The operators it registered, by handle: each built once, when it
+    /// was registered, on the connection's thread.
+    operators: Mutex<Vec<(String, Arc<dyn isola_ops::Operator>)>>,
     /// Its thread is done with it: nothing more is taken from its ring
     /// (set, then `pending` locked once: a take under way has finished).
     pub(crate) closed: AtomicBool,
@@ -79,7 +92,7 @@ impl Conn {
     pub(crate) fn drain(&self, at_ns: u64) {
         self.draining.store(true, Ordering::Release);
         self.tell(EventKind::Draining, 0, at_ns);
-        let _ = control::send(self.socket.as_fd(), &Reply::Kick, None);
+        control::send_now(self.socket.as_fd(), &Reply::Kick);
         let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read);
     }
 
@@ -122,7 +135,7 @@ impl Conn {
         // A tenant polling its completion ring needs no wake-up.
         if wake && !self.gone.load(Ordering::Acquire) {
             // A tenant that stopped reading its socket only loses wake-ups.
-            let _ = control::send(self.socket.as_fd(), &Reply::Kick, None);
+            control::send_now(self.socket.as_fd(), &Reply::Kick);
         }
     }
 }
@@ -130,7 +143,26 @@ impl Conn {
 /// Serves one accepted connection until the tenant leaves or the daemon
 /// stops.
 pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
-    let (tenant, config, region) = match attach(&shared, &socket) {
+    // A peer has `ATTACH_TIMEOUT` to say who it is, and at most
+    // `MAX_ATTACHING` may be saying it at once: strangers cannot hold the
+    // daemon's threads before their credentials are checked.
+    let attaching = shared.attaching.fetch_add(1, Ordering::AcqRel);
+    let attached = if attaching >= MAX_ATTACHING {
+        Err(format!("{MAX_ATTACHING} connections are attaching already"))
+    } else {
+        let timeout = rustix::net::sockopt::set_socket_timeout(
+            &socket,
+            rustix::net::sockopt::Timeout::Recv,
+            Some(ATTACH_TIMEOUT),
+        );
+        let attached = timeout
+            .map_err(|e| e.to_string())
+            .and_then(|()| attach(&shared, &socket));
+        let _ = rustix::net::sockopt::set_socket_timeout(&socket, rustix::net::sockopt::Timeout::Recv, None);
+        attached
+    };
+    shared.attaching.fetch_sub(1, Ordering::AcqRel);
+    let (tenant, config, region) = match attached {
         Ok(v) => v,
         Err(reason) => {
             eprintln!("isolad: refused a connection: {reason}");
@@ -157,8 +189,14 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         draining: AtomicBool::new(false),
     });
     shared.track(&conn);
-    // A drain that began while it attached missed it.
-    if shared.draining.load(Ordering::Acquire) {
+    // A drain, or its tenant's removal, that began while it attached
+    // missed it.
+    let removing = shared
+        .tenants
+        .lock()
+        .map(|table| table.slots[tenant].removing)
+        .unwrap_or(true);
+    if shared.draining.load(Ordering::Acquire) || removing {
         conn.drain(shared.now_ns());
     }
     let on_done: isola_runtime::OnCompletion = {
@@ -232,9 +270,16 @@ fn converse(shared: &Shared, conn: &Conn) {
                 let _ = control::send(conn.socket.as_fd(), &Reply::Failed { reason }, None);
             }
             Request::Register { op, params } => {
-                let reply = match (isola_ops::build_operator(&op, &params), conn.operators.lock()) {
-                    (Ok(_), Ok(mut ops)) if ops.len() < 1024 => {
-                        ops.push((op, params));
+                let built = match params.keys().find(|k| FILE_PARAMS.contains(&k.as_str())) {
+                    Some(k) => Err(format!(
+                        "parameter `{k}` names a file on the daemon's machine, which a tenant may not; \
+                         leave it out for the operator's generated table"
+                    )),
+                    None => isola_ops::build_operator(&op, &params).map_err(|e| e.to_string()),
+                };
+                let reply = match (built, conn.operators.lock()) {
+                    (Ok(built), Ok(mut ops)) if ops.len() < 1024 => {
+                        ops.push((op, Arc::from(built)));
                         Reply::Registered {
                             handle: ops.len() as u32 - 1,
                         }
@@ -245,9 +290,7 @@ fn converse(shared: &Shared, conn: &Conn) {
                     (Ok(_), Err(_)) => Reply::Failed {
                         reason: "daemon state poisoned".into(),
                     },
-                    (Err(e), _) => Reply::Failed {
-                        reason: e.to_string(),
-                    },
+                    (Err(reason), _) => Reply::Failed { reason },
                 };
                 let _ = control::send(conn.socket.as_fd(), &reply, None);
             }
@@ -371,7 +414,7 @@ pub(crate) fn take_submissions(
             conn.answer(refuse(Outcome::BadEntry(0)));
             continue;
         };
-        let (op, params) = &operators[checked.handle as usize];
+        let (_, op) = &operators[checked.handle as usize];
         // Held across the submission, so that its completion, which may
         // come at once, finds its entry.
         let Ok(mut pending) = conn.pending.lock() else {
@@ -384,7 +427,7 @@ pub(crate) fn take_submissions(
             conn.answer(refuse(Outcome::Cancelled));
             return Ok(taken);
         }
-        match handle.submit_calling(op, params, input, Arc::clone(done)) {
+        match handle.submit_operator_calling(Arc::clone(op), input, Arc::clone(done)) {
             Ok(id) => {
                 shared
                     .metrics
@@ -418,13 +461,10 @@ fn submit_outcome(e: &SubmitError) -> Outcome {
 /// Writes finished task `c`'s output and completion (called by the
 /// runtime thread that completed it).
 fn answer_task(conn: &Conn, c: TaskDone) {
-    let Some(p) = conn.pending.lock().ok().and_then(|mut m| {
-        let p = m.remove(&c.task);
-        if m.is_empty() {
-            conn.all_answered.notify_all();
-        }
-        p
-    }) else {
+    // Read, not removed yet: until its answer is on the completion ring the
+    // task counts as in flight, so the slot it was admitted with stays its
+    // own (`Conn::has_room`).
+    let Some(p) = conn.pending.lock().ok().and_then(|m| m.get(&c.task).cloned()) else {
         return;
     };
     // What the tenant should hear of besides the answer.
@@ -467,6 +507,12 @@ fn answer_task(conn: &Conn, c: TaskDone) {
     };
     conn.metrics.answered(&c, &answer);
     conn.answer(answer);
+    if let Ok(mut m) = conn.pending.lock() {
+        m.remove(&c.task);
+        if m.is_empty() {
+            conn.all_answered.notify_all();
+        }
+    }
     if conn.shared.record.load(Ordering::Acquire) {
         if let Ok(mut r) = conn.shared.recorded.lock() {
             r.push(c.without_output());

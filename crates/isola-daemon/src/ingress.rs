@@ -28,6 +28,12 @@ use std::time::Duration;
 /// Largest datagram taken in: a UDP payload's maximum.
 const MAX_DATAGRAM: usize = 65_535;
 
+/// The receive buffer asked for each listening socket: 4 MiB.
+const RECV_BUFFER: usize = 4 << 20;
+
+/// Datagrams taken in one system call.
+const BATCH: usize = 32;
+
 /// How often a listening thread looks whether the daemon stops.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
@@ -136,6 +142,8 @@ impl Ingress {
         for addr in addrs {
             let socket = UdpSocket::bind(addr)?;
             socket.set_read_timeout(Some(STOP_CHECK))?;
+            // Room for bursts (the system may cap it at net.core.rmem_max).
+            let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, RECV_BUFFER);
             bound.push(socket.local_addr()?);
             sockets.push(Arc::new(socket));
         }
@@ -172,10 +180,10 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
         Ok(a) => a,
         Err(_) => return,
     };
-    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut batch = crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM);
     while !stopping.load(Ordering::Acquire) {
-        let (len, from) = match socket.recv_from(&mut buf) {
-            Ok(v) => v,
+        let got = match batch.recv(std::os::fd::AsFd::as_fd(&**socket)) {
+            Ok(n) => n,
             Err(e)
                 if matches!(
                     e.kind(),
@@ -184,30 +192,41 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
             {
                 continue
             }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 eprintln!("isolad: udp {local}: {e}");
                 std::thread::sleep(STOP_CHECK);
                 continue;
             }
         };
-        let (IpAddr::V4(src_ip), IpAddr::V4(dst_ip)) = (from.ip(), local.ip()) else {
-            // IPv4 rules only: anything else matches no flow.
-            path.unmatched.fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        let tuple = FiveTuple {
-            src_ip,
-            dst_ip,
-            src_port: from.port(),
-            dst_port: local.port(),
-            proto: 17,
-        };
-        let found = path.rules.read().ok().and_then(|r| r.classify(&tuple).cloned());
-        let Some(flow) = found else {
-            path.unmatched.fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        deliver(socket, shared, flow, buf[..len].to_vec(), from);
+        for i in 0..got {
+            let Some((payload, from, truncated)) = batch.get(i) else {
+                continue;
+            };
+            let (Some(from), false) = (from, truncated) else {
+                // Cut short, or from no IPv4 sender: nothing to match.
+                path.unmatched.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let (IpAddr::V4(src_ip), IpAddr::V4(dst_ip)) = (from.ip(), local.ip()) else {
+                // IPv4 rules only: anything else matches no flow.
+                path.unmatched.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let tuple = FiveTuple {
+                src_ip,
+                dst_ip,
+                src_port: from.port(),
+                dst_port: local.port(),
+                proto: 17,
+            };
+            let found = path.rules.read().ok().and_then(|r| r.classify(&tuple).cloned());
+            let Some(flow) = found else {
+                path.unmatched.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            deliver(socket, shared, flow, payload.to_vec(), from);
+        }
     }
 }
 

@@ -27,6 +27,7 @@ mod ingress;
 mod metrics;
 mod ring;
 mod tenants;
+mod udp_batch;
 
 pub use config::DaemonConfig;
 pub use ingress::PacketCounts;
@@ -78,6 +79,8 @@ pub(crate) struct Shared {
     pub(crate) record: AtomicBool,
     /// The completions kept.
     pub(crate) recorded: Mutex<Vec<isola_runtime::Completion>>,
+    /// Connections that have not said who they are yet.
+    pub(crate) attaching: std::sync::atomic::AtomicUsize,
     /// The packet path's matcher and counters.
     pub(crate) packets: ingress::PacketPath,
     /// Which tenant holds each slot of the core, and its connections.
@@ -203,6 +206,7 @@ impl Daemon {
             source,
         })?;
         let shared = Arc::new(Shared {
+            attaching: std::sync::atomic::AtomicUsize::new(0),
             packets: ingress::PacketPath::new(&table),
             tenants: Mutex::new(table),
             record: AtomicBool::new(false),

@@ -8,8 +8,9 @@
 //! file, and a tenant's SLO goes to the core (`Runtime::set_slo`) before
 //! the table shows it, so what `isola ctl list` shows is what the core
 //! schedules by. A removed tenant's slot is vacated once its last
-//! connection has closed; its counters stay with the slot's history in
-//! the runtime, and its name is free for a new tenant at once.
+//! connection has closed; then its name is free for a new tenant (its
+//! Prometheus counters stay under that name; `list` shows a new tenant's
+//! own figures from zero).
 
 use crate::config::{DaemonConfig, TenantConfig};
 use crate::Shared;

@@ -392,3 +392,23 @@ fn isolad_drains_on_sigterm_and_its_tenants_hear_the_end() {
     assert!(status.success(), "{status:?}");
     assert!(!socket.exists(), "the socket was left behind");
 }
+
+#[test]
+fn a_tenant_cannot_have_the_daemon_read_its_files() {
+    let _beside = ALONE.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (_d, socket) = daemon("files");
+    let mut c = Client::connect(&socket, "a").unwrap();
+    for (op, key) in [
+        ("ipv4-router", "routes"),
+        ("firewall", "rules"),
+        ("io-read", "memory"),
+    ] {
+        let params: BTreeMap<String, String> = [(key.to_string(), "/etc/passwd".to_string())].into();
+        match c.register(op, &params) {
+            Err(ClientError::Failed(reason)) => assert!(reason.contains(key), "{reason}"),
+            other => panic!("{op} with {key}: {other:?}"),
+        }
+    }
+    // Without the file, the operator's generated table serves.
+    assert!(c.register("ipv4-router", &BTreeMap::new()).is_ok());
+}

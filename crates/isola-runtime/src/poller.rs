@@ -48,8 +48,13 @@ pub(crate) fn recv<T>(
             Err(TryRecvError::Empty) => {}
         }
         if poll_all(pollers) > 0 {
-            // Its submissions are messages on `rx` now.
+            // Its submissions are messages on `rx` now. (A poller that
+            // always has work, bad entries say, must not keep the
+            // dispatcher from its deadline: shapers' releases, shutdown.)
             last = Instant::now();
+            if deadline.is_some_and(|d| last >= d) {
+                return Err(RecvTimeoutError::Timeout);
+            }
             continue;
         }
         std::thread::yield_now();

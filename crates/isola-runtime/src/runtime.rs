@@ -434,6 +434,17 @@ impl TenantHandle {
         on_done: crate::OnCompletion,
     ) -> Result<u64, SubmitError> {
         let operator = self.shared.operator(op, params)?;
+        self.submit_operator_calling(operator, payload, on_done)
+    }
+
+    /// [`TenantHandle::submit_calling`] with an operator the caller built
+    /// (once, on its own thread: building can be costly).
+    pub fn submit_operator_calling(
+        &self,
+        operator: Arc<dyn Operator>,
+        payload: impl Into<Arc<Vec<u8>>>,
+        on_done: crate::OnCompletion,
+    ) -> Result<u64, SubmitError> {
         self.send(operator, payload.into(), Reply::calling(on_done))
             .map(|(id, _)| id)
     }

@@ -159,6 +159,16 @@ pub fn send<T: Serialize>(
     Ok(())
 }
 
+/// Sends `message` without waiting: a peer whose socket buffer is full
+/// (it stopped reading) does not hold the sender up; returns whether it
+/// was sent (a wake-up the peer already has queued is as good as another).
+pub fn send_now<T: Serialize>(socket: BorrowedFd<'_>, message: &T) -> bool {
+    let Ok(bytes) = serde_json::to_vec(message) else {
+        return false;
+    };
+    rustix::net::send(socket, &bytes, SendFlags::NOSIGNAL | SendFlags::DONTWAIT).is_ok()
+}
+
 /// Receives one message, and the descriptor that came with it, if any.
 pub fn recv<T: for<'de> Deserialize<'de>>(
     socket: BorrowedFd<'_>,

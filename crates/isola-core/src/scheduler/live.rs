@@ -2,8 +2,9 @@
 //! is queued (an operator's live reconfiguration), and a tenant's queued
 //! work withdrawn (its process died).
 //!
-//! Both change what an engine's policy was told, so both build the policy
-//! anew from the engine's recipe with the tenants' current shares and tell
+//! Both can change what an engine's policy was told (a new share; a
+//! channel's head withdrawn), and then the engine builds its policy anew
+//! from its recipe with the tenants' current shares and tell
 //! it which tenants are ready with their heads: the policy's history
 //! (virtual times, deficits, demand estimates) starts afresh at the
 //! change, as at a new busy period, and the next decision already follows
@@ -142,8 +143,20 @@ impl Scheduler {
         }
         let mut out = Vec::new();
         for e in &mut self.engines {
+            if e.channels[t].is_empty() {
+                continue;
+            }
+            // Built before anything is taken: should it fail (a
+            // registered policy's constructor), nothing is withdrawn here
+            // and the tasks run as queued, each still ending once.
+            let Ok(policy) = e.recipe.build(&PolicySetup {
+                tenants: &e.shares,
+                slots: e.spec.slots,
+            }) else {
+                continue;
+            };
             let started = e.channels[t].head().is_some_and(|q| q.group.is_some());
-            let first = out.len();
+            let head_before = e.channels[t].head().map(|q| q.task.id);
             let withdrawn = e.channels[t].take_where(usize::from(started), |q| which(q.task.id));
             for q in withdrawn {
                 debug_assert!(q.group.is_none(), "only the head may be partly dispatched");
@@ -152,7 +165,7 @@ impl Scheduler {
                 self.held[t] -= u128::from(q.task.bytes);
                 out.push(q.task);
             }
-            if out.len() == first || started {
+            if e.channels[t].head().map(|q| q.task.id) == head_before {
                 // Its head is the same: nothing the policy knows changed.
                 continue;
             }
@@ -164,12 +177,7 @@ impl Scheduler {
             if !blocked {
                 e.state[t] = ChannelState::Empty;
             }
-            if let Ok(policy) = e.recipe.build(&PolicySetup {
-                tenants: &e.shares,
-                slots: e.spec.slots,
-            }) {
-                e.restart_policy(now, policy);
-            }
+            e.restart_policy(now, policy);
             if !blocked && !e.channels[t].is_empty() {
                 e.replan_head(now, t);
                 e.admit_head(now, t);
