@@ -13,6 +13,7 @@
 //! the next packet.
 
 use crate::config::FlowConfig;
+use crate::metrics::PacketOutcome;
 use crate::tenants::TenantTable;
 use crate::Shared;
 use isola_core::TenantId;
@@ -206,11 +207,13 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
             let (Some(from), false) = (from, truncated) else {
                 // Cut short, or from no IPv4 sender: nothing to match.
                 path.unmatched.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.unmatched();
                 continue;
             };
             let (IpAddr::V4(src_ip), IpAddr::V4(dst_ip)) = (from.ip(), local.ip()) else {
                 // IPv4 rules only: anything else matches no flow.
                 path.unmatched.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.unmatched();
                 continue;
             };
             let tuple = FiveTuple {
@@ -223,6 +226,7 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
             let found = path.rules.read().ok().and_then(|r| r.classify(&tuple).cloned());
             let Some(flow) = found else {
                 path.unmatched.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.unmatched();
                 continue;
             };
             deliver(socket, shared, flow, payload.to_vec(), from);
@@ -237,6 +241,7 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: V
         return;
     };
     counts.received.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.packet(flow.tenant, PacketOutcome::Received);
     let on_done: isola_runtime::OnCompletion = {
         let (socket, shared, tenant, reply) =
             (Arc::clone(socket), Arc::clone(shared), flow.tenant, flow.reply);
@@ -248,14 +253,17 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: V
                     // as on the wire.
                     if socket.send_to(out, from).is_ok() {
                         counts.replied.fetch_add(1, Ordering::Relaxed);
+                        shared.metrics.packet(tenant, PacketOutcome::Replied);
                     }
                 }
                 Ok(_) => {}
                 Err(TaskError::Rejected(_)) => {
                     counts.dropped.fetch_add(1, Ordering::Relaxed);
+                    shared.metrics.packet(tenant, PacketOutcome::Dropped);
                 }
                 Err(_) => {
                     counts.aborted.fetch_add(1, Ordering::Relaxed);
+                    shared.metrics.packet(tenant, PacketOutcome::Aborted);
                 }
             }
         })
@@ -266,5 +274,6 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: V
         .is_err()
     {
         counts.aborted.fetch_add(1, Ordering::Relaxed);
+        shared.metrics.packet(flow.tenant, PacketOutcome::Aborted);
     }
 }

@@ -112,6 +112,29 @@ struct TenantLabels {
     tenant: String,
 }
 
+/// Labels of a tenant's packet counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PacketLabels {
+    tenant: String,
+    outcome: String,
+}
+
+/// What became of a packet of a tenant's flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PacketOutcome {
+    /// It matched one of the tenant's flows.
+    Received,
+    /// Its kernel's output went back to its sender.
+    Replied,
+    /// The tenant's queue was full (or over its quota): dropped.
+    Dropped,
+    /// Its kernel failed on it.
+    Aborted,
+}
+
+/// The `outcome` label of each [`PacketOutcome`], in its order.
+const PACKET_OUTCOMES: [&str; 4] = ["received", "replied", "dropped", "aborted"];
+
 /// Labels of a per-engine series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EngineLabels {
@@ -147,6 +170,8 @@ struct Families {
     busy: Family<TaskLabels, Seconds>,
     fairness: Family<EngineLabels, Gauge<f64, AtomicU64>>,
     connections: Family<TenantLabels, Gauge>,
+    packets: Family<PacketLabels, Counter>,
+    unmatched: Counter,
 }
 
 impl Families {
@@ -164,6 +189,8 @@ impl Families {
             busy: Family::default(),
             fairness: Family::default(),
             connections: Family::default(),
+            packets: Family::default(),
+            unmatched: Counter::default(),
         }
     }
 
@@ -182,6 +209,8 @@ impl Families {
             "Measured service time of the tenant's tasks on the engine",
             "Jain's fairness index of the last 10 s of the engine's service among its active tenants, by weight",
             "Connections the tenant holds",
+            "Datagrams of the tenant's flows on the packet path, by outcome",
+            "Datagrams on the packet path that no flow matched (dropped)",
         ];
         r.register("tasks_submitted", help[0], self.submitted.clone());
         r.register("tasks_completed", help[1], self.completed.clone());
@@ -195,6 +224,8 @@ impl Families {
         r.register("engine_busy_seconds", help[9], self.busy.clone());
         r.register("engine_fairness_jain", help[10], self.fairness.clone());
         r.register("tenant_connections", help[11], self.connections.clone());
+        r.register("packets", help[12], self.packets.clone());
+        r.register("packets_unmatched", help[13], self.unmatched.clone());
     }
 }
 
@@ -290,6 +321,8 @@ struct SlotMetrics {
     /// One per engine, then "no engine".
     series: Vec<Series>,
     connections: Gauge,
+    /// By [`PacketOutcome`].
+    packets: [Counter; 4],
 }
 
 /// Every metric of a daemon, and the registry that exposes them.
@@ -387,6 +420,12 @@ impl Metrics {
                 connections: f.connections.get_or_create_owned(&TenantLabels {
                     tenant: t.name.clone(),
                 }),
+                packets: PACKET_OUTCOMES.map(|outcome| {
+                    f.packets.get_or_create_owned(&PacketLabels {
+                        tenant: t.name.clone(),
+                        outcome: outcome.to_string(),
+                    })
+                }),
             }
         });
         if let Ok(mut cell) = cell.write() {
@@ -453,6 +492,20 @@ impl Metrics {
                 }
             }
         });
+    }
+
+    /// Counts a packet of `tenant`'s flows by `outcome`.
+    pub(crate) fn packet(&self, tenant: usize, outcome: PacketOutcome) {
+        if let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) {
+            if let Some(m) = cell.as_ref() {
+                m.packets[outcome as usize].inc();
+            }
+        }
+    }
+
+    /// Counts a datagram no flow matched.
+    pub(crate) fn unmatched(&self) {
+        self.families.unmatched.inc();
     }
 
     /// Sets how many connections `tenant` holds.

@@ -24,7 +24,7 @@ fn datagrams_go_to_their_tenants_kernel_and_the_reply_carries_its_output() {
     let (a, b, stranger) = (client(), client(), client());
     let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
     let text = format!(
-        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
+        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\nmetrics = \"127.0.0.1:0\"\n\
          [[engine]]\nname = \"pu\"\nworkers = 1\npolicy = \"wlbvt\"\n\
          [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
          [[tenant.flow]]\nmatch = {{ src_port = {pa}, proto = 17 }}\nkernel = \"crc32c\"\n\
@@ -62,6 +62,22 @@ fn datagrams_go_to_their_tenants_kernel_and_the_reply_carries_its_output() {
     let counts = d.packet_counts();
     assert_eq!(counts.tenants[0], (10, 10, 0, 0));
     assert_eq!(counts.tenants[1], (1, 1, 0, 0));
+    // The same in Prometheus' exposition.
+    let scrape = {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(d.metrics_addr().unwrap()).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    for line in [
+        "isola_packets_total{tenant=\"a\",outcome=\"replied\"} 10",
+        "isola_packets_total{tenant=\"b\",outcome=\"received\"} 1",
+        "isola_packets_unmatched_total 1",
+    ] {
+        assert!(scrape.lines().any(|l| l == line), "{line} not in:\n{scrape}");
+    }
     // A flow added live (tenant c, taking the stranger's packets).
     let admin = control::connect(d.admin_socket()).unwrap();
     let ps = stranger.local_addr().unwrap().port();
