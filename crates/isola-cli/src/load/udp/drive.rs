@@ -283,9 +283,9 @@ impl Driver<'_> {
             let now = Instant::now();
             let mut deadline = now + TICK;
             if let Some(at) = next_send {
-                // Wake EARLY before a due time and poll the rest of the way.
-                let wake = at.checked_sub(EARLY).filter(|&w| w > now).unwrap_or(at);
-                deadline = deadline.min(wake);
+                // Sleep until EARLY before a due time, and poll without
+                // waiting from there.
+                deadline = deadline.min(at.checked_sub(EARLY).unwrap_or(now));
             }
             if let Some(at) = self.next_expiry() {
                 deadline = deadline.min(at);
