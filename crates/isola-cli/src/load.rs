@@ -19,9 +19,13 @@
 //! Like every command it holds no scheduling logic: the daemon schedules;
 //! this module checks flags, drives the client ([`drive`]) and prints the
 //! [`report`].
+//!
+//! `isola load udp` ([`udp`]) is the packet generator: UDP datagrams to the
+//! daemon's packet path, each flow a socket of its own.
 
 mod drive;
 mod report;
+mod udp;
 
 use anyhow::{anyhow, bail, Context};
 use isola_client::{Client, ClientError};
@@ -34,11 +38,33 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Arguments of `isola load`.
+/// Arguments of `isola load`: the tenant load generator over the rings
+/// (no subcommand, as it always was) or `isola load udp`.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct Args {
+    /// `udp`: the packet generator.
+    #[command(subcommand)]
+    kind: Option<Kind>,
+    /// Without a subcommand: the tenant load generator's flags.
+    #[command(flatten)]
+    rings: Option<RingsArgs>,
+}
+
+/// `isola load`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+enum Kind {
+    /// Send UDP datagrams to isolad's packet path (`[daemon] udp`) from
+    /// several flows, at a rate or as fast as a window allows; reports
+    /// sent, received, lost, throughput and reply latency per flow.
+    Udp(udp::Args),
+}
+
+/// Arguments of `isola load` over the shared-memory rings.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("mode").required(true).args(["rate", "concurrency"])))]
 #[command(group(clap::ArgGroup::new("length").required(true).args(["count", "duration"])))]
-pub struct Args {
+pub struct RingsArgs {
     /// The daemon's socket (its configuration's `socket`).
     #[arg(long, value_name = "PATH")]
     socket: PathBuf,
@@ -180,7 +206,7 @@ fn duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration> {
 }
 
 /// Checks the flags that need no daemon: the plan, the sizes, the room.
-fn plan(args: &Args) -> anyhow::Result<Plan> {
+fn plan(args: &RingsArgs) -> anyhow::Result<Plan> {
     let mode = match (&args.rate, args.concurrency) {
         (Some(rate), None) => {
             let r = parse_rate(rate).map_err(|e| anyhow!("--rate: {e}"))?;
@@ -336,8 +362,18 @@ fn attach_error(socket: &Path, tenant: &str, e: ClientError) -> anyhow::Error {
     }
 }
 
-/// Runs `isola load`.
+/// Runs `isola load`: over the rings, or `isola load udp`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    match (&args.kind, &args.rings) {
+        (Some(Kind::Udp(udp)), _) => udp::run(udp),
+        (None, Some(rings)) => run_rings(rings),
+        // clap asks for --socket and the rest before this is reached.
+        (None, None) => bail!("give the tenant load generator's flags (--socket ...) or `udp`"),
+    }
+}
+
+/// Runs `isola load` over the rings.
+fn run_rings(args: &RingsArgs) -> anyhow::Result<()> {
     let plan = plan(args)?;
     let params = params(&args.params)?;
     isola_ops::find_operator(&args.op).map_err(|e| anyhow!("--op: {e}"))?;

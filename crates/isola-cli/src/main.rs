@@ -51,7 +51,7 @@ enum Command {
     Demo(demo::Args),
     /// Load a running isolad as one tenant process: open loop (--rate) or
     /// closed loop (--concurrency); reports latency, throughput and outcomes.
-    Load(load::Args),
+    Load(Box<load::Args>),
     /// Measure operators' service time against size on this machine, fit
     /// it and save the profile (a cost model for the runtime and the simulator).
     Profile(profile::Args),

@@ -66,7 +66,8 @@ fn datagrams_go_to_their_tenants_kernel_and_the_reply_carries_its_output() {
     let scrape = {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(d.metrics_addr().unwrap()).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         text

@@ -35,7 +35,7 @@ const GRACE: Duration = Duration::from_secs(10);
 /// The gap before the next open-loop arrival at `rate` tasks/s, in s:
 /// `1 / rate`, or exponentially distributed with that mean (drawn from
 /// `rng`'s sequence).
-fn arrival_gap(rate: f64, arrivals: Arrivals, rng: &mut u64) -> f64 {
+pub(super) fn arrival_gap(rate: f64, arrivals: Arrivals, rng: &mut u64) -> f64 {
     match arrivals {
         Arrivals::Constant => 1.0 / rate,
         Arrivals::Poisson => {

@@ -4,7 +4,7 @@
 //! or as a table for people ([`Report::render`]).
 
 use super::drive::{Backpressure, Counts, Events, Layout, Stopped, Tally};
-use super::{Args, Arrivals, Input, Length, Mode, Plan};
+use super::{Arrivals, Input, Length, Mode, Plan, RingsArgs};
 use crate::format::table;
 use isola_core::metrics::LatencyHistogram;
 use isola_report::text::{bytes_binary, duration, si};
@@ -32,7 +32,8 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    fn of(h: &LatencyHistogram) -> Percentiles {
+    /// The percentiles of `h`.
+    pub(super) fn of(h: &LatencyHistogram) -> Percentiles {
         let s = h.summary();
         // A bucket's upper bound may pass the exact maximum: clamp to it.
         Percentiles {
@@ -47,7 +48,7 @@ impl Percentiles {
     }
 
     /// The table cells: count, mean, p50, p90, p99, p99.9, max.
-    fn cells(&self) -> Vec<String> {
+    pub(super) fn cells(&self) -> Vec<String> {
         let d = |ns: u64| duration(ns as f64);
         vec![
             self.count.to_string(),
@@ -172,7 +173,7 @@ pub struct Report {
 impl Report {
     /// The report of a run of `args` (checked into `plan`, `inputs`,
     /// `layout`) that measured `t`.
-    pub fn new(args: &Args, plan: &Plan, inputs: &[Input], layout: &Layout, t: &Tally) -> Report {
+    pub fn new(args: &RingsArgs, plan: &Plan, inputs: &[Input], layout: &Layout, t: &Tally) -> Report {
         let mode = match plan.mode {
             Mode::Open { rate, arrivals } => ModeReport {
                 kind: "open",
@@ -405,7 +406,8 @@ fn bound_text(limited_by: &str) -> &'static str {
     }
 }
 
-fn stopped_text(s: Stopped) -> &'static str {
+/// Why a run stopped, for people.
+pub(super) fn stopped_text(s: Stopped) -> &'static str {
     match s {
         Stopped::Count => "count reached",
         Stopped::Duration => "duration reached",

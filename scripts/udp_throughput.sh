@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Packets per second through isolad's packet path against a plain batched
+# UDP echo server on the same machine, in the same sitting (docs/perf.md,
+# issue 16): one isolad with one tenant whose flows (one per source port)
+# run a trivial kernel, and `isola load udp` sending to it as fast as its
+# window allows; then the same generator with --echo-baseline (an echo
+# server in its own process). The two take turns for ROUNDS rounds; prints
+# each run's replies/s, loss and reply latency, and each round's ratio.
+#
+# Usage: scripts/udp_throughput.sh
+# Settings (environment): ROUNDS=3, FLOWS=4, WINDOW=64 (per flow),
+# SIZE=64B, KERNEL=crc32c, DURATION=5s, WARMUP=1s, WORKERS=1 (the engine's
+# worker threads), PORT=19000 (the daemon's), SRC_PORT=41000 (the first
+# flow's), KEEP=1 keeps the reports' folder.
+# Builds release binaries into ${CARGO_TARGET_DIR:-target}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+FLOWS=${FLOWS:-4}
+WINDOW=${WINDOW:-64}
+SIZE=${SIZE:-64B}
+KERNEL=${KERNEL:-crc32c}
+DURATION=${DURATION:-5s}
+WARMUP=${WARMUP:-1s}
+WORKERS=${WORKERS:-1}
+PORT=${PORT:-19000}
+SRC_PORT=${SRC_PORT:-41000}
+command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2; exit 1; }
+
+cargo build -q --release -p isola-cli -p isola-daemon
+bin=${CARGO_TARGET_DIR:-target}/release
+dir=$(mktemp -d)
+daemon=
+cleanup() {
+  if [ -n "$daemon" ]; then kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
+  if [ -z "${KEEP:-}" ]; then rm -rf "$dir"; else echo "reports kept in $dir" >&2; fi
+}
+trap cleanup EXIT
+
+{
+  printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\n\n' "$PORT"
+  printf '[[engine]]\nname = "pu"\nworkers = %s\npolicy = "wlbvt"\n\n' "$WORKERS"
+  printf '[[tenant]]\nname = "t"\nmemory_quota = "16MiB"\nusers = [%s]\n' "$(id -u)"
+  for i in $(seq 0 $((FLOWS - 1))); do
+    printf '\n[[tenant.flow]]\nmatch = { src_port = %s, proto = 17 }\nkernel = "%s"\n' $((SRC_PORT + i)) "$KERNEL"
+  done
+} > "$dir/isolad.toml"
+"$bin/isolad" --config "$dir/isolad.toml" 2> "$dir/isolad.log" &
+daemon=$!
+for _ in $(seq 100); do [ -S "$dir/isolad.sock" ] && break; sleep 0.05; done
+[ -S "$dir/isolad.sock" ] || { cat "$dir/isolad.log" >&2; exit 1; }
+sleep 0.2
+
+common=(--flows "$FLOWS" --window "$WINDOW" --size "$SIZE" --duration "$DURATION" --warmup "$WARMUP")
+echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, engine workers $WORKERS"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+printf '%-6s %-14s %-12s %-8s %-22s\n' round path "replies/s" loss "p50 / p99 (us)"
+row() { # round, path, report
+  jq -r --arg r "$1" --arg p "$2" \
+    '"\($r)\t\($p)\t\(.total.throughput.received_pps | floor)\t\(.total.loss_pct * 100 | floor / 100)%\t\(.total.latency.p50_ns / 1000 | floor) / \(.total.latency.p99_ns / 1000 | floor)"' "$3" |
+    awk -F'\t' '{ printf "%-6s %-14s %-12s %-8s %-22s\n", $1, $2, $3, $4, $5 }'
+}
+for r in $(seq 1 "$ROUNDS"); do
+  "$bin/isola" load udp --to "127.0.0.1:$PORT" --src-port "$SRC_PORT" "${common[@]}" --json "$dir/daemon-$r.json" > /dev/null
+  "$bin/isola" load udp --echo-baseline "${common[@]}" --json "$dir/echo-$r.json" > /dev/null
+  row "$r" isolad "$dir/daemon-$r.json"
+  row "$r" "echo baseline" "$dir/echo-$r.json"
+  jq -rn --slurpfile d "$dir/daemon-$r.json" --slurpfile e "$dir/echo-$r.json" \
+    '"       isolad / echo: \($d[0].total.throughput.received_pps / $e[0].total.throughput.received_pps * 1000 | floor / 1000)"'
+done
