@@ -243,14 +243,19 @@ impl Report {
     /// The report for people: a summary, packets per flow, latencies.
     pub fn render(&self) -> String {
         let n = self.flows.len();
-        let from = match (self.flows.first(), self.flows.last()) {
-            (Some(a), Some(b)) if n > 1 => format!(
-                "{n} flows from {} to {}",
-                a.src.as_deref().unwrap_or("?"),
-                b.src.as_deref().unwrap_or("?")
+        let src = |f: Option<&FlowReport>| f.and_then(|f| f.src.clone()).unwrap_or_default();
+        let from = match n {
+            1 => format!("1 flow ({})", src(self.flows.first())),
+            2 => format!(
+                "2 flows ({}, {})",
+                src(self.flows.first()),
+                src(self.flows.last())
             ),
-            (Some(a), _) => format!("1 flow from {}", a.src.as_deref().unwrap_or("?")),
-            _ => "no flow".into(),
+            _ => format!(
+                "{n} flows ({} ... {})",
+                src(self.flows.first()),
+                src(self.flows.last())
+            ),
         };
         let to = if self.echo_baseline {
             format!("{} (this process's echo server)", self.to)
@@ -258,7 +263,7 @@ impl Report {
             self.to.clone()
         };
         let mut out = format!(
-            "isola load udp: {from} to {to}, payloads {} (mean {}B)\n",
+            "isola load udp: to {to} from {from}, payloads {} (mean {}B)\n",
             self.size,
             si(self.mean_size_bytes)
         );
@@ -267,7 +272,7 @@ impl Report {
             (Some(r), Some("bursts"), _) => format!("{}/s in bursts of {}", si(r), p.burst.unwrap_or(1)),
             (Some(r), Some("constant"), _) => format!("{}/s evenly spaced", si(r)),
             (Some(r), _, _) => format!("{}/s Poisson arrivals", si(r)),
-            (_, _, Some(w)) => format!("as fast as {w} in flight per flow allow"),
+            (_, _, Some(w)) => format!("as fast as a window of {w} per flow allows"),
             _ => String::new(),
         };
         let warmup = if self.warmup_s > 0.0 {
