@@ -427,20 +427,7 @@ fn run_rings(args: &RingsArgs) -> anyhow::Result<()> {
     let outcome = drive::run(&mut client, handle, &inputs, &layout, &plan, &stop);
     let report = report::Report::new(args, &plan, &inputs, &layout, &outcome.tally);
 
-    match &args.json {
-        Some(None) => {
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            writeln!(out)?;
-        }
-        Some(Some(file)) => {
-            let text = serde_json::to_string_pretty(&report)?;
-            std::fs::write(file, text + "\n")
-                .with_context(|| format!("--json: writing {}", file.display()))?;
-            print!("{}", report.render());
-        }
-        None => print!("{}", report.render()),
-    }
+    write_report(&args.json, &report, || report.render())?;
     match (outcome.error, outcome.tally.stopped) {
         (Some(e), _) => Err(anyhow!(
             "the run ended early: {e} (the report counts what was answered)"
@@ -451,6 +438,31 @@ fn run_rings(args: &RingsArgs) -> anyhow::Result<()> {
         )),
         (None, _) => Ok(()),
     }
+}
+
+/// Writes a run's report as `--json` asks: JSON on standard output
+/// (`--json`), JSON to FILE and the table on standard output (`--json
+/// FILE`), or the table only (no `--json`). Both load generators end here.
+pub(crate) fn write_report<R: serde::Serialize>(
+    json: &Option<Option<PathBuf>>,
+    report: &R,
+    render: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    match json {
+        Some(None) => {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, report)?;
+            writeln!(out)?;
+        }
+        Some(Some(file)) => {
+            let text = serde_json::to_string_pretty(report)?;
+            std::fs::write(file, text + "\n")
+                .with_context(|| format!("--json: writing {}", file.display()))?;
+            print!("{}", render());
+        }
+        None => print!("{}", render()),
+    }
+    Ok(())
 }
 
 #[cfg(test)]

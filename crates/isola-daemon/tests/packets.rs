@@ -59,6 +59,14 @@ fn datagrams_go_to_their_tenants_kernel_and_the_reply_carries_its_output() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
+    // A reply is counted right after it is sent: the client may read it
+    // first.
+    let start = Instant::now();
+    while d.packet_counts().tenants[..2] != [(10, 10, 0, 0), (1, 1, 0, 0)]
+        && start.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let counts = d.packet_counts();
     assert_eq!(counts.tenants[0], (10, 10, 0, 0));
     assert_eq!(counts.tenants[1], (1, 1, 0, 0));

@@ -314,8 +314,7 @@ struct Driver<'a> {
     /// Since when due tasks find no room.
     blocked_since: Option<Instant>,
     tally: Tally,
-    progress: Bar,
-    progress_at: Instant,
+    progress: RunProgress,
 }
 
 /// Runs `plan` on `client` with operator `handle` and the inputs `layout`
@@ -365,8 +364,7 @@ pub fn run(
             warmup_s: 0.0,
             stopped: Stopped::Error,
         },
-        progress: Bar::new(total),
-        progress_at: start,
+        progress: RunProgress::new(total, start),
     };
     let result = d
         .submit_until_done(client, stop)
@@ -615,21 +613,13 @@ impl Driver<'_> {
 
     /// Moves the progress bar, ten times a second at most.
     fn show_progress(&mut self) {
-        let now = Instant::now();
-        if now.duration_since(self.progress_at) < Duration::from_millis(100) {
-            return;
-        }
-        self.progress_at = now;
-        if now < self.measure_from {
-            self.progress.update(0, "warm-up");
-            return;
-        }
-        let position = match self.plan.length {
-            Length::Count(_) => self.measured_submitted,
-            Length::Duration(_) => now.duration_since(self.measure_from).as_millis() as u64,
-        };
         let ok = self.tally.counts.ok;
-        self.progress.update(position, format!("{ok} ok"));
+        self.progress.show(
+            self.plan.length,
+            self.measure_from,
+            self.measured_submitted,
+            || format!("{ok} ok"),
+        );
     }
 
     /// The tally, with the tasks still in flight counted unanswered.
@@ -641,6 +631,49 @@ impl Driver<'_> {
             a.saturating_duration_since(self.measure_from).as_secs_f64()
         });
         self.tally
+    }
+}
+
+/// A load run's progress bar: warm-up, then what was measured (items for
+/// `--count`, milliseconds for `--duration`), moved ten times a second at
+/// most. Both load generators show their runs with it.
+pub(crate) struct RunProgress {
+    bar: Bar,
+    at: Instant,
+}
+
+impl RunProgress {
+    /// A bar of `total` steps for a run that started at `start`.
+    pub(crate) fn new(total: u64, start: Instant) -> RunProgress {
+        RunProgress {
+            bar: Bar::new(total),
+            at: start,
+        }
+    }
+
+    /// Shows `measured` items (or the time since `measure_from`, as
+    /// `length` says), labelled by `label`.
+    pub(crate) fn show(
+        &mut self,
+        length: Length,
+        measure_from: Instant,
+        measured: u64,
+        label: impl FnOnce() -> String,
+    ) {
+        let now = Instant::now();
+        if now.duration_since(self.at) < Duration::from_millis(100) {
+            return;
+        }
+        self.at = now;
+        if now < measure_from {
+            self.bar.update(0, "warm-up");
+            return;
+        }
+        let position = match length {
+            Length::Count(_) => measured,
+            Length::Duration(_) => now.duration_since(measure_from).as_millis() as u64,
+        };
+        self.bar.update(position, label());
     }
 }
 

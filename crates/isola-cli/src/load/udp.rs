@@ -32,7 +32,6 @@ use anyhow::{anyhow, bail, Context};
 use isola_core::quantity::{parse_rate, parse_size};
 use isola_core::RateUnit;
 use isola_model::scenario::SizeDist;
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -431,20 +430,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let echoed = server.map(echo::EchoServer::stop);
     let report = report::Report::new(args, &plan, to, &locals, &outcome.tally, echoed);
 
-    match &args.json {
-        Some(None) => {
-            let mut out = std::io::stdout().lock();
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            writeln!(out)?;
-        }
-        Some(Some(file)) => {
-            let text = serde_json::to_string_pretty(&report)?;
-            std::fs::write(file, text + "\n")
-                .with_context(|| format!("--json: writing {}", file.display()))?;
-            print!("{}", report.render());
-        }
-        None => print!("{}", report.render()),
-    }
+    super::write_report(&args.json, &report, || report.render())?;
     match outcome.error {
         Some(e) => Err(anyhow!(
             "the run ended early: {e} (the report counts what was sent and answered)"

@@ -15,7 +15,6 @@
 use super::{Arrivals, Matching, Pace, Plan};
 use crate::load::drive::Stopped;
 use crate::load::Length;
-use crate::progress::Bar;
 use isola_core::metrics::LatencyHistogram;
 use isola_sim::workload::SizeSampler;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -211,8 +210,7 @@ struct Driver<'a> {
     measured_sent: u64,
     last_send: Option<Instant>,
     last_reply: Option<Instant>,
-    progress: Bar,
-    progress_at: Instant,
+    progress: crate::load::drive::RunProgress,
 }
 
 /// Runs `plan` over the flows' `sockets` (connected, non-blocking) until
@@ -251,8 +249,7 @@ pub fn run(sockets: &[UdpSocket], plan: &Plan, stop: &AtomicBool) -> RunOutcome 
         measured_sent: 0,
         last_send: None,
         last_reply: None,
-        progress: Bar::new(total),
-        progress_at: start,
+        progress: crate::load::drive::RunProgress::new(total, start),
     };
     let mut fds: Vec<PollFd<'_>> = sockets.iter().map(|s| PollFd::new(s, PollFlags::IN)).collect();
     let result = d
@@ -507,21 +504,11 @@ impl Driver<'_> {
 
     /// Moves the progress bar, ten times a second at most.
     fn show_progress(&mut self) {
-        let now = Instant::now();
-        if now.duration_since(self.progress_at) < Duration::from_millis(100) {
-            return;
-        }
-        self.progress_at = now;
-        if now < self.measure_from {
-            self.progress.update(0, "warm-up");
-            return;
-        }
-        let position = match self.plan.length {
-            Length::Count(_) => self.measured_sent,
-            Length::Duration(_) => now.duration_since(self.measure_from).as_millis() as u64,
-        };
         let received: u64 = self.tally.flows.iter().map(|f| f.received).sum();
-        self.progress.update(position, format!("{received} answered"));
+        self.progress
+            .show(self.plan.length, self.measure_from, self.measured_sent, || {
+                format!("{received} answered")
+            });
     }
 
     /// The tally, with the packets still in flight (none, unless a socket
