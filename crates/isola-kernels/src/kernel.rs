@@ -87,11 +87,19 @@ impl WasmKernel {
             .set_max_recursion_depth(MAX_RECURSION_DEPTH)
             .set_max_stack_height(MAX_STACK_SLOTS);
         let engine = Engine::new(&config);
-        let module = Module::new(&engine, module).map_err(|e| KernelError::BadModule(e.to_string()))?;
+        // wasmi 2.0.0's translator panics on some malformed function
+        // bodies that its validator lets through (an `assert!` on an
+        // empty control stack, found by `tests/hostile.rs`): a tenant's
+        // module must not take the daemon down, so a panic while
+        // translating or instantiating is a refusal of the module.
+        let module = contained("translating it", || Module::new(&engine, module))?
+            .map_err(|e| KernelError::BadModule(e.to_string()))?;
         check_module(&module, &limits)?;
         let mut linker = Linker::new(&engine);
         host::define_host_functions(&mut linker)?;
-        let live = instantiate(&engine, &module, &linker, limits)?;
+        let live = contained("instantiating it", || {
+            instantiate(&engine, &module, &linker, limits)
+        })??;
         Ok(WasmKernel {
             module,
             linker,
@@ -145,7 +153,13 @@ impl WasmKernel {
         let Some(live) = self.live.as_mut() else {
             return Err(KernelError::BadModule("no live instance".into()));
         };
-        let result = run_packet(live, packet, len, self.metered);
+        let metered = self.metered;
+        // A panic inside the engine while running (none is known; see
+        // `load_with`) stops this packet like a trap and replaces the
+        // instance, whose state it may have left half-made.
+        let result = contained("running it", || run_packet(live, packet, len, metered))
+            .map_err(|e| KernelError::Trap(e.to_string()))
+            .and_then(|r| r);
         if let Err(e) = &result {
             if e.restarts_kernel() {
                 self.restarts += 1;
@@ -157,8 +171,25 @@ impl WasmKernel {
     }
 
     fn fresh_instance(&self) -> Result<Live, KernelError> {
-        instantiate(self.module.engine(), &self.module, &self.linker, self.limits)
+        contained("instantiating it", || {
+            instantiate(self.module.engine(), &self.module, &self.linker, self.limits)
+        })?
     }
+}
+
+/// Runs `f`, turning a panic inside the WebAssembly engine into
+/// [`KernelError::BadModule`] naming `what` the engine was doing. The
+/// closure's state is thrown away or rebuilt by every caller after a
+/// panic, hence the `AssertUnwindSafe`.
+fn contained<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, KernelError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        KernelError::BadModule(format!("the WebAssembly engine failed {what}: {message}"))
+    })
 }
 
 /// Checks the module's imports and exports against the host API and its
