@@ -211,3 +211,89 @@ impl KernelError {
         )
     }
 }
+
+impl KernelError {
+    /// A stable number for this kind of failure, for a tenant's event
+    /// queue and the C API (`ISOLA_KERNEL_*` in `include/isola.h`):
+    /// 1 out of fuel, 2 trap, 3 memory cap, 4 bad module, 5 output too
+    /// large, 6 bad pointer, 7 bad DMA offset, 8 kernel-reported code,
+    /// 9 packet too large.
+    pub fn code(&self) -> u32 {
+        match self {
+            KernelError::OutOfFuel { .. } => 1,
+            KernelError::Trap(_) => 2,
+            KernelError::MemoryCap { .. } => 3,
+            KernelError::BadModule(_) => 4,
+            KernelError::OutputTooLarge { .. } => 5,
+            KernelError::BadPointer { .. } => 6,
+            KernelError::BadDmaOffset { .. } => 7,
+            KernelError::KernelReported { .. } => 8,
+            KernelError::PacketTooLarge { .. } => 9,
+        }
+    }
+}
+
+/// Bytes of the header [`KernelOutput::to_bytes`] writes: a flag, the
+/// reply's length and the count of DMA writes.
+const FRAME_HEADER: usize = 1 + 4 + 4;
+
+impl KernelOutput {
+    /// The output as one byte string (for drivers whose tasks answer with
+    /// bytes, such as the runtime's operators): a flag byte (1: a reply
+    /// follows), the reply's length (u32, little-endian), the number of
+    /// DMA writes (u32), the reply, then each write as its offset (u64),
+    /// length (u32) and bytes. `fuel_used` is not carried (the runtime
+    /// measures a task's cost itself). [`KernelOutput::from_bytes`] reads
+    /// it back.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let reply = self.reply.as_deref().unwrap_or_default();
+        let dma_bytes: usize = self.dma.iter().map(|(_, b)| 12 + b.len()).sum();
+        let mut out = Vec::with_capacity(FRAME_HEADER + reply.len() + dma_bytes);
+        out.push(u8::from(self.reply.is_some()));
+        // Both fit a u32: output is capped by `max_output` (a usize the
+        // host checks against at most 2^31 bytes of kernel memory).
+        out.extend_from_slice(&(reply.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(self.dma.len() as u32).to_le_bytes());
+        out.extend_from_slice(reply);
+        for (offset, bytes) in &self.dma {
+            out.extend_from_slice(&offset.to_le_bytes());
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        out
+    }
+
+    /// Reads what [`KernelOutput::to_bytes`] wrote; `None` if `bytes` is
+    /// not such an output (cut short, or with bytes left over).
+    pub fn from_bytes(bytes: &[u8]) -> Option<KernelOutput> {
+        let mut rest = bytes;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, tail) = (rest.get(..n)?, rest.get(n..)?);
+            rest = tail;
+            Some(head)
+        };
+        let u32_at = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        let has_reply = match take(1)?[0] {
+            0 => false,
+            1 => true,
+            _ => return None,
+        };
+        let reply_len = u32_at(take(4)?);
+        let writes = u32_at(take(4)?);
+        let reply = take(reply_len)?.to_vec();
+        if !has_reply && !reply.is_empty() {
+            return None;
+        }
+        let mut dma = Vec::with_capacity(writes.min(abi::MAX_DMA_WRITES));
+        for _ in 0..writes {
+            let offset = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            let len = u32_at(take(4)?);
+            dma.push((offset, take(len)?.to_vec()));
+        }
+        rest.is_empty().then_some(KernelOutput {
+            reply: has_reply.then_some(reply),
+            dma,
+            fuel_used: 0,
+        })
+    }
+}

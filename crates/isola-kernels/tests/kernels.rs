@@ -301,3 +301,34 @@ fn a_packet_above_the_cap_is_refused_before_the_kernel_runs() {
     assert_eq!(kernel.restarts(), 0);
     assert!(kernel.run(&[0; 65536]).is_ok());
 }
+
+mod output_bytes {
+    use isola_kernels::KernelOutput;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// An output survives `to_bytes`/`from_bytes`, and every proper
+        /// prefix of its bytes is refused.
+        #[test]
+        fn outputs_round_trip_and_prefixes_are_refused(
+            reply in prop::option::of(prop::collection::vec(any::<u8>(), 0..64)),
+            dma in prop::collection::vec((any::<u64>(), prop::collection::vec(any::<u8>(), 0..32)), 0..4),
+        ) {
+            let out = KernelOutput { reply, dma, fuel_used: 0 };
+            let bytes = out.to_bytes();
+            prop_assert_eq!(KernelOutput::from_bytes(&bytes), Some(out));
+            for cut in 0..bytes.len() {
+                prop_assert_eq!(KernelOutput::from_bytes(&bytes[..cut]), None);
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            prop_assert_eq!(KernelOutput::from_bytes(&longer), None);
+        }
+
+        /// Any bytes at all are read or refused, never a panic.
+        #[test]
+        fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..96)) {
+            let _ = KernelOutput::from_bytes(&bytes);
+        }
+    }
+}
