@@ -106,7 +106,11 @@ typedef enum isola_event_kind {
     ISOLA_EVENT_QUOTA_EXCEEDED = 2, /* a task over the memory quota (tag) */
     ISOLA_EVENT_CHANNEL_FULL = 3,   /* a task found its channel full (tag) */
     ISOLA_EVENT_SLO_CHANGED = 4,    /* the operator changed our SLO */
-    ISOLA_EVENT_DRAINING = 5        /* isolad drains: no new tasks taken */
+    ISOLA_EVENT_DRAINING = 5,       /* isolad drains: no new tasks taken */
+    ISOLA_EVENT_KERNEL_ABORTED = 6  /* a packet kernel was stopped (value: flow,
+                                       detail: 1 out of fuel, 2 trap, 3 memory
+                                       cap, 5 output too large, 6 bad pointer,
+                                       7 bad DMA offset, 9 packet too large) */
 } isola_event_kind;
 
 /* Buffers start on (and are rounded up to) this many bytes. */

@@ -91,7 +91,7 @@ impl Conn {
     /// those it took, then closes the connection.
     pub(crate) fn drain(&self, at_ns: u64) {
         self.draining.store(true, Ordering::Release);
-        self.tell(EventKind::Draining, 0, at_ns);
+        self.tell(EventKind::Draining, 0, 0, at_ns);
         control::send_now(self.socket.as_fd(), &Reply::Kick);
         let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read);
     }
@@ -99,12 +99,12 @@ impl Conn {
     /// Publishes `e` on the event ring; a full ring drops it (events
     /// inform, they are not answers: a tenant that does not read them
     /// loses only them).
-    pub(crate) fn tell(&self, kind: EventKind, value: u64, at_ns: u64) {
+    pub(crate) fn tell(&self, kind: EventKind, value: u64, detail: u64, at_ns: u64) {
         if let Ok(mut eq) = self.eq.lock() {
             let e = Event {
                 kind,
                 value,
-                detail: 0,
+                detail,
                 at_ns,
             };
             let _ = eq.push(self.region.words(), &e.encode());
@@ -479,7 +479,7 @@ fn answer_task(conn: &Conn, c: TaskDone) {
         _ => None,
     };
     if let Some(kind) = event {
-        conn.tell(kind, p.tag, c.finished_ns);
+        conn.tell(kind, p.tag, 0, c.finished_ns);
     }
     let (outcome, output_len) = match &c.result {
         Ok(out) if out.len() > p.output.len() => (

@@ -24,6 +24,7 @@ pub mod config;
 mod connection;
 mod http;
 mod ingress;
+pub mod kernel;
 mod metrics;
 mod ring;
 mod tenants;

@@ -188,6 +188,10 @@ pub enum EventKind {
     SloChanged,
     /// The daemon is draining: no new submissions are taken.
     Draining,
+    /// A tenant kernel was stopped on a packet (value: the flow's index
+    /// among the tenant's flows; detail: why, as
+    /// `isola_kernels::KernelError::code`); the packet is dropped.
+    KernelAborted,
     /// A code this version does not know.
     Unknown(u32),
 }
@@ -200,6 +204,7 @@ impl EventKind {
             EventKind::ChannelFull => 3,
             EventKind::SloChanged => 4,
             EventKind::Draining => 5,
+            EventKind::KernelAborted => 6,
             EventKind::Unknown(c) => c,
         }
     }
@@ -211,6 +216,7 @@ impl EventKind {
             3 => EventKind::ChannelFull,
             4 => EventKind::SloChanged,
             5 => EventKind::Draining,
+            6 => EventKind::KernelAborted,
             c => EventKind::Unknown(c),
         }
     }

@@ -377,6 +377,7 @@ impl Report {
             ("channel full", e.channel_full),
             ("SLO changed", e.slo_changed),
             ("draining", e.draining),
+            ("kernel aborted", e.kernel_aborted),
             ("unknown", e.unknown),
         ];
         let told: Vec<String> = events

@@ -245,7 +245,8 @@ impl DaemonConfig {
         let mut tenants: Vec<TenantConfig> = Vec::new();
         for (i, t) in raw.tenant.into_iter().enumerate() {
             let name_span = t.get_ref().name_span();
-            let checked = tenant::check_tenant(&src, t, tables.get(i).cloned().unwrap_or_default(), &refs)?;
+            let checked =
+                tenant::check_tenant(&src, base, t, tables.get(i).cloned().unwrap_or_default(), &refs)?;
             if tenants.iter().any(|o| o.name == checked.name) {
                 return Err(src.at(
                     name_span,
@@ -309,7 +310,13 @@ impl DaemonConfig {
     /// Checks `text`, one tenant table (what `isola ctl add` sends; named
     /// `origin` in errors), against this configuration's engines.
     pub fn parse_tenant(&self, text: &str, origin: &str) -> Result<TenantConfig, ScenarioError> {
-        tenant::parse_tenant(text, origin, &self.engine_refs())
+        tenant::parse_tenant(text, origin, self.base(), &self.engine_refs())
+    }
+
+    /// The folder a relative path in this configuration is resolved
+    /// against: the configuration file's.
+    pub fn base(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 }
 
