@@ -14,6 +14,10 @@ use std::sync::{Arc, Mutex};
 /// The prefix of a `kernel` naming a WebAssembly module.
 pub const WASM_PREFIX: &str = "wasm:";
 
+/// The operator name a WebAssembly kernel's tasks carry: an engine lists
+/// it in `ops` to serve tenants' kernels.
+pub const WASM_OPERATOR: &str = "wasm";
+
 /// The largest kernel module read: 16 MiB.
 const MAX_MODULE_BYTES: u64 = 16 << 20;
 
@@ -122,7 +126,7 @@ struct WasmOperator {
 
 impl Operator for WasmOperator {
     fn name(&self) -> &'static str {
-        "wasm"
+        WASM_OPERATOR
     }
 
     /// Runs the kernel on one packet; the output is
@@ -136,7 +140,7 @@ impl Operator for WasmOperator {
         match kernel.run(input) {
             Ok(out) => Ok(out.to_bytes()),
             Err(e) => Err(OpError::KernelStopped {
-                op: "wasm",
+                op: WASM_OPERATOR,
                 cause: e.code(),
                 reason: e.to_string(),
             }),

@@ -141,6 +141,7 @@ impl Daemon {
     /// and starts accepting tenants.
     pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
         let mut b = RuntimeBuilder::new();
+        b.caller_operator(kernel::WASM_OPERATOR);
         for e in &config.engines {
             let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
             let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
@@ -150,6 +151,7 @@ impl Daemon {
                 ),
             };
             let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
+                .with_kind(e.kind)
                 .with_queue_depth(e.queue_depth)
                 .with_split_when(e.split_when);
             if let Some(split) = e.split {

@@ -10,7 +10,7 @@ mod tenant;
 
 pub use tenant::{FlowConfig, TenantConfig};
 
-use isola_core::SplitWhen;
+use isola_core::{EngineKind, SplitWhen};
 use isola_model::quantity::{Duration, Size};
 use isola_model::scenario::slo::EngineRef;
 use isola_model::scenario::source::Source;
@@ -64,6 +64,9 @@ pub struct DaemonConfig {
 pub struct EngineConfig {
     /// Its name.
     pub name: String,
+    /// What it stands for (`kind = "accelerator"` unless set): OSMOSIS'
+    /// processing units are `pu`. Its policy's default follows it.
+    pub kind: EngineKind,
     /// Operators it serves (empty: every one).
     pub ops: Vec<String>,
     /// Worker threads.
@@ -121,6 +124,7 @@ struct RawDaemon {
 #[serde(deny_unknown_fields)]
 struct RawEngine {
     name: Spanned<String>,
+    kind: Option<Spanned<String>>,
     #[serde(default)]
     ops: Vec<Spanned<String>>,
     workers: Option<Spanned<usize>>,
@@ -320,13 +324,13 @@ impl DaemonConfig {
     }
 }
 
-/// Every engine is an accelerator to the core here.
+/// The engines by name and kind, as SLO checks see them.
 fn engine_refs(engines: &[EngineConfig]) -> Vec<EngineRef<'_>> {
     engines
         .iter()
         .map(|e| EngineRef {
             name: &e.name,
-            kind: isola_core::EngineKind::Accelerator,
+            kind: e.kind,
         })
         .collect()
 }
@@ -348,7 +352,31 @@ fn check_engine(
             format!("engine `{name}` is defined twice"),
         ));
     }
+    let kind = match &e.kind {
+        None => EngineKind::Accelerator,
+        Some(k) => match EngineKind::from_name(k.get_ref()) {
+            Some(kind @ (EngineKind::Accelerator | EngineKind::ProcessingUnits)) => kind,
+            Some(other) => {
+                return Err(src.at(
+                    k.span(),
+                    Some("kind"),
+                    format!("a {other} engine does not run live in isolad yet: use accelerator or pu"),
+                ))
+            }
+            None => {
+                return Err(src.at(
+                    k.span(),
+                    Some("kind"),
+                    format!("unknown engine kind `{}`: use accelerator or pu", k.get_ref()),
+                ))
+            }
+        },
+    };
     for op in &e.ops {
+        // A tenant's WebAssembly kernels run as the operator `wasm`.
+        if op.get_ref() == crate::kernel::WASM_OPERATOR {
+            continue;
+        }
         if let Err(err) = isola_ops::find_operator(op.get_ref()) {
             return Err(src.at(op.span(), Some("ops"), err.to_string()));
         }
@@ -381,7 +409,7 @@ fn check_engine(
             Ok(info) => info.name.to_string(),
             Err(err) => return Err(src.at(p.span(), Some("policy"), err.to_string())),
         },
-        None => "sfq".to_string(),
+        None => default_policy(kind).to_string(),
     };
     // Built once now, so that a bad parameter is reported at its line.
     let share = isola_core::policy::TenantShare {
@@ -435,6 +463,7 @@ fn check_engine(
     };
     Ok(EngineConfig {
         name,
+        kind,
         ops: e.ops.into_iter().map(Spanned::into_inner).collect(),
         workers,
         queue_depth,
@@ -446,6 +475,18 @@ fn check_engine(
         split,
         split_when,
     })
+}
+
+/// The policy an engine of `kind` runs unless its `policy` says: the
+/// papers' own for the processing units (OSMOSIS' WLBVT), start-time fair
+/// queuing by weight for an accelerator.
+pub fn default_policy(kind: EngineKind) -> &'static str {
+    match kind {
+        EngineKind::ProcessingUnits => "wlbvt",
+        // OSMOSIS' DMA engine and egress: weighted round robin.
+        EngineKind::Dma | EngineKind::Egress => "wrr",
+        EngineKind::Accelerator => "sfq",
+    }
 }
 
 /// The profile at `path` (written by `isola profile`), with at least one
