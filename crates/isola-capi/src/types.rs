@@ -179,6 +179,9 @@ pub const ISOLA_EVENT_SLO_CHANGED: u32 = 4;
 pub const ISOLA_EVENT_DRAINING: u32 = 5;
 /// A packet kernel was stopped (value: the flow, detail: why).
 pub const ISOLA_EVENT_KERNEL_ABORTED: u32 = 6;
+/// A packet kernel's DMA write landed in the host window (value: its
+/// offset there, detail: its length).
+pub const ISOLA_EVENT_HOST_WRITTEN: u32 = 7;
 
 /// The C view of a wire completion.
 pub(crate) fn completion(c: &isola_wire::Completion) -> isola_completion {
@@ -231,6 +234,7 @@ pub fn event_code(k: isola_wire::EventKind) -> u32 {
         EventKind::SloChanged => ISOLA_EVENT_SLO_CHANGED,
         EventKind::Draining => ISOLA_EVENT_DRAINING,
         EventKind::KernelAborted => ISOLA_EVENT_KERNEL_ABORTED,
+        EventKind::HostWritten => ISOLA_EVENT_HOST_WRITTEN,
         EventKind::Unknown(c) => c,
     }
 }
@@ -313,6 +317,7 @@ mod tests {
             EventKind::SloChanged,
             EventKind::Draining,
             EventKind::KernelAborted,
+            EventKind::HostWritten,
             EventKind::Unknown(42),
         ] {
             let e = Event {

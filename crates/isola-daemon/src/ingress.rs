@@ -288,6 +288,9 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: V
                     Some(asked) => asked,
                     None => return abort(),
                 };
+                if !crate::host_write::carry_out(&shared, tenant, flow.index as u64, asked.dma) {
+                    return abort();
+                }
                 asked.reply.as_deref()
             } else {
                 Some(&output[..])

@@ -176,3 +176,74 @@ fn bad_wasm_flows_are_refused_at_their_key() {
         assert!(e.to_string().contains(says), "{flow}: {e}");
     }
 }
+
+/// Waits for the next event of `kind` on `c`'s event ring: (value, detail).
+fn next_event(c: &mut Client, kind: EventKind) -> (u64, u64) {
+    let mut found = None;
+    eventually(&format!("a {kind:?} event"), || {
+        while let Some(e) = c.event().unwrap() {
+            if e.kind == kind && found.is_none() {
+                found = Some((e.value, e.detail));
+            }
+        }
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+#[test]
+fn kernels_dma_writes_land_in_the_tenants_host_window_in_fragments() {
+    let dir = std::env::temp_dir().join(format!("isolad-dma-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sender = client();
+    let text = format!(
+        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
+         [[engine]]\nname = \"pu\"\nkind = \"pu\"\nops = [\"wasm\"]\n\
+         [[engine]]\nname = \"axi\"\nkind = \"dma\"\nsplit = \"512B\"\n\
+         [[tenant]]\nname = \"t\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {} }}\nkernel = \"wasm:{}/counter.wat\"\n",
+        port(&sender),
+        kernels().display()
+    );
+    let config = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+    assert_eq!(config.engines[1].policy, "wrr", "OSMOSIS' DMA engine: WRR");
+    let d = Daemon::start(config).unwrap();
+    let to = d.udp_addrs()[0];
+    d.record_completions(true);
+    let mut host = Client::connect(&dir.join("isolad.sock"), "t").unwrap();
+    // A window outside the arena is refused; one inside is taken.
+    assert!(host.host_window(u64::MAX - 10, 100).is_err());
+    host.host_window(4096, 2048).unwrap();
+    // The counter kernel DMA-writes its histogram of first bytes (256
+    // little-endian u32 bins, 1 KiB) at host offset 0 every 16th packet.
+    for i in 0..16u8 {
+        ask(&sender, to, &[i % 4, 0xaa]);
+    }
+    assert_eq!(next_event(&mut host, EventKind::HostWritten), (0, 1024));
+    let bins = host.read(4096, 1024).unwrap();
+    for (b, bin) in bins.chunks_exact(4).enumerate() {
+        let count = u32::from_le_bytes(bin.try_into().unwrap());
+        assert_eq!(count, if b < 4 { 4 } else { 0 }, "bin {b}");
+    }
+    // Written in two 512 B fragments, each its own dispatch of the core.
+    let writes: Vec<_> = d
+        .take_completions()
+        .into_iter()
+        .filter(|c| c.op == "host-write")
+        .collect();
+    assert_eq!(writes.len(), 1);
+    assert_eq!((writes[0].bytes, writes[0].subtasks), (1024, 2));
+    // The bytes around the window are untouched.
+    assert!(host.read(4096 + 1024, 1024).unwrap().iter().all(|&b| b == 0));
+    // A window too small for the write: the packet is aborted, its reply
+    // not sent, and the tenant told why (7: a write with no place).
+    host.host_window(4096, 512).unwrap();
+    for i in 0..15u8 {
+        ask(&sender, to, &[i]);
+    }
+    sender.send_to(&[0], to).unwrap();
+    assert_eq!(next_event(&mut host, EventKind::KernelAborted), (0, 7));
+    eventually("the packet counted as aborted", || {
+        d.packet_counts().tenants[0].3 == 1
+    });
+}

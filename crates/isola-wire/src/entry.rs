@@ -192,6 +192,9 @@ pub enum EventKind {
     /// among the tenant's flows; detail: why, as
     /// `isola_kernels::KernelError::code`); the packet is dropped.
     KernelAborted,
+    /// A DMA write of one of the tenant's packet kernels landed in its host
+    /// window (value: the offset in the window; detail: its length).
+    HostWritten,
     /// A code this version does not know.
     Unknown(u32),
 }
@@ -205,6 +208,7 @@ impl EventKind {
             EventKind::SloChanged => 4,
             EventKind::Draining => 5,
             EventKind::KernelAborted => 6,
+            EventKind::HostWritten => 7,
             EventKind::Unknown(c) => c,
         }
     }
@@ -217,6 +221,7 @@ impl EventKind {
             4 => EventKind::SloChanged,
             5 => EventKind::Draining,
             6 => EventKind::KernelAborted,
+            7 => EventKind::HostWritten,
             c => EventKind::Unknown(c),
         }
     }

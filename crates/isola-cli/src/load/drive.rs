@@ -214,6 +214,8 @@ pub struct Events {
     pub draining: u64,
     /// One of the tenant's packet kernels was stopped on a packet.
     pub kernel_aborted: u64,
+    /// A packet kernel's DMA write landed in the tenant's host window.
+    pub host_written: u64,
     /// Of a kind this version does not know.
     pub unknown: u64,
 }
@@ -608,6 +610,7 @@ impl Driver<'_> {
                     draining = true;
                 }
                 EventKind::KernelAborted => n.kernel_aborted += 1,
+                EventKind::HostWritten => n.host_written += 1,
                 EventKind::Unknown(_) => n.unknown += 1,
             }
         }

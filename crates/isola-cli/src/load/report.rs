@@ -378,6 +378,7 @@ impl Report {
             ("SLO changed", e.slo_changed),
             ("draining", e.draining),
             ("kernel aborted", e.kernel_aborted),
+            ("host written", e.host_written),
             ("unknown", e.unknown),
         ];
         let told: Vec<String> = events

@@ -355,24 +355,46 @@ fn check_engine(
     let kind = match &e.kind {
         None => EngineKind::Accelerator,
         Some(k) => match EngineKind::from_name(k.get_ref()) {
-            Some(kind @ (EngineKind::Accelerator | EngineKind::ProcessingUnits)) => kind,
+            Some(kind @ (EngineKind::Accelerator | EngineKind::ProcessingUnits | EngineKind::Dma)) => kind,
             Some(other) => {
                 return Err(src.at(
                     k.span(),
                     Some("kind"),
-                    format!("a {other} engine does not run live in isolad yet: use accelerator or pu"),
+                    format!("a {other} engine does not run live in isolad yet: use accelerator, pu or dma"),
                 ))
             }
             None => {
                 return Err(src.at(
                     k.span(),
                     Some("kind"),
-                    format!("unknown engine kind `{}`: use accelerator or pu", k.get_ref()),
+                    format!(
+                        "unknown engine kind `{}`: use accelerator, pu or dma",
+                        k.get_ref()
+                    ),
                 ))
             }
         },
     };
-    for op in &e.ops {
+    // A DMA engine carries packet kernels' writes into tenants' host
+    // windows, and nothing else.
+    let dma_ops = [crate::host_write::HOST_WRITE_OPERATOR];
+    if kind == EngineKind::Dma {
+        if let Some(op) = e.ops.iter().find(|op| op.get_ref() != dma_ops[0]) {
+            return Err(src.at(
+                op.span(),
+                Some("ops"),
+                format!("a dma engine serves only `{}` (kernels' DMA writes)", dma_ops[0]),
+            ));
+        }
+    }
+    if kind != EngineKind::Dma && e.ops.iter().any(|op| op.get_ref() == dma_ops[0]) {
+        return Err(src.at(
+            e.name.span(),
+            Some("ops"),
+            format!("only a dma engine serves `{}`", dma_ops[0]),
+        ));
+    }
+    for op in e.ops.iter().filter(|op| op.get_ref() != dma_ops[0]) {
         // A tenant's WebAssembly kernels run as the operator `wasm`.
         if op.get_ref() == crate::kernel::WASM_OPERATOR {
             continue;
@@ -461,10 +483,15 @@ fn check_engine(
         }
         None => SplitWhen::Always,
     };
+    let ops = if kind == EngineKind::Dma {
+        dma_ops.iter().map(|op| op.to_string()).collect()
+    } else {
+        e.ops.into_iter().map(Spanned::into_inner).collect()
+    };
     Ok(EngineConfig {
         name,
         kind,
-        ops: e.ops.into_iter().map(Spanned::into_inner).collect(),
+        ops,
         workers,
         queue_depth,
         policy,
