@@ -535,7 +535,7 @@ fn answer_task(conn: &Conn, c: TaskDone) {
             conn.all_answered.notify_all();
         }
     }
-    conn.shared.keep(c);
+    conn.shared.keep(&c);
 }
 
 /// The outcome code of a task that ended in an error.

@@ -171,7 +171,7 @@ pub(crate) fn carry_out(
                 }
                 Err(_) => told.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE),
             }
-            told.keep(c);
+            told.keep(&c);
         });
         if handle
             .submit_operator_calling(Arc::new(write), bytes, on_done)

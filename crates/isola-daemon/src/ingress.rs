@@ -256,6 +256,7 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: V
     let on_done: isola_runtime::OnCompletion = {
         let (socket, shared) = (Arc::clone(socket), Arc::clone(shared));
         Arc::new(move |c| {
+            shared.keep(&c);
             let (tenant, counts) = (flow.tenant, &shared.packets.tenants[flow.tenant]);
             let abort = || {
                 counts.aborted.fetch_add(1, Ordering::Relaxed);

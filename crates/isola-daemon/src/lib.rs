@@ -113,10 +113,10 @@ impl Shared {
 
     /// Keeps completion `c` (without its output) if completions are being
     /// recorded (`Daemon::record_completions`).
-    pub(crate) fn keep(&self, c: isola_runtime::Completion) {
+    pub(crate) fn keep(&self, c: &isola_runtime::Completion) {
         if self.record.load(Ordering::Acquire) {
             if let Ok(mut r) = self.recorded.lock() {
-                r.push(c.without_output());
+                r.push(c.summary());
             }
         }
     }

@@ -139,6 +139,20 @@ impl Completion {
         }
         self
     }
+
+    /// A copy of this completion without its output (see
+    /// [`Completion::without_output`]), for a record kept beside the
+    /// completion's own use.
+    pub fn summary(&self) -> Completion {
+        Completion {
+            op: self.op.clone(),
+            result: match &self.result {
+                Ok(_) => Ok(Vec::new()),
+                Err(e) => Err(e.clone()),
+            },
+            ..*self
+        }
+    }
 }
 
 /// Where a task's completion goes (the ticket's own channel, or one the
