@@ -8,6 +8,16 @@
 //! completion per task: success or a typed error (operator failure, panic,
 //! cancellation at shutdown), with over-budget tasks flagged.
 //!
+//! Besides operator engines (accelerators, processing units) it has DMA
+//! engines, whose workers copy a task's bytes into or out of its tenant's
+//! host region ([`HostRegion`]: bounds-checked `write_at`/`read_at`; an
+//! allocated [`HeapRegion`] in `isola run`, a shared arena in a daemon) in
+//! the fragments the core cuts, and egress engines, whose workers send a
+//! task's bytes as UDP datagrams of at most an MTU, batched with
+//! `sendmmsg` ([`EgressPort`]). A task is one [`Stage`] or a pipeline of
+//! them, run one after another through the core (each stage's output the
+//! next one's input), with one completion after the last.
+//!
 //! Every task goes through the core: its channel caps and quotas, its
 //! policy, its decision to split a task (the engine's split rule; the
 //! operator only says where the cuts fall). `Mode::Native`, the baseline a
