@@ -110,10 +110,10 @@ fn the_dma_victim_is_faster_with_fragmentation_than_fcfs() {
         fcfs.latency_ns.mean, fcfs.latency_ns.p99, frag.latency_ns.mean, frag.latency_ns.p99, fcfs.completed, frag.completed
     );
     // Fragmented, the victim keeps up with its arrivals (about 5,000 over
-    // the slowed run); under FCFS it waits behind the congestor's queue,
-    // here so long that most of its tasks are still queued at the end.
-    assert!(frag.completed > 4000, "{frag:?}");
-    assert!(fcfs.completed < frag.completed, "{fcfs:?}");
+    // the slowed run); under FCFS it waits behind the congestor's queue
+    // (in a debug build, so long that tasks are still queued at the end).
+    assert!(frag.completed > 4500, "{frag:?}");
+    assert!(fcfs.completed <= frag.completed, "{fcfs:?}");
     assert!(
         frag.latency_ns.mean < fcfs.latency_ns.mean,
         "victim mean latency: wrr-frag512 {} ns, fcfs {} ns",
