@@ -20,6 +20,8 @@
 //! backlog samples, so a live run has no Jain's index under demand (each
 //! window's is `null`).
 
+use crate::live_scale;
+use crate::live_stages::{self, computes, live_kernel, region_size, transfer_engine, RegionCursor};
 use anyhow::bail;
 use isola_core::{EngineKind, Nanos, TenantId};
 use isola_model::results::RunEnd;
@@ -27,8 +29,6 @@ use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, ServiceCost};
 use isola_model::{PolicyResult, RunRecorder, Scenario, SimReport};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
 use isola_runtime::record::{record_completion, record_unfinished};
-use crate::live_scale;
-use crate::live_stages::{self, computes, live_kernel, region_size, transfer_engine, RegionCursor};
 use isola_runtime::{Completion, EgressSink, EngineConfig, HeapRegion, Mode, RuntimeBuilder};
 use isola_sim::workload::{ArrivalProcess, SizeSampler};
 use std::collections::{BTreeMap, HashMap};
@@ -335,10 +335,14 @@ fn run_policy_live_inner(
                     }
                     let mut handle = rt_ref.tenant(TenantId(i as u32));
                     // Its model predicts its operator stages (on their engine's clock).
-                    let clock_hz = t.workload.stages.iter().find_map(|&e| match &scenario.engines[e].device {
-                        DeviceSpec::Compute { clock_hz, .. } => Some(*clock_hz),
-                        _ => None,
-                    });
+                    let clock_hz =
+                        t.workload
+                            .stages
+                            .iter()
+                            .find_map(|&e| match &scenario.engines[e].device {
+                                DeviceSpec::Compute { clock_hz, .. } => Some(*clock_hz),
+                                _ => None,
+                            });
                     if let (Some(service), Some(clock_hz)) = (&t.workload.service, clock_hz) {
                         handle = handle.with_cost(Arc::new(ServiceCost::new(service, clock_hz)));
                     }

@@ -32,9 +32,7 @@ pub fn open_loop_rate(scenario: &Scenario) -> f64 {
             ArrivalSpec::OnOff { rate, .. } => *rate,
             ArrivalSpec::Steps(steps) => steps.iter().map(|s| s.1).fold(0.0, f64::max),
             ArrivalSpec::Trace(rows) => match (rows.first(), rows.last()) {
-                (Some(a), Some(b)) if b.time > a.time => {
-                    rows.len() as f64 * 1e9 / (b.time - a.time) as f64
-                }
+                (Some(a), Some(b)) if b.time > a.time => rows.len() as f64 * 1e9 / (b.time - a.time) as f64,
                 _ => 0.0,
             },
             ArrivalSpec::Closed(_) => 0.0,
@@ -99,7 +97,10 @@ mod tests {
     #[test]
     fn slowing_keeps_the_arrival_count_and_scales_times() {
         // OSMOSIS' DMA scenario: a victim at 1M/s, a congestor in a closed loop.
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/osmosis-dma-hol.toml");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/osmosis-dma-hol.toml"
+        );
         let s = Scenario::load(path).unwrap();
         assert_eq!(open_loop_rate(&s), 1e6);
         assert_eq!(auto_factor(&s), 100.0);

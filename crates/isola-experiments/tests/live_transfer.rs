@@ -89,7 +89,10 @@ direction = "write"
 /// figures: docs/perf.md).
 #[test]
 fn the_dma_victim_is_faster_with_fragmentation_than_fcfs() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/osmosis-dma-hol.toml");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/osmosis-dma-hol.toml"
+    );
     let mut scenario = Scenario::load(path).unwrap();
     // Without the solo runs: the comparison is between the two policies.
     scenario.run.solo = false;
@@ -107,7 +110,12 @@ fn the_dma_victim_is_faster_with_fragmentation_than_fcfs() {
     let (fcfs, frag) = (victim("fcfs"), victim("wrr-frag512"));
     eprintln!(
         "victim mean / p99 latency: fcfs {} / {} ns, wrr-frag512 {} / {} ns; completed {} / {}",
-        fcfs.latency_ns.mean, fcfs.latency_ns.p99, frag.latency_ns.mean, frag.latency_ns.p99, fcfs.completed, frag.completed
+        fcfs.latency_ns.mean,
+        fcfs.latency_ns.p99,
+        frag.latency_ns.mean,
+        frag.latency_ns.p99,
+        fcfs.completed,
+        frag.completed
     );
     // Fragmented, the victim keeps up with its arrivals (about 5,000 over
     // the slowed run); under FCFS it waits behind the congestor's queue

@@ -128,7 +128,8 @@ impl EngineConfig {
 
     /// Whether it serves operator `op`.
     pub(crate) fn serves(&self, op: &str) -> bool {
-        matches!(self.device, EngineDevice::Compute) && (self.ops.is_empty() || self.ops.iter().any(|o| o == op))
+        matches!(self.device, EngineDevice::Compute)
+            && (self.ops.is_empty() || self.ops.iter().any(|o| o == op))
     }
 }
 

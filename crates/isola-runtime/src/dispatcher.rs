@@ -762,7 +762,8 @@ fn place(task: &mut TaskInFlight) -> Result<(), TaskError> {
 fn reassemble(task: &mut TaskInFlight) -> Result<Vec<u8>, TaskError> {
     let carries: Option<Vec<Carry>> = task.carries.drain(..).collect();
     let Some(op) = task.input.work.operator() else {
-        let carries = carries.ok_or_else(|| TaskError::Internal("a transfer fragment gave no carry".into()))?;
+        let carries =
+            carries.ok_or_else(|| TaskError::Internal("a transfer fragment gave no carry".into()))?;
         return crate::pipeline::reassemble_transfer(carries);
     };
     match (carries, task.placed.take(), op.placement(), op.splitter()) {

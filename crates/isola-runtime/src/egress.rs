@@ -120,7 +120,10 @@ fn send_batch(socket: &UdpSocket, batch: &[&[u8]]) -> io::Result<()> {
             return Err(e);
         }
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "sendmmsg sent no datagram"));
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "sendmmsg sent no datagram",
+            ));
         }
         sent += n as usize;
     }
@@ -243,7 +246,11 @@ impl EgressSink {
     /// Stops draining; returns the counts and (with `keep`) every datagram.
     pub fn stop(mut self) -> (SinkCounts, Vec<Vec<u8>>) {
         self.halt();
-        let kept = self.kept.lock().map(|mut k| std::mem::take(&mut *k)).unwrap_or_default();
+        let kept = self
+            .kept
+            .lock()
+            .map(|mut k| std::mem::take(&mut *k))
+            .unwrap_or_default();
         (self.received(), kept)
     }
 

@@ -159,7 +159,11 @@ impl SubtaskPlanner for InOrder {
 
 /// Runs a transfer stage (`work` is not an operator) on `input`, whole or
 /// the fragment `part` of it.
-pub(crate) fn run_transfer(work: &Work, input: &[u8], part: Option<&Subtask>) -> Result<PartOutput, TaskError> {
+pub(crate) fn run_transfer(
+    work: &Work,
+    input: &[u8],
+    part: Option<&Subtask>,
+) -> Result<PartOutput, TaskError> {
     let range = match part {
         None => 0..input.len(),
         Some(p) => bounds(p.offset, p.bytes, input.len() as u64)

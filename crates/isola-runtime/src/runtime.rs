@@ -1,9 +1,9 @@
 //! The running runtime, the handles tenants submit through, and tickets.
 
 use crate::builder::{BuildError, EngineConfig, EngineDevice, RuntimeBuilder};
-use crate::pipeline::{Stage, StagePlan, Work};
 use crate::dispatcher::{Dispatcher, Msg, Submission};
 use crate::job::{Completion, Reply, SubmitError, TaskError};
+use crate::pipeline::{Stage, StagePlan, Work};
 use crate::stats::TenantStats;
 use isola_core::{Nanos, Slo, TenantId};
 use isola_ops::Operator;
@@ -429,8 +429,12 @@ impl TenantHandle {
         completions: &crossbeam_channel::Sender<Completion>,
     ) -> Result<u64, SubmitError> {
         let operator = self.shared.operator(op, params)?;
-        self.send(self.one(operator), payload.into(), Reply::new(completions.clone()))
-            .map(|(id, _)| id)
+        self.send(
+            self.one(operator),
+            payload.into(),
+            Reply::new(completions.clone()),
+        )
+        .map(|(id, _)| id)
     }
 
     /// Submits like [`TenantHandle::submit`], calling `on_done` with the
@@ -462,7 +466,11 @@ impl TenantHandle {
     /// Submits `stages` (one after another, each one's output the next
     /// one's input; see [`Stage`]) on `payload`; the ticket gives the
     /// task's one completion, once its last stage is done (or one failed).
-    pub fn submit_stages(&self, stages: Vec<Stage>, payload: impl Into<Arc<Vec<u8>>>) -> Result<Ticket, SubmitError> {
+    pub fn submit_stages(
+        &self,
+        stages: Vec<Stage>,
+        payload: impl Into<Arc<Vec<u8>>>,
+    ) -> Result<Ticket, SubmitError> {
         let payload = payload.into();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let bytes = payload.len() as u64;
@@ -566,12 +574,19 @@ impl TenantHandle {
                 (e, Work::Egress(Arc::clone(port)))
             }
         };
-        let own = matches!(work, Work::Op(_)).then_some(self.cost.as_ref()).flatten();
+        let own = matches!(work, Work::Op(_))
+            .then_some(self.cost.as_ref())
+            .flatten();
         let cost = Arc::clone(own.unwrap_or(&shared.engines[engine].cost));
         Ok(StagePlan { engine, work, cost })
     }
 
-    fn send(&self, stages: Vec<Stage>, payload: Arc<Vec<u8>>, reply: Reply) -> Result<(u64, usize), SubmitError> {
+    fn send(
+        &self,
+        stages: Vec<Stage>,
+        payload: Arc<Vec<u8>>,
+        reply: Reply,
+    ) -> Result<(u64, usize), SubmitError> {
         let shared = &self.shared;
         // Held until the message is sent (see `Shared::closed`).
         let closed = shared.closed.read().map_err(|_| SubmitError::ShutDown)?;

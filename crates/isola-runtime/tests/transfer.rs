@@ -164,13 +164,23 @@ fn stages_on_the_wrong_engine_or_without_a_region_are_refused_at_submit() {
         t.submit_stages(vec![on(0)], vec![1]),
         Err(SubmitError::WrongEngine { .. })
     ));
-    assert!(matches!(t.submit_stages(vec![on(1)], vec![1]), Err(SubmitError::NoRegion(_))));
+    assert!(matches!(
+        t.submit_stages(vec![on(1)], vec![1]),
+        Err(SubmitError::NoRegion(_))
+    ));
     assert!(matches!(
         t.submit_stages(vec![Stage::Egress { engine: EngineId(1) }], vec![1]),
         Err(SubmitError::WrongEngine { .. })
     ));
-    assert!(matches!(t.submit_stages(vec![], vec![1]), Err(SubmitError::NoStages)));
-    assert_eq!(rt.shutdown()[0].submitted, 0, "nothing refused at submit was counted");
+    assert!(matches!(
+        t.submit_stages(vec![], vec![1]),
+        Err(SubmitError::NoStages)
+    ));
+    assert_eq!(
+        rt.shutdown()[0].submitted,
+        0,
+        "nothing refused at submit was counted"
+    );
 }
 
 /// An egress engine of one worker sending to a sink, fragments of `frag`.
@@ -243,7 +253,11 @@ fn pipeline_runtime(sink: &EgressSink, region: Arc<HeapRegion>, cap: usize) -> i
     let port = Arc::new(EgressPort::connect(sink.addr(), 1000).unwrap());
     let mut b = RuntimeBuilder::new();
     b.engine(EngineConfig::new("pu", &[], 1, cost()));
-    b.engine(EngineConfig::new("dma", &[], 1, cost()).with_dma().with_split(256));
+    b.engine(
+        EngineConfig::new("dma", &[], 1, cost())
+            .with_dma()
+            .with_split(256),
+    );
     b.engine(EngineConfig::new("egress", &[], 1, cost()).with_egress(port));
     let t = b.tenant(
         "t",
@@ -286,7 +300,11 @@ fn a_pipeline_runs_its_stages_in_order_with_one_completion() {
         .unwrap();
     let c: Completion = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!((c.task, c.op.as_str(), c.bytes), (id, "gate", 3000));
-    assert_eq!(c.result, Ok(Vec::new()), "the last stage (a send) passes nothing back");
+    assert_eq!(
+        c.result,
+        Ok(Vec::new()),
+        "the last stage (a send) passes nothing back"
+    );
     assert_eq!(c.engine, EngineId(2), "its last stage's engine");
     assert!(c.latency_ns() >= c.service_ns, "latency spans every stage");
     assert!(region.to_vec()[100..3100] == input[..]);
@@ -332,7 +350,12 @@ fn every_pipeline_task_completes_once_under_rejection_and_cancellation() {
     assert_eq!(stats[0].submitted, 40);
     let rejected = seen
         .values()
-        .filter(|c| matches!(c.result, Err(TaskError::Rejected(RejectReason::ChannelFull { .. }))))
+        .filter(|c| {
+            matches!(
+                c.result,
+                Err(TaskError::Rejected(RejectReason::ChannelFull { .. }))
+            )
+        })
         .count();
     let cancelled = seen
         .values()
@@ -340,5 +363,9 @@ fn every_pipeline_task_completes_once_under_rejection_and_cancellation() {
         .count();
     assert!(rejected >= 30, "{rejected} refused of 40 with room for 5");
     assert!(cancelled >= 1, "the queued and the gated tasks were cancelled");
-    assert_eq!(rejected + cancelled, 40, "none could finish every stage: shutdown came first");
+    assert_eq!(
+        rejected + cancelled,
+        40,
+        "none could finish every stage: shutdown came first"
+    );
 }
