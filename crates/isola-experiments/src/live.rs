@@ -121,10 +121,6 @@ pub fn run_live(
     tick: &mut dyn FnMut(usize, usize, f64),
 ) -> anyhow::Result<SimReport> {
     check_live(scenario)?;
-    // Rates this machine cannot offer are slowed down, and every result says so.
-    let factor = live_scale::auto_factor(scenario);
-    let slowed = live_scale::slowed(scenario, factor);
-    let scenario = &slowed;
     let seed = seed.unwrap_or(scenario.run.seed);
     let runs = scenario.run.select(only).map_err(anyhow::Error::msg)?;
     // `solo = true`: each tenant alone first, natively, as the simulator
@@ -147,9 +143,6 @@ pub fn run_live(
         let mut result = run_policy_live(scenario, run, seed)?;
         if scenario.run.solo {
             result.add_slowdowns(&alone);
-        }
-        if factor > 1.0 {
-            result.warnings.insert(0, live_scale::slowed_warning(factor));
         }
         policies.push(result);
         tick(solo_runs + i, total, 1.0);
@@ -253,6 +246,10 @@ fn run_policy_live_inner(
     record: bool,
     alone: Option<usize>,
 ) -> anyhow::Result<(PolicyResult, Vec<isola_runtime::CoreCall>)> {
+    // Rates this machine cannot offer are slowed down, and the result says so.
+    let factor = live_scale::auto_factor(scenario);
+    let slowed = live_scale::slowed(scenario, factor);
+    let scenario = &slowed;
     let mut b = RuntimeBuilder::new();
     b.record_core_calls(record);
     // The run's own destination for egress engines' sends.
@@ -412,6 +409,9 @@ fn run_policy_live_inner(
                 got.bytes, got.datagrams
             ));
         }
+    }
+    if factor > 1.0 {
+        warnings.insert(0, live_scale::slowed_warning(factor));
     }
     let mut result = result(scenario, run, tasks, elapsed, ended_ns);
     result.warnings = warnings;
