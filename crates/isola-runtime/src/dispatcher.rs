@@ -130,6 +130,8 @@ struct TaskInFlight {
     input: Arc<JobInput>,
     /// Its stages still to run, in order (a pipeline's).
     rest: VecDeque<StagePlan>,
+    /// Its input's size as submitted (its first stage's).
+    bytes: u64,
     planner: Option<Arc<OperatorPlanner>>,
     reply: Reply,
     submitted_ns: Nanos,
@@ -289,6 +291,7 @@ impl Dispatcher {
     fn submit(&mut self, s: Submission) {
         let now = self.now();
         let submitted_ns = s.submitted.duration_since(self.shared.epoch).as_nanos() as Nanos;
+        let bytes = s.input.len() as u64;
         let task = TaskInFlight {
             id: s.id,
             tenant: s.tenant,
@@ -299,6 +302,7 @@ impl Dispatcher {
                 input: s.input,
             }),
             rest: s.rest,
+            bytes,
             planner: None,
             reply: s.reply,
             submitted_ns,
@@ -695,7 +699,7 @@ impl TaskInFlight {
             tenant: self.tenant,
             engine: EngineId(self.engine as u32),
             op: self.op_name.clone(),
-            bytes: self.input.input.len() as u64,
+            bytes: self.bytes,
             result,
             submitted_ns: self.submitted_ns,
             started_ns: self.started_ns,

@@ -119,11 +119,12 @@ pub struct Completion {
     pub task: u64,
     /// Who submitted it.
     pub tenant: TenantId,
-    /// The engine that ran it.
+    /// The engine that ran it (a pipeline's: its last stage's).
     pub engine: EngineId,
-    /// Operator name.
+    /// Operator name (a pipeline's: its first stage's; `dma-write`,
+    /// `dma-read` or `egress` for a transfer).
     pub op: String,
-    /// Input size in bytes.
+    /// Input size in bytes (as submitted).
     pub bytes: u64,
     /// The output, or why there is none.
     pub result: Result<Vec<u8>, TaskError>,
@@ -133,11 +134,13 @@ pub struct Completion {
     pub started_ns: Option<Nanos>,
     /// When the completion was produced.
     pub finished_ns: Nanos,
-    /// Measured service time, summed over its subtasks.
+    /// Measured service time, summed over its subtasks (and stages).
     pub service_ns: Nanos,
-    /// Predicted service time of the whole task (the engine's cost model).
+    /// Predicted service time of the whole task (the engine's cost model;
+    /// a pipeline's: every stage's, predicted at submit).
     pub predicted_ns: Nanos,
-    /// How many subtasks it ran as (1: unsplit).
+    /// How many subtasks it ran as (1: unsplit; a pipeline's: its last
+    /// stage's).
     pub subtasks: u32,
     /// Whether its service time exceeded the tenant's per-task budget.
     pub over_budget: bool,

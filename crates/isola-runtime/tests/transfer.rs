@@ -316,6 +316,44 @@ fn a_pipeline_runs_its_stages_in_order_with_one_completion() {
     assert!(kept.concat() == input);
 }
 
+/// A stage's output is the next stage's input: a hash's 32-byte digest is
+/// what the DMA stage writes, while the completion keeps the task's own
+/// input size.
+#[test]
+fn the_next_stage_gets_the_previous_stages_output() {
+    let sink = EgressSink::bind(false).unwrap();
+    let region = Arc::new(HeapRegion::new(4096));
+    let rt = pipeline_runtime(&sink, Arc::clone(&region), 64);
+    let sha: Arc<dyn Operator> = Arc::from(isola_ops::build_operator("sha256", &BTreeMap::new()).unwrap());
+    let input = bytes(5000, 11);
+    let stages = vec![
+        Stage::Run {
+            operator: Arc::clone(&sha),
+            engine: Some(EngineId(0)),
+        },
+        Stage::Dma {
+            engine: EngineId(1),
+            direction: Direction::Write,
+            offset: 64,
+        },
+    ];
+    let c = rt
+        .tenant(isola_core::TenantId(0))
+        .submit_stages(stages, input.clone())
+        .unwrap()
+        .wait();
+    assert_eq!(
+        (c.result, c.bytes, c.op.as_str()),
+        (Ok(Vec::new()), 5000, "sha256")
+    );
+    let digest = sha.run(&input).unwrap();
+    assert_eq!(digest.len(), 32);
+    let got = region.to_vec();
+    assert_eq!(&got[64..96], &digest[..]);
+    assert!(got[..64].iter().chain(&got[96..]).all(|&b| b == 0));
+    rt.shutdown();
+}
+
 #[test]
 fn every_pipeline_task_completes_once_under_rejection_and_cancellation() {
     let sink = EgressSink::bind(false).unwrap();
