@@ -2,7 +2,10 @@
 //! to (writes) or from (reads). The runtime only needs bounds-checked
 //! `write_at` / `read_at`, so a region is a trait: `isola run` gives each
 //! tenant a [`HeapRegion`] (an allocated buffer); the daemon can hand the
-//! tenant's shared memory arena (a memfd mapping) through the same trait.
+//! tenant's shared memory arena (a memfd mapping) through the same trait,
+//! a wrapper of `isola_wire::Region` whose `write_at`/`read_at` are its
+//! `write_arena`/`read_arena` (their `OutsideArena` error this module's
+//! [`RegionError::OutOfBounds`]).
 //!
 //! A transfer that does not fit its region is a typed [`RegionError`],
 //! checked before a byte moves: never a panic, never a partial copy.
