@@ -171,32 +171,6 @@ fn largest_task(w: &isola_model::scenario::WorkloadSpec) -> u64 {
     }
 }
 
-/// The bytes the egress engines were handed: every completed task's input
-/// times its stages on egress engines (each such stage sends what it got:
-/// a pipeline's operators in this harness pass their packet on).
-fn egress_bytes_sent(scenario: &Scenario, tasks: &[TenantTasks]) -> u64 {
-    scenario
-        .tenants
-        .iter()
-        .zip(tasks)
-        .map(|(t, tasks)| {
-            let sends = t
-                .workload
-                .stages
-                .iter()
-                .filter(|&&e| scenario.engines[e].kind == EngineKind::Egress)
-                .count() as u64;
-            let done: u64 = tasks
-                .completions
-                .iter()
-                .filter(|c| c.result.is_ok())
-                .map(|c| c.bytes)
-                .sum();
-            sends * done
-        })
-        .sum()
-}
-
 /// One tenant's tasks as its driver thread saw them by the run's end.
 #[derive(Default)]
 struct TenantTasks {
@@ -258,8 +232,12 @@ fn run_policy_live_inner(
     } else {
         None
     };
+    let mut ports = Vec::new();
     for (engine_index, e) in scenario.engines.iter().enumerate() {
         if let Some(mut config) = transfer_engine(e, sink.as_ref())? {
+            if let isola_runtime::EngineDevice::Egress(port) = &config.device {
+                ports.push(Arc::clone(port));
+            }
             // Transfers are cut into the run's fragments, as simulated.
             config.split_bytes = run.split;
             config = config.with_split_when(e.split_when);
@@ -401,7 +379,7 @@ fn run_policy_live_inner(
     if let Some(sink) = sink {
         // What the sink got of what the egress workers sent (loopback
         // datagrams are dropped only when its buffer overflows).
-        let sent = egress_bytes_sent(scenario, &tasks);
+        let sent: u64 = ports.iter().map(|p| p.sent().bytes).sum();
         let got = sink.wait_for(sent, Duration::from_millis(200));
         if got.bytes != sent {
             warnings.push(format!(

@@ -84,8 +84,8 @@ direction = "write"
 /// OSMOSIS Figure 10, live: the victim's 64-byte writes queue behind the
 /// congestor's 4 KiB ones on the one DMA engine; under FCFS it waits for
 /// every congestor write queued before it, under WRR with 512-byte
-/// fragments for at most one fragment. With fragmentation it must complete
-/// more of its tasks, at a lower mean latency, than under FCFS (measured
+/// fragments for at most one fragment. With fragmentation it must keep up
+/// with its arrivals at a lower mean latency than under FCFS (measured
 /// figures: docs/perf.md).
 #[test]
 fn the_dma_victim_is_faster_with_fragmentation_than_fcfs() {
@@ -118,10 +118,8 @@ fn the_dma_victim_is_faster_with_fragmentation_than_fcfs() {
         frag.completed
     );
     // Fragmented, the victim keeps up with its arrivals (about 5,000 over
-    // the slowed run); under FCFS it waits behind the congestor's queue
-    // (in a debug build, so long that tasks are still queued at the end).
+    // the slowed run; the few in flight at the end are cut off either way).
     assert!(frag.completed > 4500, "{frag:?}");
-    assert!(fcfs.completed <= frag.completed, "{fcfs:?}");
     assert!(
         frag.latency_ns.mean < fcfs.latency_ns.mean,
         "victim mean latency: wrr-frag512 {} ns, fcfs {} ns",

@@ -27,6 +27,9 @@ pub struct EgressPort {
     socket: UdpSocket,
     dest: SocketAddr,
     mtu: usize,
+    /// What it handed the kernel so far: datagrams and payload bytes.
+    datagrams: AtomicU64,
+    bytes: AtomicU64,
 }
 
 impl EgressPort {
@@ -47,7 +50,13 @@ impl EgressPort {
         };
         let socket = UdpSocket::bind(local)?;
         socket.connect(dest)?;
-        Ok(EgressPort { socket, dest, mtu })
+        Ok(EgressPort {
+            socket,
+            dest,
+            mtu,
+            datagrams: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        })
     }
 
     /// Where it sends.
@@ -65,14 +74,32 @@ impl EgressPort {
     pub fn send(&self, bytes: &[u8]) -> io::Result<usize> {
         let chunks: Vec<&[u8]> = bytes.chunks(self.mtu).collect();
         match chunks.as_slice() {
-            [] => Ok(0),
-            [one] => self.socket.send(one).map(|_| 1),
+            [] => return Ok(0),
+            [one] => {
+                self.socket.send(one)?;
+            }
             many => {
                 for batch in many.chunks(BATCH) {
                     send_batch(&self.socket, batch)?;
+                    self.count(batch.len(), batch.iter().map(|b| b.len()).sum());
                 }
-                Ok(many.len())
+                return Ok(many.len());
             }
+        }
+        self.count(1, bytes.len());
+        Ok(1)
+    }
+
+    fn count(&self, datagrams: usize, bytes: usize) {
+        self.datagrams.fetch_add(datagrams as u64, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// What it has sent so far (handed to the kernel).
+    pub fn sent(&self) -> SinkCounts {
+        SinkCounts {
+            datagrams: self.datagrams.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -130,7 +157,8 @@ fn send_batch(socket: &UdpSocket, batch: &[&[u8]]) -> io::Result<()> {
     Ok(())
 }
 
-/// What an [`EgressSink`] received.
+/// Datagrams and payload bytes an [`EgressSink`] received (or an
+/// [`EgressPort`] sent).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SinkCounts {
     /// Datagrams.

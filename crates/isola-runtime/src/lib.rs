@@ -55,7 +55,7 @@ mod worker;
 pub mod workload;
 
 pub use attribution::LatencyBreakdown;
-pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, DEFAULT_SPIN};
+pub use builder::{BuildError, EngineConfig, EngineDevice, Mode, RuntimeBuilder, DEFAULT_SPIN};
 pub use core_log::{CoreCall, CoreLog};
 pub use dispatcher::ControlError;
 pub use egress::{EgressPort, EgressSink, SinkCounts, DEFAULT_MTU_PAYLOAD};

@@ -184,23 +184,27 @@ fn stages_on_the_wrong_engine_or_without_a_region_are_refused_at_submit() {
 }
 
 /// An egress engine of one worker sending to a sink, fragments of `frag`.
-fn egress_runtime(sink: &EgressSink, mtu: usize, frag: Option<u64>) -> isola_runtime::Runtime {
+fn egress_runtime(
+    sink: &EgressSink,
+    mtu: usize,
+    frag: Option<u64>,
+) -> (isola_runtime::Runtime, Arc<EgressPort>) {
     let port = Arc::new(EgressPort::connect(sink.addr(), mtu).unwrap());
     let mut b = RuntimeBuilder::new();
     let mut e = EngineConfig::new("egress", &[], 1, cost())
-        .with_egress(port)
+        .with_egress(Arc::clone(&port))
         .with_split_when(SplitWhen::Always);
     e.split_bytes = frag;
     b.engine(e);
     b.tenant("t", Slo::default());
     b.mode(wrr());
-    b.start().unwrap()
+    (b.start().unwrap(), port)
 }
 
 #[test]
 fn the_sink_receives_exactly_the_bytes_sent_in_order_in_mtu_datagrams() {
     let sink = EgressSink::bind(true).unwrap();
-    let rt = egress_runtime(&sink, isola_runtime::DEFAULT_MTU_PAYLOAD, Some(4096));
+    let (rt, port) = egress_runtime(&sink, isola_runtime::DEFAULT_MTU_PAYLOAD, Some(4096));
     let t = rt.tenant(isola_core::TenantId(0));
     let sizes = [1usize, 1472, 1473, 4096, 4097, 10_000, 60_000];
     let mut sent = Vec::new();
@@ -225,6 +229,7 @@ fn the_sink_receives_exactly_the_bytes_sent_in_order_in_mtu_datagrams() {
     let (counts, kept) = sink.stop();
     assert_eq!(counts.bytes, sent.len() as u64);
     assert_eq!(counts.datagrams, datagrams, "{got:?}");
+    assert_eq!(port.sent(), counts, "the port counts what it sent");
     assert!(kept.iter().all(|d| d.len() <= 1472));
     assert!(kept.concat() == sent, "the sink's bytes differ from those sent");
 }
