@@ -197,6 +197,8 @@ pub struct RuntimeBuilder {
     engine_policies: Vec<EnginePolicy>,
     /// Policies the caller registered beside the built-in ones.
     registered: Vec<isola_core::policy::PolicyInfo>,
+    /// Names of operators the caller builds itself, which engines may list.
+    caller_ops: Vec<String>,
 }
 
 /// Default time threads poll their channel before sleeping: 50 us.
@@ -223,6 +225,7 @@ impl RuntimeBuilder {
             overrides: Vec::new(),
             engine_policies: Vec::new(),
             registered: Vec::new(),
+            caller_ops: Vec::new(),
         }
     }
 
@@ -283,6 +286,15 @@ impl RuntimeBuilder {
     /// Sets the mode (native, or isolated under a policy).
     pub fn mode(&mut self, mode: Mode) -> &mut Self {
         self.mode = mode;
+        self
+    }
+
+    /// Declares `name` (the `Operator::name` of operators the caller
+    /// builds itself and submits with `TenantHandle::submit_operator*`,
+    /// such as a tenant's WebAssembly kernel) so that engines may list it
+    /// in their `ops` beside the registered operators.
+    pub fn caller_operator(&mut self, name: &str) -> &mut Self {
+        self.caller_ops.push(name.to_string());
         self
     }
 
@@ -387,7 +399,7 @@ impl RuntimeBuilder {
             if e.workers == 0 {
                 return Err(BuildError::NoWorkers(e.name.clone()));
             }
-            for op in &e.ops {
+            for op in e.ops.iter().filter(|op| !self.caller_ops.contains(op)) {
                 isola_ops::find_operator(op).map_err(|source| BuildError::UnknownOperator {
                     engine: e.name.clone(),
                     source,
