@@ -194,9 +194,11 @@ fn an_engines_kind_sets_its_default_policy() {
     assert_eq!(policy("kind = \"pu\""), "wlbvt");
     assert_eq!(policy(""), "sfq");
     assert_eq!(policy("kind = \"pu\"\npolicy = \"drr\""), "drr");
+    // Its DMA engine weighted round robin.
+    assert_eq!(policy("kind = \"dma\""), "wrr");
     for (keys, says) in [
         ("kind = \"warp\"", "unknown engine kind"),
-        ("kind = \"dma\"", "does not run live"),
+        ("kind = \"egress\"", "does not run live"),
     ] {
         let e = parse(&engine(keys)).unwrap_err();
         assert_eq!((e.line, e.key.as_deref()), (5, Some("kind")), "{e}");
