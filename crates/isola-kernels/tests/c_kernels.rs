@@ -51,7 +51,9 @@ fn the_c_kernel_computes_rfc_1071s_example() {
     let mut kernel = WasmKernel::load(&module, limits()).unwrap();
     // RFC 1071, section 3: these bytes sum to 0xddf2; the checksum is its
     // complement.
-    let out = kernel.run(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]).unwrap();
+    let out = kernel
+        .run(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7])
+        .unwrap();
     assert_eq!(out.reply.as_deref(), Some(&[0x22, 0x0d][..]));
 }
 
