@@ -6,7 +6,9 @@
 //! measured and judged against the milestone's goals and the paper's
 //! claimed directions, and drawn as figures for the report. One module per
 //! paper ([`astraea`], [`osmosis`], [`mtda`], [`aaas`]); ASTRAEA's live
-//! experiment ([`astraea::live`]) is also `isola demo`. [`live`] runs a
+//! experiment ([`astraea::live`]) is also `isola demo`; [`dpubench`] runs
+//! DPUBench's end-to-end programs over the daemon's packet path
+//! (`isola dpubench e2e`). [`live`] runs a
 //! scenario on the live runtime in the simulator's result schema.
 //!
 //! What it must not do: print, parse command lines or write files. It
@@ -20,6 +22,7 @@
 pub mod aaas;
 pub mod astraea;
 mod draw;
+pub mod dpubench;
 mod experiment;
 mod judge;
 pub mod live;
