@@ -41,17 +41,37 @@ pub struct E2eArgs {
     #[arg(long, value_name = "WHICH", default_value = "both", value_parser = ["flow-table", "app-recognition", "both"])]
     programs: String,
     /// Flow-table packet sizes (IPv4 bytes, 64 to 1500), comma-separated.
-    #[arg(long, value_name = "SIZES", value_delimiter = ',', default_value = "64B,256B,512B,1024B,1500B")]
+    #[arg(
+        long,
+        value_name = "SIZES",
+        value_delimiter = ',',
+        default_value = "64B,256B,512B,1024B,1500B"
+    )]
     sizes: Vec<String>,
     /// Flow-table inter-packet gaps, comma-separated (e.g. 100us).
-    #[arg(long, value_name = "GAPS", value_delimiter = ',', default_value = "100us,20us,10us,5us")]
+    #[arg(
+        long,
+        value_name = "GAPS",
+        value_delimiter = ',',
+        default_value = "100us,20us,10us,5us"
+    )]
     gaps: Vec<String>,
     /// Application-recognition packet sizes, comma-separated.
-    #[arg(long, value_name = "SIZES", value_delimiter = ',', default_value = "64B,512B,1500B")]
+    #[arg(
+        long,
+        value_name = "SIZES",
+        value_delimiter = ',',
+        default_value = "64B,512B,1500B"
+    )]
     app_sizes: Vec<String>,
     /// Application-recognition gaps, comma-separated; each action alone
     /// runs at the first.
-    #[arg(long, value_name = "GAPS", value_delimiter = ',', default_value = "100us,20us")]
+    #[arg(
+        long,
+        value_name = "GAPS",
+        value_delimiter = ',',
+        default_value = "100us,20us"
+    )]
     app_gaps: Vec<String>,
     /// How long each point measures.
     #[arg(long, value_name = "TIME", default_value = "1s")]
@@ -174,7 +194,15 @@ pub fn render(r: &E2eReport) -> String {
             .collect();
         out.push_str(&table(
             &[
-                "size B", "gap us", "offered pps", "replies pps", "Mbps", "loss %", "p50 us", "p99 us", "server CPU %",
+                "size B",
+                "gap us",
+                "offered pps",
+                "replies pps",
+                "Mbps",
+                "loss %",
+                "p50 us",
+                "p99 us",
+                "server CPU %",
             ],
             &body,
         ));
@@ -203,15 +231,26 @@ pub fn render(r: &E2eReport) -> String {
             .collect();
         out.push_str(&table(
             &[
-                "payloads", "size B", "gap us", "replies pps", "loss %", "p50 us", "p90 us", "p99 us", "p99.9 us",
-                "server CPU %", "CPU us/pkt",
+                "payloads",
+                "size B",
+                "gap us",
+                "replies pps",
+                "loss %",
+                "p50 us",
+                "p90 us",
+                "p99 us",
+                "p99.9 us",
+                "server CPU %",
+                "CPU us/pkt",
             ],
             &body,
         ));
     }
     let bad: u64 = r.points.iter().map(|p| p.aborted).sum();
     if bad > 0 {
-        out.push_str(&format!("\nwarning: the daemon's kernels refused {bad} packets (aborted)\n"));
+        out.push_str(&format!(
+            "\nwarning: the daemon's kernels refused {bad} packets (aborted)\n"
+        ));
     }
     out
 }

@@ -76,7 +76,11 @@ fn the_flow_table_counts_each_inner_5_tuple_across_packets() {
     // Three flows (by inner source address and port), interleaved; the
     // datagram's own 5-tuple is the same for all: the table keys on the
     // packet it carries.
-    let flows = [([192, 0, 2, 1], 1000u16), ([192, 0, 2, 2], 1000), ([192, 0, 2, 1], 1001)];
+    let flows = [
+        ([192, 0, 2, 1], 1000u16),
+        ([192, 0, 2, 2], 1000),
+        ([192, 0, 2, 1], 1001),
+    ];
     let mut expect = [(0u64, 0u64); 3];
     let mut seen = 0u32;
     for round in 0..5usize {
@@ -104,7 +108,11 @@ fn app_recognition_answers_each_rules_action() {
     let (d, _, ar) = daemon("ar");
     let s = client();
     // Hash: SHA-256 of the whole packet.
-    let http = packet([192, 0, 2, 1], 5000, b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    let http = packet(
+        [192, 0, 2, 1],
+        5000,
+        b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
     assert_eq!(ask(&s, ar, &http), sha2::Sha256::digest(&http).to_vec());
     // Echo: a TLS record, and a payload no rule matches (the default).
     let tls = packet([192, 0, 2, 1], 5000, b"\x16\x03\x01\x00\x05hello");
@@ -143,28 +151,65 @@ fn the_generator_frames_packets_that_the_kernels_read() {
     // Flow table: 4 flows, 40 packets of 100 B: the table ends with 4
     // entries, and every packet is answered.
     let out = isola(&[
-        "load", "udp", "--json", "--to", &ft.to_string(), "--frame", "ipv4", "--flows", "4", "--size", "100B",
-        "--count", "40", "--rate", "max", "--window", "1", "--timeout", "5s",
+        "load",
+        "udp",
+        "--json",
+        "--to",
+        &ft.to_string(),
+        "--frame",
+        "ipv4",
+        "--flows",
+        "4",
+        "--size",
+        "100B",
+        "--count",
+        "40",
+        "--rate",
+        "max",
+        "--window",
+        "1",
+        "--timeout",
+        "5s",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["total"]["received"], 40, "{r}");
     assert_eq!(r["total"]["received_bytes"], 40 * 20, "{r}");
     // App recognition: HTTP heads only: every reply is a 32-byte digest.
-    let dir = std::env::temp_dir().join(format!("isola-dpubench-gen-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("isola-dpubench-heads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let heads = dir.join("heads.txt");
     std::fs::write(&heads, "GET / HTTP/1.1\\r\\n\n").unwrap();
     let out = isola(&[
-        "load", "udp", "--json", "--to", &ar.to_string(), "--frame", "ipv4", "--payloads",
-        heads.to_str().unwrap(), "--size", "200B", "--count", "20", "--rate", "max", "--window", "1",
-        "--timeout", "5s",
+        "load",
+        "udp",
+        "--json",
+        "--to",
+        &ar.to_string(),
+        "--frame",
+        "ipv4",
+        "--payloads",
+        heads.to_str().unwrap(),
+        "--size",
+        "200B",
+        "--count",
+        "20",
+        "--rate",
+        "max",
+        "--window",
+        "1",
+        "--timeout",
+        "5s",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["total"]["received_bytes"], 20 * 32, "{r}");
     let counts = d.packet_counts();
-    assert_eq!((counts.tenants[0].3, counts.tenants[1].3), (0, 0), "no packet aborted");
+    assert_eq!(
+        (counts.tenants[0].3, counts.tenants[1].3),
+        (0, 0),
+        "no packet aborted"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     d.stop();
 }
@@ -172,8 +217,23 @@ fn the_generator_frames_packets_that_the_kernels_read() {
 #[test]
 fn dpubench_e2e_runs_both_programs_on_a_small_scale() {
     let out = isola(&[
-        "dpubench", "e2e", "--json", "--sizes", "64B,1500B", "--gaps", "1ms", "--app-sizes", "128B",
-        "--app-gaps", "1ms", "--duration", "200ms", "--warmup", "50ms", "--flows", "4",
+        "dpubench",
+        "e2e",
+        "--json",
+        "--sizes",
+        "64B,1500B",
+        "--gaps",
+        "1ms",
+        "--app-sizes",
+        "128B",
+        "--app-gaps",
+        "1ms",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "50ms",
+        "--flows",
+        "4",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -184,7 +244,10 @@ fn dpubench_e2e_runs_both_programs_on_a_small_scale() {
         // 1000 packets/s for 200 ms: about 200 sent, nearly all answered
         // on an idle loopback, none refused by a kernel.
         assert!(p["sent"].as_u64().unwrap() >= 100, "{p}");
-        assert!(p["received"].as_u64().unwrap() * 10 >= p["sent"].as_u64().unwrap() * 9, "{p}");
+        assert!(
+            p["received"].as_u64().unwrap() * 10 >= p["sent"].as_u64().unwrap() * 9,
+            "{p}"
+        );
         assert_eq!(p["aborted"], 0, "{p}");
         assert!(p["p50_ns"].as_u64().unwrap() > 0, "{p}");
     }

@@ -167,7 +167,11 @@ fn check(c: &E2eConfig) -> anyhow::Result<()> {
             bail!("packet size {s} B is not from {MIN_SIZE} to {MAX_SIZE} B");
         }
     }
-    if c.gaps.iter().chain(&c.app_gaps).any(|g| g.is_zero() || *g > Duration::from_secs(1)) {
+    if c.gaps
+        .iter()
+        .chain(&c.app_gaps)
+        .any(|g| g.is_zero() || *g > Duration::from_secs(1))
+    {
         bail!("an inter-packet gap is more than 0 and at most 1s");
     }
     if c.flows == 0 || c.workers == 0 || c.duration.is_zero() {
@@ -301,28 +305,42 @@ fn run_in(c: &E2eConfig, dir: &Path, progress: &mut dyn Progress) -> anyhow::Res
 fn measure(c: &E2eConfig, dir: &Path, daemon: &Daemon, to: SocketAddr, job: &Job) -> anyhow::Result<Point> {
     let per_s = 1e9 / job.gap.as_nanos() as f64;
     let mut cmd = Command::new(&c.program);
-    cmd.args(["load", "udp", "--json", "--frame", "ipv4", "--arrivals", "constant"])
-        .arg("--to")
-        .arg(to.to_string())
-        .arg("--flows")
-        .arg(c.flows.to_string())
-        .arg("--size")
-        .arg(format!("{}B", job.size))
-        .arg("--rate")
-        .arg(format!("{per_s:.3}/s"))
-        .arg("--duration")
-        .arg(format!("{}ms", c.duration.as_millis()))
-        .arg("--warmup")
-        .arg(format!("{}ms", c.warmup.as_millis()))
-        .arg("--timeout")
-        .arg("500ms")
-        .stdin(Stdio::null())
-        .stderr(Stdio::piped())
-        .stdout(Stdio::piped());
+    cmd.args([
+        "load",
+        "udp",
+        "--json",
+        "--frame",
+        "ipv4",
+        "--arrivals",
+        "constant",
+    ])
+    .arg("--to")
+    .arg(to.to_string())
+    .arg("--flows")
+    .arg(c.flows.to_string())
+    .arg("--size")
+    .arg(format!("{}B", job.size))
+    .arg("--rate")
+    .arg(format!("{per_s:.3}/s"))
+    .arg("--duration")
+    .arg(format!("{}ms", c.duration.as_millis()))
+    .arg("--warmup")
+    .arg(format!("{}ms", c.warmup.as_millis()))
+    .arg("--timeout")
+    .arg("500ms")
+    .stdin(Stdio::null())
+    .stderr(Stdio::piped())
+    .stdout(Stdio::piped());
     if job.payloads != "random" {
-        cmd.arg("--payloads").arg(dir.join(format!("{}.txt", job.payloads)));
+        cmd.arg("--payloads")
+            .arg(dir.join(format!("{}.txt", job.payloads)));
     }
-    let before = daemon.packet_counts().tenants.get(job.tenant).copied().unwrap_or_default();
+    let before = daemon
+        .packet_counts()
+        .tenants
+        .get(job.tenant)
+        .copied()
+        .unwrap_or_default();
     let cpu_before = process_cpu_ns();
     let start = Instant::now();
     let out = cmd
@@ -341,7 +359,12 @@ fn measure(c: &E2eConfig, dir: &Path, daemon: &Daemon, to: SocketAddr, job: &Job
     // The daemon counts a reply once it is sent, just after the client
     // may have read it: let the counters settle.
     std::thread::sleep(Duration::from_millis(20));
-    let after = daemon.packet_counts().tenants.get(job.tenant).copied().unwrap_or_default();
+    let after = daemon
+        .packet_counts()
+        .tenants
+        .get(job.tenant)
+        .copied()
+        .unwrap_or_default();
     let t = &r["total"];
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);

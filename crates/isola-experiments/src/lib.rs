@@ -21,8 +21,8 @@
 
 pub mod aaas;
 pub mod astraea;
-mod draw;
 pub mod dpubench;
+mod draw;
 mod experiment;
 mod judge;
 pub mod live;

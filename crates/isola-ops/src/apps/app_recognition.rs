@@ -66,7 +66,10 @@ pub const ACTIONS: &[(&str, Action)] = &[
 /// HTTP requests are hashed (integrity, deduplication), JSON and XML
 /// documents compressed, TLS records echoed.
 pub const DEFAULT_RULES: &[(Action, &str)] = &[
-    (Action::Hash, r"^(?:GET|POST|PUT|HEAD|DELETE) /\S* HTTP/1\.[01]\r\n"),
+    (
+        Action::Hash,
+        r"^(?:GET|POST|PUT|HEAD|DELETE) /\S* HTTP/1\.[01]\r\n",
+    ),
     (Action::Compress, r#"^(?:\{"|\[\{|<\?xml )"#),
     (Action::Echo, r"^\x16\x03[\x00-\x04]"),
 ];
@@ -93,7 +96,8 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "rules",
         default: "",
-        description: "rule file, `ACTION PATTERN` lines (ACTION: hash, compress, echo or drop), `#` comments \
+        description:
+            "rule file, `ACTION PATTERN` lines (ACTION: hash, compress, echo or drop), `#` comments \
                       (default: HTTP requests hash, JSON/XML compress, TLS echo)",
     },
     ParamSpec {

@@ -76,7 +76,8 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "table",
         default: "",
-        description: "a name, otherwise unused: flows whose parameters differ only in it get tables of their own",
+        description:
+            "a name, otherwise unused: flows whose parameters differ only in it get tables of their own",
     },
 ];
 
@@ -297,7 +298,11 @@ mod tests {
 
     #[test]
     fn bad_parameters_and_packets_are_errors() {
-        let p: BTreeMap<String, String> = [("shards".to_string(), "8".to_string()), ("capacity".to_string(), "4".to_string())].into();
+        let p: BTreeMap<String, String> = [
+            ("shards".to_string(), "8".to_string()),
+            ("capacity".to_string(), "4".to_string()),
+        ]
+        .into();
         let e = build_operator("flow-table", &p).err().unwrap().to_string();
         assert!(e.contains("shards"), "{e}");
         let o = op(10, 1);

@@ -36,7 +36,12 @@ pub struct Framer {
 impl Framer {
     /// The framing of flows bound at `locals` sending to `to`: IPv4
     /// headers if `ipv4`, payload heads from `payloads`.
-    pub fn new(ipv4: bool, payloads: Option<&Path>, locals: &[SocketAddr], to: SocketAddr) -> anyhow::Result<Framer> {
+    pub fn new(
+        ipv4: bool,
+        payloads: Option<&Path>,
+        locals: &[SocketAddr],
+        to: SocketAddr,
+    ) -> anyhow::Result<Framer> {
         let tuples = if ipv4 {
             let IpAddr::V4(dst) = to.ip() else {
                 bail!("--frame ipv4: --to {to} is not an IPv4 address");
@@ -124,7 +129,9 @@ fn read_heads(path: &Path) -> anyhow::Result<Vec<Vec<u8>>> {
     let heads = text
         .lines()
         .enumerate()
-        .map(|(n, line)| unescape(line).map_err(|e| anyhow::anyhow!("--payloads: {} line {}: {e}", path.display(), n + 1)))
+        .map(|(n, line)| {
+            unescape(line).map_err(|e| anyhow::anyhow!("--payloads: {} line {}: {e}", path.display(), n + 1))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     if heads.is_empty() {
         bail!("--payloads: {} has no lines", path.display());
@@ -179,7 +186,10 @@ mod tests {
         assert_eq!(ip.calc_header_checksum(), ip.header_checksum);
         assert_eq!((ip.source, ip.destination), ([127, 0, 0, 1], [127, 0, 0, 2]));
         let (udp, payload) = etherparse::UdpHeader::from_slice(rest).unwrap();
-        assert_eq!((udp.source_port, udp.destination_port, udp.length), (4000, 9000, 80));
+        assert_eq!(
+            (udp.source_port, udp.destination_port, udp.length),
+            (4000, 9000, 80)
+        );
         assert_eq!(payload, &[0xaa; 72][..]);
     }
 
