@@ -8,10 +8,11 @@
 //! paper ([`astraea`], [`osmosis`], [`mtda`], [`aaas`]); ASTRAEA's live
 //! experiment ([`astraea::live`]) is also `isola demo`; [`dpubench`] runs
 //! DPUBench's end-to-end programs over the daemon's packet path
-//! (`isola dpubench e2e`). [`live`] runs a
-//! scenario on the live runtime in the simulator's result schema.
+//! (`isola dpubench e2e`). [`live`] runs a scenario on the live runtime
+//! in the simulator's result schema.
 //!
-//! What it must not do: print, parse command lines or write files. It
+//! What it must not do: print, parse command lines or write files (beyond
+//! the temporary files of the daemons and tenant processes it starts). It
 //! returns data ([`Outcome`]s with tables as rows and figures, live
 //! results) and reports progress through [`Progress`]; the caller shows
 //! them. It holds no scheduling logic: policies are isola-core's, run by

@@ -23,12 +23,15 @@ pub const IPV4_UDP_HEADER: usize = 28;
 /// Largest `--payloads` file.
 const MAX_PAYLOADS_FILE: u64 = 16 << 20;
 
+/// A flow's IPv4 source and destination addresses and UDP ports.
+type Tuple = ([u8; 4], [u8; 4], u16, u16);
+
 /// Builds each datagram from the random bytes, the flow's header and the
 /// packet's payload head.
 #[derive(Debug)]
 pub struct Framer {
     /// Per flow: its IPv4 source and destination and ports, if framed.
-    tuples: Option<Vec<([u8; 4], [u8; 4], u16, u16)>>,
+    tuples: Option<Vec<Tuple>>,
     heads: Vec<Vec<u8>>,
     out: Vec<u8>,
 }
