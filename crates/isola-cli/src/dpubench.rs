@@ -53,7 +53,7 @@ pub struct E2eArgs {
         long,
         value_name = "GAPS",
         value_delimiter = ',',
-        default_value = "100us,20us,10us,5us"
+        default_value = "1ms,200us,100us,50us,20us"
     )]
     gaps: Vec<String>,
     /// Application-recognition packet sizes, comma-separated.
@@ -66,12 +66,7 @@ pub struct E2eArgs {
     app_sizes: Vec<String>,
     /// Application-recognition gaps, comma-separated; each action alone
     /// runs at the first.
-    #[arg(
-        long,
-        value_name = "GAPS",
-        value_delimiter = ',',
-        default_value = "100us,20us"
-    )]
+    #[arg(long, value_name = "GAPS", value_delimiter = ',', default_value = "1ms,200us")]
     app_gaps: Vec<String>,
     /// How long each point measures.
     #[arg(long, value_name = "TIME", default_value = "1s")]
@@ -92,6 +87,12 @@ pub struct E2eArgs {
     /// per flow only with 1).
     #[arg(long, value_name = "N", default_value_t = 1)]
     workers: usize,
+    /// How long the daemon's threads poll for work before sleeping
+    /// (`[daemon] spin`, isolad's default 50us). Polling shows as server
+    /// CPU use at any rate; 0us sleeps at once (less CPU, but every packet
+    /// then waits for thread wake-ups, which a busy machine delays).
+    #[arg(long, value_name = "TIME", default_value = "50us")]
+    spin: String,
     /// Print the report as JSON on stdout instead of the tables, or with
     /// FILE, write it there (and print the tables).
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
@@ -156,6 +157,7 @@ fn e2e(a: &E2eArgs) -> anyhow::Result<()> {
         table_capacity: a.table_capacity,
         table_shards: a.table_shards,
         workers: a.workers,
+        spin: crate::load::duration_flag("--spin", &a.spin)?,
     };
     let report = dpubench::run(&config, &mut Bar::new(1000))?;
     crate::load::write_report(&a.json, &report, || render(&report))
@@ -165,12 +167,23 @@ fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1e3)
 }
 
+/// A latency, or `-` where packets were lost: replies are matched to the
+/// oldest packet in flight of their flow, so after a drop a reply is
+/// charged to an older packet and the latency reads long.
+fn latency(p: &Point, ns: u64) -> String {
+    if p.lost == 0 {
+        us(ns)
+    } else {
+        "-".into()
+    }
+}
+
 /// The tables: the flow-table sweep, then application recognition.
 pub fn render(r: &E2eReport) -> String {
     let mut out = format!(
-        "DPUBench end-to-end programs over isolad's packet path on this machine ({} cores; \
-         loopback UDP, scaled rates: see docs/dpubench.md)\n\n",
-        r.cores
+        "DPUBench end-to-end programs over isolad's packet path on this machine ({} cores, load average \
+         {:.1} before, {:.1} after; loopback UDP, scaled rates: see docs/dpubench.md)\n\n",
+        r.cores, r.loadavg.0, r.loadavg.1
     );
     let rows = |program: &str| -> Vec<&Point> { r.points.iter().filter(|p| p.program == program).collect() };
     let ft = rows("flow-table");
@@ -186,9 +199,9 @@ pub fn render(r: &E2eReport) -> String {
                     format!("{:.0}", p.throughput_pps),
                     format!("{:.1}", p.throughput_mbps),
                     format!("{:.2}", p.loss_pct),
-                    us(p.p50_ns),
-                    us(p.p99_ns),
+                    format!("{}", p.dropped),
                     format!("{:.0}", p.server_cpu_pct),
+                    format!("{:.1}", p.server_cpu_us_per_packet),
                 ]
             })
             .collect();
@@ -200,9 +213,9 @@ pub fn render(r: &E2eReport) -> String {
                 "replies pps",
                 "Mbps",
                 "loss %",
-                "p50 us",
-                "p99 us",
+                "queue drops",
                 "server CPU %",
+                "CPU us/pkt",
             ],
             &body,
         ));
@@ -210,7 +223,10 @@ pub fn render(r: &E2eReport) -> String {
     }
     let ar = rows("app-recognition");
     if !ar.is_empty() {
-        out.push_str("app-recognition (Fig. 15, 16): latency and server CPU use; payloads: mix of every rule, or one action\n");
+        out.push_str(
+            "app-recognition (Fig. 15, 16): latency and server CPU use; payloads: mix of every rule, or one \
+             action (latency `-`: packets were lost, see docs/dpubench.md)\n",
+        );
         let body: Vec<Vec<String>> = ar
             .iter()
             .map(|p| {
@@ -220,12 +236,12 @@ pub fn render(r: &E2eReport) -> String {
                     us(p.gap_ns),
                     format!("{:.0}", p.throughput_pps),
                     format!("{:.2}", p.loss_pct),
-                    us(p.p50_ns),
-                    us(p.p90_ns),
-                    us(p.p99_ns),
-                    us(p.p999_ns),
+                    latency(p, p.p50_ns),
+                    latency(p, p.p90_ns),
+                    latency(p, p.p99_ns),
+                    latency(p, p.p999_ns),
                     format!("{:.1}", p.server_cpu_pct),
-                    format!("{:.2}", p.server_cpu_us_per_packet),
+                    format!("{:.1}", p.server_cpu_us_per_packet),
                 ]
             })
             .collect();

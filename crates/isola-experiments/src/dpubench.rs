@@ -73,6 +73,9 @@ pub struct E2eConfig {
     pub table_shards: u64,
     /// The daemon's processing-unit workers.
     pub workers: usize,
+    /// How long the daemon's runtime threads poll for work before
+    /// sleeping (`[daemon] spin`): polling shows as CPU use at any rate.
+    pub spin: Duration,
 }
 
 /// One measurement point, as the client and the daemon saw it.
@@ -129,6 +132,9 @@ pub struct E2eReport {
     pub daemon_config: String,
     /// The application-recognition rules (action, pattern).
     pub rules: Vec<(String, String)>,
+    /// The system's 1-minute load average before and after the run
+    /// (`/proc/loadavg`): other programs' share of the cores.
+    pub loadavg: (f64, f64),
     /// Every point, in the order run.
     pub points: Vec<Point>,
 }
@@ -190,7 +196,7 @@ fn free_port() -> anyhow::Result<u16> {
 fn daemon_text(c: &E2eConfig, ports: (u16, u16)) -> String {
     let uid = rustix::process::getuid().as_raw();
     format!(
-        "[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\n\
+        "[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nspin = \"{spin}us\"\n\
          udp = [\"127.0.0.1:{ft}\", \"127.0.0.1:{ar}\"]\n\n\
          [[engine]]\nname = \"pu\"\nworkers = {workers}\npolicy = \"wlbvt\"\n\n\
          [[tenant]]\nname = \"flow-table\"\nmemory_quota = \"256MiB\"\nqueue_cap = 4096\nusers = [{uid}]\n\
@@ -201,6 +207,7 @@ fn daemon_text(c: &E2eConfig, ports: (u16, u16)) -> String {
         ft = ports.0,
         ar = ports.1,
         workers = c.workers,
+        spin = c.spin.as_micros(),
         cap = c.table_capacity,
         shards = c.table_shards,
     )
@@ -264,6 +271,7 @@ fn run_in(c: &E2eConfig, dir: &Path, progress: &mut dyn Progress) -> anyhow::Res
     for &(action, line) in MIX {
         std::fs::write(dir.join(format!("{action}.txt")), format!("{line}\n"))?;
     }
+    let load_before = loadavg();
     let ports = (free_port()?, free_port()?);
     let text = daemon_text(c, ports);
     let config = DaemonConfig::parse(&text, &dir.join("isolad.toml"))
@@ -293,6 +301,7 @@ fn run_in(c: &E2eConfig, dir: &Path, progress: &mut dyn Progress) -> anyhow::Res
     Ok(E2eReport {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         daemon_config: text,
+        loadavg: (load_before, loadavg()),
         rules: isola_ops::apps::app_recognition::DEFAULT_RULES
             .iter()
             .map(|(a, p)| (format!("{a:?}").to_lowercase(), p.to_string()))
@@ -402,6 +411,14 @@ fn measure(c: &E2eConfig, dir: &Path, daemon: &Daemon, to: SocketAddr, job: &Job
         aborted: after.3.saturating_sub(before.3),
         dropped: after.2.saturating_sub(before.2),
     })
+}
+
+/// The 1-minute load average (NaN where unreadable).
+fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// This process's CPU time (utime + stime), ns.
