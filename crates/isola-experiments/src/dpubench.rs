@@ -425,3 +425,79 @@ fn loadavg() -> f64 {
 fn process_cpu_ns() -> Option<u64> {
     crate::astraea::live::process_cpu_ns().map(|(own, _children)| own)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> E2eConfig {
+        E2eConfig {
+            program: std::env::current_exe().unwrap(),
+            programs: Programs::Both,
+            sizes: vec![64, 1500],
+            gaps: vec![Duration::from_micros(100), Duration::from_micros(20)],
+            app_sizes: vec![512],
+            app_gaps: vec![Duration::from_millis(1), Duration::from_micros(200)],
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            flows: 4,
+            table_capacity: 1024,
+            table_shards: 4,
+            workers: 1,
+            spin: Duration::from_micros(50),
+        }
+    }
+
+    #[test]
+    fn the_daemon_configuration_parses_with_a_flow_per_program() {
+        let c = config();
+        let text = daemon_text(&c, (4000, 4001));
+        let dir = std::env::temp_dir();
+        let parsed = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+        assert_eq!(parsed.udp.len(), 2);
+        assert!(text.contains("kernel = \"flow-table\"") && text.contains("kernel = \"app-recognition\""));
+        assert!(text.contains("capacity = \"1024\"") && text.contains("spin = \"50us\""));
+    }
+
+    #[test]
+    fn every_size_and_gap_is_a_point_and_each_action_runs_alone() {
+        let c = config();
+        let all = jobs(&c);
+        // 2 sizes x 2 gaps, then per app size: 2 gaps of the mix and the
+        // mix's 4 lines alone.
+        assert_eq!(all.len(), 4 + 2 + MIX.len());
+        let only = |programs| jobs(&E2eConfig { programs, ..config() }).len();
+        assert_eq!(only(Programs::FlowTable), 4);
+        assert_eq!(only(Programs::AppRecognition), 2 + MIX.len());
+    }
+
+    #[test]
+    fn bad_configurations_are_refused_before_anything_runs() {
+        assert!(check(&config()).is_ok());
+        let bad = |c: E2eConfig, says: &str| {
+            let e = check(&c).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        bad(
+            E2eConfig {
+                sizes: vec![32],
+                ..config()
+            },
+            "32 B",
+        );
+        bad(
+            E2eConfig {
+                gaps: vec![Duration::ZERO],
+                ..config()
+            },
+            "gap",
+        );
+        bad(
+            E2eConfig {
+                program: PathBuf::from("/nonexistent/isola"),
+                ..config()
+            },
+            "does not exist",
+        );
+    }
+}
