@@ -40,7 +40,8 @@ enum Command {
     /// Simulate a scenario under each of its policies and compare the tenants' results.
     Sim(sim::Args),
     /// Run a scenario live: the same file as `sim`, with real operators on
-    /// this machine's cores (accelerator and PU engines; same tables and JSON).
+    /// this machine's cores, real copies on DMA engines and UDP sends on
+    /// egress engines, pipelines stage by stage (same tables and JSON).
     Run(sim::Args),
     /// Run one operator on a file (optionally as subtasks), or list the operators.
     Op(op::Args),

@@ -13,13 +13,16 @@
 //! the next packet.
 
 use crate::config::FlowConfig;
+use crate::kernel::FlowKernel;
 use crate::metrics::PacketOutcome;
 use crate::tenants::TenantTable;
 use crate::Shared;
 use isola_core::TenantId;
+use isola_kernels::KernelOutput;
 use isola_model::ingress::{FiveTuple, RuleSet};
+use isola_ops::OpError;
 use isola_runtime::TaskError;
-use std::collections::BTreeMap;
+use isola_wire::EventKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -42,8 +45,9 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 #[derive(Debug, Clone)]
 struct Flow {
     tenant: usize,
-    kernel: String,
-    params: BTreeMap<String, String>,
+    /// Its index among the tenant's flows (an event names it so).
+    index: usize,
+    kernel: FlowKernel,
     reply: bool,
 }
 
@@ -95,7 +99,12 @@ impl PacketPath {
             .enumerate()
             .filter(|(_, s)| !s.removing)
             .filter_map(|(t, s)| s.config.as_ref().map(|c| (t, &c.flows)))
-            .flat_map(|(t, flows)| flows.iter().map(move |f: &FlowConfig| (f.rule, flow(t, f))))
+            .flat_map(|(t, flows)| {
+                flows
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, f): (usize, &FlowConfig)| (f.rule, flow(t, i, f)))
+            })
             .collect();
         if let Ok(mut r) = self.rules.write() {
             *r = RuleSet::new(rules);
@@ -116,11 +125,11 @@ impl PacketPath {
     }
 }
 
-fn flow(tenant: usize, f: &FlowConfig) -> Flow {
+fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
     Flow {
         tenant,
+        index,
         kernel: f.kernel.clone(),
-        params: f.params.clone(),
         reply: f.reply,
     }
 }
@@ -237,43 +246,72 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
 /// Runs `payload` through `flow`'s kernel as a task of its tenant, and
 /// answers `from` with the output if the flow replies.
 fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: Vec<u8>, from: SocketAddr) {
-    let Some(counts) = shared.packets.tenants.get(flow.tenant) else {
+    let tenant = flow.tenant;
+    let Some(counts) = shared.packets.tenants.get(tenant) else {
         return;
     };
     counts.received.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.packet(flow.tenant, PacketOutcome::Received);
+    shared.metrics.packet(tenant, PacketOutcome::Received);
+    let operator = Arc::clone(flow.kernel.operator());
     let on_done: isola_runtime::OnCompletion = {
-        let (socket, shared, tenant, reply) =
-            (Arc::clone(socket), Arc::clone(shared), flow.tenant, flow.reply);
+        let (socket, shared) = (Arc::clone(socket), Arc::clone(shared));
         Arc::new(move |c| {
-            let counts = &shared.packets.tenants[tenant];
-            match &c.result {
-                Ok(out) if reply => {
-                    // A reply that cannot be sent is the sender's loss,
-                    // as on the wire.
-                    if socket.send_to(out, from).is_ok() {
-                        counts.replied.fetch_add(1, Ordering::Relaxed);
-                        shared.metrics.packet(tenant, PacketOutcome::Replied);
-                    }
-                }
-                Ok(_) => {}
+            shared.keep(&c);
+            let (tenant, counts) = (flow.tenant, &shared.packets.tenants[flow.tenant]);
+            let abort = || {
+                counts.aborted.fetch_add(1, Ordering::Relaxed);
+                shared.metrics.packet(tenant, PacketOutcome::Aborted);
+            };
+            let output = match &c.result {
+                Ok(out) => out,
                 Err(TaskError::Rejected(_)) => {
                     counts.dropped.fetch_add(1, Ordering::Relaxed);
                     shared.metrics.packet(tenant, PacketOutcome::Dropped);
+                    return;
                 }
-                Err(_) => {
-                    counts.aborted.fetch_add(1, Ordering::Relaxed);
-                    shared.metrics.packet(tenant, PacketOutcome::Aborted);
+                Err(TaskError::Operator(OpError::KernelStopped { cause, .. })) => {
+                    abort();
+                    shared.tell_tenant_of(
+                        tenant,
+                        EventKind::KernelAborted,
+                        flow.index as u64,
+                        u64::from(*cause),
+                    );
+                    return;
+                }
+                Err(_) => return abort(),
+            };
+            // A built-in kernel's output is its reply; a WebAssembly
+            // kernel's says what it asked for (see `crate::kernel`).
+            let asked;
+            let reply = if flow.kernel.is_wasm() {
+                asked = match KernelOutput::from_bytes(output) {
+                    Some(asked) => asked,
+                    None => return abort(),
+                };
+                if !crate::host_write::carry_out(&shared, tenant, flow.index as u64, asked.dma) {
+                    return abort();
+                }
+                asked.reply.as_deref()
+            } else {
+                Some(&output[..])
+            };
+            if let (true, Some(reply)) = (flow.reply, reply) {
+                // A reply that cannot be sent is the sender's loss, as on
+                // the wire.
+                if socket.send_to(reply, from).is_ok() {
+                    counts.replied.fetch_add(1, Ordering::Relaxed);
+                    shared.metrics.packet(tenant, PacketOutcome::Replied);
                 }
             }
         })
     };
-    let handle = shared.runtime.tenant(TenantId(flow.tenant as u32));
+    let handle = shared.runtime.tenant(TenantId(tenant as u32));
     if handle
-        .submit_calling(&flow.kernel, &flow.params, payload, on_done)
+        .submit_operator_calling(operator, payload, on_done)
         .is_err()
     {
         counts.aborted.fetch_add(1, Ordering::Relaxed);
-        shared.metrics.packet(flow.tenant, PacketOutcome::Aborted);
+        shared.metrics.packet(tenant, PacketOutcome::Aborted);
     }
 }

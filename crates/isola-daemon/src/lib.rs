@@ -22,8 +22,10 @@
 mod admin;
 pub mod config;
 mod connection;
+mod host_write;
 mod http;
 mod ingress;
+pub mod kernel;
 mod metrics;
 mod ring;
 mod tenants;
@@ -109,7 +111,43 @@ impl Shared {
         }
     }
 
-    /// The connections of tenant slot `t` being served now.
+    /// Keeps completion `c` (without its output) if completions are being
+    /// recorded (`Daemon::record_completions`).
+    pub(crate) fn keep(&self, c: &isola_runtime::Completion) {
+        if self.record.load(Ordering::Acquire) {
+            if let Ok(mut r) = self.recorded.lock() {
+                r.push(c.summary());
+            }
+        }
+    }
+
+    /// The daemon's DMA engine (the first `kind = "dma"` one), if any.
+    pub(crate) fn dma_engine(&self) -> Option<isola_core::EngineId> {
+        let e = self
+            .config
+            .engines
+            .iter()
+            .position(|e| e.kind == isola_core::EngineKind::Dma)?;
+        Some(isola_core::EngineId(e as u32))
+    }
+
+    /// Where a DMA write of `len` bytes at host offset `offset` for tenant
+    /// `t` goes: the host window of its latest connection that set one.
+    pub(crate) fn host_write(
+        &self,
+        t: usize,
+        offset: u64,
+        len: u64,
+    ) -> Result<host_write::HostWrite, host_write::HostWriteError> {
+        let target = self.connections_of(t).into_iter().rev().find_map(|c| {
+            let window = c.host_window.lock().ok().and_then(|w| *w)?;
+            Some((c, window))
+        });
+        let (conn, window) = target.ok_or(host_write::HostWriteError::NoWindow)?;
+        host_write::HostWrite::new(conn, window, offset, len)
+    }
+
+    /// The connections of tenant slot `t` being served now, oldest first.
     pub(crate) fn connections_of(&self, t: usize) -> Vec<Arc<connection::Conn>> {
         self.live
             .lock()
@@ -140,6 +178,8 @@ impl Daemon {
     /// and starts accepting tenants.
     pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
         let mut b = RuntimeBuilder::new();
+        b.caller_operator(kernel::WASM_OPERATOR)
+            .caller_operator(host_write::HOST_WRITE_OPERATOR);
         for e in &config.engines {
             let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
             let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
@@ -149,6 +189,7 @@ impl Daemon {
                 ),
             };
             let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
+                .with_kind(e.kind)
                 .with_queue_depth(e.queue_depth)
                 .with_split_when(e.split_when);
             if let Some(split) = e.split {

@@ -179,3 +179,27 @@ fn malformed_datagrams_are_counted_and_never_stop_the_path() {
     let (n, _) = good.recv_from(&mut reply).unwrap();
     assert_eq!(&reply[..n], &0xE306_9283u32.to_be_bytes());
 }
+
+#[test]
+fn an_engines_kind_sets_its_default_policy() {
+    let engine = |keys: &str| {
+        format!(
+            "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"e\"\n{keys}\n\
+             [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n"
+        )
+    };
+    let parse = |text: &str| DaemonConfig::parse(text, std::path::Path::new("d.toml"));
+    let policy = |keys: &str| parse(&engine(keys)).unwrap().engines[0].policy.clone();
+    // OSMOSIS' processing units run WLBVT; an accelerator fair queuing.
+    assert_eq!(policy("kind = \"pu\""), "wlbvt");
+    assert_eq!(policy(""), "sfq");
+    assert_eq!(policy("kind = \"pu\"\npolicy = \"drr\""), "drr");
+    for (keys, says) in [
+        ("kind = \"warp\"", "unknown engine kind"),
+        ("kind = \"dma\"", "does not run live"),
+    ] {
+        let e = parse(&engine(keys)).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (5, Some("kind")), "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
+}

@@ -27,6 +27,8 @@ mod draw;
 mod experiment;
 mod judge;
 pub mod live;
+pub mod live_scale;
+pub mod live_stages;
 pub mod mtda;
 pub mod osmosis;
 mod progress;
