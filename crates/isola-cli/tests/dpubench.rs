@@ -22,7 +22,7 @@ fn daemon(name: &str) -> (Daemon, SocketAddr, SocketAddr) {
     let ar = port(UdpSocket::bind("127.0.0.1:0").unwrap());
     let text = format!(
         "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:{ft}\", \"127.0.0.1:{ar}\"]\n\
-         [[engine]]\nname = \"pu\"\nworkers = 1\npolicy = \"wlbvt\"\n\
+         [[engine]]\nname = \"pu\"\nkind = \"pu\"\nworkers = 1\npolicy = \"wlbvt\"\n\
          [[tenant]]\nname = \"ft\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
          [[tenant.flow]]\nmatch = {{ dst_port = {ft} }}\nkernel = \"flow-table\"\n\
          params = {{ capacity = \"1024\", shards = \"4\", table = \"{name}\" }}\n\

@@ -198,7 +198,7 @@ fn daemon_text(c: &E2eConfig, ports: (u16, u16)) -> String {
     format!(
         "[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nspin = \"{spin}us\"\n\
          udp = [\"127.0.0.1:{ft}\", \"127.0.0.1:{ar}\"]\n\n\
-         [[engine]]\nname = \"pu\"\nworkers = {workers}\npolicy = \"wlbvt\"\n\n\
+         [[engine]]\nname = \"pu\"\nkind = \"pu\"\nworkers = {workers}\npolicy = \"wlbvt\"\n\n\
          [[tenant]]\nname = \"flow-table\"\nmemory_quota = \"256MiB\"\nqueue_cap = 4096\nusers = [{uid}]\n\
          [[tenant.flow]]\nmatch = {{ dst_port = {ft}, proto = 17 }}\nkernel = \"flow-table\"\n\
          params = {{ capacity = \"{cap}\", shards = \"{shards}\" }}\n\n\
