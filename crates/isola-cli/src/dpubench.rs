@@ -29,7 +29,7 @@ enum Sub {
     /// gap (Fig. 14) and application recognition's latency and server CPU
     /// use (Fig. 15, 16; a mix of payloads matching each rule, then each
     /// action alone). The defaults are scaled to a 2-core VM's loopback
-    /// (DPUBench: 10/25 GbE to a BlueField-2); a run takes about 80 s.
+    /// (DPUBench: a client machine sending to a 25 GbE BlueField-2); a run takes about 80 s.
     /// Progress goes to stderr.
     E2e(E2eArgs),
 }

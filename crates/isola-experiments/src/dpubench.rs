@@ -20,7 +20,7 @@
 //!   threads, plus this process's own waiting, which is negligible; the
 //!   client's CPU is its own process's and is not counted.
 //!
-//! Sizes and gaps are the caller's ([`E2eConfig`]); DPUBench's 10/25 GbE
+//! Sizes and gaps are the caller's ([`E2eConfig`]); DPUBench's 25 GbE
 //! rates are far above what a 2-core VM's loopback carries, so the
 //! defaults are scaled (see the CLI and docs/dpubench.md).
 
