@@ -12,6 +12,7 @@ mod args;
 mod bench;
 mod ctl;
 mod demo;
+mod dpubench;
 mod format;
 mod load;
 mod op;
@@ -59,6 +60,10 @@ enum Command {
     /// Each research paper's experiment under every policy, beside the
     /// paper's own figures: `isola repro all --out DIR` writes a report.
     Repro(repro::Args),
+    /// DPUBench's end-to-end programs live over isolad's packet path:
+    /// `isola dpubench e2e` (flow table: throughput and loss; application
+    /// recognition: latency and CPU use).
+    Dpubench(dpubench::Args),
     /// Administer a running isolad: list tenants, add one, change a
     /// tenant's SLO live, drain and remove one, reload its configuration.
     Ctl(ctl::Args),
@@ -92,6 +97,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => profile::run(&args),
         Command::Repro(args) => repro::run(&args),
         Command::Ctl(args) => ctl::run(&args),
+        Command::Dpubench(args) => dpubench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
