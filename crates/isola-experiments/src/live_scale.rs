@@ -40,10 +40,26 @@ pub fn open_loop_rate(scenario: &Scenario) -> f64 {
         .sum()
 }
 
+/// The longest a slowed run may last: 2 s of wall time (or its own
+/// duration, if longer). A scenario asking far more than this machine can
+/// offer (a hostile 100M tasks/s) is slowed only this far, its generator
+/// falls behind and the run says so, rather than running for hours.
+pub const MAX_SLOWED_DURATION_NS: u64 = 2_000_000_000;
+
+/// The most a run without a duration (ending by task counts) is slowed.
+pub const MAX_FACTOR_WITHOUT_DURATION: f64 = 100.0;
+
 /// The slow-down a live run of `scenario` gets: 1 when its open-loop rate
-/// is within [`LIVE_RATE_CAP`], else the factor bringing it there.
+/// is within [`LIVE_RATE_CAP`], else the factor bringing it there, at most
+/// what keeps the run within [`MAX_SLOWED_DURATION_NS`] (or
+/// [`MAX_FACTOR_WITHOUT_DURATION`] for a run that ends by its counts).
 pub fn auto_factor(scenario: &Scenario) -> f64 {
-    (open_loop_rate(scenario) / LIVE_RATE_CAP).max(1.0)
+    let wanted = (open_loop_rate(scenario) / LIVE_RATE_CAP).max(1.0);
+    let most = match scenario.run.duration {
+        Some(d) if d > 0 => (MAX_SLOWED_DURATION_NS as f64 / d as f64).max(1.0),
+        _ => MAX_FACTOR_WITHOUT_DURATION,
+    };
+    wanted.min(most)
 }
 
 /// `scenario` with its arrivals slowed down `factor` times (see the module
@@ -112,5 +128,19 @@ mod tests {
         // Expected arrivals (rate x duration) are unchanged.
         assert_eq!(1e6 * 5e-3, 20_000.0 * 0.25);
         assert_eq!(slowed(&s, 0.5).run.duration, s.run.duration);
+    }
+
+    #[test]
+    fn a_hostile_rate_is_slowed_only_as_far_as_two_seconds() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/osmosis-dma-hol.toml"
+        );
+        let mut s = Scenario::load(path).unwrap();
+        s.tenants[0].workload.arrival = ArrivalSpec::Poisson(1e12);
+        // 5 ms may become 2 s: 400x, not the 1e8x the rate would ask.
+        assert_eq!(auto_factor(&s), 400.0);
+        s.run.duration = None;
+        assert_eq!(auto_factor(&s), MAX_FACTOR_WITHOUT_DURATION);
     }
 }
