@@ -167,6 +167,10 @@ pub struct Daemon {
     stopping: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
     admin: Option<JoinHandle<()>>,
+    /// The tenant and admin sockets' listeners: shut down to wake their
+    /// threads out of `accept` when the daemon stops (whatever became of
+    /// the socket files).
+    listeners: [Arc<OwnedFd>; 2],
     /// The packet path's listening sockets.
     ingress: Option<ingress::Ingress>,
     /// The metrics endpoint, if the configuration asks for one.
@@ -260,21 +264,29 @@ impl Daemon {
             runtime,
         });
         let stopping = Arc::new(AtomicBool::new(false));
+        let listeners = [Arc::new(listener), Arc::new(admin)];
         let acceptor = {
-            let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
-            std::thread::spawn(move || accept(&shared, listener, &stopping))
+            let (shared, stopping, listener) = (
+                Arc::clone(&shared),
+                Arc::clone(&stopping),
+                Arc::clone(&listeners[0]),
+            );
+            std::thread::spawn(move || accept(&shared, &listener, &stopping))
         };
         let admin = {
-            let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
-            std::thread::spawn(move || admin::serve(&shared, admin, &stopping))
+            let (shared, stopping, listener) = (
+                Arc::clone(&shared),
+                Arc::clone(&stopping),
+                Arc::clone(&listeners[1]),
+            );
+            std::thread::spawn(move || admin::serve(&shared, &listener, &stopping))
         };
         let udp = shared.config.udp.clone();
         let ingress = match ingress::Ingress::start(&udp, &shared, &stopping) {
             Ok(i) => i,
             Err(source) => {
                 stopping.store(true, Ordering::Release);
-                let _ = isola_wire::control::connect(&shared.config.socket);
-                let _ = isola_wire::control::connect(&shared.config.admin_socket);
+                wake_accepting(&listeners);
                 let _ = acceptor.join();
                 let _ = admin.join();
                 return Err(DaemonError::Udp {
@@ -288,6 +300,7 @@ impl Daemon {
             stopping,
             acceptor: Some(acceptor),
             admin: Some(admin),
+            listeners,
             metrics: metrics_server,
             ingress: Some(ingress),
         })
@@ -388,14 +401,11 @@ impl Daemon {
 
     fn stop_accepting(&mut self) {
         self.stopping.store(true, Ordering::Release);
-        // Wakes the acceptor out of `accept`.
-        let _ = isola_wire::control::connect(&self.shared.config.socket);
+        wake_accepting(&self.listeners);
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
         let _ = std::fs::remove_file(&self.shared.config.socket);
-        // Wakes the admin thread out of `accept`.
-        let _ = isola_wire::control::connect(&self.shared.config.admin_socket);
         if let Some(a) = self.admin.take() {
             let _ = a.join();
         }
@@ -416,8 +426,8 @@ impl Drop for Daemon {
 
 /// Accepts tenant connections until `stopping`, each served on its own
 /// thread (kept, for a drain to wait for).
-fn accept(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
-    accept_each(&listener, stopping, "accept", |socket| {
+fn accept(shared: &Arc<Shared>, listener: &OwnedFd, stopping: &AtomicBool) {
+    accept_each(listener, stopping, "accept", |socket| {
         let served = Arc::clone(shared);
         let t = std::thread::spawn(move || connection::serve(served, socket));
         if let Ok(mut threads) = shared.threads.lock() {
@@ -425,6 +435,15 @@ fn accept(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
             threads.push(t);
         }
     });
+}
+
+/// Wakes the threads accepting on `listeners` (after `stopping` was set):
+/// a listening socket shut down answers `accept` at once, with an error.
+/// Connecting to the socket's path would not do: the file may be gone.
+fn wake_accepting(listeners: &[Arc<OwnedFd>]) {
+    for l in listeners {
+        let _ = rustix::net::shutdown(&**l, rustix::net::Shutdown::Both);
+    }
 }
 
 /// Accepts connections on `listener` until `stopping` (checked after each
