@@ -232,88 +232,94 @@ fn time_kernel(op: &str, params: &BTreeMap<String, String>, payloads: &[Vec<u8>]
     Ok(best)
 }
 
-/// The stand-in's rule count for tenant `t` of `scenario` at `target` ns
-/// a packet: calibrated (by `calibrate`) once per process, so every policy
-/// of a scenario runs the same kernels.
-fn calibrated_chain(
-    scenario: &Scenario,
-    t: &TenantSpec,
-    target: f64,
-    calibrate: impl FnOnce() -> anyhow::Result<u64>,
-) -> anyhow::Result<u64> {
-    type Key = (String, String, u64);
-    static CALIBRATED: std::sync::Mutex<BTreeMap<Key, u64>> = std::sync::Mutex::new(BTreeMap::new());
-    let key = (
-        scenario.path.display().to_string(),
-        t.name.clone(),
-        target.to_bits(),
-    );
-    if let Some(&n) = CALIBRATED.lock().ok().and_then(|c| c.get(&key).copied()).as_ref() {
-        return Ok(n);
-    }
-    let n = calibrate()?;
-    if let Ok(mut c) = CALIBRATED.lock() {
-        c.insert(key, n);
-    }
-    Ok(n)
-}
-
-/// Builds and times each tenant's kernel; `kernel` tenants get the
+/// Builds each tenant's kernel and times it; `kernel` tenants get the
 /// stand-in, a chain of rules no packet matches (written into `dir`),
-/// calibrated to their service models.
+/// whose lengths are calibrated together, in rounds, until each tenant's
+/// measured cost is within 5% of its target. Calibrated once per scenario
+/// and seed in a process, so every policy runs the same kernels at the
+/// same scale.
 fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Result<Vec<Kernel>> {
+    type Calibration = Vec<(Option<u64>, f64)>;
+    static CALIBRATED: std::sync::Mutex<BTreeMap<(String, u64), Calibration>> =
+        std::sync::Mutex::new(BTreeMap::new());
     let cheapest = scenario
         .tenants
         .iter()
         .filter(|t| t.workload.op == MODEL_KERNEL)
         .filter_map(|t| model_cost(scenario, t, 1024))
         .fold(f64::INFINITY, f64::min);
-    scenario
-        .tenants
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let op = real_op(t)?.to_string();
-            let mut params = isola_ops::sample_params(&op);
-            let mut rules = None;
-            let (sizes, payloads) = if t.workload.op == MODEL_KERNEL {
-                params.insert("output".into(), "verdicts".into());
-                // Random flows (no rules to aim them at): none matches the
-                // chain below, so every packet scans all of it.
-                params.insert("random-rules".into(), "0".into());
-                let built = payloads(t, i, seed, &op, &params)?;
-                let target = KERNEL_TARGET_NS * model_cost(scenario, t, 1024).unwrap_or(cheapest) / cheapest;
-                let count = calibrated_chain(scenario, t, target, || {
-                    // The cost grows linearly with the rules: proportional
-                    // steps from a first guess.
-                    let mut n = 1000.0f64;
-                    for _ in 0..3 {
-                        params.insert("rules".into(), rule_chain(dir, n.round() as u64)?);
-                        let took = time_kernel(&op, &params, &built.1)?.max(1.0);
-                        n = (n * target / took).clamp(1.0, MAX_CHAIN as f64);
-                    }
-                    Ok(n.round() as u64)
-                })?;
-                params.insert("rules".into(), rule_chain(dir, count)?);
-                rules = Some(count);
-                built
-            } else {
-                params.extend(t.workload.params.clone());
-                payloads(t, i, seed, &op, &params)?
-            };
-            let measured_ns = time_kernel(&op, &params, &payloads)?;
-            let model: Option<Vec<f64>> = sizes.iter().map(|&b| model_cost(scenario, t, b)).collect();
-            let model_ns = model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64);
-            Ok(Kernel {
-                op,
-                params,
-                payloads,
-                measured_ns,
-                model_ns,
-                rules,
-            })
-        })
-        .collect()
+    let mut kernels = Vec::with_capacity(scenario.tenants.len());
+    let mut targets = Vec::with_capacity(scenario.tenants.len());
+    for (i, t) in scenario.tenants.iter().enumerate() {
+        let op = real_op(t)?.to_string();
+        let mut params = isola_ops::sample_params(&op);
+        let mut rules = None;
+        if t.workload.op == MODEL_KERNEL {
+            params.insert("output".into(), "verdicts".into());
+            // Random flows (no rules to aim them at): none matches the
+            // chain, so every packet scans all of it.
+            params.insert("random-rules".into(), "0".into());
+            rules = Some(1000);
+            targets.push(Some(
+                KERNEL_TARGET_NS * model_cost(scenario, t, 1024).unwrap_or(cheapest) / cheapest,
+            ));
+        } else {
+            params.extend(t.workload.params.clone());
+            targets.push(None);
+        }
+        let (sizes, payloads) = payloads(t, i, seed, &op, &params)?;
+        let model: Option<Vec<f64>> = sizes.iter().map(|&b| model_cost(scenario, t, b)).collect();
+        kernels.push(Kernel {
+            op,
+            params,
+            payloads,
+            measured_ns: 0.0,
+            model_ns: model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64),
+            rules,
+        });
+    }
+    let key = (scenario.path.display().to_string(), seed);
+    let known = CALIBRATED.lock().ok().and_then(|c| c.get(&key).cloned());
+    if let Some(known) = known {
+        for (k, (rules, measured)) in kernels.iter_mut().zip(known) {
+            k.rules = rules;
+            k.measured_ns = measured;
+            k.set_chain(dir)?;
+        }
+        return Ok(kernels);
+    }
+    for round in 0..8 {
+        let mut settled = true;
+        for (k, target) in kernels.iter_mut().zip(&targets) {
+            k.set_chain(dir)?;
+            k.measured_ns = time_kernel(&k.op, &k.params, &k.payloads)?.max(1.0);
+            if let (Some(target), Some(n)) = (target, k.rules) {
+                if (k.measured_ns / target - 1.0).abs() > 0.05 && round < 7 {
+                    // The cost grows linearly with the rules.
+                    settled = false;
+                    let next = (n as f64 * target / k.measured_ns).clamp(1.0, MAX_CHAIN as f64);
+                    k.rules = Some(next.round() as u64);
+                }
+            }
+        }
+        if settled {
+            break;
+        }
+    }
+    if let Ok(mut c) = CALIBRATED.lock() {
+        c.insert(key, kernels.iter().map(|k| (k.rules, k.measured_ns)).collect());
+    }
+    Ok(kernels)
+}
+
+impl Kernel {
+    /// Points the stand-in at its chain of `rules` (written into `dir`).
+    fn set_chain(&mut self, dir: &Path) -> anyhow::Result<()> {
+        if let Some(n) = self.rules {
+            self.params.insert("rules".into(), rule_chain(dir, n)?);
+        }
+        Ok(())
+    }
 }
 
 /// The longest rule chain the stand-in is given.
