@@ -439,7 +439,7 @@ fn daemon_config(
     scale: &Scale,
     ports: &[u16],
 ) -> String {
-    let mut s = String::from("[daemon]\nsocket = \"isolad.sock\"\nudp = [");
+    let mut s = String::from("[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nudp = [");
     let udp: Vec<&str> = scenario.tenants.iter().map(|_| "\"127.0.0.1:0\"").collect();
     let _ = writeln!(s, "{}]", udp.join(", "));
     for (e_index, e) in scenario.engines.iter().enumerate() {
