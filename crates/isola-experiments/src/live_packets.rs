@@ -673,7 +673,7 @@ pub fn run_policy(
     let ended_ns = daemon.runtime().now_ns();
     let counts = daemon.packet_counts();
     daemon.stop();
-    let result = record(
+    let mut result = record(
         scenario,
         run,
         &scale,
@@ -681,10 +681,9 @@ pub fn run_policy(
         (&sent, &counts, completions),
         (elapsed, ended_ns),
     );
-    let mut result = result;
     result
         .warnings
-        .extend(notes(scenario, &kernels, &scale, &sent, &counts, live_ns));
+        .extend(notes(scenario, &kernels, &scale, &sent, &counts, elapsed));
     Ok(result)
 }
 
@@ -754,7 +753,7 @@ fn notes(
     scale: &Scale,
     sent: &[Sent],
     counts: &isola_daemon::PacketCounts,
-    live_ns: Nanos,
+    elapsed: Nanos,
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let engines: Vec<String> = scenario
@@ -765,11 +764,11 @@ fn notes(
         .collect();
     notes.push(format!(
         "live over real UDP packets through isolad ({}): time dilated x{:.0} (measured over modelled kernel \
-         cost), arrival rates divided by {:.0}; the run took {} of wall time",
+         cost), arrival rates divided by {:.0}; the run took {} of wall time (its last packets drained)",
         engines.join(", "),
         scale.dilation,
         scale.stretch,
-        isola_model::quantity::format_duration(live_ns)
+        isola_model::quantity::format_duration(elapsed)
     ));
     for ((t, k), (s, c)) in scenario
         .tenants
