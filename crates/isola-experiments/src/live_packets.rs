@@ -213,29 +213,49 @@ fn payloads(
     Ok((sizes, built))
 }
 
-/// The time `op` with `params` takes on each of `payloads`, ns: the mean
-/// over the payloads, the least of three passes (the machine's other
-/// work only ever adds time).
-fn time_kernel(op: &str, params: &BTreeMap<String, String>, payloads: &[Vec<u8>]) -> anyhow::Result<f64> {
-    let operator = isola_ops::build_operator(op, params)?;
-    for p in payloads.iter().take(4) {
-        operator.run(p)?;
-    }
-    let mut best = f64::INFINITY;
-    for _ in 0..3 {
-        let start = Instant::now();
-        for p in payloads {
-            operator.run(p)?;
+/// Passes over each kernel's payloads per calibration round.
+const PASSES: usize = 5;
+
+/// Each kernel's time per payload, ns, in `PASSES` passes taken in turn
+/// (one pass of every kernel, then the next), so a change in the
+/// machine's load falls on every kernel alike: `[pass][kernel]`.
+fn time_kernels(kernels: &[Kernel]) -> anyhow::Result<Vec<Vec<f64>>> {
+    let operators = kernels
+        .iter()
+        .map(|k| {
+            let op = isola_ops::build_operator(&k.op, &k.params)?;
+            for p in k.payloads.iter().take(4) {
+                op.run(p)?;
+            }
+            Ok(op)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut passes = Vec::with_capacity(PASSES);
+    for _ in 0..PASSES {
+        let mut pass = Vec::with_capacity(kernels.len());
+        for (k, op) in kernels.iter().zip(&operators) {
+            let start = Instant::now();
+            for p in &k.payloads {
+                op.run(p)?;
+            }
+            pass.push((start.elapsed().as_nanos() as f64 / k.payloads.len().max(1) as f64).max(1.0));
         }
-        best = best.min(start.elapsed().as_nanos() as f64 / payloads.len().max(1) as f64);
+        passes.push(pass);
     }
-    Ok(best)
+    Ok(passes)
+}
+
+/// The median of `values` (none: 0).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Builds each tenant's kernel and times it; `kernel` tenants get the
 /// stand-in, a chain of rules no packet matches (written into `dir`),
-/// whose lengths are calibrated together, in rounds, until each tenant's
-/// measured cost is within 5% of its target. Calibrated once per scenario
+/// whose lengths are calibrated together, in rounds, until the first
+/// one's measured cost is within 10% of its target and the others' ratios
+/// to it within 3% of theirs. Calibrated once per scenario
 /// and seed in a process, so every policy runs the same kernels at the
 /// same scale.
 fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Result<Vec<Kernel>> {
@@ -288,18 +308,33 @@ fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Result<Vec<Ker
         }
         return Ok(kernels);
     }
+    // The first `kernel` tenant is the reference: its chain is set to its
+    // target time, the others' to their target ratios to it, each ratio
+    // measured pass by pass (so the machine's load, which moves absolute
+    // times, cancels out). The cost grows linearly with the rules.
+    let reference = targets.iter().position(Option::is_some);
     for round in 0..8 {
-        let mut settled = true;
-        for (k, target) in kernels.iter_mut().zip(&targets) {
+        for k in kernels.iter_mut() {
             k.set_chain(dir)?;
-            k.measured_ns = time_kernel(&k.op, &k.params, &k.payloads)?.max(1.0);
-            if let (Some(target), Some(n)) = (target, k.rules) {
-                if (k.measured_ns / target - 1.0).abs() > 0.05 && round < 7 {
-                    // The cost grows linearly with the rules.
-                    settled = false;
-                    let next = (n as f64 * target / k.measured_ns).clamp(1.0, MAX_CHAIN as f64);
-                    k.rules = Some(next.round() as u64);
-                }
+        }
+        let passes = time_kernels(&kernels)?;
+        let mut settled = true;
+        for (i, (k, target)) in kernels.iter_mut().zip(&targets).enumerate() {
+            k.measured_ns = median(passes.iter().map(|p| p[i]).collect());
+            let (Some(target), Some(n), Some(r)) = (target, k.rules, reference) else {
+                continue;
+            };
+            let off = if i == r {
+                k.measured_ns / target
+            } else {
+                let ratio = median(passes.iter().map(|p| p[i] / p[r]).collect());
+                ratio / (target / targets[r].unwrap_or(*target))
+            };
+            let tolerance = if i == r { 0.10 } else { 0.03 };
+            if (off - 1.0).abs() > tolerance && round < 7 {
+                settled = false;
+                let next = (n as f64 / off).clamp(1.0, MAX_CHAIN as f64);
+                k.rules = Some(next.round() as u64);
             }
         }
         if settled {
