@@ -427,6 +427,13 @@ pub fn run_policy(
     let daemon = Daemon::start(config).context("starting isolad in-process")?;
     daemon.record_completions(true);
     let to = daemon.udp_addrs();
+    if to.len() != scenario.tenants.len() {
+        bail!(
+            "isolad listens on {} UDP addresses for {} tenants",
+            to.len(),
+            scenario.tenants.len()
+        );
+    }
     let live_ns = scenario.run.duration.map_or(MAX_LIVE_NS, |d| {
         ((d as f64 * scale.dilation) as Nanos).min(MAX_LIVE_NS)
     });
