@@ -41,7 +41,8 @@ enum Command {
     Sim(sim::Args),
     /// Run a scenario live: the same file as `sim`, with real operators on
     /// this machine's cores, real copies on DMA engines and UDP sends on
-    /// egress engines, pipelines stage by stage (same tables and JSON).
+    /// egress engines, pipelines stage by stage, a scenario with ingress
+    /// matching over real UDP packets through isolad (same tables and JSON).
     Run(sim::Args),
     /// Run one operator on a file (optionally as subtasks), or list the operators.
     Op(op::Args),

@@ -29,8 +29,9 @@ pub struct Args {
     /// whose engines and operators all exist for real (astraea as `isola
     /// demo`; the MTDA and OSMOSIS compute mixes on the real applications;
     /// OSMOSIS' DMA head-of-line and IO mixes with real copies, their rates
-    /// slowed down for this machine); the others are simulated, with the
-    /// reason noted.
+    /// slowed down for this machine; OSMOSIS' PU contention and compute mix
+    /// over real UDP packets through an in-process isolad); the others are
+    /// simulated, with the reason noted.
     #[arg(long)]
     live: bool,
     /// Print one JSON object with every outcome instead of the tables.

@@ -9,7 +9,8 @@
 //! experiment ([`astraea::live`]) is also `isola demo`; [`dpubench`] runs
 //! DPUBench's end-to-end programs over the daemon's packet path
 //! (`isola dpubench e2e`). [`live`] runs a scenario on the live runtime
-//! in the simulator's result schema.
+//! in the simulator's result schema ([`live_packets`] over real packets
+//! through `isolad`, where it matches ingress).
 //!
 //! What it must not do: print, parse command lines or write files (beyond
 //! the temporary files of the daemons and tenant processes it starts). It
@@ -27,6 +28,7 @@ mod draw;
 mod experiment;
 mod judge;
 pub mod live;
+pub mod live_packets;
 pub mod live_scale;
 pub mod live_stages;
 pub mod mtda;

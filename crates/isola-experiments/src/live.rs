@@ -10,9 +10,12 @@
 //! sink the run owns), pipelines (`pipeline = [...]`: each task through
 //! its engines one after another, the output of a stage the input of the
 //! next, one completion after the last: `live_stages`), every arrival
-//! process. Ingress matching has no live model here and is refused with a
-//! message saying so. A scenario whose open-loop rates this machine cannot
-//! offer is slowed down (`live_scale`), and its results say so.
+//! process. A scenario with ingress matching (`match`) runs over real UDP
+//! packets through an in-process `isolad` instead ([`crate::live_packets`]:
+//! every tenant matched, single-stage compute workloads, open arrivals, the
+//! model-only `kernel` op on a calibrated real stand-in, the run dilated to
+//! this machine's cores). A scenario whose open-loop rates this machine
+//! cannot offer is slowed down (`live_scale`), and its results say so.
 //!
 //! Every figure is the run recorder's (`isola_model::results::RunRecorder`),
 //! fed with each completion (`isola_runtime::record`), as the simulator
@@ -48,11 +51,11 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
             ),
         }
     }
+    if crate::live_packets::uses_packets(scenario) {
+        return crate::live_packets::check(scenario);
+    }
     for t in &scenario.tenants {
         let w = &t.workload;
-        if t.flow_match.is_some() {
-            bail!("tenant `{}`: ingress matching has no live model", t.name);
-        }
         if !computes(w, &scenario.engines) {
             // Transfers only: its tasks are bytes, whatever its `op`.
             continue;
@@ -220,6 +223,12 @@ fn run_policy_live_inner(
     record: bool,
     alone: Option<usize>,
 ) -> anyhow::Result<(PolicyResult, Vec<isola_runtime::CoreCall>)> {
+    if crate::live_packets::uses_packets(scenario) {
+        if record {
+            bail!("a run over packets keeps no log of the core's calls");
+        }
+        return crate::live_packets::run_policy(scenario, run, seed, alone).map(|r| (r, Vec::new()));
+    }
     // Rates this machine cannot offer are slowed down, and the result says so.
     let factor = live_scale::auto_factor(scenario);
     let slowed = live_scale::slowed(scenario, factor);

@@ -30,12 +30,14 @@ pub fn run_experiments(
         runner.tick(0.0);
         let started = Instant::now();
         runner.fell_back.clear();
+        runner.live_notes.clear();
         let mut outcome = (e.run)(&mut runner).with_context(|| format!("experiment `{}`", e.name))?;
         if !runner.fell_back.is_empty() {
             outcome.mode = "simulated".into();
             runner.fell_back.dedup();
             outcome.notes.append(&mut runner.fell_back);
         }
+        outcome.notes.append(&mut runner.live_notes);
         outcome
             .notes
             .push(format!("ran in {:.1} s", started.elapsed().as_secs_f64()));
@@ -53,6 +55,9 @@ pub struct Runner<'p> {
     label: String,
     /// Why scenarios of the current experiment ran simulated under `live`.
     fell_back: Vec<String>,
+    /// What the current experiment's live runs say about themselves (how
+    /// they were scaled): each scenario's first run's warnings.
+    live_notes: Vec<String>,
 }
 
 impl<'p> Runner<'p> {
@@ -65,6 +70,7 @@ impl<'p> Runner<'p> {
             progress,
             label: String::new(),
             fell_back: Vec::new(),
+            live_notes: Vec::new(),
         }
     }
 
@@ -138,6 +144,7 @@ impl<'p> Runner<'p> {
         let seed = self.seed.unwrap_or(scenario.run.seed);
         let step = share / runs.len().max(1) as f64;
         let mut out = Vec::with_capacity(runs.len());
+        let mut noted = true;
         for (i, run) in runs.iter().enumerate() {
             let base = from + step * i as f64;
             let (progress, label) = (&mut self.progress, &self.label);
@@ -149,6 +156,15 @@ impl<'p> Runner<'p> {
                 tick(0.0);
                 let r = crate::live::run_policy_live(scenario, run, seed).map_err(|e| format!("{e:#}"));
                 tick(1.0);
+                if let (Ok(r), true) = (&r, noted) {
+                    noted = false;
+                    let file = scenario.path.display();
+                    self.live_notes.extend(
+                        r.warnings
+                            .iter()
+                            .map(|w| format!("{file}, live under {}: {w}", r.policy)),
+                    );
+                }
                 r
             } else {
                 isola_sim::run_policy(scenario, run, seed, None, Some(&mut tick)).map_err(|e| e.to_string())

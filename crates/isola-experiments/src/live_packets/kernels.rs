@@ -1,0 +1,252 @@
+//! The kernels a run over packets sends its tenants' packets through:
+//! each workload's real operator, or for the model-only `kernel` a
+//! `firewall` over a chain of rules no packet matches, its length
+//! calibrated to the tenant's service model; and the packets themselves.
+
+use super::{KERNEL_STAND_IN, KERNEL_TARGET_NS, MODEL_KERNEL};
+use anyhow::Context;
+use isola_core::CostModel;
+use isola_model::scenario::{DeviceSpec, ServiceCost, TenantSpec};
+use isola_model::Scenario;
+use isola_sim::workload::SizeSampler;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+/// Distinct payloads built per tenant: packets cycle through them (each
+/// of a size drawn from the tenant's distribution).
+const PAYLOADS: usize = 64;
+
+/// The real operator tenant `t`'s packets run.
+pub(super) fn real_op(t: &TenantSpec) -> anyhow::Result<&str> {
+    let op = t.workload.op.as_str();
+    if op == MODEL_KERNEL {
+        return Ok(KERNEL_STAND_IN);
+    }
+    isola_ops::find_operator(op).map_err(|_| {
+        anyhow::anyhow!(
+            "tenant `{}`: operator `{op}` has no real implementation, so its packets cannot run live \
+             (see `isola op --list`, or `{MODEL_KERNEL}` for a calibrated stand-in)",
+            t.name
+        )
+    })?;
+    Ok(op)
+}
+
+/// The scenario's predicted cost of one of `t`'s packets of `bytes`, ns.
+pub(super) fn model_cost(scenario: &Scenario, t: &TenantSpec, bytes: u64) -> Option<f64> {
+    let engine = &scenario.engines[*t.workload.stages.first()?];
+    let (service, clock_hz) = match &engine.device {
+        DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
+        _ => (None, 1e9),
+    };
+    let s = t.workload.service.clone().or(service)?;
+    ServiceCost::new(&s, clock_hz)
+        .predict(&t.workload.op, bytes)
+        .map(|n| n as f64)
+}
+
+/// A tenant's kernel as it runs live: the operator, its parameters, the
+/// packets it is sent, and what one costs, measured and modelled.
+pub(super) struct Kernel {
+    pub(super) op: String,
+    pub(super) params: BTreeMap<String, String>,
+    pub(super) payloads: Vec<Vec<u8>>,
+    /// Mean measured cost per packet over `payloads`, ns.
+    pub(super) measured_ns: f64,
+    /// Mean modelled cost over the same sizes, ns (if the scenario has one).
+    pub(super) model_ns: Option<f64>,
+    /// The stand-in's rule count (for `kernel`).
+    pub(super) rules: Option<u64>,
+}
+
+/// `t`'s packets (`PAYLOADS` sizes drawn from its distribution) for `op`
+/// with `params`.
+fn payloads(
+    t: &TenantSpec,
+    index: usize,
+    seed: u64,
+    op: &str,
+    params: &BTreeMap<String, String>,
+) -> anyhow::Result<(Vec<u64>, Vec<Vec<u8>>)> {
+    let mut sizes = SizeSampler::new(&t.workload.size, seed, index);
+    let sizes: Vec<u64> = (0..PAYLOADS).map(|_| sizes.sample().max(1)).collect();
+    let largest = sizes.iter().copied().max().unwrap_or(1);
+    let text = isola_ops::text_payload(largest as usize, seed ^ index as u64);
+    let built = sizes
+        .iter()
+        .map(|&b| isola_ops::valid_input(op, params, &text[..b as usize]))
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("tenant `{}`: building its packets", t.name))?;
+    Ok((sizes, built))
+}
+
+/// Passes over each kernel's payloads per calibration round.
+const PASSES: usize = 5;
+
+/// Each kernel's time per payload, ns, in `PASSES` passes taken in turn
+/// (one pass of every kernel, then the next), so a change in the
+/// machine's load falls on every kernel alike: `[pass][kernel]`.
+fn time_kernels(kernels: &[Kernel]) -> anyhow::Result<Vec<Vec<f64>>> {
+    let operators = kernels
+        .iter()
+        .map(|k| {
+            let op = isola_ops::build_operator(&k.op, &k.params)?;
+            for p in k.payloads.iter().take(4) {
+                op.run(p)?;
+            }
+            Ok(op)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut passes = Vec::with_capacity(PASSES);
+    for _ in 0..PASSES {
+        let mut pass = Vec::with_capacity(kernels.len());
+        for (k, op) in kernels.iter().zip(&operators) {
+            let start = Instant::now();
+            for p in &k.payloads {
+                op.run(p)?;
+            }
+            pass.push((start.elapsed().as_nanos() as f64 / k.payloads.len().max(1) as f64).max(1.0));
+        }
+        passes.push(pass);
+    }
+    Ok(passes)
+}
+
+/// The median of `values` (none: 0).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Builds each tenant's kernel and times it; `kernel` tenants get the
+/// stand-in, a chain of rules no packet matches (written into `dir`),
+/// whose lengths are calibrated together, in rounds, until the first
+/// one's measured cost is within 10% of its target and the others' ratios
+/// to it within 3% of theirs. Calibrated once per scenario
+/// and seed in a process, so every policy runs the same kernels at the
+/// same scale.
+pub(super) fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Result<Vec<Kernel>> {
+    type Calibration = Vec<(Option<u64>, f64)>;
+    static CALIBRATED: std::sync::Mutex<BTreeMap<(String, u64), Calibration>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let cheapest = scenario
+        .tenants
+        .iter()
+        .filter(|t| t.workload.op == MODEL_KERNEL)
+        .filter_map(|t| model_cost(scenario, t, 1024))
+        .fold(f64::INFINITY, f64::min);
+    let mut kernels = Vec::with_capacity(scenario.tenants.len());
+    let mut targets = Vec::with_capacity(scenario.tenants.len());
+    for (i, t) in scenario.tenants.iter().enumerate() {
+        let op = real_op(t)?.to_string();
+        let mut params = isola_ops::sample_params(&op);
+        let mut rules = None;
+        if t.workload.op == MODEL_KERNEL {
+            params.insert("output".into(), "verdicts".into());
+            // Random flows (no rules to aim them at): none matches the
+            // chain, so every packet scans all of it.
+            params.insert("random-rules".into(), "0".into());
+            rules = Some(1000);
+            targets.push(Some(
+                KERNEL_TARGET_NS * model_cost(scenario, t, 1024).unwrap_or(cheapest) / cheapest,
+            ));
+        } else {
+            params.extend(t.workload.params.clone());
+            targets.push(None);
+        }
+        let (sizes, payloads) = payloads(t, i, seed, &op, &params)?;
+        let model: Option<Vec<f64>> = sizes.iter().map(|&b| model_cost(scenario, t, b)).collect();
+        kernels.push(Kernel {
+            op,
+            params,
+            payloads,
+            measured_ns: 0.0,
+            model_ns: model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64),
+            rules,
+        });
+    }
+    let key = (scenario.path.display().to_string(), seed);
+    let known = CALIBRATED.lock().ok().and_then(|c| c.get(&key).cloned());
+    if let Some(known) = known {
+        for (k, (rules, measured)) in kernels.iter_mut().zip(known) {
+            k.rules = rules;
+            k.measured_ns = measured;
+            k.set_chain(dir)?;
+        }
+        return Ok(kernels);
+    }
+    // The first `kernel` tenant is the reference: its chain is set to its
+    // target time, the others' to their target ratios to it, each ratio
+    // measured pass by pass (so the machine's load, which moves absolute
+    // times, cancels out). The cost grows linearly with the rules.
+    let reference = targets.iter().position(Option::is_some);
+    for round in 0..8 {
+        for k in kernels.iter_mut() {
+            k.set_chain(dir)?;
+        }
+        let passes = time_kernels(&kernels)?;
+        let mut settled = true;
+        for (i, (k, target)) in kernels.iter_mut().zip(&targets).enumerate() {
+            k.measured_ns = median(passes.iter().map(|p| p[i]).collect());
+            let (Some(target), Some(n), Some(r)) = (target, k.rules, reference) else {
+                continue;
+            };
+            let off = if i == r {
+                k.measured_ns / target
+            } else {
+                let ratio = median(passes.iter().map(|p| p[i] / p[r]).collect());
+                ratio / (target / targets[r].unwrap_or(*target))
+            };
+            let tolerance = if i == r { 0.10 } else { 0.03 };
+            if (off - 1.0).abs() > tolerance && round < 7 {
+                settled = false;
+                let next = (n as f64 / off).clamp(1.0, MAX_CHAIN as f64);
+                k.rules = Some(next.round() as u64);
+            }
+        }
+        if settled {
+            break;
+        }
+    }
+    if let Ok(mut c) = CALIBRATED.lock() {
+        c.insert(key, kernels.iter().map(|k| (k.rules, k.measured_ns)).collect());
+    }
+    Ok(kernels)
+}
+
+impl Kernel {
+    /// Points the stand-in at its chain of `rules` (written into `dir`).
+    fn set_chain(&mut self, dir: &Path) -> anyhow::Result<()> {
+        if let Some(n) = self.rules {
+            self.params.insert("rules".into(), rule_chain(dir, n)?);
+        }
+        Ok(())
+    }
+}
+
+/// The longest rule chain the stand-in is given.
+const MAX_CHAIN: u64 = 1_000_000;
+
+/// Writes a firewall rule file of `count` rules that match no packet the
+/// senders make (source 0.0.x.y/32 to 0.0.0.1/32, ports 1 to 1: a random
+/// flow hits one with odds of 2^-80), into `dir`; returns its path.
+fn rule_chain(dir: &Path, count: u64) -> anyhow::Result<String> {
+    let path = dir.join(format!("chain-{count}.rules"));
+    if !path.exists() {
+        let mut text =
+            String::from("# isola live packets: a chain no packet matches (see live_packets.rs)\n");
+        for i in 0..count {
+            let _ = writeln!(
+                text,
+                "deny 0.{}.{}.{}/32 0.0.0.1/32 1 1 tcp",
+                (i >> 16) & 255,
+                (i >> 8) & 255,
+                i & 255
+            );
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(path.display().to_string())
+}

@@ -1,0 +1,639 @@
+//! Running a scenario with ingress matching live, over real packets
+//! through `isolad` (issue 16, "The papers' packet experiments, live").
+//!
+//! A scenario whose tenants have `match = {...}` (OSMOSIS' matching engine
+//! and flow queues) runs as a daemon started in-process
+//! (`isola_daemon::Daemon`) from a configuration generated per policy: the
+//! scenario's engines (kind, `slots` scaled to this machine's cores, the
+//! policy under test), its tenants with their SLOs and one flow each, whose
+//! kernel is the workload's real operator. Each tenant's packets come from
+//! its own sender thread on its own UDP socket, to its own ingress port,
+//! matched by its source port; arrivals follow the scenario's process and
+//! sizes (isola-sim's `ArrivalProcess` and `SizeSampler`, as
+//! [`crate::live`]), and the replies are read. Every packet's task is
+//! recorded from the daemon's completions into the run recorder, so the
+//! report is the simulator's schema; packets lost before ingress (socket
+//! buffers), dropped at a full flow queue or aborted by their kernel count
+//! as rejected (aborted ones as aborted), those in flight at the end as
+//! incomplete.
+//!
+//! Scale. This machine has few cores, so the run is dilated in time: each
+//! tenant's real kernel is timed first on its own packets, and the run's
+//! clock is the scenario's stretched by the ratio of measured to modelled
+//! per-packet cost (`D`), with rates divided by `D` times `slots / workers`
+//! (so each engine is as loaded, relative to its capacity, as in the
+//! scenario) and by more where the packet rate would pass
+//! [`MAX_PACKETS_PER_S`]. The run's notes (its `warnings`) state the scale.
+//!
+//! Model-only operators. A scenario may name `op = "kernel"`, a cost model
+//! with no code. Live, it runs as MTDA's `firewall` (an ordered rule scan,
+//! first match wins) over a chain of rules none of the tenant's packets
+//! matches, iptables' worst case, whose cost grows linearly with the
+//! rules; each tenant's rule count is calibrated so its measured cost per packet is [`KERNEL_TARGET_NS`]
+//! times its service model's over the cheapest tenant's: the tenants'
+//! costs stand in the ratio the scenario gives them (OSMOSIS' Congestor
+//! costing twice the Victim), which is what the policies are judged on.
+
+use anyhow::{bail, Context};
+use isola_core::{EngineKind, LatencyObjective, Nanos, TenantId};
+use isola_daemon::{Daemon, DaemonConfig};
+use isola_model::results::{Outcome, RunEnd, TaskRecord};
+use isola_model::scenario::{ArrivalSpec, PolicyRun, TenantSpec};
+use isola_model::{PolicyResult, RunRecorder, Scenario};
+use isola_runtime::record::{record_completion, record_unfinished};
+use isola_sim::workload::ArrivalProcess;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+mod kernels;
+
+use kernels::{kernels, model_cost, real_op, Kernel};
+
+/// The model-only operator name scenarios use for "a kernel of this cost".
+pub const MODEL_KERNEL: &str = "kernel";
+
+/// The real operator that stands in for [`MODEL_KERNEL`].
+pub const KERNEL_STAND_IN: &str = "firewall";
+
+/// The measured per-packet cost the cheapest `kernel` tenant is calibrated
+/// to, ns: well above the packet path's own per-packet cost here, so the
+/// processing units are what the tenants contend for.
+pub const KERNEL_TARGET_NS: f64 = 100_000.0;
+
+/// The most packets per second all senders offer together.
+pub const MAX_PACKETS_PER_S: f64 = 20_000.0;
+
+/// The longest live run (after dilation); a longer one is cut, and says so.
+pub const MAX_LIVE_NS: Nanos = 10_000_000_000;
+
+/// How long completions are awaited after the last packet was sent.
+const DRAIN: Duration = Duration::from_secs(3);
+
+/// The largest UDP payload a tenant may send (the IPv4 maximum, less
+/// headroom for the operator's framing).
+const MAX_PACKET: u64 = 60_000;
+
+/// Whether `scenario` uses ingress matching (and so runs live here).
+pub fn uses_packets(scenario: &Scenario) -> bool {
+    scenario.tenants.iter().any(|t| t.flow_match.is_some())
+}
+
+/// Checks that `scenario` (with ingress matching) can run over packets.
+pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
+    let mut engine_ops: BTreeMap<String, usize> = BTreeMap::new();
+    for t in &scenario.tenants {
+        let w = &t.workload;
+        if t.flow_match.is_none() {
+            bail!(
+                "tenant `{}` has no `match`: a scenario with ingress matching runs live over packets only \
+                 when every tenant's packets are matched",
+                t.name
+            );
+        }
+        if w.stages.len() != 1 {
+            bail!(
+                "tenant `{}`: a pipeline cannot run over packets; give it one `engine`",
+                t.name
+            );
+        }
+        let engine = &scenario.engines[w.stages[0]];
+        if !matches!(engine.kind, EngineKind::Accelerator | EngineKind::ProcessingUnits) {
+            bail!(
+                "tenant `{}`: its packets go to `{}`, a {} engine; over packets a flow's kernel runs on \
+                 processing units or an accelerator",
+                t.name,
+                engine.name,
+                engine.kind
+            );
+        }
+        match &w.arrival {
+            ArrivalSpec::Closed(_) => bail!(
+                "tenant `{}`: a closed loop has no packet model live; give it an open arrival process",
+                t.name
+            ),
+            ArrivalSpec::Trace(_) => bail!(
+                "tenant `{}`: a trace cannot run over packets live; give it an arrival process",
+                t.name
+            ),
+            _ => {}
+        }
+        if w.size.max_bytes() > MAX_PACKET {
+            bail!(
+                "tenant `{}`: its packets reach {} bytes, above the {MAX_PACKET} bytes one UDP datagram carries here",
+                t.name,
+                w.size.max_bytes()
+            );
+        }
+        let op = real_op(t)?;
+        if let Some(&other) = engine_ops.get(op) {
+            if other != w.stages[0] {
+                bail!(
+                    "operator `{op}` runs on two engines (`{}` and `{}`): over packets each operator has one engine",
+                    scenario.engines[other].name,
+                    scenario.engines[w.stages[0]].name
+                );
+            }
+        }
+        engine_ops.insert(op.to_string(), w.stages[0]);
+        if w.op == MODEL_KERNEL && model_cost(scenario, t, 1024).is_none() {
+            bail!(
+                "tenant `{}`: op `{MODEL_KERNEL}` runs live as `{KERNEL_STAND_IN}` calibrated to its service \
+                 model; give it a `service`",
+                t.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// How the scenario's time maps onto the live run's.
+struct Scale {
+    /// Workers per engine (its slots, scaled to this machine's cores).
+    workers: Vec<usize>,
+    /// Live ns per scenario ns of arrivals (rates are divided by it).
+    stretch: f64,
+    /// Live ns per scenario ns of run time (duration, windows).
+    dilation: f64,
+    /// Packets each tenant sends at most (its `count`, scaled).
+    counts: Vec<Option<u64>>,
+}
+
+fn scale(scenario: &Scenario, kernels: &[Kernel]) -> Scale {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Half the cores serve the engines; the rest carry the senders and the
+    // ingress threads.
+    let budget = (cores / 2).max(1);
+    let workers: Vec<usize> = scenario
+        .engines
+        .iter()
+        .map(|e| (e.slots as usize).clamp(1, budget))
+        .collect();
+    // Measured over modelled cost, weighted by each tenant's work.
+    let (mut real, mut model) = (0.0, 0.0);
+    for (t, k) in scenario.tenants.iter().zip(kernels) {
+        let rate = mean_rate(&t.workload.arrival);
+        real += rate * k.measured_ns;
+        model += rate * k.model_ns.unwrap_or(k.measured_ns);
+    }
+    let dilation = if model > 0.0 { (real / model).max(1.0) } else { 1.0 };
+    // The engines' slots over their live workers (the busiest one's).
+    let narrowing = scenario
+        .engines
+        .iter()
+        .zip(&workers)
+        .map(|(e, &w)| e.slots as f64 / w as f64)
+        .fold(1.0, f64::max);
+    let mut stretch = dilation * narrowing;
+    let pps: f64 = scenario
+        .tenants
+        .iter()
+        .map(|t| mean_rate(&t.workload.arrival) * 1e9 / stretch)
+        .sum();
+    if pps > MAX_PACKETS_PER_S {
+        stretch *= pps / MAX_PACKETS_PER_S;
+    }
+    let counts = scenario
+        .tenants
+        .iter()
+        .map(|t| {
+            t.workload
+                .count
+                .map(|c| ((c as f64 / narrowing).ceil() as u64).max(1))
+        })
+        .collect();
+    Scale {
+        workers,
+        stretch,
+        dilation: stretch / narrowing,
+        counts,
+    }
+}
+
+/// An arrival process's mean rate, per ns (0 when it has none).
+fn mean_rate(spec: &ArrivalSpec) -> f64 {
+    // Sampled: the first 1000 arrivals of a fixed seed.
+    let mut p = ArrivalProcess::new(spec, 0, 1, 0);
+    let mut last = 0;
+    let mut n = 0u32;
+    while n < 1000 {
+        match p.next_arrival() {
+            Some(a) => last = a.at,
+            None => break,
+        }
+        n += 1;
+    }
+    if last == 0 {
+        0.0
+    } else {
+        f64::from(n) / last as f64
+    }
+}
+
+/// The daemon configuration for one run: `ports[i]` is tenant `i`'s
+/// sender's source port.
+fn daemon_config(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    kernels: &[Kernel],
+    scale: &Scale,
+    ports: &[u16],
+) -> String {
+    let mut s = String::from("[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nudp = [");
+    let udp: Vec<&str> = scenario.tenants.iter().map(|_| "\"127.0.0.1:0\"").collect();
+    let _ = writeln!(s, "{}]", udp.join(", "));
+    for (e_index, e) in scenario.engines.iter().enumerate() {
+        let on = run.on.iter().rev().find(|p| p.on.selects(&e.name, e.kind));
+        let (policy, params) = on.map_or((&run.name, &run.params), |p| (&p.name, &p.params));
+        let served: Vec<(usize, &Kernel)> = scenario
+            .tenants
+            .iter()
+            .zip(kernels)
+            .enumerate()
+            .filter(|(_, (t, _))| t.workload.stages[0] == e_index)
+            .map(|(i, (_, k))| (i, k))
+            .collect();
+        let mut ops: Vec<String> = served.iter().map(|(_, k)| format!("\"{}\"", k.op)).collect();
+        ops.dedup();
+        // The engine's cost model: its tenants' mean measured cost.
+        let base = served.iter().map(|(_, k)| k.measured_ns).sum::<f64>() / served.len().max(1) as f64;
+        let kind = match e.kind {
+            EngineKind::ProcessingUnits => "pu",
+            _ => "accelerator",
+        };
+        let _ = writeln!(
+            s,
+            "[[engine]]\nname = \"{}\"\nkind = \"{kind}\"\nworkers = {}\npolicy = \"{policy}\"\n\
+             queue_depth = {}\ncost = {{ base = \"{}ns\", per_byte_ns = 0.0 }}",
+            e.name,
+            scale.workers[e_index],
+            e.queue_depth.saturating_sub(e.slots).min(1024),
+            base.round().max(1.0) as u64
+        );
+        if !ops.is_empty() {
+            let _ = writeln!(s, "ops = [{}]", ops.join(", "));
+        }
+        if let (Some(split), EngineKind::Accelerator) = (run.split, e.kind) {
+            let _ = writeln!(s, "split = \"{split}B\"");
+        }
+        let _ = writeln!(s, "params = {}", inline_table(params));
+    }
+    for ((t, k), port) in scenario.tenants.iter().zip(kernels).zip(ports) {
+        let _ = writeln!(
+            s,
+            "[[tenant]]\nname = \"{}\"\nmemory_quota = \"1GiB\"\nusers = [\"self\"]\nweight = {:?}\nqueue_cap = {}",
+            t.name, t.slo.weight, t.slo.queue_cap
+        );
+        if let Some(LatencyObjective::Absolute(ns)) = t.slo.latency {
+            let _ = writeln!(s, "latency = \"{ns}ns\"");
+        }
+        let _ = writeln!(
+            s,
+            "[[tenant.flow]]\nmatch = {{ src_port = {port}, proto = 17 }}\nkernel = \"{}\"\nparams = {}",
+            k.op,
+            inline_table(&k.params)
+        );
+    }
+    s
+}
+
+/// `map` as a TOML inline table of strings.
+fn inline_table(map: &BTreeMap<String, String>) -> String {
+    let pairs: Vec<String> = map
+        .iter()
+        .map(|(k, v)| format!("{} = {}", toml_string(k), toml_string(v)))
+        .collect();
+    format!("{{ {} }}", pairs.join(", "))
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// What one tenant's sender did.
+#[derive(Default)]
+struct Sent {
+    /// Packets it tried to send.
+    packets: u64,
+    /// Replies it read.
+    replies: u64,
+    /// When it sent its last packet, on the daemon's runtime clock.
+    last_ns: Nanos,
+    /// The mean bytes of its packets.
+    mean_bytes: u64,
+    /// How far behind its arrivals it fell at worst, ns.
+    worst_lag_ns: Nanos,
+}
+
+/// Sends tenant `index`'s packets from `socket` to `to` until its
+/// arrivals, its count or `deadline` end.
+#[allow(clippy::too_many_arguments)]
+fn send(
+    socket: &UdpSocket,
+    to: SocketAddr,
+    t: &TenantSpec,
+    index: usize,
+    seed: u64,
+    kernel: &Kernel,
+    (started, deadline, stretch, count): (Instant, Instant, f64, Option<u64>),
+    clock: &dyn Fn() -> Nanos,
+) -> Sent {
+    let mut arrivals = ArrivalProcess::new(&t.workload.arrival, t.workload.start, seed, index);
+    let mut out = Sent::default();
+    let mut bytes = 0u64;
+    let mut reply = vec![0u8; 65_536];
+    let limit = count.unwrap_or(u64::MAX);
+    while out.packets < limit {
+        let Some(next) = arrivals.next_arrival() else {
+            break;
+        };
+        let at = started + Duration::from_nanos((next.at as f64 * stretch) as u64);
+        if at >= deadline {
+            break;
+        }
+        let now = Instant::now();
+        out.worst_lag_ns = out
+            .worst_lag_ns
+            .max(now.saturating_duration_since(at).as_nanos() as Nanos);
+        std::thread::sleep(at.saturating_duration_since(now));
+        let payload = &kernel.payloads[out.packets as usize % kernel.payloads.len()];
+        // A full socket buffer loses the packet, as a wire would: it is
+        // counted sent, and never received.
+        let _ = socket.send_to(payload, to);
+        out.packets += 1;
+        bytes += payload.len() as u64;
+        out.last_ns = clock();
+        while socket.recv_from(&mut reply).is_ok() {
+            out.replies += 1;
+        }
+    }
+    out.mean_bytes = bytes / out.packets.max(1);
+    out
+}
+
+/// Reads the replies waiting on `sockets` into `sent`'s counts.
+fn read_replies(sockets: &[UdpSocket], sent: &mut [Sent]) {
+    let mut reply = vec![0u8; 65_536];
+    for (socket, s) in sockets.iter().zip(sent) {
+        while socket.recv_from(&mut reply).is_ok() {
+            s.replies += 1;
+        }
+    }
+}
+
+/// Runs `scenario` (checked with [`check`]) over packets under `run`;
+/// with `alone`, only that tenant sends.
+pub fn run_policy(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    seed: u64,
+    alone: Option<usize>,
+) -> anyhow::Result<PolicyResult> {
+    check(scenario)?;
+    let dir = RunDir::new()?;
+    let kernels = kernels(scenario, seed, &dir.0)?;
+    let scale = scale(scenario, &kernels);
+    let sockets = scenario
+        .tenants
+        .iter()
+        .map(|_| {
+            let s = UdpSocket::bind("127.0.0.1:0")?;
+            s.set_nonblocking(true)?;
+            Ok(s)
+        })
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("binding the tenants' UDP sockets")?;
+    let ports = sockets
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let text = daemon_config(scenario, run, &kernels, &scale, &ports);
+    let config = DaemonConfig::parse(&text, &dir.0.join("isolad.toml"))
+        .map_err(|e| anyhow::anyhow!("the generated daemon configuration: {e}"))?;
+    let daemon = Daemon::start(config).context("starting isolad in-process")?;
+    daemon.record_completions(true);
+    let to = daemon.udp_addrs();
+    if to.len() != scenario.tenants.len() {
+        bail!(
+            "isolad listens on {} UDP addresses for {} tenants",
+            to.len(),
+            scenario.tenants.len()
+        );
+    }
+    let live_ns = scenario.run.duration.map_or(MAX_LIVE_NS, |d| {
+        ((d as f64 * scale.dilation) as Nanos).min(MAX_LIVE_NS)
+    });
+    let started = Instant::now();
+    let deadline = started + Duration::from_nanos(live_ns);
+    let clock = || daemon.runtime().now_ns();
+    let mut sent: Vec<Sent> = std::thread::scope(|scope| {
+        let threads: Vec<_> = scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let (socket, to, kernel, count) = (&sockets[i], to[i], &kernels[i], scale.counts[i]);
+                let clock = &clock;
+                scope.spawn(move || {
+                    if alone.is_some_and(|a| a != i) {
+                        return Sent::default();
+                    }
+                    let timing = (started, deadline, scale.stretch, count);
+                    send(socket, to, t, i, seed, kernel, timing, clock)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_default())
+            .collect()
+    });
+    // Every packet the daemon took ends in one completion: wait for them.
+    let mut completions = Vec::new();
+    let waited = Instant::now();
+    loop {
+        completions.extend(daemon.take_completions());
+        read_replies(&sockets, &mut sent);
+        let received: u64 = daemon.packet_counts().tenants.iter().map(|c| c.0).sum();
+        if completions.len() as u64 >= received || waited.elapsed() > DRAIN {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The last replies, sent as the last completions came.
+    std::thread::sleep(Duration::from_millis(20));
+    read_replies(&sockets, &mut sent);
+    let elapsed = started.elapsed().as_nanos() as Nanos;
+    let ended_ns = daemon.runtime().now_ns();
+    let counts = daemon.packet_counts();
+    daemon.stop();
+    let mut result = record(
+        scenario,
+        run,
+        &scale,
+        alone,
+        (&sent, &counts, completions),
+        (elapsed, ended_ns),
+    );
+    result
+        .warnings
+        .extend(notes(scenario, &kernels, &scale, &sent, &counts, elapsed));
+    Ok(result)
+}
+
+/// The run's result from the daemon's completions, the senders' counts
+/// and the daemon's packet counters.
+fn record(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    scale: &Scale,
+    alone: Option<usize>,
+    (sent, counts, mut completions): (
+        &[Sent],
+        &isola_daemon::PacketCounts,
+        Vec<isola_runtime::Completion>,
+    ),
+    (elapsed, ended_ns): (Nanos, Nanos),
+) -> PolicyResult {
+    // Windows as long, in the scenario's time, as the scenario's.
+    let mut scaled = scenario.clone();
+    scaled.run.window = ((scenario.run.window as f64 * scale.dilation) as Nanos).max(1);
+    let mut recorder = RunRecorder::for_scenario(&scaled, |i| alone.is_none_or(|a| a == i));
+    completions.sort_by_key(|c| c.finished_ns);
+    let mut per_tenant = vec![0u64; scenario.tenants.len()];
+    for c in &completions {
+        if let Some(n) = per_tenant.get_mut(c.tenant.0 as usize) {
+            *n += 1;
+        }
+        record_completion(&mut recorder, c);
+    }
+    for (i, s) in sent.iter().enumerate() {
+        let received = counts.tenants.get(i).map_or(0, |c| c.0);
+        // Lost before ingress (the sockets' buffers): refused, as a full
+        // queue refuses.
+        for _ in 0..s.packets.saturating_sub(received) {
+            recorder.task(TaskRecord {
+                tenant: TenantId(i as u32),
+                bytes: s.mean_bytes,
+                arrival: s.last_ns,
+                end: s.last_ns,
+                predicted: 0,
+                outcome: Outcome::Rejected,
+            });
+        }
+        for _ in 0..received.saturating_sub(per_tenant[i]) {
+            record_unfinished(
+                &mut recorder,
+                TenantId(i as u32),
+                s.mean_bytes,
+                s.last_ns,
+                ended_ns,
+            );
+        }
+    }
+    recorder.finish(RunEnd {
+        label: run.label.clone(),
+        policy_name: run.name.clone(),
+        duration: Some(elapsed),
+        events: completions.len() as u64,
+    })
+}
+
+/// What the run's reader must know: how it was scaled, what ran for the
+/// model-only operators, and what the packet path counted.
+fn notes(
+    scenario: &Scenario,
+    kernels: &[Kernel],
+    scale: &Scale,
+    sent: &[Sent],
+    counts: &isola_daemon::PacketCounts,
+    elapsed: Nanos,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let engines: Vec<String> = scenario
+        .engines
+        .iter()
+        .zip(&scale.workers)
+        .map(|(e, w)| format!("`{}` {w} worker(s) for {} slots", e.name, e.slots))
+        .collect();
+    notes.push(format!(
+        "live over real UDP packets through isolad ({}): time dilated x{:.0} (measured over modelled kernel \
+         cost), arrival rates divided by {:.0}; the run took {} of wall time (its last packets drained)",
+        engines.join(", "),
+        scale.dilation,
+        scale.stretch,
+        isola_model::quantity::format_duration(elapsed)
+    ));
+    for ((t, k), (s, c)) in scenario
+        .tenants
+        .iter()
+        .zip(kernels)
+        .zip(sent.iter().zip(counts.tenants.iter()))
+    {
+        let stand_in = if t.workload.op == MODEL_KERNEL {
+            format!(
+                "`{MODEL_KERNEL}` ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet matches, ",
+                k.rules.unwrap_or(0)
+            )
+        } else {
+            String::new()
+        };
+        let model = k.model_ns.map_or(String::new(), |m| {
+            format!(" (model {})", isola_model::quantity::format_duration(m as Nanos))
+        });
+        notes.push(format!(
+            "tenant `{}`: {stand_in}measured {} per packet{model}; sent {}, received {}, replied {} (read {}), \
+             dropped {}, aborted {}; its sender fell behind by up to {}",
+            t.name,
+            isola_model::quantity::format_duration(k.measured_ns as Nanos),
+            s.packets,
+            c.0,
+            c.1,
+            s.replies,
+            c.2,
+            c.3,
+            isola_model::quantity::format_duration(s.worst_lag_ns)
+        ));
+    }
+    if counts.unmatched > 0 {
+        notes.push(format!("{} packets matched no flow", counts.unmatched));
+    }
+    notes
+}
+
+/// A folder for one run's daemon sockets, removed afterwards.
+struct RunDir(std::path::PathBuf);
+
+impl RunDir {
+    fn new() -> anyhow::Result<RunDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "isola-live-packets-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(RunDir(dir))
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
