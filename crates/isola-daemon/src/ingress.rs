@@ -6,19 +6,28 @@
 //! the tenant: scheduled by the core like every other task, refused when
 //! the tenant's channel is full (the packet is dropped and counted). A
 //! flow that replies sends the kernel's output back to the packet's
-//! sender. Unmatched packets are counted and dropped.
+//! sender (`egress`). Unmatched packets are counted and dropped.
+//!
+//! Per received batch (one `recvmmsg`), each tenant's matched packets go
+//! to the runtime as one batch (`TenantHandle::submit_batch_calling`: one
+//! message to the dispatcher, still one core decision and one completion
+//! per packet), and their replies leave as one `sendmmsg` (`egress`). A
+//! flow's kernel is built once, when the rules are (re)built, not per
+//! packet.
 //!
 //! Rules follow the live tenant table: adding, changing or removing a
 //! tenant (or its flows) through `isola ctl` or a reload takes effect at
 //! the next packet.
 
 use crate::config::FlowConfig;
-use crate::metrics::PacketOutcome;
+use crate::egress::ReplyGroup;
+use crate::metrics::{Metrics, PacketOutcome};
 use crate::tenants::TenantTable;
 use crate::Shared;
 use isola_core::TenantId;
 use isola_model::ingress::{FiveTuple, RuleSet};
-use isola_runtime::TaskError;
+use isola_ops::Operator;
+use isola_runtime::OnCompletion;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,12 +47,14 @@ const BATCH: usize = 32;
 /// How often a listening thread looks whether the daemon stops.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
-/// One flow queue as the matcher finds it.
-#[derive(Debug, Clone)]
+/// One flow queue as the matcher finds it, its kernel built.
 struct Flow {
     tenant: usize,
     kernel: String,
     params: BTreeMap<String, String>,
+    /// The kernel, built when the rules were; or why it could not be (its
+    /// packets are aborted).
+    operator: Result<Arc<dyn Operator>, String>,
     reply: bool,
 }
 
@@ -56,14 +67,25 @@ struct TenantPackets {
     aborted: AtomicU64,
 }
 
+impl TenantPackets {
+    fn counter(&self, outcome: PacketOutcome) -> &AtomicU64 {
+        match outcome {
+            PacketOutcome::Received => &self.received,
+            PacketOutcome::Replied => &self.replied,
+            PacketOutcome::Dropped => &self.dropped,
+            PacketOutcome::Aborted => &self.aborted,
+        }
+    }
+}
+
 /// The packet path's counters, as [`crate::Daemon::packet_counts`] gives
 /// them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PacketCounts {
     /// Datagrams no flow matched (dropped).
     pub unmatched: u64,
-    /// Per tenant slot: (received, replied, dropped for a full queue,
-    /// aborted by its kernel).
+    /// Per tenant slot: (received, replied, dropped for a full queue or
+    /// a reply the socket refused, aborted by its kernel).
     pub tenants: Vec<(u64, u64, u64, u64)>,
 }
 
@@ -87,19 +109,23 @@ impl PacketPath {
         path
     }
 
-    /// Takes the rules from `table` again (after a live change).
+    /// Takes the rules from `table` again (after a live change), building
+    /// each flow's kernel; a flow whose tenant, kernel and parameters did
+    /// not change keeps the kernel it had (and whatever state it holds).
     pub(crate) fn rebuild(&self, table: &TenantTable) {
+        let Ok(mut current) = self.rules.write() else {
+            return;
+        };
         let rules = table
             .slots
             .iter()
             .enumerate()
             .filter(|(_, s)| !s.removing)
             .filter_map(|(t, s)| s.config.as_ref().map(|c| (t, &c.flows)))
-            .flat_map(|(t, flows)| flows.iter().map(move |f: &FlowConfig| (f.rule, flow(t, f))))
+            .flat_map(|(t, flows)| flows.iter().map(move |f: &FlowConfig| (t, f)))
+            .map(|(t, f)| (f.rule, flow(t, f, &current)))
             .collect();
-        if let Ok(mut r) = self.rules.write() {
-            *r = RuleSet::new(rules);
-        }
+        *current = RuleSet::new(rules);
     }
 
     /// The counters now.
@@ -114,13 +140,46 @@ impl PacketPath {
                 .collect(),
         }
     }
+
+    /// Counts `n` packets of tenant slot `tenant` with `outcome`, here and
+    /// in `metrics`.
+    pub(crate) fn count(&self, metrics: &Metrics, tenant: usize, outcome: PacketOutcome, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if let Some(t) = self.tenants.get(tenant) {
+            t.counter(outcome).fetch_add(n as u64, Ordering::Relaxed);
+        }
+        for _ in 0..n {
+            metrics.packet(tenant, outcome);
+        }
+    }
+
+    fn unmatched(&self, metrics: &Metrics) {
+        self.unmatched.fetch_add(1, Ordering::Relaxed);
+        metrics.unmatched();
+    }
 }
 
-fn flow(tenant: usize, f: &FlowConfig) -> Flow {
+/// Flow `f` of tenant slot `tenant`, its kernel taken from `before` where
+/// an identical flow has one, else built.
+fn flow(tenant: usize, f: &FlowConfig, before: &RuleSet<Flow>) -> Flow {
+    let kept = before
+        .rules()
+        .iter()
+        .map(|(_, old)| old)
+        .find(|old| old.tenant == tenant && old.kernel == f.kernel && old.params == f.params)
+        .map(|old| old.operator.clone());
+    let operator = kept.unwrap_or_else(|| {
+        isola_ops::build_operator(&f.kernel, &f.params)
+            .map(Arc::from)
+            .map_err(|e| e.to_string())
+    });
     Flow {
         tenant,
         kernel: f.kernel.clone(),
         params: f.params.clone(),
+        operator,
         reply: f.reply,
     }
 }
@@ -174,14 +233,23 @@ impl Ingress {
     }
 }
 
-/// Takes datagrams on `socket` until `stopping`, each to its flow.
+/// A matched packet on its way to its tenant's batch.
+struct Matched {
+    operator: Arc<dyn Operator>,
+    payload: Vec<u8>,
+    from: SocketAddr,
+    reply: bool,
+}
+
+/// Takes datagrams on `socket` until `stopping`, each batch to its flows.
 fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) {
-    let path = &shared.packets;
     let local = match socket.local_addr() {
         Ok(a) => a,
         Err(_) => return,
     };
     let mut batch = crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM);
+    // Per tenant slot: its packets of the batch at hand.
+    let mut per_tenant: Vec<Vec<Matched>> = (0..shared.packets.tenants.len()).map(|_| Vec::new()).collect();
     while !stopping.load(Ordering::Acquire) {
         let got = match batch.recv(std::os::fd::AsFd::as_fd(&**socket)) {
             Ok(n) => n,
@@ -200,80 +268,89 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
                 continue;
             }
         };
-        for i in 0..got {
-            let Some((payload, from, truncated)) = batch.get(i) else {
-                continue;
-            };
-            let (Some(from), false) = (from, truncated) else {
-                // Cut short, or from no IPv4 sender: nothing to match.
-                path.unmatched.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.unmatched();
-                continue;
-            };
-            let (IpAddr::V4(src_ip), IpAddr::V4(dst_ip)) = (from.ip(), local.ip()) else {
-                // IPv4 rules only: anything else matches no flow.
-                path.unmatched.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.unmatched();
-                continue;
-            };
-            let tuple = FiveTuple {
-                src_ip,
-                dst_ip,
-                src_port: from.port(),
-                dst_port: local.port(),
-                proto: 17,
-            };
-            let found = path.rules.read().ok().and_then(|r| r.classify(&tuple).cloned());
-            let Some(flow) = found else {
-                path.unmatched.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.unmatched();
-                continue;
-            };
-            deliver(socket, shared, flow, payload.to_vec(), from);
+        classify(&batch, got, local, shared, &mut per_tenant);
+        for (tenant, packets) in per_tenant.iter_mut().enumerate() {
+            if !packets.is_empty() {
+                deliver(socket, shared, tenant, packets);
+            }
         }
     }
 }
 
-/// Runs `payload` through `flow`'s kernel as a task of its tenant, and
-/// answers `from` with the output if the flow replies.
-fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: Vec<u8>, from: SocketAddr) {
-    let Some(counts) = shared.packets.tenants.get(flow.tenant) else {
+/// Matches the `got` datagrams of `batch` (received on `local`), each to
+/// its tenant's list in `per_tenant`; counts the unmatched and those whose
+/// kernel could not be built.
+fn classify(
+    batch: &crate::udp_batch::RecvBatch,
+    got: usize,
+    local: SocketAddr,
+    shared: &Shared,
+    per_tenant: &mut [Vec<Matched>],
+) {
+    let path = &shared.packets;
+    let Ok(rules) = path.rules.read() else {
         return;
     };
-    counts.received.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.packet(flow.tenant, PacketOutcome::Received);
-    let on_done: isola_runtime::OnCompletion = {
-        let (socket, shared, tenant, reply) =
-            (Arc::clone(socket), Arc::clone(shared), flow.tenant, flow.reply);
-        Arc::new(move |c| {
-            let counts = &shared.packets.tenants[tenant];
-            match &c.result {
-                Ok(out) if reply => {
-                    // A reply that cannot be sent is the sender's loss,
-                    // as on the wire.
-                    if socket.send_to(out, from).is_ok() {
-                        counts.replied.fetch_add(1, Ordering::Relaxed);
-                        shared.metrics.packet(tenant, PacketOutcome::Replied);
-                    }
-                }
-                Ok(_) => {}
-                Err(TaskError::Rejected(_)) => {
-                    counts.dropped.fetch_add(1, Ordering::Relaxed);
-                    shared.metrics.packet(tenant, PacketOutcome::Dropped);
-                }
-                Err(_) => {
-                    counts.aborted.fetch_add(1, Ordering::Relaxed);
-                    shared.metrics.packet(tenant, PacketOutcome::Aborted);
-                }
+    for i in 0..got {
+        let Some((payload, from, truncated)) = batch.get(i) else {
+            continue;
+        };
+        let (Some(from), false) = (from, truncated) else {
+            // Cut short, or from no IPv4 sender: nothing to match.
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        let (IpAddr::V4(src_ip), IpAddr::V4(dst_ip)) = (from.ip(), local.ip()) else {
+            // IPv4 rules only: anything else matches no flow.
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        let tuple = FiveTuple {
+            src_ip,
+            dst_ip,
+            src_port: from.port(),
+            dst_port: local.port(),
+            proto: 17,
+        };
+        let Some(flow) = rules.classify(&tuple) else {
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        let Some(list) = per_tenant.get_mut(flow.tenant) else {
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        match &flow.operator {
+            Ok(operator) => list.push(Matched {
+                operator: Arc::clone(operator),
+                payload: payload.to_vec(),
+                from,
+                reply: flow.reply,
+            }),
+            Err(_) => {
+                path.count(&shared.metrics, flow.tenant, PacketOutcome::Received, 1);
+                path.count(&shared.metrics, flow.tenant, PacketOutcome::Aborted, 1);
             }
-        })
-    };
-    let handle = shared.runtime.tenant(TenantId(flow.tenant as u32));
-    if handle
-        .submit_calling(&flow.kernel, &flow.params, payload, on_done)
-        .is_err()
-    {
-        counts.aborted.fetch_add(1, Ordering::Relaxed);
-        shared.metrics.packet(flow.tenant, PacketOutcome::Aborted);
+        }
+    }
+}
+
+/// Runs `packets` (emptied) through their flows' kernels as one batch of
+/// tasks of tenant slot `tenant`; their replies leave together
+/// ([`ReplyGroup`]).
+fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut Vec<Matched>) {
+    let path = &shared.packets;
+    path.count(&shared.metrics, tenant, PacketOutcome::Received, packets.len());
+    let group = Arc::new(ReplyGroup::new(socket, shared, tenant, packets.len()));
+    let tasks = packets.drain(..).map(|p| {
+        let (g, from, reply) = (Arc::clone(&group), p.from, p.reply);
+        let on_done: OnCompletion = Arc::new(move |c| g.settle(from, reply, c.result));
+        (p.operator, Arc::new(p.payload), on_done)
+    });
+    let handle = shared.runtime.tenant(TenantId(tenant as u32));
+    for submitted in handle.submit_batch_calling(tasks) {
+        if submitted.is_err() {
+            group.refused();
+        }
     }
 }
