@@ -30,7 +30,12 @@ pub(crate) struct ReplyGroup {
 
 impl ReplyGroup {
     /// A group of `packets` packets of `tenant`, answered on `socket`.
-    pub(crate) fn new(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: usize) -> ReplyGroup {
+    pub(crate) fn new(
+        socket: &Arc<UdpSocket>,
+        shared: &Arc<Shared>,
+        tenant: usize,
+        packets: usize,
+    ) -> ReplyGroup {
         ReplyGroup {
             socket: Arc::clone(socket),
             shared: Arc::clone(shared),
@@ -86,6 +91,8 @@ impl ReplyGroup {
     }
 
     fn count(&self, outcome: PacketOutcome, n: usize) {
-        self.shared.packets.count(&self.shared.metrics, self.tenant, outcome, n);
+        self.shared
+            .packets
+            .count(&self.shared.metrics, self.tenant, outcome, n);
     }
 }

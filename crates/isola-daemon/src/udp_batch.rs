@@ -202,11 +202,16 @@ mod tests {
     /// datagram, in order; `RecvBatch` takes them back with their sender.
     #[test]
     fn a_batch_sent_is_the_batch_received() {
-        let (tx, rx) = (UdpSocket::bind("127.0.0.1:0").unwrap(), UdpSocket::bind("127.0.0.1:0").unwrap());
-        rx.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let (tx, rx) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
         let to = rx.local_addr().unwrap();
-        let datagrams: Vec<(SocketAddr, Vec<u8>)> =
-            (0..40u8).map(|i| (to, vec![i; 1 + usize::from(i) * 30])).collect();
+        let datagrams: Vec<(SocketAddr, Vec<u8>)> = (0..40u8)
+            .map(|i| (to, vec![i; 1 + usize::from(i) * 30]))
+            .collect();
         assert_eq!(send_batch(tx.as_fd(), &datagrams), 40);
         let mut batch = RecvBatch::new(16, 2048);
         let mut seen = Vec::new();
@@ -226,8 +231,12 @@ mod tests {
     /// and counted out; the others still go.
     #[test]
     fn a_refused_datagram_is_skipped_and_the_rest_go() {
-        let (tx, rx) = (UdpSocket::bind("127.0.0.1:0").unwrap(), UdpSocket::bind("127.0.0.1:0").unwrap());
-        rx.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let (tx, rx) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
         let to = rx.local_addr().unwrap();
         let datagrams = vec![(to, vec![1u8; 10]), (to, vec![2u8; 70_000]), (to, vec![3u8; 10])];
         assert_eq!(send_batch(tx.as_fd(), &datagrams), 2);

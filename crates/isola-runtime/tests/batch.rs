@@ -26,8 +26,11 @@ fn op(name: &str) -> Arc<dyn Operator> {
     Arc::from(build_operator(name, &BTreeMap::new()).unwrap())
 }
 
+/// Every completion each callback of a batch was given, by batch index.
+type Seen = Arc<Mutex<Vec<Vec<Completion>>>>;
+
 /// Callbacks that keep every completion they are given, by batch index.
-fn collector(n: usize) -> (Vec<OnCompletion>, Arc<Mutex<Vec<Vec<Completion>>>>) {
+fn collector(n: usize) -> (Vec<OnCompletion>, Seen) {
     let seen = Arc::new(Mutex::new(vec![Vec::new(); n]));
     let calls = (0..n)
         .map(|i| {
@@ -124,7 +127,10 @@ fn refused_tasks_are_said_so_and_never_called() {
     let handle = rt.tenant(TenantId(0));
     let ids = handle.submit_batch_calling(tasks);
     assert!(ids[0].is_ok() && ids[2].is_ok());
-    assert!(matches!(&ids[1], Err(SubmitError::NoEngine(o)) if o == "sha256"), "{ids:?}");
+    assert!(
+        matches!(&ids[1], Err(SubmitError::NoEngine(o)) if o == "sha256"),
+        "{ids:?}"
+    );
     wait_for(&seen, 2);
     let counts: Vec<usize> = seen.lock().unwrap().iter().map(Vec::len).collect();
     assert_eq!(counts, [1, 0, 1]);
