@@ -250,7 +250,13 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
     let mut batch = crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM);
     // Per tenant slot: its packets of the batch at hand.
     let mut per_tenant: Vec<Vec<Matched>> = (0..shared.packets.tenants.len()).map(|_| Vec::new()).collect();
+    let mut last = BATCH;
     while !stopping.load(Ordering::Acquire) {
+        if last < BATCH {
+            // A short batch: let the runtime's threads on this core run
+            // first, so that datagrams gather for the next one.
+            std::thread::yield_now();
+        }
         let got = match batch.recv(std::os::fd::AsFd::as_fd(&**socket)) {
             Ok(n) => n,
             Err(e)
@@ -268,6 +274,7 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
                 continue;
             }
         };
+        last = got;
         classify(&batch, got, local, shared, &mut per_tenant);
         for (tenant, packets) in per_tenant.iter_mut().enumerate() {
             if !packets.is_empty() {
