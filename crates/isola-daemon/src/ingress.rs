@@ -114,20 +114,27 @@ impl PacketPath {
     /// Takes the rules from `table` again (after a live change), building
     /// each flow's kernel; a flow whose tenant, kernel and parameters did
     /// not change keeps the kernel it had (and whatever state it holds).
+    /// Kernels are built outside the write lock (building one can take a
+    /// while: a route table), so packets flow meanwhile; callers hold the
+    /// tenant table, so two rebuilds do not interleave.
     pub(crate) fn rebuild(&self, table: &TenantTable) {
-        let Ok(mut current) = self.rules.write() else {
-            return;
+        let rules = {
+            let Ok(current) = self.rules.read() else {
+                return;
+            };
+            table
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.removing)
+                .filter_map(|(t, s)| s.config.as_ref().map(|c| (t, &c.flows)))
+                .flat_map(|(t, flows)| flows.iter().map(move |f: &FlowConfig| (t, f)))
+                .map(|(t, f)| (f.rule, flow(t, f, &current)))
+                .collect()
         };
-        let rules = table
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.removing)
-            .filter_map(|(t, s)| s.config.as_ref().map(|c| (t, &c.flows)))
-            .flat_map(|(t, flows)| flows.iter().map(move |f: &FlowConfig| (t, f)))
-            .map(|(t, f)| (f.rule, flow(t, f, &current)))
-            .collect();
-        *current = RuleSet::new(rules);
+        if let Ok(mut current) = self.rules.write() {
+            *current = RuleSet::new(rules);
+        }
     }
 
     /// The counters now.
