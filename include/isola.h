@@ -106,7 +106,13 @@ typedef enum isola_event_kind {
     ISOLA_EVENT_QUOTA_EXCEEDED = 2, /* a task over the memory quota (tag) */
     ISOLA_EVENT_CHANNEL_FULL = 3,   /* a task found its channel full (tag) */
     ISOLA_EVENT_SLO_CHANGED = 4,    /* the operator changed our SLO */
-    ISOLA_EVENT_DRAINING = 5        /* isolad drains: no new tasks taken */
+    ISOLA_EVENT_DRAINING = 5,       /* isolad drains: no new tasks taken */
+    ISOLA_EVENT_KERNEL_ABORTED = 6, /* a packet kernel was stopped (value: flow,
+                                       detail: 1 out of fuel, 2 trap, 3 memory
+                                       cap, 5 output too large, 6 bad pointer,
+                                       7 bad DMA offset, 9 packet too large) */
+    ISOLA_EVENT_HOST_WRITTEN = 7    /* a packet kernel's DMA write landed in the
+                                       host window (value: offset, detail: len) */
 } isola_event_kind;
 
 /* Buffers start on (and are rounded up to) this many bytes. */
@@ -196,6 +202,11 @@ isola_status isola_register(const isola_ctx *ctx, const char *op, const isola_pa
 /* A buffer of `len` bytes of the arena (offset aligned to ISOLA_ALIGN). A
  * convenience: tasks may name any range of the arena. */
 isola_status isola_buf_alloc(const isola_ctx *ctx, uint64_t len, isola_buf *out);
+
+/* Makes `buf` the tenant's host window: its packet kernels' DMA writes land
+ * there (host offset 0 at buf.offset), each told as ISOLA_EVENT_HOST_WRITTEN.
+ * A buf of len 0 withdraws it; one outside the arena is refused. */
+isola_status isola_host_window(const isola_ctx *ctx, isola_buf buf);
 
 /* Gives back a buffer isola_buf_alloc returned (same offset and len). */
 isola_status isola_buf_free(const isola_ctx *ctx, isola_buf buf);

@@ -137,6 +137,15 @@ impl Context {
         Ok(handle)
     }
 
+    /// Makes `buf` the tenant's host window (`len` 0 withdraws it).
+    pub(crate) fn host_window(&self, buf: isola_buf) -> Result<(), Error> {
+        let mut inner = self.lock()?;
+        inner
+            .client
+            .host_window(buf.offset, buf.len)
+            .map_err(|e| with_context(e, "setting the host window"))
+    }
+
     /// A buffer of `len` bytes from the arena.
     pub(crate) fn alloc(&self, len: u64) -> Result<isola_buf, Error> {
         let mut inner = self.lock()?;

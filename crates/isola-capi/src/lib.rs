@@ -235,6 +235,15 @@ pub unsafe extern "C" fn isola_register(
     })
 }
 
+/// Makes the arena's bytes `buf` (typically from [`isola_buf_alloc`]) the
+/// tenant's host window: its packet kernels' DMA writes land there, each
+/// told as an `ISOLA_EVENT_HOST_WRITTEN` event. A `buf` of length 0
+/// withdraws it; one outside the arena is refused.
+#[no_mangle]
+pub extern "C" fn isola_host_window(ctx: *const isola_ctx, buf: isola_buf) -> isola_status {
+    guard(|| context(ctx)?.host_window(buf))
+}
+
 /// Allocates a buffer of `len` bytes from the context's arena into `*out`
 /// (its offset aligned to [`ISOLA_ALIGN`] bytes). The allocator is a convenience:
 /// tasks may name any range of the arena.

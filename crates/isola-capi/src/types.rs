@@ -177,6 +177,11 @@ pub const ISOLA_EVENT_CHANNEL_FULL: u32 = 3;
 pub const ISOLA_EVENT_SLO_CHANGED: u32 = 4;
 /// Event: the daemon is draining; it takes no more tasks.
 pub const ISOLA_EVENT_DRAINING: u32 = 5;
+/// A packet kernel was stopped (value: the flow, detail: why).
+pub const ISOLA_EVENT_KERNEL_ABORTED: u32 = 6;
+/// A packet kernel's DMA write landed in the host window (value: its
+/// offset there, detail: its length).
+pub const ISOLA_EVENT_HOST_WRITTEN: u32 = 7;
 
 /// The C view of a wire completion.
 pub(crate) fn completion(c: &isola_wire::Completion) -> isola_completion {
@@ -228,6 +233,8 @@ pub fn event_code(k: isola_wire::EventKind) -> u32 {
         EventKind::ChannelFull => ISOLA_EVENT_CHANNEL_FULL,
         EventKind::SloChanged => ISOLA_EVENT_SLO_CHANGED,
         EventKind::Draining => ISOLA_EVENT_DRAINING,
+        EventKind::KernelAborted => ISOLA_EVENT_KERNEL_ABORTED,
+        EventKind::HostWritten => ISOLA_EVENT_HOST_WRITTEN,
         EventKind::Unknown(c) => c,
     }
 }
@@ -309,6 +316,8 @@ mod tests {
             EventKind::ChannelFull,
             EventKind::SloChanged,
             EventKind::Draining,
+            EventKind::KernelAborted,
+            EventKind::HostWritten,
             EventKind::Unknown(42),
         ] {
             let e = Event {

@@ -217,6 +217,8 @@ fn the_header_is_the_librarys_abi() {
         ("ISOLA_EVENT_CHANNEL_FULL", ISOLA_EVENT_CHANNEL_FULL),
         ("ISOLA_EVENT_SLO_CHANGED", ISOLA_EVENT_SLO_CHANGED),
         ("ISOLA_EVENT_DRAINING", ISOLA_EVENT_DRAINING),
+        ("ISOLA_EVENT_KERNEL_ABORTED", ISOLA_EVENT_KERNEL_ABORTED),
+        ("ISOLA_EVENT_HOST_WRITTEN", ISOLA_EVENT_HOST_WRITTEN),
     ] {
         constants.push((name.to_string(), i64::from(value)));
     }

@@ -196,7 +196,7 @@ fn params(given: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
 }
 
 /// A duration flag: with its unit, at most [`MAX_RUN`].
-fn duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration> {
+pub(crate) fn duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration> {
     let ns = parse_duration(text).map_err(|e| anyhow!("{flag}: {e}"))?;
     let d = Duration::from_nanos(ns);
     if d > MAX_RUN {

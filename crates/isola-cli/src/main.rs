@@ -12,6 +12,7 @@ mod args;
 mod bench;
 mod ctl;
 mod demo;
+mod dpubench;
 mod format;
 mod load;
 mod op;
@@ -39,7 +40,8 @@ enum Command {
     /// Simulate a scenario under each of its policies and compare the tenants' results.
     Sim(sim::Args),
     /// Run a scenario live: the same file as `sim`, with real operators on
-    /// this machine's cores (accelerator and PU engines; same tables and JSON).
+    /// this machine's cores, real copies on DMA engines and UDP sends on
+    /// egress engines, pipelines stage by stage (same tables and JSON).
     Run(sim::Args),
     /// Run one operator on a file (optionally as subtasks), or list the operators.
     Op(op::Args),
@@ -58,6 +60,10 @@ enum Command {
     /// Each research paper's experiment under every policy, beside the
     /// paper's own figures: `isola repro all --out DIR` writes a report.
     Repro(repro::Args),
+    /// DPUBench's end-to-end programs live over isolad's packet path:
+    /// `isola dpubench e2e` (flow table: throughput and loss; application
+    /// recognition: latency and CPU use).
+    Dpubench(dpubench::Args),
     /// Administer a running isolad: list tenants, add one, change a
     /// tenant's SLO live, drain and remove one, reload its configuration.
     Ctl(ctl::Args),
@@ -91,6 +97,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => profile::run(&args),
         Command::Repro(args) => repro::run(&args),
         Command::Ctl(args) => ctl::run(&args),
+        Command::Dpubench(args) => dpubench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

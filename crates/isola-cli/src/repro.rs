@@ -27,8 +27,10 @@ pub struct Args {
     list: bool,
     /// Run live, on real operators on this machine's cores, the experiments
     /// whose engines and operators all exist for real (astraea as `isola
-    /// demo`; the MTDA and OSMOSIS compute mixes on the real applications);
-    /// the others are simulated, with the reason noted.
+    /// demo`; the MTDA and OSMOSIS compute mixes on the real applications;
+    /// OSMOSIS' DMA head-of-line and IO mixes with real copies, their rates
+    /// slowed down for this machine); the others are simulated, with the
+    /// reason noted.
     #[arg(long)]
     live: bool,
     /// Print one JSON object with every outcome instead of the tables.

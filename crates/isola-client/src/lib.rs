@@ -150,6 +150,22 @@ impl Client {
         }
     }
 
+    /// Makes the arena's bytes `offset..offset + len` this tenant's host
+    /// window: its packet kernels' DMA writes land there (a kernel's host
+    /// offset 0 is `offset`), each told as a `HostWritten` event. `len` 0
+    /// withdraws it. The daemon refuses a window outside the arena.
+    pub fn host_window(&mut self, offset: u64, len: u64) -> Result<(), ClientError> {
+        control::send(self.socket.as_fd(), &Request::HostWindow { offset, len }, None)?;
+        loop {
+            match self.next_reply()? {
+                Reply::WindowSet => return Ok(()),
+                Reply::Failed { reason } => return Err(ClientError::Failed(reason)),
+                Reply::Kick => continue,
+                other => return Err(ClientError::Protocol(format!("{other:?}"))),
+            }
+        }
+    }
+
     /// Writes `data` into the arena at `offset`.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), ClientError> {
         Ok(self.region.write_arena(offset, data)?)

@@ -32,6 +32,23 @@ pub enum EngineKind {
     Egress,
 }
 
+impl EngineKind {
+    /// Every kind, in the order of [`EngineKind::name`]'s documentation.
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Accelerator,
+        EngineKind::ProcessingUnits,
+        EngineKind::Dma,
+        EngineKind::Egress,
+    ];
+
+    /// The kind a configuration names (`accelerator`, `pu`, `dma`,
+    /// `egress`: what [`Display`](fmt::Display) writes); `None` for any
+    /// other name.
+    pub fn from_name(name: &str) -> Option<EngineKind> {
+        EngineKind::ALL.into_iter().find(|k| k.to_string() == name)
+    }
+}
+
 impl fmt::Display for EngineKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

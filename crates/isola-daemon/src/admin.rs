@@ -22,8 +22,8 @@ pub(crate) fn owner_only(path: &Path) -> Result<(), ControlError> {
 }
 
 /// Accepts admin connections until `stopping`, each on its own thread.
-pub(crate) fn serve(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
-    crate::accept_each(&listener, stopping, "admin accept", |socket| {
+pub(crate) fn serve(shared: &Arc<Shared>, listener: &OwnedFd, stopping: &AtomicBool) {
+    crate::accept_each(listener, stopping, "admin accept", |socket| {
         let shared = Arc::clone(shared);
         std::thread::spawn(move || converse(&shared, &socket));
     });

@@ -83,6 +83,9 @@ pub(crate) struct Conn {
     /// This connection drains (its tenant is being removed, or the daemon
     /// drains): it takes no more submissions.
     pub(crate) draining: AtomicBool,
+    /// Its host window, (arena offset, length): where its tenant's packet
+    /// kernels' DMA writes land (`crate::host_write`).
+    pub(crate) host_window: Mutex<Option<(u64, u64)>>,
 }
 
 impl Conn {
@@ -91,7 +94,7 @@ impl Conn {
     /// those it took, then closes the connection.
     pub(crate) fn drain(&self, at_ns: u64) {
         self.draining.store(true, Ordering::Release);
-        self.tell(EventKind::Draining, 0, at_ns);
+        self.tell(EventKind::Draining, 0, 0, at_ns);
         control::send_now(self.socket.as_fd(), &Reply::Kick);
         let _ = rustix::net::shutdown(&self.socket, rustix::net::Shutdown::Read);
     }
@@ -99,12 +102,12 @@ impl Conn {
     /// Publishes `e` on the event ring; a full ring drops it (events
     /// inform, they are not answers: a tenant that does not read them
     /// loses only them).
-    pub(crate) fn tell(&self, kind: EventKind, value: u64, at_ns: u64) {
+    pub(crate) fn tell(&self, kind: EventKind, value: u64, detail: u64, at_ns: u64) {
         if let Ok(mut eq) = self.eq.lock() {
             let e = Event {
                 kind,
                 value,
-                detail: 0,
+                detail,
                 at_ns,
             };
             let _ = eq.push(self.region.words(), &e.encode());
@@ -187,6 +190,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         shared: Arc::clone(&shared),
         gone: AtomicBool::new(false),
         draining: AtomicBool::new(false),
+        host_window: Mutex::new(None),
     });
     shared.track(&conn);
     // A drain, or its tenant's removal, that began while it attached
@@ -295,6 +299,24 @@ fn converse(shared: &Shared, conn: &Conn) {
                 let _ = control::send(conn.socket.as_fd(), &reply, None);
             }
             Request::Kick => shared.runtime.wake_dispatcher(),
+            Request::HostWindow { offset, len } => {
+                let arena = conn.region.layout().geometry.arena_bytes;
+                let reply = match (offset.checked_add(len), conn.host_window.lock()) {
+                    (Some(end), Ok(mut window)) if end <= arena => {
+                        *window = (len > 0).then_some((offset, len));
+                        Reply::WindowSet
+                    }
+                    (_, Err(_)) => Reply::Failed {
+                        reason: "daemon state poisoned".into(),
+                    },
+                    _ => Reply::Failed {
+                        reason: format!(
+                            "a host window of {len} bytes at {offset} lies outside the arena of {arena} bytes"
+                        ),
+                    },
+                };
+                let _ = control::send(conn.socket.as_fd(), &reply, None);
+            }
         }
     }
 }
@@ -479,7 +501,7 @@ fn answer_task(conn: &Conn, c: TaskDone) {
         _ => None,
     };
     if let Some(kind) = event {
-        conn.tell(kind, p.tag, c.finished_ns);
+        conn.tell(kind, p.tag, 0, c.finished_ns);
     }
     let (outcome, output_len) = match &c.result {
         Ok(out) if out.len() > p.output.len() => (
@@ -513,11 +535,7 @@ fn answer_task(conn: &Conn, c: TaskDone) {
             conn.all_answered.notify_all();
         }
     }
-    if conn.shared.record.load(Ordering::Acquire) {
-        if let Ok(mut r) = conn.shared.recorded.lock() {
-            r.push(c.without_output());
-        }
-    }
+    conn.shared.keep(&c);
 }
 
 /// The outcome code of a task that ended in an error.

@@ -4,7 +4,11 @@
 //! group's last task; no thread of its own, no hand-off. Every packet of
 //! the group is counted in exactly one outcome here: replied (its reply
 //! sent), dropped (refused by the core, or its reply refused by the
-//! socket), aborted (its kernel failed or the task was never taken).
+//! socket), aborted (its kernel failed or was stopped at a limit, its DMA
+//! request was refused, or the task was never taken). A built-in
+//! kernel's output is its reply; a WebAssembly kernel's output says what
+//! it asked for (`crate::kernel`): a reply, DMA writes to its tenant's
+//! host region (`crate::host_write`).
 //!
 //! A group is one tenant's, so a reply waits at most for that tenant's
 //! own later packets of the same batch (the core serves a tenant's tasks
@@ -12,10 +16,26 @@
 
 use crate::metrics::PacketOutcome;
 use crate::Shared;
-use isola_runtime::TaskError;
+use isola_kernels::KernelOutput;
+use isola_ops::OpError;
+use isola_runtime::{Completion, TaskError};
+use isola_wire::EventKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Where a packet's reply goes and what its flow does with its kernel's
+/// output.
+pub(crate) struct ReplyTo {
+    /// The packet's sender.
+    pub(crate) from: SocketAddr,
+    /// The flow's index among its tenant's flows (events name it so).
+    pub(crate) flow: usize,
+    /// Its kernel is a tenant's WebAssembly module.
+    pub(crate) wasm: bool,
+    /// The flow sends replies.
+    pub(crate) reply: bool,
+}
 
 /// The replies of one tenant's packets of one received batch.
 pub(crate) struct ReplyGroup {
@@ -45,21 +65,48 @@ impl ReplyGroup {
         }
     }
 
-    /// Takes the outcome of the task of a packet from `from`: a reply to
-    /// send (if its flow `reply`s), or the reason it has none.
-    pub(crate) fn settle(&self, from: SocketAddr, reply: bool, result: Result<Vec<u8>, TaskError>) {
-        match result {
-            Ok(out) if reply => {
-                if let Ok(mut replies) = self.replies.lock() {
-                    replies.push((from, out));
-                }
-            }
-            // A flow without replies: its packet ends with its kernel.
-            Ok(_) => {}
+    /// Takes the completion of a packet's task: a reply to send (if its
+    /// flow replies and its kernel gave one), or the reason it has none.
+    pub(crate) fn settle(&self, to: &ReplyTo, c: Completion) {
+        self.shared.keep(&c);
+        match c.result {
+            Ok(out) => self.answer(to, out),
             Err(TaskError::Rejected(_)) => self.count(PacketOutcome::Dropped, 1),
+            Err(TaskError::Operator(OpError::KernelStopped { cause, .. })) => {
+                self.count(PacketOutcome::Aborted, 1);
+                self.shared.tell_tenant_of(
+                    self.tenant,
+                    EventKind::KernelAborted,
+                    to.flow as u64,
+                    u64::from(cause),
+                );
+            }
             Err(_) => self.count(PacketOutcome::Aborted, 1),
         }
         self.one_done();
+    }
+
+    /// Takes a kernel's output `out`: its reply, kept for the group's
+    /// send; a WebAssembly kernel's DMA requests, carried out now.
+    fn answer(&self, to: &ReplyTo, out: Vec<u8>) {
+        let reply = if to.wasm {
+            let Some(asked) = KernelOutput::from_bytes(&out) else {
+                return self.count(PacketOutcome::Aborted, 1);
+            };
+            if !crate::host_write::carry_out(&self.shared, self.tenant, to.flow as u64, asked.dma) {
+                return self.count(PacketOutcome::Aborted, 1);
+            }
+            asked.reply
+        } else {
+            Some(out)
+        };
+        // A flow without replies (or a kernel that asked for none): its
+        // packet ends with its kernel.
+        if let (true, Some(reply)) = (to.reply, reply) {
+            if let Ok(mut replies) = self.replies.lock() {
+                replies.push((to.from, reply));
+            }
+        }
     }
 
     /// A packet whose task was never taken (the runtime refused the

@@ -12,8 +12,8 @@
 //! to the runtime as one batch (`TenantHandle::submit_batch_calling`: one
 //! message to the dispatcher, still one core decision and one completion
 //! per packet), and their replies leave as one `sendmmsg` (`egress`). A
-//! flow's kernel is built once, when the rules are (re)built, not per
-//! packet. After a batch short of its size the thread yields its core
+//! flow's kernel (`crate::kernel`) is built once, with the configuration,
+//! not per packet. After a batch short of its size the thread yields its core
 //! once before the next `recvmmsg`, so that datagrams gather meanwhile
 //! (docs/perf.md: batches of 2-4 datagrams otherwise, at 64 B).
 //!
@@ -22,7 +22,8 @@
 //! the next packet.
 
 use crate::config::FlowConfig;
-use crate::egress::ReplyGroup;
+use crate::egress::{ReplyGroup, ReplyTo};
+use crate::kernel::FlowKernel;
 use crate::metrics::{Metrics, PacketOutcome};
 use crate::tenants::TenantTable;
 use crate::Shared;
@@ -30,7 +31,6 @@ use isola_core::TenantId;
 use isola_model::ingress::{FiveTuple, RuleSet};
 use isola_ops::Operator;
 use isola_runtime::OnCompletion;
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -49,14 +49,12 @@ const BATCH: usize = 32;
 /// How often a listening thread looks whether the daemon stops.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
-/// One flow queue as the matcher finds it, its kernel built.
+/// One flow queue as the matcher finds it.
 struct Flow {
     tenant: usize,
-    kernel: String,
-    params: BTreeMap<String, String>,
-    /// The kernel, built when the rules were; or why it could not be (its
-    /// packets are aborted).
-    operator: Result<Arc<dyn Operator>, String>,
+    /// Its index among the tenant's flows (an event names it so).
+    index: usize,
+    kernel: FlowKernel,
     reply: bool,
 }
 
@@ -111,29 +109,23 @@ impl PacketPath {
         path
     }
 
-    /// Takes the rules from `table` again (after a live change), building
-    /// each flow's kernel; a flow whose tenant, kernel and parameters did
-    /// not change keeps the kernel it had (and whatever state it holds).
-    /// Kernels are built outside the write lock (building one can take a
-    /// while: a route table), so packets flow meanwhile; callers hold the
-    /// tenant table, so two rebuilds do not interleave.
+    /// Takes the rules from `table` again (after a live change).
     pub(crate) fn rebuild(&self, table: &TenantTable) {
-        let rules = {
-            let Ok(current) = self.rules.read() else {
-                return;
-            };
-            table
-                .slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| !s.removing)
-                .filter_map(|(t, s)| s.config.as_ref().map(|c| (t, &c.flows)))
-                .flat_map(|(t, flows)| flows.iter().map(move |f: &FlowConfig| (t, f)))
-                .map(|(t, f)| (f.rule, flow(t, f, &current)))
-                .collect()
-        };
-        if let Ok(mut current) = self.rules.write() {
-            *current = RuleSet::new(rules);
+        let rules = table
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.removing)
+            .filter_map(|(t, s)| s.config.as_ref().map(|c| (t, &c.flows)))
+            .flat_map(|(t, flows)| {
+                flows
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, f): (usize, &FlowConfig)| (f.rule, flow(t, i, f)))
+            })
+            .collect();
+        if let Ok(mut r) = self.rules.write() {
+            *r = RuleSet::new(rules);
         }
     }
 
@@ -170,25 +162,11 @@ impl PacketPath {
     }
 }
 
-/// Flow `f` of tenant slot `tenant`, its kernel taken from `before` where
-/// an identical flow has one, else built.
-fn flow(tenant: usize, f: &FlowConfig, before: &RuleSet<Flow>) -> Flow {
-    let kept = before
-        .rules()
-        .iter()
-        .map(|(_, old)| old)
-        .find(|old| old.tenant == tenant && old.kernel == f.kernel && old.params == f.params)
-        .map(|old| old.operator.clone());
-    let operator = kept.unwrap_or_else(|| {
-        isola_ops::build_operator(&f.kernel, &f.params)
-            .map(Arc::from)
-            .map_err(|e| e.to_string())
-    });
+fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
     Flow {
         tenant,
+        index,
         kernel: f.kernel.clone(),
-        params: f.params.clone(),
-        operator,
         reply: f.reply,
     }
 }
@@ -246,8 +224,7 @@ impl Ingress {
 struct Matched {
     operator: Arc<dyn Operator>,
     payload: Vec<u8>,
-    from: SocketAddr,
-    reply: bool,
+    to: ReplyTo,
 }
 
 /// Takes datagrams on `socket` until `stopping`, each batch to its flows.
@@ -294,8 +271,7 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
 }
 
 /// Matches the `got` datagrams of `batch` (received on `local`), each to
-/// its tenant's list in `per_tenant`; counts the unmatched and those whose
-/// kernel could not be built.
+/// its tenant's list in `per_tenant`; counts the unmatched.
 fn classify(
     batch: &crate::udp_batch::RecvBatch,
     got: usize,
@@ -336,18 +312,16 @@ fn classify(
             path.unmatched(&shared.metrics);
             continue;
         };
-        match &flow.operator {
-            Ok(operator) => list.push(Matched {
-                operator: Arc::clone(operator),
-                payload: payload.to_vec(),
+        list.push(Matched {
+            operator: Arc::clone(flow.kernel.operator()),
+            payload: payload.to_vec(),
+            to: ReplyTo {
                 from,
+                flow: flow.index,
+                wasm: flow.kernel.is_wasm(),
                 reply: flow.reply,
-            }),
-            Err(_) => {
-                path.count(&shared.metrics, flow.tenant, PacketOutcome::Received, 1);
-                path.count(&shared.metrics, flow.tenant, PacketOutcome::Aborted, 1);
-            }
-        }
+            },
+        });
     }
 }
 
@@ -359,8 +333,8 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
     path.count(&shared.metrics, tenant, PacketOutcome::Received, packets.len());
     let group = Arc::new(ReplyGroup::new(socket, shared, tenant, packets.len()));
     let tasks = packets.drain(..).map(|p| {
-        let (g, from, reply) = (Arc::clone(&group), p.from, p.reply);
-        let on_done: OnCompletion = Arc::new(move |c| g.settle(from, reply, c.result));
+        let (g, to) = (Arc::clone(&group), p.to);
+        let on_done: OnCompletion = Arc::new(move |c| g.settle(&to, c));
         (p.operator, Arc::new(p.payload), on_done)
     });
     let handle = shared.runtime.tenant(TenantId(tenant as u32));

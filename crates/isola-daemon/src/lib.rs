@@ -23,8 +23,10 @@ mod admin;
 pub mod config;
 mod connection;
 mod egress;
+mod host_write;
 mod http;
 mod ingress;
+pub mod kernel;
 mod metrics;
 mod ring;
 mod tenants;
@@ -110,7 +112,43 @@ impl Shared {
         }
     }
 
-    /// The connections of tenant slot `t` being served now.
+    /// Keeps completion `c` (without its output) if completions are being
+    /// recorded (`Daemon::record_completions`).
+    pub(crate) fn keep(&self, c: &isola_runtime::Completion) {
+        if self.record.load(Ordering::Acquire) {
+            if let Ok(mut r) = self.recorded.lock() {
+                r.push(c.summary());
+            }
+        }
+    }
+
+    /// The daemon's DMA engine (the first `kind = "dma"` one), if any.
+    pub(crate) fn dma_engine(&self) -> Option<isola_core::EngineId> {
+        let e = self
+            .config
+            .engines
+            .iter()
+            .position(|e| e.kind == isola_core::EngineKind::Dma)?;
+        Some(isola_core::EngineId(e as u32))
+    }
+
+    /// Where a DMA write of `len` bytes at host offset `offset` for tenant
+    /// `t` goes: the host window of its latest connection that set one.
+    pub(crate) fn host_write(
+        &self,
+        t: usize,
+        offset: u64,
+        len: u64,
+    ) -> Result<host_write::HostWrite, host_write::HostWriteError> {
+        let target = self.connections_of(t).into_iter().rev().find_map(|c| {
+            let window = c.host_window.lock().ok().and_then(|w| *w)?;
+            Some((c, window))
+        });
+        let (conn, window) = target.ok_or(host_write::HostWriteError::NoWindow)?;
+        host_write::HostWrite::new(conn, window, offset, len)
+    }
+
+    /// The connections of tenant slot `t` being served now, oldest first.
     pub(crate) fn connections_of(&self, t: usize) -> Vec<Arc<connection::Conn>> {
         self.live
             .lock()
@@ -130,6 +168,10 @@ pub struct Daemon {
     stopping: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
     admin: Option<JoinHandle<()>>,
+    /// The tenant and admin sockets' listeners: shut down to wake their
+    /// threads out of `accept` when the daemon stops (whatever became of
+    /// the socket files).
+    listeners: [Arc<OwnedFd>; 2],
     /// The packet path's listening sockets.
     ingress: Option<ingress::Ingress>,
     /// The metrics endpoint, if the configuration asks for one.
@@ -141,6 +183,8 @@ impl Daemon {
     /// and starts accepting tenants.
     pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
         let mut b = RuntimeBuilder::new();
+        b.caller_operator(kernel::WASM_OPERATOR)
+            .caller_operator(host_write::HOST_WRITE_OPERATOR);
         for e in &config.engines {
             let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
             let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
@@ -150,6 +194,7 @@ impl Daemon {
                 ),
             };
             let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
+                .with_kind(e.kind)
                 .with_queue_depth(e.queue_depth)
                 .with_split_when(e.split_when);
             if let Some(split) = e.split {
@@ -220,21 +265,29 @@ impl Daemon {
             runtime,
         });
         let stopping = Arc::new(AtomicBool::new(false));
+        let listeners = [Arc::new(listener), Arc::new(admin)];
         let acceptor = {
-            let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
-            std::thread::spawn(move || accept(&shared, listener, &stopping))
+            let (shared, stopping, listener) = (
+                Arc::clone(&shared),
+                Arc::clone(&stopping),
+                Arc::clone(&listeners[0]),
+            );
+            std::thread::spawn(move || accept(&shared, &listener, &stopping))
         };
         let admin = {
-            let (shared, stopping) = (Arc::clone(&shared), Arc::clone(&stopping));
-            std::thread::spawn(move || admin::serve(&shared, admin, &stopping))
+            let (shared, stopping, listener) = (
+                Arc::clone(&shared),
+                Arc::clone(&stopping),
+                Arc::clone(&listeners[1]),
+            );
+            std::thread::spawn(move || admin::serve(&shared, &listener, &stopping))
         };
         let udp = shared.config.udp.clone();
         let ingress = match ingress::Ingress::start(&udp, &shared, &stopping) {
             Ok(i) => i,
             Err(source) => {
                 stopping.store(true, Ordering::Release);
-                let _ = isola_wire::control::connect(&shared.config.socket);
-                let _ = isola_wire::control::connect(&shared.config.admin_socket);
+                wake_accepting(&listeners);
                 let _ = acceptor.join();
                 let _ = admin.join();
                 return Err(DaemonError::Udp {
@@ -248,6 +301,7 @@ impl Daemon {
             stopping,
             acceptor: Some(acceptor),
             admin: Some(admin),
+            listeners,
             metrics: metrics_server,
             ingress: Some(ingress),
         })
@@ -348,14 +402,11 @@ impl Daemon {
 
     fn stop_accepting(&mut self) {
         self.stopping.store(true, Ordering::Release);
-        // Wakes the acceptor out of `accept`.
-        let _ = isola_wire::control::connect(&self.shared.config.socket);
+        wake_accepting(&self.listeners);
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
         let _ = std::fs::remove_file(&self.shared.config.socket);
-        // Wakes the admin thread out of `accept`.
-        let _ = isola_wire::control::connect(&self.shared.config.admin_socket);
         if let Some(a) = self.admin.take() {
             let _ = a.join();
         }
@@ -376,8 +427,8 @@ impl Drop for Daemon {
 
 /// Accepts tenant connections until `stopping`, each served on its own
 /// thread (kept, for a drain to wait for).
-fn accept(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
-    accept_each(&listener, stopping, "accept", |socket| {
+fn accept(shared: &Arc<Shared>, listener: &OwnedFd, stopping: &AtomicBool) {
+    accept_each(listener, stopping, "accept", |socket| {
         let served = Arc::clone(shared);
         let t = std::thread::spawn(move || connection::serve(served, socket));
         if let Ok(mut threads) = shared.threads.lock() {
@@ -385,6 +436,15 @@ fn accept(shared: &Arc<Shared>, listener: OwnedFd, stopping: &AtomicBool) {
             threads.push(t);
         }
     });
+}
+
+/// Wakes the threads accepting on `listeners` (after `stopping` was set):
+/// a listening socket shut down answers `accept` at once, with an error.
+/// Connecting to the socket's path would not do: the file may be gone.
+fn wake_accepting(listeners: &[Arc<OwnedFd>]) {
+    for l in listeners {
+        let _ = rustix::net::shutdown(&**l, rustix::net::Shutdown::Both);
+    }
 }
 
 /// Accepts connections on `listener` until `stopping` (checked after each

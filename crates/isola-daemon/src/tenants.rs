@@ -117,9 +117,15 @@ impl Shared {
 
     /// Tells every connection of tenant `t` of `kind`.
     fn tell_tenant(&self, t: usize, kind: EventKind) {
+        self.tell_tenant_of(t, kind, 0, 0);
+    }
+
+    /// Tells every connection of tenant `t` of `kind`, with its `value`
+    /// and `detail`.
+    pub(crate) fn tell_tenant_of(&self, t: usize, kind: EventKind, value: u64, detail: u64) {
         let now = self.now_ns();
         for conn in self.connections_of(t) {
-            conn.tell(kind, 0, now);
+            conn.tell(kind, value, detail, now);
         }
     }
 
@@ -175,7 +181,7 @@ impl Shared {
         };
         let current = table.slots[t].config.clone().expect("found by its configuration");
         let changed = current
-            .with_changes(&changes, &origin, &self.config.engine_refs())
+            .with_changes(&changes, &origin, self.config.base(), &self.config.engine_refs())
             .map_err(|e| e.to_string())?;
         self.change_checked(&mut table, t, changed)
     }

@@ -412,3 +412,26 @@ fn a_tenant_cannot_have_the_daemon_read_its_files() {
     // Without the file, the operator's generated table serves.
     assert!(c.register("ipv4-router", &BTreeMap::new()).is_ok());
 }
+
+/// A daemon whose socket files were deleted under it still stops (its
+/// accepting threads are woken by shutting their listeners down, not by
+/// connecting to a path that may be gone).
+#[test]
+fn a_daemon_whose_socket_files_are_gone_still_stops() {
+    let dir = std::env::temp_dir().join(format!("isolad-gone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = "[daemon]\nsocket = \"isolad.sock\"\n[[engine]]\nname = \"acc\"\n\
+                [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n";
+    let d = Daemon::start(DaemonConfig::parse(text, &dir.join("isolad.toml")).unwrap()).unwrap();
+    std::fs::remove_file(d.socket()).unwrap();
+    std::fs::remove_file(d.admin_socket()).unwrap();
+    let (done, stopped) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        d.stop();
+        let _ = done.send(());
+    });
+    assert!(
+        stopped.recv_timeout(std::time::Duration::from_secs(10)).is_ok(),
+        "the daemon never stopped"
+    );
+}

@@ -232,3 +232,29 @@ fn a_burst_of_two_tenants_is_answered_packet_for_packet_and_counted_once() {
     a.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
     assert!(a.recv_from(&mut reply).is_err());
 }
+
+#[test]
+fn an_engines_kind_sets_its_default_policy() {
+    let engine = |keys: &str| {
+        format!(
+            "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"e\"\n{keys}\n\
+             [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n"
+        )
+    };
+    let parse = |text: &str| DaemonConfig::parse(text, std::path::Path::new("d.toml"));
+    let policy = |keys: &str| parse(&engine(keys)).unwrap().engines[0].policy.clone();
+    // OSMOSIS' processing units run WLBVT; an accelerator fair queuing.
+    assert_eq!(policy("kind = \"pu\""), "wlbvt");
+    assert_eq!(policy(""), "sfq");
+    assert_eq!(policy("kind = \"pu\"\npolicy = \"drr\""), "drr");
+    // Its DMA engine weighted round robin.
+    assert_eq!(policy("kind = \"dma\""), "wrr");
+    for (keys, says) in [
+        ("kind = \"warp\"", "unknown engine kind"),
+        ("kind = \"egress\"", "does not run live"),
+    ] {
+        let e = parse(&engine(keys)).unwrap_err();
+        assert_eq!((e.line, e.key.as_deref()), (5, Some("kind")), "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
+}

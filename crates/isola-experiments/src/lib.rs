@@ -6,10 +6,13 @@
 //! measured and judged against the milestone's goals and the paper's
 //! claimed directions, and drawn as figures for the report. One module per
 //! paper ([`astraea`], [`osmosis`], [`mtda`], [`aaas`]); ASTRAEA's live
-//! experiment ([`astraea::live`]) is also `isola demo`. [`live`] runs a
-//! scenario on the live runtime in the simulator's result schema.
+//! experiment ([`astraea::live`]) is also `isola demo`; [`dpubench`] runs
+//! DPUBench's end-to-end programs over the daemon's packet path
+//! (`isola dpubench e2e`). [`live`] runs a scenario on the live runtime
+//! in the simulator's result schema.
 //!
-//! What it must not do: print, parse command lines or write files. It
+//! What it must not do: print, parse command lines or write files (beyond
+//! the temporary files of the daemons and tenant processes it starts). It
 //! returns data ([`Outcome`]s with tables as rows and figures, live
 //! results) and reports progress through [`Progress`]; the caller shows
 //! them. It holds no scheduling logic: policies are isola-core's, run by
@@ -19,10 +22,13 @@
 
 pub mod aaas;
 pub mod astraea;
+pub mod dpubench;
 mod draw;
 mod experiment;
 mod judge;
 pub mod live;
+pub mod live_scale;
+pub mod live_stages;
 pub mod mtda;
 pub mod osmosis;
 mod progress;

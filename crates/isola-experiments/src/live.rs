@@ -3,10 +3,16 @@
 //! simulator's schema (`SimReport`), so one file runs both ways.
 //!
 //! What runs live: accelerator and processing-unit engines (worker pools of
-//! `slots` threads; a scenario's service model becomes the cost model),
-//! single-stage workloads of registered operators, every arrival process.
-//! DMA and egress engines, pipelines and ingress matching have no live model
-//! and are refused with a message saying so.
+//! `slots` threads running registered operators; a scenario's service model
+//! becomes the cost model), DMA engines (workers copying each transfer into
+//! or out of its tenant's host region, in the fragments the core cuts) and
+//! egress engines (workers sending each task's bytes as UDP datagrams to a
+//! sink the run owns), pipelines (`pipeline = [...]`: each task through
+//! its engines one after another, the output of a stage the input of the
+//! next, one completion after the last: `live_stages`), every arrival
+//! process. Ingress matching has no live model here and is refused with a
+//! message saying so. A scenario whose open-loop rates this machine cannot
+//! offer is slowed down (`live_scale`), and its results say so.
 //!
 //! Every figure is the run recorder's (`isola_model::results::RunRecorder`),
 //! fed with each completion (`isola_runtime::record`), as the simulator
@@ -14,14 +20,16 @@
 //! backlog samples, so a live run has no Jain's index under demand (each
 //! window's is `null`).
 
+use crate::live_scale;
+use crate::live_stages::{self, computes, live_kernel, region_size, transfer_engine, RegionCursor};
 use anyhow::bail;
-use isola_core::{EngineId, EngineKind, Nanos, TenantId};
+use isola_core::{EngineKind, Nanos, TenantId};
 use isola_model::results::RunEnd;
 use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, ServiceCost};
 use isola_model::{PolicyResult, RunRecorder, Scenario, SimReport};
 use isola_ops::{find_operator, sample_params, text_payload, valid_input};
 use isola_runtime::record::{record_completion, record_unfinished};
-use isola_runtime::{Completion, EngineConfig, Mode, RuntimeBuilder};
+use isola_runtime::{Completion, EgressSink, EngineConfig, HeapRegion, Mode, RuntimeBuilder};
 use isola_sim::workload::{ArrivalProcess, SizeSampler};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -30,26 +38,30 @@ use std::time::{Duration, Instant};
 /// Checks that `scenario` can run live; the error says what cannot and why.
 pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
     for e in &scenario.engines {
-        if !matches!(e.kind, EngineKind::Accelerator | EngineKind::ProcessingUnits) {
-            bail!(
-                "engine `{}` is a {} engine: live runs have no {} model (simulate it with `isola sim`)",
+        match (e.kind, &e.device) {
+            (EngineKind::Dma, DeviceSpec::Dma(_)) | (EngineKind::Egress, DeviceSpec::Egress { .. }) => {}
+            (EngineKind::Accelerator | EngineKind::ProcessingUnits, DeviceSpec::Compute { .. }) => {}
+            _ => bail!(
+                "engine `{}` is a {} engine without its device model, which a live run needs",
                 e.name,
-                e.kind,
                 e.kind
-            );
+            ),
         }
     }
     for t in &scenario.tenants {
         let w = &t.workload;
-        if w.stages.len() != 1 {
-            bail!(
-                "tenant `{}`: a pipeline of {} stages cannot run live yet; give it one `engine`",
-                t.name,
-                w.stages.len()
-            );
+        if t.flow_match.is_some() {
+            bail!("tenant `{}`: ingress matching has no live model", t.name);
+        }
+        if !computes(w, &scenario.engines) {
+            // Transfers only: its tasks are bytes, whatever its `op`.
+            continue;
         }
         if let ArrivalSpec::Trace(rows) = &w.arrival {
-            if let Some(row) = rows.iter().find(|r| find_operator(&r.op).is_err()) {
+            if let Some(row) = rows
+                .iter()
+                .find(|r| live_kernel(&r.op).is_none() && find_operator(&r.op).is_err())
+            {
                 bail!(
                     "tenant `{}`: its trace names operator `{}`, which has no real implementation \
                      (see `isola op --list`)",
@@ -58,8 +70,8 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
                 );
             }
         }
-        if t.flow_match.is_some() {
-            bail!("tenant `{}`: ingress matching has no live model", t.name);
+        if live_kernel(&w.op).is_some() {
+            continue;
         }
         if let Ok(info) = find_operator(&w.op) {
             let mut params = sample_params(&w.op);
@@ -142,6 +154,23 @@ pub fn run_live(
     })
 }
 
+/// What a tenant's driver thread submits with.
+struct TenantRun<'a> {
+    handle: &'a isola_runtime::TenantHandle,
+    spec: &'a isola_model::scenario::TenantSpec,
+    engines: &'a [isola_model::scenario::EngineModel],
+    /// Where its next transfer goes in its host region.
+    region: RegionCursor,
+}
+
+/// The largest task `w` submits, bytes.
+fn largest_task(w: &isola_model::scenario::WorkloadSpec) -> u64 {
+    match &w.arrival {
+        ArrivalSpec::Trace(rows) => rows.iter().map(|r| r.bytes).max().unwrap_or(0),
+        _ => w.size.max_bytes(),
+    }
+}
+
 /// One tenant's tasks as its driver thread saw them by the run's end.
 #[derive(Default)]
 struct TenantTasks {
@@ -191,9 +220,30 @@ fn run_policy_live_inner(
     record: bool,
     alone: Option<usize>,
 ) -> anyhow::Result<(PolicyResult, Vec<isola_runtime::CoreCall>)> {
+    // Rates this machine cannot offer are slowed down, and the result says so.
+    let factor = live_scale::auto_factor(scenario);
+    let slowed = live_scale::slowed(scenario, factor);
+    let scenario = &slowed;
     let mut b = RuntimeBuilder::new();
     b.record_core_calls(record);
-    for e in &scenario.engines {
+    // The run's own destination for egress engines' sends.
+    let sink = if scenario.engines.iter().any(|e| e.kind == EngineKind::Egress) {
+        Some(EgressSink::bind(false).map_err(|e| anyhow::anyhow!("the run's egress sink: {e}"))?)
+    } else {
+        None
+    };
+    let mut ports = Vec::new();
+    for (engine_index, e) in scenario.engines.iter().enumerate() {
+        if let Some(mut config) = transfer_engine(e, sink.as_ref())? {
+            if let isola_runtime::EngineDevice::Egress(port) = &config.device {
+                ports.push(Arc::clone(port));
+            }
+            // Transfers are cut into the run's fragments, as simulated.
+            config.split_bytes = run.split;
+            config = config.with_split_when(e.split_when);
+            b.engine(config);
+            continue;
+        }
         let (service, clock_hz) = match &e.device {
             DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
             _ => (None, 1e9),
@@ -202,16 +252,11 @@ fn run_policy_live_inner(
         // tenant's own model (on its workload) predicts that tenant's tasks
         // (its handle's `with_cost`, below), as in the simulator. An engine
         // without one uses its first tenant's, for the scheduler's charges.
-        let engine_index = scenario
-            .engines
-            .iter()
-            .position(|x| x.name == e.name)
-            .unwrap_or(0);
         let tenant_model = || {
             scenario
                 .tenants
                 .iter()
-                .find(|t| t.workload.stages.first() == Some(&engine_index))
+                .find(|t| t.workload.stages.contains(&engine_index))
                 .and_then(|t| t.workload.service.clone())
         };
         let cost: Arc<dyn isola_core::CostModel> = match service.or_else(tenant_model) {
@@ -227,11 +272,18 @@ fn run_policy_live_inner(
         }
         b.engine(config);
     }
+    let has_dma = scenario.engines.iter().any(|e| e.kind == EngineKind::Dma);
+    let mut region_sizes = Vec::new();
     for t in &scenario.tenants {
         let id = b.tenant(t.name.clone(), t.slo.clone());
         for (on, change) in &t.overrides {
             b.tenant_on(id, on.clone(), *change);
         }
+        let size = region_size(largest_task(&t.workload));
+        if has_dma {
+            b.host_region(id, Arc::new(HeapRegion::new(size)));
+        }
+        region_sizes.push(size as u64);
     }
     b.mode(Mode::Isolated {
         policy: run.name.clone(),
@@ -245,6 +297,7 @@ fn run_policy_live_inner(
     let started = Instant::now();
     let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));
     let rt_ref = &rt;
+    let region_sizes = &region_sizes;
     let results: Vec<anyhow::Result<TenantTasks>> = std::thread::scope(|scope| {
         let threads: Vec<_> = scenario
             .tenants
@@ -255,17 +308,27 @@ fn run_policy_live_inner(
                     if alone.is_some_and(|a| a != i) {
                         return Ok(TenantTasks::default());
                     }
-                    let engine = t.workload.stages[0];
-                    let mut handle = rt_ref
-                        .tenant(TenantId(i as u32))
-                        .on_engine(EngineId(engine as u32))?;
-                    if let (Some(service), DeviceSpec::Compute { clock_hz, .. }) =
-                        (&t.workload.service, &scenario.engines[engine].device)
-                    {
-                        handle = handle.with_cost(Arc::new(ServiceCost::new(service, *clock_hz)));
+                    let mut handle = rt_ref.tenant(TenantId(i as u32));
+                    // Its model predicts its operator stages (on their engine's clock).
+                    let clock_hz =
+                        t.workload
+                            .stages
+                            .iter()
+                            .find_map(|&e| match &scenario.engines[e].device {
+                                DeviceSpec::Compute { clock_hz, .. } => Some(*clock_hz),
+                                _ => None,
+                            });
+                    if let (Some(service), Some(clock_hz)) = (&t.workload.service, clock_hz) {
+                        handle = handle.with_cost(Arc::new(ServiceCost::new(service, clock_hz)));
                     }
                     let clock = || rt_ref.now_ns();
-                    drive_tenant(&handle, t, i, seed, (started, deadline), &clock)
+                    let tenant = TenantRun {
+                        handle: &handle,
+                        spec: t,
+                        engines: &scenario.engines,
+                        region: RegionCursor::new(region_sizes[i]),
+                    };
+                    drive_tenant(tenant, i, seed, (started, deadline), &clock)
                 })
             })
             .collect();
@@ -313,6 +376,21 @@ fn run_policy_live_inner(
             isola_model::quantity::format_duration(elapsed)
         ));
     }
+    if let Some(sink) = sink {
+        // What the sink got of what the egress workers sent (loopback
+        // datagrams are dropped only when its buffer overflows).
+        let sent: u64 = ports.iter().map(|p| p.sent().bytes).sum();
+        let got = sink.wait_for(sent, Duration::from_millis(200));
+        if got.bytes != sent {
+            warnings.push(format!(
+                "the run's egress sink received {} of the {sent} bytes sent ({} datagrams)",
+                got.bytes, got.datagrams
+            ));
+        }
+    }
+    if factor > 1.0 {
+        warnings.insert(0, live_scale::slowed_warning(factor));
+    }
     let mut result = result(scenario, run, tasks, elapsed, ended_ns);
     result.warnings = warnings;
     Ok((result, calls))
@@ -322,14 +400,21 @@ fn run_policy_live_inner(
 /// its trace or the run's duration ends (`(started, deadline)`), and
 /// collects its completions; `clock` is the runtime's.
 fn drive_tenant(
-    handle: &isola_runtime::TenantHandle,
-    t: &isola_model::scenario::TenantSpec,
+    tenant: TenantRun<'_>,
     index: usize,
     seed: u64,
     (started, deadline): (Instant, Option<Instant>),
     clock: &dyn Fn() -> Nanos,
 ) -> anyhow::Result<TenantTasks> {
+    let TenantRun {
+        handle,
+        spec: t,
+        engines,
+        mut region,
+    } = tenant;
     let w = &t.workload;
+    // A workload of transfers only moves bytes: its inputs are plain text.
+    let computes = computes(w, engines);
     let mut sizes = SizeSampler::new(&w.size, seed, index);
     // One text payload, grown to the largest size asked for; each task's
     // input is built from a prefix of it. Inputs are cached for at most
@@ -358,7 +443,12 @@ fn drive_tenant(
         if (text.len() as u64) < bytes {
             text = text_payload(bytes as usize, seed ^ index as u64);
         }
-        let p = Arc::new(valid_input(op, &params, &text[..bytes as usize])?);
+        let text = &text[..bytes as usize];
+        let p = Arc::new(if computes && live_kernel(op).is_none() {
+            valid_input(op, &params, text)?
+        } else {
+            text.to_vec()
+        });
         if payloads.len() < CACHED_INPUTS {
             payloads.insert((bytes, op.to_string()), Arc::clone(&p));
         }
@@ -369,10 +459,22 @@ fn drive_tenant(
     let mut submitted = 0u64;
     let limit = w.count.unwrap_or(u64::MAX);
     let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
+    // Each operator built once (building can be costly), for its stages.
+    let mut operators: HashMap<String, Arc<dyn isola_ops::Operator>> = HashMap::new();
     let mut submit = |bytes: u64, op: &str, out: &mut TenantTasks| -> anyhow::Result<bool> {
         let (payload, params) = input(bytes, op)?;
+        let operator = match operators.get(op) {
+            _ if !computes => None,
+            Some(o) => Some(Arc::clone(o)),
+            None => {
+                let o = live_stages::build(op, &params)?;
+                operators.insert(op.to_string(), Arc::clone(&o));
+                Some(o)
+            }
+        };
+        let stages = live_stages::stages(w, engines, operator.as_ref(), region.next(payload.len() as u64))?;
         let at = clock();
-        let id = handle.submit_to(op, &params, payload, &tx)?;
+        let id = handle.submit_stages_to(stages, payload, &tx)?;
         out.unfinished.insert(id, (at, bytes));
         Ok(true)
     };

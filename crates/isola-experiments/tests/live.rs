@@ -126,11 +126,12 @@ arrival = { closed = 1 }
     }
 }
 
-/// What has no live model is refused, saying what and why.
+/// What has no live model is refused, saying what and why (DMA and egress
+/// engines and pipelines run live: `tests/live_transfer.rs`).
 #[test]
 fn what_has_no_live_model_is_refused() {
     for (name, says) in [
-        ("osmosis-dma-hol.toml", "no dma model"),
+        ("osmosis-pu-contention.toml", "ingress matching has no live model"),
         ("mm1.toml", "no real implementation"),
     ] {
         let path = format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"));

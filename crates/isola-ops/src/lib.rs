@@ -8,6 +8,10 @@
 //! on the whole input, which the property tests prove for every such
 //! operator.
 //!
+//! Operators are pure functions of their input, except `flow-table`
+//! (DPUBench's flow-table program, in [`apps`]), whose instance keeps its
+//! flow table across tasks.
+//!
 //! What it must not do: schedule, keep time or spawn threads (that is the
 //! runtime's), or copy the input to split it: subtasks work on slices.
 

@@ -41,6 +41,19 @@ pub enum OpError {
         /// What passed it (e.g. "output bytes").
         what: String,
     },
+    /// A tenant's kernel was stopped mid-run: the watchdog (its cycle
+    /// limit), its memory cap, a trap, or a request outside its limits.
+    /// Not a fault of the input alone: the packet is counted as aborted
+    /// and the tenant told.
+    #[error("{op}: kernel stopped: {reason}")]
+    KernelStopped {
+        /// Operator name.
+        op: &'static str,
+        /// Why, as a stable number (`isola_kernels::KernelError::code`).
+        cause: u32,
+        /// Why, in words.
+        reason: String,
+    },
     /// The operator cannot be split into subtasks.
     #[error("{op} cannot be split into subtasks")]
     NotSplittable {

@@ -649,6 +649,26 @@ pub static OPERATORS: &[OperatorInfo] = &[
         ],
         build: crate::apps::filter::Filter::build,
     },
+    // DPUBench's end-to-end programs, as packet kernels that keep state.
+    OperatorInfo {
+        name: "flow-table",
+        category: "network",
+        description: "bounded 5-tuple flow table kept across packets (DPUBench's flow-table program);                       per IPv4 packet: the flow's packets and bytes (u64 each) and the table's entries (u32)",
+        splittable: false,
+        inverse: None,
+        params: crate::apps::flow_table::PARAMS,
+        build: crate::apps::flow_table::FlowTableKernel::build,
+    },
+    OperatorInfo {
+        name: "app-recognition",
+        category: "security",
+        description: "regex rules recognise each IPv4 packet's application (DPUBench's app-recognition \
+                      program), whose action answers: hash of the packet, compressed payload, or echo",
+        splittable: false,
+        inverse: None,
+        params: crate::apps::app_recognition::PARAMS,
+        build: crate::apps::app_recognition::AppRecognition::build,
+    },
 ];
 
 /// The operator registered as `name`.

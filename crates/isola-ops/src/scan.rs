@@ -262,6 +262,25 @@ fn compile(patterns: &[&str], limits: &ScanLimits) -> Result<Regex, Failure> {
     Ok(regex)
 }
 
+/// Compiles `patterns`, the value of parameter `param` of `p`, within
+/// `limits`, as `regex` does (bytes, no Unicode; leftmost-first, an
+/// earlier pattern winning at one position): a pattern that does not parse
+/// is an error of that parameter saying which and why.
+pub(crate) fn compile_param(
+    p: &Params<'_>,
+    param: &str,
+    patterns: &[&str],
+    limits: &ScanLimits,
+) -> Result<Regex, OpError> {
+    match compile(patterns, limits) {
+        Ok(regex) => Ok(regex),
+        Err(Failure::Limit(e)) => Err(e),
+        Err(Failure::Syntax(reason)) => Err(p
+            .bad(param, &format!("valid regular expressions: {reason}"))
+            .into()),
+    }
+}
+
 /// The compiled pattern set.
 #[derive(Debug)]
 pub struct RegexScan {
@@ -285,16 +304,11 @@ impl RegexScan {
                 .map_err(|e| p.bad("patterns", &format!("a readable file of patterns ({e})")))?;
             from_file.lines().filter(|l| !l.is_empty()).collect()
         };
-        match compile(&patterns, &limits) {
-            Ok(regex) => Ok(Box::new(RegexScan {
-                regex,
-                max_output: limits.max_output,
-            })),
-            Err(Failure::Limit(e)) => Err(e),
-            Err(Failure::Syntax(reason)) => Err(p
-                .bad("patterns", &format!("valid regular expressions: {reason}"))
-                .into()),
-        }
+        let regex = compile_param(p, "patterns", &patterns, &limits)?;
+        Ok(Box::new(RegexScan {
+            regex,
+            max_output: limits.max_output,
+        }))
     }
 
     /// Compiles `patterns` (Rust `regex` syntax, matching bytes) within the

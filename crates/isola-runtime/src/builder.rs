@@ -34,6 +34,21 @@ pub struct EngineConfig {
     pub split_bytes: Option<u64>,
     /// When the core splits tasks (ASTRAEA: only while contended).
     pub split_when: SplitWhen,
+    /// What its workers do: run operators, copy (DMA) or send (egress).
+    pub device: EngineDevice,
+}
+
+/// What an engine's workers do with the work the core dispatches to it.
+#[derive(Debug, Clone, Default)]
+pub enum EngineDevice {
+    /// Run operators (accelerators, processing units).
+    #[default]
+    Compute,
+    /// Copy [`crate::Stage::Dma`] transfers into or out of the tenants'
+    /// host regions ([`RuntimeBuilder::host_region`]).
+    Dma,
+    /// Send [`crate::Stage::Egress`] stages' bytes on this port.
+    Egress(Arc<crate::EgressPort>),
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -46,6 +61,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("queue_depth", &self.queue_depth)
             .field("split_bytes", &self.split_bytes)
             .field("split_when", &self.split_when)
+            .field("device", &self.device)
             .finish_non_exhaustive()
     }
 }
@@ -65,7 +81,24 @@ impl EngineConfig {
             split_when: SplitWhen::Contended {
                 window: DEFAULT_CONTENTION_WINDOW_NS,
             },
+            device: EngineDevice::Compute,
         }
+    }
+
+    /// Makes it a DMA engine: its workers copy DMA stages' bytes (its kind
+    /// becomes `dma`; it serves no operator).
+    pub fn with_dma(mut self) -> Self {
+        self.kind = EngineKind::Dma;
+        self.device = EngineDevice::Dma;
+        self
+    }
+
+    /// Makes it an egress engine sending on `port` (its kind becomes
+    /// `egress`; it serves no operator).
+    pub fn with_egress(mut self, port: Arc<crate::EgressPort>) -> Self {
+        self.kind = EngineKind::Egress;
+        self.device = EngineDevice::Egress(port);
+        self
     }
 
     /// Sets what the engine stands for.
@@ -95,7 +128,8 @@ impl EngineConfig {
 
     /// Whether it serves operator `op`.
     pub(crate) fn serves(&self, op: &str) -> bool {
-        self.ops.is_empty() || self.ops.iter().any(|o| o == op)
+        matches!(self.device, EngineDevice::Compute)
+            && (self.ops.is_empty() || self.ops.iter().any(|o| o == op))
     }
 }
 
@@ -155,12 +189,16 @@ pub struct RuntimeBuilder {
     pub(crate) pin: bool,
     pub(crate) realtime: Option<crate::Realtime>,
     pub(crate) record_core_calls: bool,
+    /// Tenants' host regions, for DMA stages.
+    pub(crate) regions: Vec<(TenantId, Arc<dyn crate::HostRegion>)>,
     /// Per-engine changes to tenants' SLOs.
     overrides: Vec<(TenantId, EngineSelector, SloOverride)>,
     /// Policies for some engines (isolated mode).
     engine_policies: Vec<EnginePolicy>,
     /// Policies the caller registered beside the built-in ones.
     registered: Vec<isola_core::policy::PolicyInfo>,
+    /// Names of operators the caller builds itself, which engines may list.
+    caller_ops: Vec<String>,
 }
 
 /// Default time threads poll their channel before sleeping: 50 us.
@@ -183,9 +221,11 @@ impl RuntimeBuilder {
             pin: false,
             realtime: None,
             record_core_calls: false,
+            regions: Vec::new(),
             overrides: Vec::new(),
             engine_policies: Vec::new(),
             registered: Vec::new(),
+            caller_ops: Vec::new(),
         }
     }
 
@@ -199,6 +239,15 @@ impl RuntimeBuilder {
     pub fn tenant(&mut self, name: impl Into<String>, slo: Slo) -> TenantId {
         self.tenants.push((name.into(), slo));
         TenantId(self.tenants.len() as u32 - 1)
+    }
+
+    /// Gives tenant `tenant` the host region its DMA stages copy into and
+    /// out of (a later call replaces it): an allocated buffer
+    /// ([`crate::HeapRegion`]) or any [`crate::HostRegion`], such as a
+    /// shared memory arena.
+    pub fn host_region(&mut self, tenant: TenantId, region: Arc<dyn crate::HostRegion>) -> &mut Self {
+        self.regions.push((tenant, region));
+        self
     }
 
     /// Changes tenant `tenant`'s SLO on the engines `on` selects (see
@@ -237,6 +286,15 @@ impl RuntimeBuilder {
     /// Sets the mode (native, or isolated under a policy).
     pub fn mode(&mut self, mode: Mode) -> &mut Self {
         self.mode = mode;
+        self
+    }
+
+    /// Declares `name` (the `Operator::name` of operators the caller
+    /// builds itself and submits with `TenantHandle::submit_operator*`,
+    /// such as a tenant's WebAssembly kernel) so that engines may list it
+    /// in their `ops` beside the registered operators.
+    pub fn caller_operator(&mut self, name: &str) -> &mut Self {
+        self.caller_ops.push(name.to_string());
         self
     }
 
@@ -341,7 +399,7 @@ impl RuntimeBuilder {
             if e.workers == 0 {
                 return Err(BuildError::NoWorkers(e.name.clone()));
             }
-            for op in &e.ops {
+            for op in e.ops.iter().filter(|op| !self.caller_ops.contains(op)) {
                 isola_ops::find_operator(op).map_err(|source| BuildError::UnknownOperator {
                     engine: e.name.clone(),
                     source,

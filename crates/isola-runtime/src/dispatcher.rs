@@ -17,12 +17,14 @@
 //! tasks end with `TaskError::CoreFailed`, and the other engines go on.
 
 mod control;
+mod stages;
 pub(crate) use control::Control;
 pub use control::ControlError;
 
 use crate::attribution::{BusyReading, LatencyBreakdown, TaskTimes};
 use crate::guard::catch;
 use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
+use crate::pipeline::{StagePlan, Work};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
 use crate::worker::{guarded, PlacedPart, WorkDone, WorkItem};
@@ -31,7 +33,7 @@ use isola_core::{
     Task, TaskId, TenantId,
 };
 use isola_ops::Carry;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -61,14 +63,18 @@ pub(crate) enum Msg {
 pub(crate) struct Submission {
     pub id: u64,
     pub tenant: TenantId,
-    pub engine: usize,
+    /// The name its completion carries (its first stage's).
     pub op_name: String,
-    pub op: Arc<dyn isola_ops::Operator>,
+    /// Its first stage: engine, work, and the model its costs are
+    /// predicted with (its tenant's, else its engine's; guarded): the
+    /// whole stage's and each subtask's alike.
+    pub stage: StagePlan,
+    /// The stages after it, in order.
+    pub rest: VecDeque<StagePlan>,
     pub input: Arc<Vec<u8>>,
+    /// The first stage's predicted cost, and every stage's summed.
     pub predicted_ns: Nanos,
-    /// The model its costs are predicted with (its tenant's, else its
-    /// engine's): the whole task's and each subtask's alike.
-    pub cost: Arc<dyn isola_core::CostModel>,
+    pub predicted_total_ns: Nanos,
     pub submitted: Instant,
     pub reply: Reply,
     /// Its engine's busy time when it was submitted.
@@ -87,7 +93,7 @@ pub(crate) struct OperatorPlanner {
 
 impl SubtaskPlanner for OperatorPlanner {
     fn plan(&self, task: &Task, split: Bytes) -> Option<Vec<Subtask>> {
-        let op = self.input.op.as_ref();
+        let op = self.input.work.operator()?;
         let splitter = op.splitter()?;
         let len = self.input.input.len();
         // A plan that fails or panics leaves the task whole: the operator
@@ -111,7 +117,7 @@ impl SubtaskPlanner for OperatorPlanner {
 
     fn predict(&self, _task: &Task, bytes: Bytes) -> Option<Nanos> {
         self.cost
-            .predict(self.input.op.name(), bytes)
+            .predict(self.input.work.name(), bytes)
             .filter(|&ns| ns > 0)
     }
 }
@@ -120,9 +126,15 @@ impl SubtaskPlanner for OperatorPlanner {
 struct TaskInFlight {
     id: u64,
     tenant: TenantId,
+    /// Its current stage's engine.
     engine: usize,
     op_name: String,
+    /// Its current stage's work and input.
     input: Arc<JobInput>,
+    /// Its stages still to run, in order (a pipeline's).
+    rest: VecDeque<StagePlan>,
+    /// Its input's size as submitted (its first stage's).
+    bytes: u64,
     planner: Option<Arc<OperatorPlanner>>,
     reply: Reply,
     submitted_ns: Nanos,
@@ -159,6 +171,9 @@ struct TaskInFlight {
     workers: usize,
     /// From its submission to the dispatcher taking it, ns.
     handoff_ns: Nanos,
+    /// Its current stage's predicted cost, and its cost model.
+    stage_predicted_ns: Nanos,
+    cost: Arc<dyn isola_core::CostModel>,
 }
 
 /// A dispatch on a worker queue.
@@ -280,43 +295,24 @@ impl Dispatcher {
     fn submit(&mut self, s: Submission) {
         let now = self.now();
         let submitted_ns = s.submitted.duration_since(self.shared.epoch).as_nanos() as Nanos;
-        let input = Arc::new(JobInput {
-            op: s.op,
-            input: s.input,
-        });
-        let planner = input.op.splitter().is_some().then(|| {
-            Arc::new(OperatorPlanner {
-                input: Arc::clone(&input),
-                cost: Arc::clone(&s.cost),
-                planned: Mutex::new(None),
-            })
-        });
-        let core_task = Task {
-            id: TaskId(s.id),
-            tenant: s.tenant,
-            engine: EngineId(s.engine as u32),
-            op: OpSpec::named(s.op_name.as_str()),
-            bytes: input.input.len() as u64,
-            arrival: submitted_ns.min(now),
-            deadline: None,
-            predicted_cost: Some(s.predicted_ns),
-            planner: Some(match &planner {
-                Some(p) => PlannerRef(Arc::clone(p) as Arc<dyn SubtaskPlanner>),
-                None => self.unsplittable.clone(),
-            }),
-        };
+        let bytes = s.input.len() as u64;
         let task = TaskInFlight {
             id: s.id,
             tenant: s.tenant,
-            engine: s.engine,
+            engine: s.stage.engine,
             op_name: s.op_name,
-            input,
-            planner,
+            input: Arc::new(JobInput {
+                work: s.stage.work,
+                input: s.input,
+            }),
+            rest: s.rest,
+            bytes,
+            planner: None,
             reply: s.reply,
             submitted_ns,
             started_ns: None,
             service_ns: 0,
-            predicted_ns: s.predicted_ns,
+            predicted_ns: s.predicted_total_ns,
             subtasks: 1,
             carries: Vec::new(),
             placed: None,
@@ -330,42 +326,81 @@ impl Dispatcher {
             busy_at_end: s.busy_at_submit,
             ended_ns: None,
             off_cpu_ns: 0,
-            workers: self.shared.engines[s.engine].workers,
+            workers: self.shared.engines[s.stage.engine].workers,
             handoff_ns: now.saturating_sub(submitted_ns),
+            stage_predicted_ns: s.predicted_ns,
+            cost: s.stage.cost,
         };
-        let (tenant, engine, bytes, arrival) = (
-            core_task.tenant,
-            core_task.engine,
-            core_task.bytes,
-            core_task.arrival,
-        );
+        self.submit_stage(now, task, submitted_ns.min(now));
+    }
+
+    /// Submits `task`'s current stage to the core, arrived at `arrival`.
+    fn submit_stage(&mut self, now: Nanos, mut task: TaskInFlight, arrival: Nanos) {
+        let id = task.id;
+        let input = &task.input;
+        task.planner = input
+            .work
+            .operator()
+            .and_then(|op| op.splitter())
+            .is_some()
+            .then(|| {
+                Arc::new(OperatorPlanner {
+                    input: Arc::clone(input),
+                    cost: Arc::clone(&task.cost),
+                    planned: Mutex::new(None),
+                })
+            });
+        let planner = match (&task.planner, &input.work) {
+            (Some(p), _) => Some(PlannerRef(Arc::clone(p) as Arc<dyn SubtaskPlanner>)),
+            (None, Work::Op(_)) => Some(self.unsplittable.clone()),
+            (None, transfer) => transfer.transfer_planner(),
+        };
+        let core_task = Task {
+            id: TaskId(id),
+            tenant: task.tenant,
+            engine: EngineId(task.engine as u32),
+            op: OpSpec::named(input.work.name()),
+            bytes: input.input.len() as u64,
+            arrival,
+            deadline: None,
+            predicted_cost: Some(task.stage_predicted_ns),
+            planner,
+        };
+        let (tenant, engine, bytes) = (core_task.tenant, core_task.engine, core_task.bytes);
         if let Some(message) = self.failed[task.engine].clone() {
             let engine = self.shared.engines[task.engine].name.clone();
             return self.finish(task, Err(TaskError::CoreFailed { engine, message }));
+        }
+        // A transfer that does not fit its region fails before the core
+        // sees it: no fragment of it is copied.
+        if let Work::Dma { region, offset, .. } = &input.work {
+            if let Err(e) = crate::region::bounds(*offset, bytes, region.len()) {
+                return self.finish(task, Err(TaskError::Transfer(e)));
+            }
         }
         let accepted = match catch(|| self.scheduler.submit(now, core_task)) {
             Ok(accepted) => accepted,
             Err(message) => {
                 let e = task.engine;
-                self.tasks.insert(s.id, task);
+                self.tasks.insert(id, task);
                 self.fail_engine(e, message);
                 return;
             }
         };
         self.log(|| crate::CoreCall::Submit {
             now,
-            task: TaskId(s.id),
+            task: TaskId(id),
             tenant,
             engine,
-            op: task.op_name.clone(),
+            op: task.input.work.name().to_string(),
             bytes,
             arrival,
-            predicted: s.predicted_ns,
+            predicted: task.stage_predicted_ns,
             accepted: accepted.is_ok(),
         });
         match accepted {
             Ok(()) => {
-                self.tasks.insert(s.id, task);
+                self.tasks.insert(id, task);
             }
             // A full channel, an over-quota tenant, a closed scheduler: the
             // task's one completion says which.
@@ -443,7 +478,7 @@ impl Dispatcher {
             }
             _ => None,
         };
-        let direct = d.subtask.is_none().then(|| crate::worker::Direct {
+        let direct = (d.subtask.is_none() && task.rest.is_empty()).then(|| crate::worker::Direct {
             completion: task.completion(Err(TaskError::Cancelled), 0),
             busy_at_submit: task.busy_at_submit,
             handoff_ns: task.handoff_ns,
@@ -568,7 +603,10 @@ impl Dispatcher {
             (None, Some(out)) => Ok(out),
             (None, None) => reassemble(&mut task),
         };
-        self.finish(task, result);
+        match result {
+            Ok(out) if !task.rest.is_empty() => self.next_stage(task, out),
+            result => self.finish(task, result),
+        }
     }
 
     /// Sends a task's one completion and counts it.
@@ -665,7 +703,7 @@ impl TaskInFlight {
             tenant: self.tenant,
             engine: EngineId(self.engine as u32),
             op: self.op_name.clone(),
-            bytes: self.input.input.len() as u64,
+            bytes: self.bytes,
             result,
             submitted_ns: self.submitted_ns,
             started_ns: self.started_ns,
@@ -695,7 +733,9 @@ impl TaskInFlight {
 /// in bounds and disjoint (what makes the shared buffer sound). Operators
 /// without one reassemble from their subtasks' carries instead.
 fn place(task: &mut TaskInFlight) -> Result<(), TaskError> {
-    let op = task.input.op.as_ref();
+    let Some(op) = task.input.work.operator() else {
+        return Ok(());
+    };
     let Some(placement) = op.placement() else {
         return Ok(());
     };
@@ -729,7 +769,11 @@ fn place(task: &mut TaskInFlight) -> Result<(), TaskError> {
 /// A split task's output from its subtasks' carries.
 fn reassemble(task: &mut TaskInFlight) -> Result<Vec<u8>, TaskError> {
     let carries: Option<Vec<Carry>> = task.carries.drain(..).collect();
-    let op = task.input.op.as_ref();
+    let Some(op) = task.input.work.operator() else {
+        let carries =
+            carries.ok_or_else(|| TaskError::Internal("a transfer fragment gave no carry".into()))?;
+        return crate::pipeline::reassemble_transfer(carries);
+    };
     match (carries, task.placed.take(), op.placement(), op.splitter()) {
         // Written in place: only the operator's finishing touch (e.g. a
         // tag) is left.

@@ -2,7 +2,7 @@
 //! the one completion its tenant receives.
 
 use isola_core::{EngineId, Nanos, TenantId};
-use isola_ops::{Carry, OpError, Operator};
+use isola_ops::{Carry, OpError};
 use std::sync::Arc;
 
 /// Why a task did not produce its output.
@@ -55,6 +55,13 @@ pub enum TaskError {
     /// The runtime shut down before the task ran.
     #[error("cancelled: the runtime shut down before the task ran")]
     Cancelled,
+    /// A DMA stage's transfer does not fit its tenant's host region (or
+    /// the region is unusable); checked before any byte is copied.
+    #[error("DMA: {0}")]
+    Transfer(#[from] crate::RegionError),
+    /// An egress stage's send failed (the socket's error).
+    #[error("egress: {0}")]
+    Egress(String),
 }
 
 /// Why a task was not accepted (no completion will follow).
@@ -86,6 +93,23 @@ pub enum SubmitError {
     /// The runtime is shutting down or gone.
     #[error("the runtime is shut down")]
     ShutDown,
+    /// A stage names an engine of the wrong device (a DMA stage on an
+    /// engine that does not copy, an egress stage on one with no port).
+    #[error("engine `{engine}` cannot run a {stage} stage: {why}")]
+    WrongEngine {
+        /// Engine name.
+        engine: String,
+        /// The stage (`dma`, `egress`).
+        stage: &'static str,
+        /// What the engine is.
+        why: String,
+    },
+    /// A DMA stage for a tenant the runtime has no host region for.
+    #[error("tenant `{0}` has no host region for DMA (`RuntimeBuilder::host_region`)")]
+    NoRegion(String),
+    /// A pipeline with no stage.
+    #[error("a task needs at least one stage")]
+    NoStages,
 }
 
 /// The one completion of a submitted task.
@@ -95,11 +119,12 @@ pub struct Completion {
     pub task: u64,
     /// Who submitted it.
     pub tenant: TenantId,
-    /// The engine that ran it.
+    /// The engine that ran it (a pipeline's: its last stage's).
     pub engine: EngineId,
-    /// Operator name.
+    /// Operator name (a pipeline's: its first stage's; `dma-write`,
+    /// `dma-read` or `egress` for a transfer).
     pub op: String,
-    /// Input size in bytes.
+    /// Input size in bytes (as submitted).
     pub bytes: u64,
     /// The output, or why there is none.
     pub result: Result<Vec<u8>, TaskError>,
@@ -109,11 +134,13 @@ pub struct Completion {
     pub started_ns: Option<Nanos>,
     /// When the completion was produced.
     pub finished_ns: Nanos,
-    /// Measured service time, summed over its subtasks.
+    /// Measured service time, summed over its subtasks (and stages).
     pub service_ns: Nanos,
-    /// Predicted service time of the whole task (the engine's cost model).
+    /// Predicted service time of the whole task (the engine's cost model;
+    /// a pipeline's: every stage's, predicted at submit).
     pub predicted_ns: Nanos,
-    /// How many subtasks it ran as (1: unsplit).
+    /// How many subtasks it ran as (1: unsplit; a pipeline's: its last
+    /// stage's).
     pub subtasks: u32,
     /// Whether its service time exceeded the tenant's per-task budget.
     pub over_budget: bool,
@@ -138,6 +165,20 @@ impl Completion {
             *out = Vec::new();
         }
         self
+    }
+
+    /// A copy of this completion without its output (see
+    /// [`Completion::without_output`]), for a record kept beside the
+    /// completion's own use.
+    pub fn summary(&self) -> Completion {
+        Completion {
+            op: self.op.clone(),
+            result: match &self.result {
+                Ok(_) => Ok(Vec::new()),
+                Err(e) => Err(e.clone()),
+            },
+            ..*self
+        }
     }
 }
 
@@ -209,11 +250,11 @@ impl Reply {
     }
 }
 
-/// What workers share of a job: the operator and the input, read in place
-/// by every subtask (and shareable with the tenant, which may submit the
-/// same buffer again without copying it).
+/// What workers share of a job's stage: its work (an operator, a transfer)
+/// and its input, read in place by every subtask (and shareable with the
+/// tenant, which may submit the same buffer again without copying it).
 pub(crate) struct JobInput {
-    pub op: Arc<dyn Operator>,
+    pub work: crate::pipeline::Work,
     pub input: Arc<Vec<u8>>,
 }
 

@@ -8,6 +8,16 @@
 //! completion per task: success or a typed error (operator failure, panic,
 //! cancellation at shutdown), with over-budget tasks flagged.
 //!
+//! Besides operator engines (accelerators, processing units) it has DMA
+//! engines, whose workers copy a task's bytes into or out of its tenant's
+//! host region ([`HostRegion`]: bounds-checked `write_at`/`read_at`; an
+//! allocated [`HeapRegion`] in `isola run`, a shared arena in a daemon) in
+//! the fragments the core cuts, and egress engines, whose workers send a
+//! task's bytes as UDP datagrams of at most an MTU, batched with
+//! `sendmmsg` ([`EgressPort`]). A task is one [`Stage`] or a pipeline of
+//! them, run one after another through the core (each stage's output the
+//! next one's input), with one completion after the last.
+//!
 //! Every task goes through the core: its channel caps and quotas, its
 //! policy, its decision to split a task (the engine's split rule; the
 //! operator only says where the cuts fall). `Mode::Native`, the baseline a
@@ -27,13 +37,16 @@ mod attribution;
 mod builder;
 pub mod core_log;
 mod dispatcher;
+pub mod egress;
 mod guard;
 pub mod host;
 mod job;
+mod pipeline;
 mod placed;
 mod poller;
 pub mod profile;
 pub mod record;
+pub mod region;
 mod runtime;
 mod spin;
 mod stats;
@@ -42,12 +55,16 @@ mod worker;
 pub mod workload;
 
 pub use attribution::LatencyBreakdown;
-pub use builder::{BuildError, EngineConfig, Mode, RuntimeBuilder, DEFAULT_SPIN};
+pub use builder::{BuildError, EngineConfig, EngineDevice, Mode, RuntimeBuilder, DEFAULT_SPIN};
 pub use core_log::{CoreCall, CoreLog};
 pub use dispatcher::ControlError;
+pub use egress::{EgressPort, EgressSink, SinkCounts, DEFAULT_MTU_PAYLOAD};
 pub use isola_core::{SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
+pub use isola_model::scenario::Direction;
 pub use job::{Completion, OnCompletion, SubmitError, TaskError};
+pub use pipeline::Stage;
 pub use poller::Poller;
+pub use region::{HeapRegion, HostRegion, RegionError};
 pub use runtime::{Runtime, TenantHandle, Ticket, DEFAULT_SHUTDOWN_GRACE};
 pub use stats::TenantStats;
 pub use threads::{Realtime, RealtimeOutcome, RuntimeThread};

@@ -1,8 +1,9 @@
 //! The running runtime, the handles tenants submit through, and tickets.
 
-use crate::builder::{BuildError, EngineConfig, RuntimeBuilder};
+use crate::builder::{BuildError, EngineConfig, EngineDevice, RuntimeBuilder};
 use crate::dispatcher::{Dispatcher, Msg, Submission};
 use crate::job::{Completion, Reply, SubmitError, TaskError};
+use crate::pipeline::{Stage, StagePlan, Work};
 use crate::stats::TenantStats;
 use isola_core::{Nanos, Slo, TenantId};
 use isola_ops::Operator;
@@ -22,6 +23,8 @@ pub(crate) struct Shared {
     pub epoch: Instant,
     pub engines: Vec<EngineConfig>,
     pub tenants: Vec<(String, Slo)>,
+    /// Each tenant's host region, if it has one (for DMA stages).
+    pub regions: Vec<Option<Arc<dyn crate::HostRegion>>>,
     tx: crossbeam_channel::Sender<Msg>,
     operators: OperatorCache,
     records: Mutex<Vec<TenantStats>>,
@@ -104,7 +107,14 @@ impl Runtime {
             .iter()
             .map(|e| crate::attribution::EngineBusy::new(b.tenants.len(), e.workers))
             .collect();
+        let mut regions = vec![None; b.tenants.len()];
+        for (t, r) in &b.regions {
+            if let Some(slot) = regions.get_mut(t.index()) {
+                *slot = Some(Arc::clone(r));
+            }
+        }
         let shared = Arc::new(Shared {
+            regions,
             epoch: Instant::now(),
             records: Mutex::new(b.tenants.iter().map(|(name, _)| TenantStats::new(name)).collect()),
             engines: b.engines,
@@ -397,7 +407,7 @@ impl TenantHandle {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let bytes = payload.len() as u64;
         let op = operator.name().to_string();
-        let (task, engine) = self.send(operator, payload, Reply::new(tx))?;
+        let (task, engine) = self.send(self.one(operator), payload, Reply::new(tx))?;
         Ok(Ticket {
             task,
             engine,
@@ -419,8 +429,12 @@ impl TenantHandle {
         completions: &crossbeam_channel::Sender<Completion>,
     ) -> Result<u64, SubmitError> {
         let operator = self.shared.operator(op, params)?;
-        self.send(operator, payload.into(), Reply::new(completions.clone()))
-            .map(|(id, _)| id)
+        self.send(
+            self.one(operator),
+            payload.into(),
+            Reply::new(completions.clone()),
+        )
+        .map(|(id, _)| id)
     }
 
     /// Submits like [`TenantHandle::submit`], calling `on_done` with the
@@ -445,7 +459,7 @@ impl TenantHandle {
         payload: impl Into<Arc<Vec<u8>>>,
         on_done: crate::OnCompletion,
     ) -> Result<u64, SubmitError> {
-        self.send(operator, payload.into(), Reply::calling(on_done))
+        self.send(self.one(operator), payload.into(), Reply::calling(on_done))
             .map(|(id, _)| id)
     }
 
@@ -470,7 +484,7 @@ impl TenantHandle {
         };
         let mut batch = Vec::with_capacity(ids.capacity());
         for (operator, payload, on_done) in tasks {
-            match self.prepare(operator, payload, Reply::calling(on_done)) {
+            match self.prepare(self.one(operator), payload, Reply::calling(on_done)) {
                 Ok(s) => {
                     ids.push(Ok(s.id));
                     batch.push(s);
@@ -493,9 +507,127 @@ impl TenantHandle {
         ids
     }
 
+    /// Submits `stages` (one after another, each one's output the next
+    /// one's input; see [`Stage`]) on `payload`; the ticket gives the
+    /// task's one completion, once its last stage is done (or one failed).
+    pub fn submit_stages(
+        &self,
+        stages: Vec<Stage>,
+        payload: impl Into<Arc<Vec<u8>>>,
+    ) -> Result<Ticket, SubmitError> {
+        let payload = payload.into();
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let bytes = payload.len() as u64;
+        let op = stage_name(stages.first());
+        let (task, engine) = self.send(stages, payload, Reply::new(tx))?;
+        Ok(Ticket {
+            task,
+            engine,
+            spin: self.shared.spin,
+            tenant: self.tenant,
+            op,
+            bytes,
+            rx,
+        })
+    }
+
+    /// Submits like [`TenantHandle::submit_stages`], delivering the
+    /// completion on `completions`; returns the task id it will carry.
+    pub fn submit_stages_to(
+        &self,
+        stages: Vec<Stage>,
+        payload: impl Into<Arc<Vec<u8>>>,
+        completions: &crossbeam_channel::Sender<Completion>,
+    ) -> Result<u64, SubmitError> {
+        self.send(stages, payload.into(), Reply::new(completions.clone()))
+            .map(|(id, _)| id)
+    }
+
+    /// The stages of a task of `operator` alone.
+    fn one(&self, operator: Arc<dyn Operator>) -> Vec<Stage> {
+        vec![Stage::Run {
+            operator,
+            engine: None,
+        }]
+    }
+
+    /// Resolves `stage` for this tenant: its engine, its work and its cost
+    /// model (an operator's: the handle's own, else its engine's; a
+    /// transfer's: its engine's).
+    fn resolve(&self, stage: Stage) -> Result<StagePlan, SubmitError> {
+        let shared = &self.shared;
+        let engine_named = |e: isola_core::EngineId| {
+            let i = e.index();
+            if i < shared.engines.len() {
+                Ok(i)
+            } else {
+                Err(SubmitError::NoEngine(format!("(engine {i} does not exist)")))
+            }
+        };
+        let wrong = |e: usize, stage: &'static str| SubmitError::WrongEngine {
+            engine: shared.engines[e].name.clone(),
+            stage,
+            why: format!("it is {:?}", shared.engines[e].device),
+        };
+        let (engine, work) = match stage {
+            Stage::Run { operator, engine } => {
+                let op = operator.name();
+                let engine = match engine.map(engine_named).transpose()?.or(self.engine) {
+                    Some(e) if shared.engines[e].serves(op) => e,
+                    Some(e) => {
+                        return Err(SubmitError::NoEngine(format!(
+                            "{op}` on engine `{}",
+                            shared.engines[e].name
+                        )))
+                    }
+                    None => shared
+                        .engines
+                        .iter()
+                        .position(|e| e.serves(op))
+                        .ok_or_else(|| SubmitError::NoEngine(op.to_string()))?,
+                };
+                (engine, Work::Op(operator))
+            }
+            Stage::Dma {
+                engine,
+                direction,
+                offset,
+            } => {
+                let e = engine_named(engine)?;
+                if !matches!(shared.engines[e].device, EngineDevice::Dma) {
+                    return Err(wrong(e, "dma"));
+                }
+                let t = self.tenant.index();
+                let region = shared.regions.get(t).cloned().flatten().ok_or_else(|| {
+                    SubmitError::NoRegion(shared.tenants.get(t).map(|(n, _)| n.clone()).unwrap_or_default())
+                })?;
+                (
+                    e,
+                    Work::Dma {
+                        region,
+                        direction,
+                        offset,
+                    },
+                )
+            }
+            Stage::Egress { engine } => {
+                let e = engine_named(engine)?;
+                let EngineDevice::Egress(port) = &shared.engines[e].device else {
+                    return Err(wrong(e, "egress"));
+                };
+                (e, Work::Egress(Arc::clone(port)))
+            }
+        };
+        let own = matches!(work, Work::Op(_))
+            .then_some(self.cost.as_ref())
+            .flatten();
+        let cost = Arc::clone(own.unwrap_or(&shared.engines[engine].cost));
+        Ok(StagePlan { engine, work, cost })
+    }
+
     fn send(
         &self,
-        operator: Arc<dyn Operator>,
+        stages: Vec<Stage>,
         payload: Arc<Vec<u8>>,
         reply: Reply,
     ) -> Result<(u64, usize), SubmitError> {
@@ -505,8 +637,8 @@ impl TenantHandle {
         if *closed {
             return Err(SubmitError::ShutDown);
         }
-        let submission = self.prepare(operator, payload, reply)?;
-        let (id, engine) = (submission.id, submission.engine);
+        let submission = self.prepare(stages, payload, reply)?;
+        let (id, engine) = (submission.id, submission.stage.engine);
         if shared.tx.send(Msg::Submit(submission)).is_err() {
             return Err(SubmitError::ShutDown);
         }
@@ -523,7 +655,7 @@ impl TenantHandle {
     /// submission; the caller holds `Shared::closed` and sends it.
     fn prepare(
         &self,
-        operator: Arc<dyn Operator>,
+        stages: Vec<Stage>,
         payload: Arc<Vec<u8>>,
         reply: Reply,
     ) -> Result<Submission, SubmitError> {
@@ -532,34 +664,36 @@ impl TenantHandle {
         if t >= shared.tenants.len() {
             return Err(SubmitError::ShutDown);
         }
-        let op = operator.name();
-        let engine = match self.engine {
-            Some(e) if shared.engines[e].serves(op) => e,
-            Some(e) => {
-                return Err(SubmitError::NoEngine(format!(
-                    "{op}` on engine `{}",
-                    shared.engines[e].name
-                )))
-            }
-            None => shared
-                .engines
-                .iter()
-                .position(|e| e.serves(op))
-                .ok_or_else(|| SubmitError::NoEngine(op.to_string()))?,
-        };
-        let cost = Arc::clone(self.cost.as_ref().unwrap_or(&shared.engines[engine].cost));
-        let predicted_ns = crate::guard::GuardedCost::check(cost.as_ref(), op, payload.len() as u64)
-            .map_err(|message| SubmitError::CostModelPanicked {
-                op: op.to_string(),
-                message,
-            })?
-            .ok_or_else(|| SubmitError::NoCostModel {
-                op: op.to_string(),
-                engine: shared.engines[engine].name.clone(),
-            })?;
-        // Subtasks are predicted on the dispatcher thread: a panic there
-        // must not stop it.
-        let cost = crate::guard::GuardedCost::wrap(cost);
+        let mut plans = stages
+            .into_iter()
+            .map(|s| self.resolve(s))
+            .collect::<Result<std::collections::VecDeque<_>, _>>()?;
+        // Every stage is predicted now, at the input's size (each later one
+        // again when it is submitted, at its own input's): a stage its model
+        // cannot predict is refused here, not halfway through the task.
+        let mut predicted_total: Nanos = 0;
+        let mut first_predicted = None;
+        for p in &plans {
+            let op = p.work.name();
+            let ns = crate::guard::GuardedCost::check(p.cost.as_ref(), op, payload.len() as u64)
+                .map_err(|message| SubmitError::CostModelPanicked {
+                    op: op.to_string(),
+                    message,
+                })?
+                .ok_or_else(|| SubmitError::NoCostModel {
+                    op: op.to_string(),
+                    engine: shared.engines[p.engine].name.clone(),
+                })?;
+            first_predicted.get_or_insert(ns);
+            predicted_total = predicted_total.saturating_add(ns);
+        }
+        // Plans and subtasks are predicted on the dispatcher thread: a
+        // panic there must not stop it.
+        for p in plans.iter_mut() {
+            p.cost = crate::guard::GuardedCost::wrap(Arc::clone(&p.cost));
+        }
+        let first = plans.pop_front().ok_or(SubmitError::NoStages)?;
+        let engine = first.engine;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
         let submitted = Instant::now();
         let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
@@ -568,15 +702,29 @@ impl TenantHandle {
             busy_at_submit,
             id,
             tenant: self.tenant,
-            engine,
-            op_name: op.to_string(),
-            op: operator,
+            op_name: first.work.name().to_string(),
+            stage: first,
+            rest: plans,
             input: payload,
-            predicted_ns,
-            cost,
+            predicted_ns: first_predicted.unwrap_or(0),
+            predicted_total_ns: predicted_total,
             submitted,
             reply,
         })
+    }
+}
+
+/// The name a completion carries for a task whose first stage is `stage`.
+fn stage_name(stage: Option<&Stage>) -> String {
+    match stage {
+        Some(Stage::Run { operator, .. }) => operator.name().to_string(),
+        Some(Stage::Dma {
+            direction: crate::Direction::Write,
+            ..
+        }) => "dma-write".into(),
+        Some(Stage::Dma { .. }) => "dma-read".into(),
+        Some(Stage::Egress { .. }) => "egress".into(),
+        None => String::new(),
     }
 }
 

@@ -172,7 +172,11 @@ fn execute(item: WorkItem) -> Result<PartOutput, TaskError> {
         placed,
         ..
     } = item;
-    let op = job.op.as_ref();
+    let Some(op) = job.work.operator() else {
+        return guarded(job.work.name(), || {
+            crate::pipeline::run_transfer(&job.work, &job.input, part.as_ref())
+        });
+    };
     let run = || -> Result<PartOutput, TaskError> {
         match part {
             None => Ok(PartOutput::Whole(op.run(&job.input)?)),

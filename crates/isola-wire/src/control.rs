@@ -8,8 +8,10 @@
 //! daemon, having read the peer's kernel credentials, answers `Welcome`
 //! with the region's descriptor, or `Refused`. Then `Register` (an
 //! operator and its parameters) is answered `Registered` (its handle) or
-//! `Failed`; `Kick` tells the daemon the submission ring has entries, and
-//! the daemon's `Kick` tells the tenant its completion ring has.
+//! `Failed`; `HostWindow` (where packet kernels' DMA writes land in the
+//! arena) is answered `WindowSet` or `Failed`; `Kick` tells the daemon the
+//! submission ring has entries, and the daemon's `Kick` tells the tenant
+//! its completion ring has.
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::net::{
@@ -49,6 +51,16 @@ pub enum Request {
     },
     /// The submission ring has new entries.
     Kick,
+    /// Packet kernels of this tenant may DMA-write into the arena's bytes
+    /// `offset..offset + len`: its host region (OSMOSIS' host memory), a
+    /// kernel's host offset 0 being `offset`. The latest connection of a
+    /// tenant to set one receives the writes; `len` 0 withdraws it.
+    HostWindow {
+        /// Where it starts in the arena, bytes.
+        offset: u64,
+        /// Its length, bytes.
+        len: u64,
+    },
 }
 
 /// What the daemon answers.
@@ -72,6 +84,8 @@ pub enum Reply {
         /// The handle.
         handle: u32,
     },
+    /// The host window is set (or withdrawn).
+    WindowSet,
     /// A request failed (the connection stays).
     Failed {
         /// Why.

@@ -188,6 +188,13 @@ pub enum EventKind {
     SloChanged,
     /// The daemon is draining: no new submissions are taken.
     Draining,
+    /// A tenant kernel was stopped on a packet (value: the flow's index
+    /// among the tenant's flows; detail: why, as
+    /// `isola_kernels::KernelError::code`); the packet is dropped.
+    KernelAborted,
+    /// A DMA write of one of the tenant's packet kernels landed in its host
+    /// window (value: the offset in the window; detail: its length).
+    HostWritten,
     /// A code this version does not know.
     Unknown(u32),
 }
@@ -200,6 +207,8 @@ impl EventKind {
             EventKind::ChannelFull => 3,
             EventKind::SloChanged => 4,
             EventKind::Draining => 5,
+            EventKind::KernelAborted => 6,
+            EventKind::HostWritten => 7,
             EventKind::Unknown(c) => c,
         }
     }
@@ -211,6 +220,8 @@ impl EventKind {
             3 => EventKind::ChannelFull,
             4 => EventKind::SloChanged,
             5 => EventKind::Draining,
+            6 => EventKind::KernelAborted,
+            7 => EventKind::HostWritten,
             c => EventKind::Unknown(c),
         }
     }

@@ -212,6 +212,10 @@ pub struct Events {
     pub slo_changed: u64,
     /// The daemon drains.
     pub draining: u64,
+    /// One of the tenant's packet kernels was stopped on a packet.
+    pub kernel_aborted: u64,
+    /// A packet kernel's DMA write landed in the tenant's host window.
+    pub host_written: u64,
     /// Of a kind this version does not know.
     pub unknown: u64,
 }
@@ -605,6 +609,8 @@ impl Driver<'_> {
                     n.draining += 1;
                     draining = true;
                 }
+                EventKind::KernelAborted => n.kernel_aborted += 1,
+                EventKind::HostWritten => n.host_written += 1,
                 EventKind::Unknown(_) => n.unknown += 1,
             }
         }

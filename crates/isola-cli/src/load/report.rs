@@ -377,6 +377,8 @@ impl Report {
             ("channel full", e.channel_full),
             ("SLO changed", e.slo_changed),
             ("draining", e.draining),
+            ("kernel aborted", e.kernel_aborted),
+            ("host written", e.host_written),
             ("unknown", e.unknown),
         ];
         let told: Vec<String> = events

@@ -25,6 +25,7 @@
 
 mod drive;
 mod echo;
+pub mod frame;
 mod report;
 
 use super::Length;
@@ -99,6 +100,17 @@ pub struct Args {
     /// packet path's throughput.
     #[arg(long)]
     echo_baseline: bool,
+    /// What a datagram is: `raw` (random bytes) or `ipv4` (a whole
+    /// IPv4/UDP packet carrying its flow's 5-tuple, for kernels that read
+    /// the raw packet, as DPUBench's programs; --size is the IPv4 packet's
+    /// size, at least 28B).
+    #[arg(long, value_name = "KIND", default_value = "raw", value_parser = ["raw", "ipv4"])]
+    frame: String,
+    /// Start each packet's payload with a line of FILE, lines in turn over
+    /// all packets (`\xHH`, `\r`, `\n`, `\t`, `\\` escapes): traffic that
+    /// a kernel's rules recognise.
+    #[arg(long, value_name = "FILE")]
+    payloads: Option<PathBuf>,
     /// Seed of the payloads, the sizes and the Poisson arrivals.
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
@@ -283,6 +295,20 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         Matching::Fifo
     };
     let mut size = parse_size_dist(&args.size).map_err(|e| anyhow!("--size: {e}"))?;
+    let framed = args.frame == "ipv4" || args.payloads.is_some();
+    if framed && matching == Matching::Echo {
+        bail!("--frame ipv4 and --payloads write the head of each packet, where --echo puts its sequence number");
+    }
+    if args.frame == "ipv4" {
+        let least = frame::IPV4_UDP_HEADER as u64;
+        match &mut size {
+            SizeDist::Fixed(n) | SizeDist::Uniform { min: n, .. } if *n < least => {
+                bail!("--size: with --frame ipv4 a packet holds its {least}-byte IPv4 and UDP headers: at least {least}B")
+            }
+            SizeDist::LogNormal { min, .. } => *min = least,
+            _ => {}
+        }
+    }
     if matching == Matching::Echo {
         // Each packet's first bytes carry its sequence number.
         match &mut size {
@@ -426,7 +452,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&stop)))
             .context("handling Ctrl-C")?;
     }
-    let outcome = drive::run(&sockets, &plan, &stop);
+    let framer = if args.frame == "ipv4" || args.payloads.is_some() {
+        Some(frame::Framer::new(
+            args.frame == "ipv4",
+            args.payloads.as_deref(),
+            &locals,
+            to,
+        )?)
+    } else {
+        None
+    };
+    let outcome = drive::run(&sockets, &plan, framer, &stop);
     let echoed = server.map(echo::EchoServer::stop);
     let report = report::Report::new(args, &plan, to, &locals, &outcome.tally, echoed);
 

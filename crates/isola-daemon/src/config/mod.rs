@@ -10,7 +10,7 @@ mod tenant;
 
 pub use tenant::{FlowConfig, TenantConfig};
 
-use isola_core::SplitWhen;
+use isola_core::{EngineKind, SplitWhen};
 use isola_model::quantity::{Duration, Size};
 use isola_model::scenario::slo::EngineRef;
 use isola_model::scenario::source::Source;
@@ -64,6 +64,9 @@ pub struct DaemonConfig {
 pub struct EngineConfig {
     /// Its name.
     pub name: String,
+    /// What it stands for (`kind = "accelerator"` unless set): OSMOSIS'
+    /// processing units are `pu`. Its policy's default follows it.
+    pub kind: EngineKind,
     /// Operators it serves (empty: every one).
     pub ops: Vec<String>,
     /// Worker threads.
@@ -121,6 +124,7 @@ struct RawDaemon {
 #[serde(deny_unknown_fields)]
 struct RawEngine {
     name: Spanned<String>,
+    kind: Option<Spanned<String>>,
     #[serde(default)]
     ops: Vec<Spanned<String>>,
     workers: Option<Spanned<usize>>,
@@ -245,7 +249,8 @@ impl DaemonConfig {
         let mut tenants: Vec<TenantConfig> = Vec::new();
         for (i, t) in raw.tenant.into_iter().enumerate() {
             let name_span = t.get_ref().name_span();
-            let checked = tenant::check_tenant(&src, t, tables.get(i).cloned().unwrap_or_default(), &refs)?;
+            let checked =
+                tenant::check_tenant(&src, base, t, tables.get(i).cloned().unwrap_or_default(), &refs)?;
             if tenants.iter().any(|o| o.name == checked.name) {
                 return Err(src.at(
                     name_span,
@@ -309,17 +314,23 @@ impl DaemonConfig {
     /// Checks `text`, one tenant table (what `isola ctl add` sends; named
     /// `origin` in errors), against this configuration's engines.
     pub fn parse_tenant(&self, text: &str, origin: &str) -> Result<TenantConfig, ScenarioError> {
-        tenant::parse_tenant(text, origin, &self.engine_refs())
+        tenant::parse_tenant(text, origin, self.base(), &self.engine_refs())
+    }
+
+    /// The folder a relative path in this configuration is resolved
+    /// against: the configuration file's.
+    pub fn base(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 }
 
-/// Every engine is an accelerator to the core here.
+/// The engines by name and kind, as SLO checks see them.
 fn engine_refs(engines: &[EngineConfig]) -> Vec<EngineRef<'_>> {
     engines
         .iter()
         .map(|e| EngineRef {
             name: &e.name,
-            kind: isola_core::EngineKind::Accelerator,
+            kind: e.kind,
         })
         .collect()
 }
@@ -341,7 +352,53 @@ fn check_engine(
             format!("engine `{name}` is defined twice"),
         ));
     }
-    for op in &e.ops {
+    let kind = match &e.kind {
+        None => EngineKind::Accelerator,
+        Some(k) => match EngineKind::from_name(k.get_ref()) {
+            Some(kind @ (EngineKind::Accelerator | EngineKind::ProcessingUnits | EngineKind::Dma)) => kind,
+            Some(other) => {
+                return Err(src.at(
+                    k.span(),
+                    Some("kind"),
+                    format!("a {other} engine does not run live in isolad yet: use accelerator, pu or dma"),
+                ))
+            }
+            None => {
+                return Err(src.at(
+                    k.span(),
+                    Some("kind"),
+                    format!(
+                        "unknown engine kind `{}`: use accelerator, pu or dma",
+                        k.get_ref()
+                    ),
+                ))
+            }
+        },
+    };
+    // A DMA engine carries packet kernels' writes into tenants' host
+    // windows, and nothing else.
+    let dma_ops = [crate::host_write::HOST_WRITE_OPERATOR];
+    if kind == EngineKind::Dma {
+        if let Some(op) = e.ops.iter().find(|op| op.get_ref() != dma_ops[0]) {
+            return Err(src.at(
+                op.span(),
+                Some("ops"),
+                format!("a dma engine serves only `{}` (kernels' DMA writes)", dma_ops[0]),
+            ));
+        }
+    }
+    if kind != EngineKind::Dma && e.ops.iter().any(|op| op.get_ref() == dma_ops[0]) {
+        return Err(src.at(
+            e.name.span(),
+            Some("ops"),
+            format!("only a dma engine serves `{}`", dma_ops[0]),
+        ));
+    }
+    for op in e.ops.iter().filter(|op| op.get_ref() != dma_ops[0]) {
+        // A tenant's WebAssembly kernels run as the operator `wasm`.
+        if op.get_ref() == crate::kernel::WASM_OPERATOR {
+            continue;
+        }
         if let Err(err) = isola_ops::find_operator(op.get_ref()) {
             return Err(src.at(op.span(), Some("ops"), err.to_string()));
         }
@@ -374,7 +431,7 @@ fn check_engine(
             Ok(info) => info.name.to_string(),
             Err(err) => return Err(src.at(p.span(), Some("policy"), err.to_string())),
         },
-        None => "sfq".to_string(),
+        None => default_policy(kind).to_string(),
     };
     // Built once now, so that a bad parameter is reported at its line.
     let share = isola_core::policy::TenantShare {
@@ -426,9 +483,15 @@ fn check_engine(
         }
         None => SplitWhen::Always,
     };
+    let ops = if kind == EngineKind::Dma {
+        dma_ops.iter().map(|op| op.to_string()).collect()
+    } else {
+        e.ops.into_iter().map(Spanned::into_inner).collect()
+    };
     Ok(EngineConfig {
         name,
-        ops: e.ops.into_iter().map(Spanned::into_inner).collect(),
+        kind,
+        ops,
         workers,
         queue_depth,
         policy,
@@ -439,6 +502,18 @@ fn check_engine(
         split,
         split_when,
     })
+}
+
+/// The policy an engine of `kind` runs unless its `policy` says: the
+/// papers' own for the processing units (OSMOSIS' WLBVT), start-time fair
+/// queuing by weight for an accelerator.
+pub fn default_policy(kind: EngineKind) -> &'static str {
+    match kind {
+        EngineKind::ProcessingUnits => "wlbvt",
+        // OSMOSIS' DMA engine and egress: weighted round robin.
+        EngineKind::Dma | EngineKind::Egress => "wrr",
+        EngineKind::Accelerator => "sfq",
+    }
 }
 
 /// The profile at `path` (written by `isola profile`), with at least one

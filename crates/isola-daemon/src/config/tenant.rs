@@ -5,13 +5,16 @@
 //! check serves the file, SIGHUP's reload and `isola ctl add`/`set`, so a
 //! live change is refused exactly as the file would be.
 
+use crate::kernel::{FlowKernel, WASM_PREFIX};
 use isola_core::{EngineSelector, Slo, SloOverride};
+use isola_kernels::KernelLimits;
 use isola_model::quantity::{Duration, RateValue, Size};
 use isola_model::scenario::slo::{check_slo, EngineRef, RawSlo};
 use isola_model::scenario::source::Source;
 use isola_model::ScenarioError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::path::Path;
 use toml::Spanned;
 
 /// One tenant.
@@ -52,10 +55,9 @@ pub struct TenantConfig {
 pub struct FlowConfig {
     /// The packets it takes.
     pub rule: isola_model::ingress::TupleRule,
-    /// The kernel (a built-in operator) run on each packet's payload.
-    pub kernel: String,
-    /// The kernel's parameters.
-    pub params: BTreeMap<String, String>,
+    /// The kernel run on each packet's payload: a built-in operator or a
+    /// tenant's WebAssembly module.
+    pub kernel: FlowKernel,
     /// Send the kernel's output back to the packet's sender (egress).
     pub reply: bool,
 }
@@ -70,6 +72,10 @@ struct RawFlow {
     params: BTreeMap<String, toml::Value>,
     #[serde(default = "yes")]
     reply: bool,
+    /// A WebAssembly kernel's fuel per packet (its cycle limit).
+    fuel: Option<Spanned<u64>>,
+    /// A WebAssembly kernel's memory cap.
+    kernel_memory: Option<Spanned<Size>>,
 }
 
 fn yes() -> bool {
@@ -143,6 +149,7 @@ impl RawTenant {
 /// table as a value, kept for live changes) against the daemon's engines.
 pub(super) fn check_tenant(
     src: &Source<'_>,
+    base: &Path,
     raw: Spanned<RawTenant>,
     table: toml::Table,
     engines: &[EngineRef<'_>],
@@ -208,25 +215,7 @@ pub(super) fn check_tenant(
     let (slo, overrides) = check_slo(src, raw.name.span(), &name, fields, engines)?;
     let mut flows = Vec::with_capacity(raw.flow.len());
     for f in raw.flow {
-        let span = f.span();
-        let f = f.into_inner();
-        let params: BTreeMap<String, String> = f
-            .params
-            .into_iter()
-            .map(|(k, v)| match v {
-                toml::Value::String(s) => (k, s),
-                other => (k, other.to_string()),
-            })
-            .collect();
-        if let Err(e) = isola_ops::build_operator(f.kernel.get_ref(), &params) {
-            return Err(src.at(span, Some("kernel"), e.to_string()));
-        }
-        flows.push(FlowConfig {
-            rule: f.flow_match.into(),
-            kernel: f.kernel.into_inner(),
-            params,
-            reply: f.reply,
-        });
+        flows.push(check_flow(src, base, f, quota)?);
     }
     Ok(TenantConfig {
         name,
@@ -243,11 +232,80 @@ pub(super) fn check_tenant(
     })
 }
 
+/// One `[[tenant.flow]]` of a tenant whose memory quota is `quota`; a
+/// WebAssembly kernel's path is resolved against `base` and the module
+/// loaded (checked and compiled) now.
+fn check_flow(
+    src: &Source<'_>,
+    base: &Path,
+    f: Spanned<RawFlow>,
+    quota: u64,
+) -> Result<FlowConfig, ScenarioError> {
+    let span = f.span();
+    let f = f.into_inner();
+    let params: BTreeMap<String, String> = f
+        .params
+        .into_iter()
+        .map(|(k, v)| match v {
+            toml::Value::String(s) => (k, s),
+            other => (k, other.to_string()),
+        })
+        .collect();
+    let kernel_span = f.kernel.span();
+    let kernel = match f.kernel.get_ref().strip_prefix(WASM_PREFIX) {
+        Some(path) => {
+            if !params.is_empty() {
+                return Err(src.at(span, Some("params"), "a WebAssembly kernel takes no params"));
+            }
+            let mut limits = KernelLimits::default();
+            if let Some(fuel) = f.fuel {
+                if *fuel.get_ref() == 0 {
+                    return Err(src.at(fuel.span(), Some("fuel"), "must be at least 1"));
+                }
+                limits.fuel_per_packet = fuel.into_inner();
+            }
+            if let Some(m) = f.kernel_memory {
+                let bytes = m.get_ref().0;
+                if !(65_536..=quota.min(1 << 31)).contains(&bytes) {
+                    return Err(src.at(
+                        m.span(),
+                        Some("kernel_memory"),
+                        format!(
+                            "must be from 64KiB (one WebAssembly page) to the tenant's memory_quota ({quota} bytes) and at most 2GiB"
+                        ),
+                    ));
+                }
+                limits.memory_bytes = bytes;
+            } else {
+                limits.memory_bytes = limits.memory_bytes.min(quota);
+            }
+            FlowKernel::wasm(&base.join(path), limits).map_err(|e| src.at(kernel_span, Some("kernel"), e))?
+        }
+        None => {
+            for (key, given) in [
+                ("fuel", f.fuel.map(|v| v.span())),
+                ("kernel_memory", f.kernel_memory.map(|v| v.span())),
+            ] {
+                if let Some(at) = given {
+                    return Err(src.at(at, Some(key), "only a WebAssembly kernel (`wasm:PATH`) takes it"));
+                }
+            }
+            FlowKernel::builtin(f.kernel.get_ref(), params).map_err(|e| src.at(span, Some("kernel"), e))?
+        }
+    };
+    Ok(FlowConfig {
+        rule: f.flow_match.into(),
+        kernel,
+        reply: f.reply,
+    })
+}
+
 /// Checks `text`, one tenant table (what `isola ctl add` sends), named
-/// `origin` in errors.
+/// `origin` in errors; `base` anchors a kernel module's relative path.
 pub(super) fn parse_tenant(
     text: &str,
     origin: &str,
+    base: &Path,
     engines: &[EngineRef<'_>],
 ) -> Result<TenantConfig, ScenarioError> {
     let src = Source {
@@ -260,7 +318,7 @@ pub(super) fn parse_tenant(
     })?;
     let table: toml::Table =
         toml::from_str(text).map_err(|e| src.at(0..0, None, e.message().trim().to_string()))?;
-    check_tenant(&src, raw, table, engines)
+    check_tenant(&src, base, raw, table, engines)
 }
 
 impl TenantConfig {
@@ -272,6 +330,7 @@ impl TenantConfig {
         &self,
         changes: &toml::Table,
         origin: &str,
+        base: &Path,
         engines: &[EngineRef<'_>],
     ) -> Result<TenantConfig, ScenarioError> {
         let mut table = self.table.clone();
@@ -294,6 +353,6 @@ impl TenantConfig {
         }
         let text =
             toml::to_string(&table).map_err(|e| ScenarioError::whole_file(origin, None, e.to_string()))?;
-        parse_tenant(&text, origin, engines)
+        parse_tenant(&text, origin, base, engines)
     }
 }

@@ -352,17 +352,15 @@ fn profile_service(src: &Source<'_>, table: &toml::Table) -> Result<ServiceSpec,
 fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel, ScenarioError> {
     let raw = raw.into_inner();
     check_name(src, raw.name.span(), "name", raw.name.get_ref())?;
-    let kind = match raw.kind.get_ref().as_str() {
-        "accelerator" => EngineKind::Accelerator,
-        "pu" => EngineKind::ProcessingUnits,
-        "dma" => EngineKind::Dma,
-        "egress" => EngineKind::Egress,
-        other => {
+    let kind = match EngineKind::from_name(raw.kind.get_ref()) {
+        Some(kind) => kind,
+        None => {
+            let other = raw.kind.get_ref();
             return Err(src.at(
                 raw.kind.span(),
                 Some("kind"),
                 format!("unknown engine kind `{other}`: use accelerator, pu, dma or egress"),
-            ))
+            ));
         }
     };
     // Keys that only some kinds take: (key, where it is written if present, kinds).

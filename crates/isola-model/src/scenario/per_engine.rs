@@ -60,14 +60,7 @@ fn selector(
     if engines.iter().any(|e| e.name == name) {
         return Ok(EngineSelector::Named(name.to_string()));
     }
-    let kind = match name {
-        "accelerator" => Some(EngineKind::Accelerator),
-        "pu" => Some(EngineKind::ProcessingUnits),
-        "dma" => Some(EngineKind::Dma),
-        "egress" => Some(EngineKind::Egress),
-        _ => None,
-    };
-    match kind {
+    match EngineKind::from_name(name) {
         Some(k) if engines.iter().any(|e| e.kind == k) => Ok(EngineSelector::Kind(k)),
         _ => {
             let known: Vec<&str> = engines.iter().map(|e| e.name).collect();

@@ -42,9 +42,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 pub mod analytics;
+pub mod app_recognition;
 pub mod filter;
 pub mod firewall;
 pub mod flow;
+pub mod flow_table;
 pub mod io;
 pub mod kernels;
 pub mod router;

@@ -200,6 +200,8 @@ struct Driver<'a> {
     next_size: Option<usize>,
     /// Payload bytes: the largest size's, each packet a prefix.
     payload: Vec<u8>,
+    /// Headers and payload heads written over them, if asked for.
+    framer: Option<super::frame::Framer>,
     reply: Vec<u8>,
     next_flow: usize,
     /// At a rate: the next packet's due time, s after `start`.
@@ -216,7 +218,12 @@ struct Driver<'a> {
 /// Runs `plan` over the flows' `sockets` (connected, non-blocking) until
 /// its count or duration or Ctrl-C (`stop`), then takes replies until every
 /// packet is answered or lost.
-pub fn run(sockets: &[UdpSocket], plan: &Plan, stop: &AtomicBool) -> RunOutcome {
+pub fn run(
+    sockets: &[UdpSocket],
+    plan: &Plan,
+    framer: Option<super::frame::Framer>,
+    stop: &AtomicBool,
+) -> RunOutcome {
     let start = Instant::now();
     let total = match plan.length {
         Length::Count(n) => n,
@@ -241,6 +248,7 @@ pub fn run(sockets: &[UdpSocket], plan: &Plan, stop: &AtomicBool) -> RunOutcome 
         sizes: SizeSampler::new(&plan.size, plan.seed, 0),
         next_size: None,
         payload: crate::load::random_bytes(largest.max(8), plan.seed),
+        framer,
         reply: vec![0; 1 << 16],
         next_flow: 0,
         next_due_s: 0.0,
@@ -406,13 +414,19 @@ impl Driver<'_> {
             Some(s) => s,
             None => *self.next_size.insert(self.sizes.sample() as usize),
         };
-        let seq = self.in_flight[i].next_seq().to_le_bytes();
-        let head = size.min(seq.len());
-        self.payload[..head].copy_from_slice(&seq[..head]);
+        let datagram: &[u8] = match &mut self.framer {
+            Some(f) => f.frame(i, self.sent_total, &self.payload[..size]),
+            None => {
+                let seq = self.in_flight[i].next_seq().to_le_bytes();
+                let head = size.min(seq.len());
+                self.payload[..head].copy_from_slice(&seq[..head]);
+                &self.payload[..size]
+            }
+        };
         let mut tries = 0;
         let sent = loop {
             let sent = Instant::now();
-            match self.sockets[i].send(&self.payload[..size]) {
+            match self.sockets[i].send(datagram) {
                 Ok(_) => break sent,
                 // An ICMP error from an earlier packet, reported (and
                 // cleared) here; this packet was not sent: again.

@@ -23,6 +23,7 @@ mod processes;
 mod summary;
 
 pub use measure::{HostInterference, LsBreakdown, Percentiles, RoundResult, SoloReference, TenantSummary};
+pub(crate) use processes::process_cpu_ns;
 pub use summary::{pct, PolicyComparison, PolicySpread, Spread, Verdict, BANDWIDTH_TARGET, VIOLATION_TARGET};
 
 use super::{BS, LS};

@@ -295,7 +295,7 @@ fn runtime_cpu_ns(rt: &isola_runtime::Runtime) -> u64 {
 /// CPU time of this process and of its children waited for, ns
 /// (`/proc/self/stat`: utime + stime, cutime + cstime, in the kernel's
 /// USER_HZ ticks of 10 ms).
-fn process_cpu_ns() -> Option<(u64, u64)> {
+pub(crate) fn process_cpu_ns() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the command name, which may hold spaces: state is 3.
     let rest = &stat[stat.rfind(')')? + 2..];
