@@ -10,8 +10,13 @@
 # Usage: scripts/udp_throughput.sh
 # Settings (environment): ROUNDS=3, FLOWS=4, WINDOW=64 (per flow),
 # SIZE=64B, KERNEL=crc32c, DURATION=5s, WARMUP=1s, WORKERS=1 (the engine's
-# worker threads), PORT=19000 (the daemon's), SRC_PORT=41000 (the first
-# flow's), KEEP=1 keeps the reports' folder.
+# worker threads), QUEUE_DEPTH=32 (dispatches the core may hand the engine
+# beyond its workers: each task is still one policy decision, made up to
+# that many tasks ahead; 0 makes the worker wait on the dispatcher after
+# every packet), SPIN=0s (how long the daemon's threads poll before they
+# sleep; on 2 cores a polling thread takes the generator's core),
+# PORT=19000 (the daemon's), SRC_PORT=41000 (the first flow's), KEEP=1
+# keeps the reports' folder.
 # Builds release binaries into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +28,8 @@ KERNEL=${KERNEL:-crc32c}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
 WORKERS=${WORKERS:-1}
+QUEUE_DEPTH=${QUEUE_DEPTH:-32}
+SPIN=${SPIN:-0s}
 PORT=${PORT:-19000}
 SRC_PORT=${SRC_PORT:-41000}
 command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2; exit 1; }
@@ -38,8 +45,8 @@ cleanup() {
 trap cleanup EXIT
 
 {
-  printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\n\n' "$PORT"
-  printf '[[engine]]\nname = "pu"\nworkers = %s\npolicy = "wlbvt"\n\n' "$WORKERS"
+  printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\nspin = "%s"\n\n' "$PORT" "$SPIN"
+  printf '[[engine]]\nname = "pu"\nworkers = %s\nqueue_depth = %s\npolicy = "wlbvt"\n\n' "$WORKERS" "$QUEUE_DEPTH"
   printf '[[tenant]]\nname = "t"\nmemory_quota = "16MiB"\nusers = [%s]\n' "$(id -u)"
   for i in $(seq 0 $((FLOWS - 1))); do
     printf '\n[[tenant.flow]]\nmatch = { src_port = %s, proto = 17 }\nkernel = "%s"\n' $((SRC_PORT + i)) "$KERNEL"
@@ -52,7 +59,7 @@ for _ in $(seq 100); do [ -S "$dir/isolad.sock" ] && break; sleep 0.05; done
 sleep 0.2
 
 common=(--flows "$FLOWS" --window "$WINDOW" --size "$SIZE" --duration "$DURATION" --warmup "$WARMUP")
-echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, engine workers $WORKERS"
+echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, engine workers $WORKERS, queue depth $QUEUE_DEPTH, spin $SPIN"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 printf '%-6s %-14s %-12s %-8s %-22s\n' round path "replies/s" loss "p50 / p99 (us)"
 row() { # round, path, report

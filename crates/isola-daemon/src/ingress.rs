@@ -6,23 +6,31 @@
 //! the tenant: scheduled by the core like every other task, refused when
 //! the tenant's channel is full (the packet is dropped and counted). A
 //! flow that replies sends the kernel's output back to the packet's
-//! sender. Unmatched packets are counted and dropped.
+//! sender (`egress`). Unmatched packets are counted and dropped.
+//!
+//! Per received batch (one `recvmmsg`), each tenant's matched packets go
+//! to the runtime as one batch (`TenantHandle::submit_batch_calling`: one
+//! message to the dispatcher, still one core decision and one completion
+//! per packet), and their replies leave as one `sendmmsg` (`egress`). A
+//! flow's kernel (`crate::kernel`) is built once, with the configuration,
+//! not per packet. After a batch short of its size the thread yields its core
+//! once before the next `recvmmsg`, so that datagrams gather meanwhile
+//! (docs/perf.md: batches of 2-4 datagrams otherwise, at 64 B).
 //!
 //! Rules follow the live tenant table: adding, changing or removing a
 //! tenant (or its flows) through `isola ctl` or a reload takes effect at
 //! the next packet.
 
 use crate::config::FlowConfig;
+use crate::egress::{ReplyGroup, ReplyTo};
 use crate::kernel::FlowKernel;
-use crate::metrics::PacketOutcome;
+use crate::metrics::{Metrics, PacketOutcome};
 use crate::tenants::TenantTable;
 use crate::Shared;
 use isola_core::TenantId;
-use isola_kernels::KernelOutput;
 use isola_model::ingress::{FiveTuple, RuleSet};
-use isola_ops::OpError;
-use isola_runtime::TaskError;
-use isola_wire::EventKind;
+use isola_ops::Operator;
+use isola_runtime::OnCompletion;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -42,7 +50,6 @@ const BATCH: usize = 32;
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
 /// One flow queue as the matcher finds it.
-#[derive(Debug, Clone)]
 struct Flow {
     tenant: usize,
     /// Its index among the tenant's flows (an event names it so).
@@ -60,14 +67,25 @@ struct TenantPackets {
     aborted: AtomicU64,
 }
 
+impl TenantPackets {
+    fn counter(&self, outcome: PacketOutcome) -> &AtomicU64 {
+        match outcome {
+            PacketOutcome::Received => &self.received,
+            PacketOutcome::Replied => &self.replied,
+            PacketOutcome::Dropped => &self.dropped,
+            PacketOutcome::Aborted => &self.aborted,
+        }
+    }
+}
+
 /// The packet path's counters, as [`crate::Daemon::packet_counts`] gives
 /// them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PacketCounts {
     /// Datagrams no flow matched (dropped).
     pub unmatched: u64,
-    /// Per tenant slot: (received, replied, dropped for a full queue,
-    /// aborted by its kernel).
+    /// Per tenant slot: (received, replied, dropped for a full queue or
+    /// a reply the socket refused, aborted by its kernel).
     pub tenants: Vec<(u64, u64, u64, u64)>,
 }
 
@@ -122,6 +140,25 @@ impl PacketPath {
                 .map(|t| (n(&t.received), n(&t.replied), n(&t.dropped), n(&t.aborted)))
                 .collect(),
         }
+    }
+
+    /// Counts `n` packets of tenant slot `tenant` with `outcome`, here and
+    /// in `metrics`.
+    pub(crate) fn count(&self, metrics: &Metrics, tenant: usize, outcome: PacketOutcome, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if let Some(t) = self.tenants.get(tenant) {
+            t.counter(outcome).fetch_add(n as u64, Ordering::Relaxed);
+        }
+        for _ in 0..n {
+            metrics.packet(tenant, outcome);
+        }
+    }
+
+    fn unmatched(&self, metrics: &Metrics) {
+        self.unmatched.fetch_add(1, Ordering::Relaxed);
+        metrics.unmatched();
     }
 }
 
@@ -183,15 +220,29 @@ impl Ingress {
     }
 }
 
-/// Takes datagrams on `socket` until `stopping`, each to its flow.
+/// A matched packet on its way to its tenant's batch.
+struct Matched {
+    operator: Arc<dyn Operator>,
+    payload: Vec<u8>,
+    to: ReplyTo,
+}
+
+/// Takes datagrams on `socket` until `stopping`, each batch to its flows.
 fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) {
-    let path = &shared.packets;
     let local = match socket.local_addr() {
         Ok(a) => a,
         Err(_) => return,
     };
     let mut batch = crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM);
+    // Per tenant slot: its packets of the batch at hand.
+    let mut per_tenant: Vec<Vec<Matched>> = (0..shared.packets.tenants.len()).map(|_| Vec::new()).collect();
+    let mut last = BATCH;
     while !stopping.load(Ordering::Acquire) {
+        if last < BATCH {
+            // A short batch: let the runtime's threads on this core run
+            // first, so that datagrams gather for the next one.
+            std::thread::yield_now();
+        }
         let got = match batch.recv(std::os::fd::AsFd::as_fd(&**socket)) {
             Ok(n) => n,
             Err(e)
@@ -209,109 +260,87 @@ fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) 
                 continue;
             }
         };
-        for i in 0..got {
-            let Some((payload, from, truncated)) = batch.get(i) else {
-                continue;
-            };
-            let (Some(from), false) = (from, truncated) else {
-                // Cut short, or from no IPv4 sender: nothing to match.
-                path.unmatched.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.unmatched();
-                continue;
-            };
-            let (IpAddr::V4(src_ip), IpAddr::V4(dst_ip)) = (from.ip(), local.ip()) else {
-                // IPv4 rules only: anything else matches no flow.
-                path.unmatched.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.unmatched();
-                continue;
-            };
-            let tuple = FiveTuple {
-                src_ip,
-                dst_ip,
-                src_port: from.port(),
-                dst_port: local.port(),
-                proto: 17,
-            };
-            let found = path.rules.read().ok().and_then(|r| r.classify(&tuple).cloned());
-            let Some(flow) = found else {
-                path.unmatched.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.unmatched();
-                continue;
-            };
-            deliver(socket, shared, flow, payload.to_vec(), from);
+        last = got;
+        classify(&batch, got, local, shared, &mut per_tenant);
+        for (tenant, packets) in per_tenant.iter_mut().enumerate() {
+            if !packets.is_empty() {
+                deliver(socket, shared, tenant, packets);
+            }
         }
     }
 }
 
-/// Runs `payload` through `flow`'s kernel as a task of its tenant, and
-/// answers `from` with the output if the flow replies.
-fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, flow: Flow, payload: Vec<u8>, from: SocketAddr) {
-    let tenant = flow.tenant;
-    let Some(counts) = shared.packets.tenants.get(tenant) else {
+/// Matches the `got` datagrams of `batch` (received on `local`), each to
+/// its tenant's list in `per_tenant`; counts the unmatched.
+fn classify(
+    batch: &crate::udp_batch::RecvBatch,
+    got: usize,
+    local: SocketAddr,
+    shared: &Shared,
+    per_tenant: &mut [Vec<Matched>],
+) {
+    let path = &shared.packets;
+    let Ok(rules) = path.rules.read() else {
         return;
     };
-    counts.received.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.packet(tenant, PacketOutcome::Received);
-    let operator = Arc::clone(flow.kernel.operator());
-    let on_done: isola_runtime::OnCompletion = {
-        let (socket, shared) = (Arc::clone(socket), Arc::clone(shared));
-        Arc::new(move |c| {
-            shared.keep(&c);
-            let (tenant, counts) = (flow.tenant, &shared.packets.tenants[flow.tenant]);
-            let abort = || {
-                counts.aborted.fetch_add(1, Ordering::Relaxed);
-                shared.metrics.packet(tenant, PacketOutcome::Aborted);
-            };
-            let output = match &c.result {
-                Ok(out) => out,
-                Err(TaskError::Rejected(_)) => {
-                    counts.dropped.fetch_add(1, Ordering::Relaxed);
-                    shared.metrics.packet(tenant, PacketOutcome::Dropped);
-                    return;
-                }
-                Err(TaskError::Operator(OpError::KernelStopped { cause, .. })) => {
-                    abort();
-                    shared.tell_tenant_of(
-                        tenant,
-                        EventKind::KernelAborted,
-                        flow.index as u64,
-                        u64::from(*cause),
-                    );
-                    return;
-                }
-                Err(_) => return abort(),
-            };
-            // A built-in kernel's output is its reply; a WebAssembly
-            // kernel's says what it asked for (see `crate::kernel`).
-            let asked;
-            let reply = if flow.kernel.is_wasm() {
-                asked = match KernelOutput::from_bytes(output) {
-                    Some(asked) => asked,
-                    None => return abort(),
-                };
-                if !crate::host_write::carry_out(&shared, tenant, flow.index as u64, asked.dma) {
-                    return abort();
-                }
-                asked.reply.as_deref()
-            } else {
-                Some(&output[..])
-            };
-            if let (true, Some(reply)) = (flow.reply, reply) {
-                // A reply that cannot be sent is the sender's loss, as on
-                // the wire.
-                if socket.send_to(reply, from).is_ok() {
-                    counts.replied.fetch_add(1, Ordering::Relaxed);
-                    shared.metrics.packet(tenant, PacketOutcome::Replied);
-                }
-            }
-        })
-    };
+    for i in 0..got {
+        let Some((payload, from, truncated)) = batch.get(i) else {
+            continue;
+        };
+        let (Some(from), false) = (from, truncated) else {
+            // Cut short, or from no IPv4 sender: nothing to match.
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        let (IpAddr::V4(src_ip), IpAddr::V4(dst_ip)) = (from.ip(), local.ip()) else {
+            // IPv4 rules only: anything else matches no flow.
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        let tuple = FiveTuple {
+            src_ip,
+            dst_ip,
+            src_port: from.port(),
+            dst_port: local.port(),
+            proto: 17,
+        };
+        let Some(flow) = rules.classify(&tuple) else {
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        let Some(list) = per_tenant.get_mut(flow.tenant) else {
+            path.unmatched(&shared.metrics);
+            continue;
+        };
+        list.push(Matched {
+            operator: Arc::clone(flow.kernel.operator()),
+            payload: payload.to_vec(),
+            to: ReplyTo {
+                from,
+                flow: flow.index,
+                wasm: flow.kernel.is_wasm(),
+                reply: flow.reply,
+            },
+        });
+    }
+}
+
+/// Runs `packets` (emptied) through their flows' kernels as one batch of
+/// tasks of tenant slot `tenant`; their replies leave together
+/// ([`ReplyGroup`]).
+fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut Vec<Matched>) {
+    let path = &shared.packets;
+    path.count(&shared.metrics, tenant, PacketOutcome::Received, packets.len());
+    let group = Arc::new(ReplyGroup::new(socket, shared, tenant, packets.len()));
+    let tasks = packets.drain(..).map(|p| {
+        let (g, to) = (Arc::clone(&group), p.to);
+        let on_done: OnCompletion = Arc::new(move |c| g.settle(&to, c));
+        (p.operator, Arc::new(p.payload), on_done)
+    });
     let handle = shared.runtime.tenant(TenantId(tenant as u32));
-    if handle
-        .submit_operator_calling(operator, payload, on_done)
-        .is_err()
-    {
-        counts.aborted.fetch_add(1, Ordering::Relaxed);
-        shared.metrics.packet(tenant, PacketOutcome::Aborted);
+    for submitted in handle.submit_batch_calling(tasks) {
+        if submitted.is_err() {
+            group.refused();
+        }
     }
 }

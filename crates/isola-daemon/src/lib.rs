@@ -22,6 +22,7 @@
 mod admin;
 pub mod config;
 mod connection;
+mod egress;
 mod host_write;
 mod http;
 mod ingress;

@@ -1,8 +1,9 @@
-//! Batched UDP receive (`recvmmsg(2)` with `MSG_WAITFORONE`): one system
-//! call takes every datagram waiting, up to the batch's size, instead of
-//! one call a datagram. Neither the standard library nor rustix offers
-//! `recvmmsg`, so it is called through `libc` here, its buffers owned and
-//! checked by this type.
+//! Batched UDP receive (`recvmmsg(2)` with `MSG_WAITFORONE`) and send
+//! (`sendmmsg(2)`): one system call takes every datagram waiting, up to the
+//! batch's size, or sends a whole batch of replies, instead of one call a
+//! datagram. Neither the standard library nor rustix offers `recvmmsg`, so
+//! both are called through `libc` here, their buffers owned and checked by
+//! this module.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -112,5 +113,137 @@ impl RecvBatch {
         });
         let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
         Some((&self.bufs[i][..len], from, truncated))
+    }
+}
+
+/// Sends each `(to, bytes)` of `datagrams` with as few `sendmmsg` calls as
+/// the kernel allows (one, unless it stops early); returns how many were
+/// sent. A datagram the kernel refuses (its error is about that one
+/// message: no route, too large) is skipped and the rest still go, so the
+/// count is exact. IPv4 receivers only; another family's datagram is not
+/// sent.
+pub(crate) fn send_batch(socket: BorrowedFd<'_>, datagrams: &[(SocketAddr, Vec<u8>)]) -> usize {
+    let v4: Vec<(libc::sockaddr_in, &[u8])> = datagrams
+        .iter()
+        .filter_map(|(to, bytes)| match to {
+            SocketAddr::V4(a) => Some((sockaddr_v4(a), bytes.as_slice())),
+            SocketAddr::V6(_) => None,
+        })
+        .collect();
+    let mut iovecs: Vec<libc::iovec> = v4
+        .iter()
+        .map(|(_, bytes)| libc::iovec {
+            iov_base: bytes.as_ptr().cast_mut().cast(),
+            iov_len: bytes.len(),
+        })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = v4
+        .iter()
+        .zip(iovecs.iter_mut())
+        .map(|((addr, _), iov)| {
+            // SAFETY: mmsghdr is a plain C struct for which all-zero bytes
+            // are a valid value.
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_name = (addr as *const libc::sockaddr_in).cast_mut().cast();
+            m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            m.msg_hdr.msg_iov = iov;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect();
+    let (mut at, mut sent) = (0, 0);
+    while at < msgs.len() {
+        let rest = &mut msgs[at..];
+        // SAFETY: `rest` holds initialised headers whose name and iovec
+        // pointers point at `v4`'s addresses and `datagrams`' bytes, alive
+        // and unmoved for this call, of the lengths given; the kernel only
+        // reads them (and writes each header's `msg_len`).
+        let n = unsafe {
+            libc::sendmmsg(
+                socket.as_raw_fd(),
+                rest.as_mut_ptr(),
+                rest.len().min(libc::c_uint::MAX as usize) as libc::c_uint,
+                0,
+            )
+        };
+        match n {
+            n if n > 0 => {
+                at += n as usize;
+                sent += n as usize;
+            }
+            // The first message of `rest` failed (or nothing went, which
+            // the kernel does not do): it is lost, as on the wire; retried
+            // only if the call was interrupted.
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => at += 1,
+        }
+    }
+    sent
+}
+
+/// `a` as the C structure the kernel reads.
+fn sockaddr_v4(a: &SocketAddrV4) -> libc::sockaddr_in {
+    // SAFETY: sockaddr_in is a plain C struct for which all-zero bytes are
+    // a valid value.
+    let mut s: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    s.sin_family = libc::AF_INET as libc::sa_family_t;
+    s.sin_port = a.port().to_be();
+    s.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsFd;
+
+    /// What `send_batch` sends is what a receiver takes, datagram for
+    /// datagram, in order; `RecvBatch` takes them back with their sender.
+    #[test]
+    fn a_batch_sent_is_the_batch_received() {
+        let (tx, rx) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let to = rx.local_addr().unwrap();
+        let datagrams: Vec<(SocketAddr, Vec<u8>)> = (0..40u8)
+            .map(|i| (to, vec![i; 1 + usize::from(i) * 30]))
+            .collect();
+        assert_eq!(send_batch(tx.as_fd(), &datagrams), 40);
+        let mut batch = RecvBatch::new(16, 2048);
+        let mut seen = Vec::new();
+        while seen.len() < 40 {
+            let n = batch.recv(rx.as_fd()).unwrap();
+            for i in 0..n {
+                let (bytes, from, cut) = batch.get(i).unwrap();
+                assert_eq!((from, cut), (Some(tx.local_addr().unwrap()), false));
+                seen.push(bytes.to_vec());
+            }
+        }
+        let sent: Vec<Vec<u8>> = datagrams.into_iter().map(|(_, b)| b).collect();
+        assert_eq!(seen, sent);
+    }
+
+    /// A datagram the kernel refuses (larger than UDP allows) is skipped
+    /// and counted out; the others still go.
+    #[test]
+    fn a_refused_datagram_is_skipped_and_the_rest_go() {
+        let (tx, rx) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let to = rx.local_addr().unwrap();
+        let datagrams = vec![(to, vec![1u8; 10]), (to, vec![2u8; 70_000]), (to, vec![3u8; 10])];
+        assert_eq!(send_batch(tx.as_fd(), &datagrams), 2);
+        let mut buf = [0u8; 64];
+        assert_eq!(rx.recv(&mut buf).unwrap(), 10);
+        assert_eq!(buf[0], 1);
+        assert_eq!(rx.recv(&mut buf).unwrap(), 10);
+        assert_eq!(buf[0], 3);
     }
 }

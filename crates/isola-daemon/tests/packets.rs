@@ -181,6 +181,59 @@ fn malformed_datagrams_are_counted_and_never_stop_the_path() {
 }
 
 #[test]
+fn a_burst_of_two_tenants_is_answered_packet_for_packet_and_counted_once() {
+    // Sent back to back, the two tenants' datagrams share received batches:
+    // each tenant's replies leave as their own group, each carries its own
+    // kernel's output, and each packet is counted once.
+    let dir = std::env::temp_dir().join(format!("isolad-burst-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (client(), client());
+    let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
+    let text = format!(
+        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
+         [[engine]]\nname = \"pu\"\nworkers = 1\nqueue_depth = 8\npolicy = \"wlbvt\"\n\
+         [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {pa} }}\nkernel = \"crc32c\"\n\
+         [[tenant]]\nname = \"b\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {pb} }}\nkernel = \"sha256\"\n"
+    );
+    let d = Daemon::start(DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap()).unwrap();
+    let ingress = d.udp_addrs()[0];
+    let n = 64;
+    for _ in 0..n {
+        a.send_to(b"123456789", ingress).unwrap();
+        b.send_to(b"abc", ingress).unwrap();
+    }
+    let mut reply = [0u8; 64];
+    for _ in 0..n {
+        let (len, _) = a.recv_from(&mut reply).unwrap();
+        // CRC-32C of "123456789", the published check value.
+        assert_eq!(&reply[..len], &0xE306_9283u32.to_be_bytes());
+        let (len, _) = b.recv_from(&mut reply).unwrap();
+        // SHA-256("abc"), FIPS 180-2's example.
+        assert_eq!(
+            reply[..len]
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<String>(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+    let start = Instant::now();
+    while d.packet_counts().tenants[..2] != [(n, n, 0, 0), (n, n, 0, 0)] {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            d.packet_counts()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Nothing more came back than was sent.
+    a.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    assert!(a.recv_from(&mut reply).is_err());
+}
+
+#[test]
 fn an_engines_kind_sets_its_default_policy() {
     let engine = |keys: &str| {
         format!(

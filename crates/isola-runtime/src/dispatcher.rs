@@ -43,6 +43,9 @@ use std::time::{Duration, Instant};
 pub(crate) enum Msg {
     /// A tenant's task.
     Submit(Submission),
+    /// A tenant's tasks, sent at once (`TenantHandle::submit_batch_calling`):
+    /// each submitted to the core in turn, then dispatched as one.
+    SubmitBatch(Vec<Submission>),
     /// A worker finished a piece of work.
     Done(WorkDone),
     /// Cancel what is queued, finish what runs until the deadline (then
@@ -260,6 +263,7 @@ impl Dispatcher {
             };
             match msg {
                 Some(Msg::Submit(s)) => self.submit(s),
+                Some(Msg::SubmitBatch(batch)) => batch.into_iter().for_each(|s| self.submit(s)),
                 Some(Msg::Done(d)) => self.done(d),
                 Some(Msg::Control(c)) => self.control(c),
                 Some(Msg::AddPoller(p)) => self.pollers.push(p),

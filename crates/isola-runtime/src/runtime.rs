@@ -463,6 +463,50 @@ impl TenantHandle {
             .map(|(id, _)| id)
     }
 
+    /// Submits a batch of tasks in one message to the dispatcher (one
+    /// wake-up of it for the whole batch instead of one a task), each
+    /// calling its own `on_done` with its one completion, as
+    /// [`TenantHandle::submit_operator_calling`] does. The core still sees
+    /// every task on its own: one submission, one policy decision and one
+    /// completion each. Returns, in the batch's order, each task's id or
+    /// why it was refused (a refused task has no completion).
+    pub fn submit_batch_calling(
+        &self,
+        tasks: impl IntoIterator<Item = (Arc<dyn Operator>, Arc<Vec<u8>>, crate::OnCompletion)>,
+    ) -> Vec<Result<u64, SubmitError>> {
+        let shared = &self.shared;
+        let tasks = tasks.into_iter();
+        let mut ids = Vec::with_capacity(tasks.size_hint().0);
+        // Held until the message is sent (see `Shared::closed`).
+        let closed = match shared.closed.read() {
+            Ok(closed) if !*closed => closed,
+            _ => return tasks.map(|_| Err(SubmitError::ShutDown)).collect(),
+        };
+        let mut batch = Vec::with_capacity(ids.capacity());
+        for (operator, payload, on_done) in tasks {
+            match self.prepare(self.one(operator), payload, Reply::calling(on_done)) {
+                Ok(s) => {
+                    ids.push(Ok(s.id));
+                    batch.push(s);
+                }
+                Err(e) => ids.push(Err(e)),
+            }
+        }
+        let accepted = batch.len() as u64;
+        if accepted == 0 {
+            return ids;
+        }
+        if shared.tx.send(Msg::SubmitBatch(batch)).is_err() {
+            return ids.into_iter().map(|_| Err(SubmitError::ShutDown)).collect();
+        }
+        // Counted before the shutdown lock is let go (as in `send`).
+        if let Ok(mut r) = shared.records.lock() {
+            r[self.tenant.index()].submitted += accepted;
+        }
+        drop(closed);
+        ids
+    }
+
     /// Submits `stages` (one after another, each one's output the next
     /// one's input; see [`Stage`]) on `payload`; the ticket gives the
     /// task's one completion, once its last stage is done (or one failed).
@@ -593,6 +637,29 @@ impl TenantHandle {
         if *closed {
             return Err(SubmitError::ShutDown);
         }
+        let submission = self.prepare(stages, payload, reply)?;
+        let (id, engine) = (submission.id, submission.stage.engine);
+        if shared.tx.send(Msg::Submit(submission)).is_err() {
+            return Err(SubmitError::ShutDown);
+        }
+        // Counted before the shutdown lock is let go: shutdown cannot read
+        // the stats between the send and the count.
+        if let Ok(mut r) = shared.records.lock() {
+            r[self.tenant.index()].submitted += 1;
+        }
+        drop(closed);
+        Ok((id, engine))
+    }
+
+    /// Checks a task (its tenant, its engine, its cost) and makes its
+    /// submission; the caller holds `Shared::closed` and sends it.
+    fn prepare(
+        &self,
+        stages: Vec<Stage>,
+        payload: Arc<Vec<u8>>,
+        reply: Reply,
+    ) -> Result<Submission, SubmitError> {
+        let shared = &self.shared;
         let t = self.tenant.index();
         if t >= shared.tenants.len() {
             return Err(SubmitError::ShutDown);
@@ -631,7 +698,7 @@ impl TenantHandle {
         let submitted = Instant::now();
         let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
         let busy_at_submit = shared.busy[engine].read(at, t);
-        let submission = Submission {
+        Ok(Submission {
             busy_at_submit,
             id,
             tenant: self.tenant,
@@ -643,17 +710,7 @@ impl TenantHandle {
             predicted_total_ns: predicted_total,
             submitted,
             reply,
-        };
-        if shared.tx.send(Msg::Submit(submission)).is_err() {
-            return Err(SubmitError::ShutDown);
-        }
-        // Counted before the shutdown lock is let go: shutdown cannot read
-        // the stats between the send and the count.
-        if let Ok(mut r) = shared.records.lock() {
-            r[t].submitted += 1;
-        }
-        drop(closed);
-        Ok((id, engine))
+        })
     }
 }
 

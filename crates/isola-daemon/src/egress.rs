@@ -1,0 +1,145 @@
+//! The packet path's egress (issue 16): the replies to one received batch's
+//! packets of one tenant are collected as their tasks complete and sent
+//! together with one `sendmmsg` by whichever runtime thread completes the
+//! group's last task; no thread of its own, no hand-off. Every packet of
+//! the group is counted in exactly one outcome here: replied (its reply
+//! sent), dropped (refused by the core, or its reply refused by the
+//! socket), aborted (its kernel failed or was stopped at a limit, its DMA
+//! request was refused, or the task was never taken). A built-in
+//! kernel's output is its reply; a WebAssembly kernel's output says what
+//! it asked for (`crate::kernel`): a reply, DMA writes to its tenant's
+//! host region (`crate::host_write`).
+//!
+//! A group is one tenant's, so a reply waits at most for that tenant's
+//! own later packets of the same batch (the core serves a tenant's tasks
+//! in their order), never for another tenant's.
+
+use crate::metrics::PacketOutcome;
+use crate::Shared;
+use isola_kernels::KernelOutput;
+use isola_ops::OpError;
+use isola_runtime::{Completion, TaskError};
+use isola_wire::EventKind;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Where a packet's reply goes and what its flow does with its kernel's
+/// output.
+pub(crate) struct ReplyTo {
+    /// The packet's sender.
+    pub(crate) from: SocketAddr,
+    /// The flow's index among its tenant's flows (events name it so).
+    pub(crate) flow: usize,
+    /// Its kernel is a tenant's WebAssembly module.
+    pub(crate) wasm: bool,
+    /// The flow sends replies.
+    pub(crate) reply: bool,
+}
+
+/// The replies of one tenant's packets of one received batch.
+pub(crate) struct ReplyGroup {
+    socket: Arc<UdpSocket>,
+    shared: Arc<Shared>,
+    tenant: usize,
+    /// Packets whose outcome is not known yet.
+    pending: AtomicUsize,
+    /// Replies waiting for the group's last outcome.
+    replies: Mutex<Vec<(SocketAddr, Vec<u8>)>>,
+}
+
+impl ReplyGroup {
+    /// A group of `packets` packets of `tenant`, answered on `socket`.
+    pub(crate) fn new(
+        socket: &Arc<UdpSocket>,
+        shared: &Arc<Shared>,
+        tenant: usize,
+        packets: usize,
+    ) -> ReplyGroup {
+        ReplyGroup {
+            socket: Arc::clone(socket),
+            shared: Arc::clone(shared),
+            tenant,
+            pending: AtomicUsize::new(packets),
+            replies: Mutex::new(Vec::with_capacity(packets)),
+        }
+    }
+
+    /// Takes the completion of a packet's task: a reply to send (if its
+    /// flow replies and its kernel gave one), or the reason it has none.
+    pub(crate) fn settle(&self, to: &ReplyTo, c: Completion) {
+        self.shared.keep(&c);
+        match c.result {
+            Ok(out) => self.answer(to, out),
+            Err(TaskError::Rejected(_)) => self.count(PacketOutcome::Dropped, 1),
+            Err(TaskError::Operator(OpError::KernelStopped { cause, .. })) => {
+                self.count(PacketOutcome::Aborted, 1);
+                self.shared.tell_tenant_of(
+                    self.tenant,
+                    EventKind::KernelAborted,
+                    to.flow as u64,
+                    u64::from(cause),
+                );
+            }
+            Err(_) => self.count(PacketOutcome::Aborted, 1),
+        }
+        self.one_done();
+    }
+
+    /// Takes a kernel's output `out`: its reply, kept for the group's
+    /// send; a WebAssembly kernel's DMA requests, carried out now.
+    fn answer(&self, to: &ReplyTo, out: Vec<u8>) {
+        let reply = if to.wasm {
+            let Some(asked) = KernelOutput::from_bytes(&out) else {
+                return self.count(PacketOutcome::Aborted, 1);
+            };
+            if !crate::host_write::carry_out(&self.shared, self.tenant, to.flow as u64, asked.dma) {
+                return self.count(PacketOutcome::Aborted, 1);
+            }
+            asked.reply
+        } else {
+            Some(out)
+        };
+        // A flow without replies (or a kernel that asked for none): its
+        // packet ends with its kernel.
+        if let (true, Some(reply)) = (to.reply, reply) {
+            if let Ok(mut replies) = self.replies.lock() {
+                replies.push((to.from, reply));
+            }
+        }
+    }
+
+    /// A packet whose task was never taken (the runtime refused the
+    /// submission): aborted.
+    pub(crate) fn refused(&self) {
+        self.count(PacketOutcome::Aborted, 1);
+        self.one_done();
+    }
+
+    fn one_done(&self) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.flush();
+        }
+    }
+
+    /// Sends every reply collected; a reply the socket refuses is the
+    /// sender's loss, as on the wire, and counted dropped.
+    fn flush(&self) {
+        let replies = match self.replies.lock() {
+            Ok(mut r) => std::mem::take(&mut *r),
+            Err(_) => return,
+        };
+        if replies.is_empty() {
+            return;
+        }
+        let sent = crate::udp_batch::send_batch(std::os::fd::AsFd::as_fd(&*self.socket), &replies);
+        self.count(PacketOutcome::Replied, sent);
+        self.count(PacketOutcome::Dropped, replies.len() - sent);
+    }
+
+    fn count(&self, outcome: PacketOutcome, n: usize) {
+        self.shared
+            .packets
+            .count(&self.shared.metrics, self.tenant, outcome, n);
+    }
+}
