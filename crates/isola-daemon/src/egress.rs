@@ -117,6 +117,7 @@ impl ReplyGroup {
     }
 
     fn one_done(&self) {
+        self.shared.packets.release(self.tenant);
         if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.flush();
         }

@@ -3,8 +3,11 @@
 //! (the one matcher, `isola_model::ingress`) to a tenant's flow queue
 //! (OSMOSIS' FMQ: `[[tenant.flow]]`, first rule in tenant and flow order
 //! wins), and its payload runs through that flow's kernel as a task of
-//! the tenant: scheduled by the core like every other task, refused when
-//! the tenant's channel is full (the packet is dropped and counted). A
+//! the tenant: scheduled by the core like every other task. A tenant's
+//! flow queues hold at most its `queue_cap` packets taken in and not yet
+//! ended; a packet beyond that is dropped and counted at ingress, before
+//! it reaches the dispatcher (so a flood costs the core nothing), as is
+//! one the core refuses. A
 //! flow that replies sends the kernel's output back to the packet's
 //! sender (`egress`). Unmatched packets are counted and dropped.
 //!
@@ -58,13 +61,20 @@ struct Flow {
     reply: bool,
 }
 
-/// A tenant's packet counters (they outlive its flows).
+/// A tenant's packet counters (they outlive its flows), and its flow
+/// queues' occupancy.
 #[derive(Debug, Default)]
 struct TenantPackets {
     received: AtomicU64,
     replied: AtomicU64,
     dropped: AtomicU64,
     aborted: AtomicU64,
+    /// Packets taken in and not yet ended (queued in the core or running).
+    in_flight: AtomicU64,
+    /// The most packets its flow queues hold: its `queue_cap`. A packet
+    /// beyond it is dropped at ingress, before it costs the dispatcher
+    /// anything (OSMOSIS' matching engine drops at a full FMQ).
+    depth: AtomicU64,
 }
 
 impl TenantPackets {
@@ -109,8 +119,13 @@ impl PacketPath {
         path
     }
 
-    /// Takes the rules from `table` again (after a live change).
+    /// Takes the rules, and each tenant's flow queue depth, from `table`
+    /// again (after a live change).
     pub(crate) fn rebuild(&self, table: &TenantTable) {
+        for (slot, packets) in table.slots.iter().zip(&self.tenants) {
+            let depth = slot.config.as_ref().map_or(0, |c| c.slo.queue_cap as u64);
+            packets.depth.store(depth, Ordering::Relaxed);
+        }
         let rules = table
             .slots
             .iter()
@@ -153,6 +168,31 @@ impl PacketPath {
         }
         for _ in 0..n {
             metrics.packet(tenant, outcome);
+        }
+    }
+
+    /// Takes up to `n` packets of tenant slot `tenant` into its flow
+    /// queues, as many as they have room for; answers how many.
+    fn admit(&self, tenant: usize, n: usize) -> usize {
+        let Some(t) = self.tenants.get(tenant) else {
+            return 0;
+        };
+        let depth = t.depth.load(Ordering::Relaxed);
+        let mut taken = 0;
+        let _ = t
+            .in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+                taken = depth.saturating_sub(now).min(n as u64);
+                Some(now + taken)
+            });
+        taken as usize
+    }
+
+    /// One packet of tenant slot `tenant` has ended (whatever its outcome).
+    pub(crate) fn release(&self, tenant: usize) {
+        if let Some(t) = self.tenants.get(tenant) {
+            let before = t.in_flight.fetch_sub(1, Ordering::AcqRel);
+            debug_assert!(before > 0, "a packet ended that was never admitted");
         }
     }
 
@@ -331,6 +371,18 @@ fn classify(
 fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut Vec<Matched>) {
     let path = &shared.packets;
     path.count(&shared.metrics, tenant, PacketOutcome::Received, packets.len());
+    // A full flow queue drops the batch's latest packets here.
+    let admitted = path.admit(tenant, packets.len());
+    path.count(
+        &shared.metrics,
+        tenant,
+        PacketOutcome::Dropped,
+        packets.len() - admitted,
+    );
+    packets.truncate(admitted);
+    if packets.is_empty() {
+        return;
+    }
     let group = Arc::new(ReplyGroup::new(socket, shared, tenant, packets.len()));
     let tasks = packets.drain(..).map(|p| {
         let (g, to) = (Arc::clone(&group), p.to);
