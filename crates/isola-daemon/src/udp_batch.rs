@@ -198,10 +198,8 @@ mod tests {
     use std::net::UdpSocket;
     use std::os::fd::AsFd;
 
-    /// What `send_batch` sends is what a receiver takes, datagram for
-    /// datagram, in order; `RecvBatch` takes them back with their sender.
-    #[test]
-    fn a_batch_sent_is_the_batch_received() {
+    /// A sender, a receiver (reads time out after 5 s) and its address.
+    fn pair() -> (UdpSocket, UdpSocket, SocketAddr) {
         let (tx, rx) = (
             UdpSocket::bind("127.0.0.1:0").unwrap(),
             UdpSocket::bind("127.0.0.1:0").unwrap(),
@@ -209,6 +207,14 @@ mod tests {
         rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
             .unwrap();
         let to = rx.local_addr().unwrap();
+        (tx, rx, to)
+    }
+
+    /// What `send_batch` sends is what a receiver takes, datagram for
+    /// datagram, in order; `RecvBatch` takes them back with their sender.
+    #[test]
+    fn a_batch_sent_is_the_batch_received() {
+        let (tx, rx, to) = pair();
         let datagrams: Vec<(SocketAddr, Vec<u8>)> = (0..40u8)
             .map(|i| (to, vec![i; 1 + usize::from(i) * 30]))
             .collect();
@@ -231,13 +237,7 @@ mod tests {
     /// and counted out; the others still go.
     #[test]
     fn a_refused_datagram_is_skipped_and_the_rest_go() {
-        let (tx, rx) = (
-            UdpSocket::bind("127.0.0.1:0").unwrap(),
-            UdpSocket::bind("127.0.0.1:0").unwrap(),
-        );
-        rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-            .unwrap();
-        let to = rx.local_addr().unwrap();
+        let (tx, rx, to) = pair();
         let datagrams = vec![(to, vec![1u8; 10]), (to, vec![2u8; 70_000]), (to, vec![3u8; 10])];
         assert_eq!(send_batch(tx.as_fd(), &datagrams), 2);
         let mut buf = [0u8; 64];

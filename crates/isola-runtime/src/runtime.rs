@@ -403,20 +403,7 @@ impl TenantHandle {
         operator: Arc<dyn Operator>,
         payload: impl Into<Arc<Vec<u8>>>,
     ) -> Result<Ticket, SubmitError> {
-        let payload = payload.into();
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let bytes = payload.len() as u64;
-        let op = operator.name().to_string();
-        let (task, engine) = self.send(self.one(operator), payload, Reply::new(tx))?;
-        Ok(Ticket {
-            task,
-            engine,
-            spin: self.shared.spin,
-            tenant: self.tenant,
-            op,
-            bytes,
-            rx,
-        })
+        self.submit_stages(self.one(operator), payload)
     }
 
     /// Submits like [`TenantHandle::submit`], delivering the completion on
@@ -518,6 +505,7 @@ impl TenantHandle {
         let payload = payload.into();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let bytes = payload.len() as u64;
+        // The ticket names the task by its first stage (its operator).
         let op = stage_name(stages.first());
         let (task, engine) = self.send(stages, payload, Reply::new(tx))?;
         Ok(Ticket {

@@ -417,14 +417,7 @@ fn check_engine(
         Some(q) => q.into_inner(),
         None => 0,
     };
-    let params: BTreeMap<String, String> = e
-        .params
-        .into_iter()
-        .map(|(k, v)| match v {
-            toml::Value::String(s) => (k, s),
-            other => (k, other.to_string()),
-        })
-        .collect();
+    let params = string_params(e.params);
     let policy_span = e.policy.as_ref().map_or(e.name.span(), |p| p.span());
     let policy = match e.policy {
         Some(p) => match isola_core::policy::find_policy(p.get_ref()) {
@@ -502,6 +495,18 @@ fn check_engine(
         split,
         split_when,
     })
+}
+
+/// Parameters as operators and policies take them: strings, a TOML value
+/// of another type written as TOML writes it (`3`, `true`, `1.5`).
+pub(crate) fn string_params(params: BTreeMap<String, toml::Value>) -> BTreeMap<String, String> {
+    params
+        .into_iter()
+        .map(|(k, v)| match v {
+            toml::Value::String(s) => (k, s),
+            other => (k, other.to_string()),
+        })
+        .collect()
 }
 
 /// The policy an engine of `kind` runs unless its `policy` says: the

@@ -243,14 +243,7 @@ fn check_flow(
 ) -> Result<FlowConfig, ScenarioError> {
     let span = f.span();
     let f = f.into_inner();
-    let params: BTreeMap<String, String> = f
-        .params
-        .into_iter()
-        .map(|(k, v)| match v {
-            toml::Value::String(s) => (k, s),
-            other => (k, other.to_string()),
-        })
-        .collect();
+    let params = super::string_params(f.params);
     let kernel_span = f.kernel.span();
     let kernel = match f.kernel.get_ref().strip_prefix(WASM_PREFIX) {
         Some(path) => {
