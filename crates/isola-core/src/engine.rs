@@ -33,7 +33,7 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    /// Every kind, in the order of [`EngineKind::name`]'s documentation.
+    /// Every kind (`accelerator`, `pu`, `dma`, `egress`, as [`fmt::Display`] writes them).
     pub const ALL: [EngineKind; 4] = [
         EngineKind::Accelerator,
         EngineKind::ProcessingUnits,
