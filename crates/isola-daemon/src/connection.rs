@@ -83,9 +83,6 @@ pub(crate) struct Conn {
     /// This connection drains (its tenant is being removed, or the daemon
     /// drains): it takes no more submissions.
     pub(crate) draining: AtomicBool,
-    /// Its host window, (arena offset, length): where its tenant's packet
-    /// kernels' DMA writes land (`crate::host_write`).
-    pub(crate) host_window: Mutex<Option<(u64, u64)>>,
 }
 
 impl Conn {
@@ -190,7 +187,6 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         shared: Arc::clone(&shared),
         gone: AtomicBool::new(false),
         draining: AtomicBool::new(false),
-        host_window: Mutex::new(None),
     });
     shared.track(&conn);
     // A drain, or its tenant's removal, that began while it attached
@@ -260,7 +256,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
 /// drains it, or its ring is found corrupt: registrations are answered,
 /// and a kick wakes the dispatcher (the tenant kicks only when the
 /// dispatcher said it sleeps).
-fn converse(shared: &Shared, conn: &Conn) {
+fn converse(shared: &Shared, conn: &Arc<Conn>) {
     loop {
         if conn.draining.load(Ordering::Acquire) || conn.closed.load(Ordering::Acquire) {
             return;
@@ -301,14 +297,11 @@ fn converse(shared: &Shared, conn: &Conn) {
             Request::Kick => shared.runtime.wake_dispatcher(),
             Request::HostWindow { offset, len } => {
                 let arena = conn.region.layout().geometry.arena_bytes;
-                let reply = match (offset.checked_add(len), conn.host_window.lock()) {
-                    (Some(end), Ok(mut window)) if end <= arena => {
-                        *window = (len > 0).then_some((offset, len));
+                let reply = match offset.checked_add(len) {
+                    Some(end) if end <= arena => {
+                        shared.host_windows.set(conn.tenant, conn, offset, len);
                         Reply::WindowSet
                     }
-                    (_, Err(_)) => Reply::Failed {
-                        reason: "daemon state poisoned".into(),
-                    },
                     _ => Reply::Failed {
                         reason: format!(
                             "a host window of {len} bytes at {offset} lies outside the arena of {arena} bytes"

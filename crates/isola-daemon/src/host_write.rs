@@ -1,130 +1,137 @@
-//! The live DMA engine's work: a packet kernel's DMA write into its
-//! tenant's host window (OSMOSIS: a kernel writes to host memory over
-//! PCIe through the DMA engine). The window is arena memory a connection
-//! of the tenant set aside (`Request::HostWindow`); a write is a task of
-//! the tenant on the daemon's `kind = "dma"` engine, scheduled by the
-//! core like every other task (WRR by default) and split by it into
-//! fragments of the engine's `split` size (OSMOSIS' DMA fragmentation),
-//! each fragment a real copy into the shared memory at its own offset.
-//! The tenant hears `HostWritten` when the whole write has landed.
+//! Packet kernels' DMA writes into their tenants' host windows (OSMOSIS:
+//! a kernel writes to host memory over PCIe through the DMA engine). The
+//! window is arena memory a connection of the tenant set aside
+//! (`Request::HostWindow`; the latest connection to set one holds it).
+//! Each tenant's window is its host region to the runtime
+//! ([`TenantWindow`], an `isola_runtime::HostRegion`), so a write is the
+//! runtime's own DMA stage (`Stage::Dma`) on the daemon's `kind = "dma"`
+//! engine: a task of the tenant, scheduled by the core like every other
+//! (WRR by default), split into fragments of the engine's `split` size
+//! (OSMOSIS' DMA fragmentation), each a copy into the shared memory at
+//! its own offset. The tenant hears `HostWritten` when a write has landed.
 
 use crate::connection::Conn;
-use isola_core::{Subtask, TaskId};
-use isola_ops::operator::part_slice;
-use isola_ops::{Carry, OpError, Operator, Splitter};
-use std::sync::Arc;
-
-/// The operator name of a DMA write: a `kind = "dma"` engine serves it.
-pub const HOST_WRITE_OPERATOR: &str = "host-write";
-
-/// One DMA write: its bytes go to the arena of `conn` at `at` onward
-/// (already checked to lie inside the connection's host window).
-pub(crate) struct HostWrite {
-    conn: Arc<Conn>,
-    at: u64,
-}
-
-/// Why a write cannot go where a kernel asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum HostWriteError {
-    /// No connection of the tenant has set a host window.
-    #[error("the tenant has no host window (a connection sets one with host_window)")]
-    NoWindow,
-    /// The write reaches past the window's end.
-    #[error("a DMA write of {len} bytes at {offset} reaches past the host window of {window} bytes")]
-    OutsideWindow {
-        /// The kernel's host offset.
-        offset: u64,
-        /// The write's length.
-        len: u64,
-        /// The window's length.
-        window: u64,
-    },
-}
-
-impl HostWrite {
-    /// A write of `len` bytes at host offset `offset` into `conn`'s window
-    /// (`window`: its arena offset and length), or why it cannot be.
-    pub(crate) fn new(
-        conn: Arc<Conn>,
-        window: (u64, u64),
-        offset: u64,
-        len: u64,
-    ) -> Result<HostWrite, HostWriteError> {
-        let (start, size) = window;
-        match offset.checked_add(len) {
-            Some(end) if end <= size => Ok(HostWrite {
-                conn,
-                // Inside the window, which lies inside the arena: no overflow.
-                at: start + offset,
-            }),
-            _ => Err(HostWriteError::OutsideWindow {
-                offset,
-                len,
-                window: size,
-            }),
-        }
-    }
-
-    /// Copies `bytes` to `at + from` in the arena.
-    fn copy(&self, from: u64, bytes: &[u8]) -> Result<(), OpError> {
-        self.conn
-            .region
-            .write_arena(self.at + from, bytes)
-            .map_err(|e| OpError::Input {
-                op: HOST_WRITE_OPERATOR,
-                reason: e.to_string(),
-            })
-    }
-}
-
-impl Operator for HostWrite {
-    fn name(&self) -> &'static str {
-        HOST_WRITE_OPERATOR
-    }
-
-    /// The whole write at once; the answer is empty.
-    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        self.copy(0, input)?;
-        Ok(Vec::new())
-    }
-
-    fn splitter(&self) -> Option<&dyn Splitter> {
-        Some(self)
-    }
-}
-
-impl Splitter for HostWrite {
-    /// Fragments land independently, each at its own offset.
-    fn ordered(&self) -> bool {
-        false
-    }
-
-    fn plan(&self, task: TaskId, len: usize, chunk: usize) -> Result<Vec<Subtask>, OpError> {
-        Ok(Subtask::ranges(task, len as u64, chunk as u64, false))
-    }
-
-    /// One fragment: its bytes, copied to their place.
-    fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        self.copy(part.offset, part_slice(part, input))?;
-        Ok(Box::new(()))
-    }
-
-    fn reassemble(&self, _: usize, _: Vec<Carry>) -> Result<Vec<u8>, OpError> {
-        Ok(Vec::new())
-    }
-}
+use isola_runtime::{bounds, Direction, HostRegion, RegionError, Stage};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Why a packet's DMA writes were not carried out, as the tenant hears it
 /// (`KernelAborted`'s detail: the code of `KernelError::BadDmaOffset`).
 pub(crate) const UNPLACED_WRITE: u64 = 7;
 
+/// One tenant's window: the connection holding it, its first byte in
+/// that connection's arena, and its length.
+struct Window {
+    conn: Weak<Conn>,
+    start: u64,
+    len: u64,
+}
+
+/// Every tenant slot's host window, if one is set.
+#[derive(Default)]
+pub(crate) struct HostWindows {
+    slots: Vec<Mutex<Option<Window>>>,
+}
+
+impl std::fmt::Debug for HostWindows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostWindows")
+            .field("slots", &self.slots.len())
+            .finish()
+    }
+}
+
+impl HostWindows {
+    /// No window yet for any of `slots` tenant slots.
+    pub(crate) fn new(slots: usize) -> HostWindows {
+        HostWindows {
+            slots: (0..slots).map(|_| Mutex::new(None)).collect(),
+        }
+    }
+
+    /// Tenant `t`'s window becomes `conn`'s arena bytes `start..start +
+    /// len` (checked against the arena by the caller); `len` 0 withdraws
+    /// it if `conn` holds it.
+    pub(crate) fn set(&self, t: usize, conn: &Arc<Conn>, start: u64, len: u64) {
+        let Some(Ok(mut slot)) = self.slots.get(t).map(Mutex::lock) else {
+            return;
+        };
+        if len > 0 {
+            *slot = Some(Window {
+                conn: Arc::downgrade(conn),
+                start,
+                len,
+            });
+        } else if slot
+            .as_ref()
+            .is_some_and(|w| std::ptr::eq(w.conn.as_ptr(), Arc::as_ptr(conn)))
+        {
+            *slot = None;
+        }
+    }
+
+    /// Tenant `t`'s window now: its connection (still open) and place.
+    fn current(&self, t: usize) -> Option<(Arc<Conn>, u64, u64)> {
+        let slot = self.slots.get(t)?.lock().ok()?;
+        let w = slot.as_ref()?;
+        Some((w.conn.upgrade()?, w.start, w.len))
+    }
+}
+
+/// Tenant `tenant`'s host region as the runtime's DMA engine sees it: its
+/// window now (none: a region of 0 bytes, which no write fits).
+#[derive(Debug)]
+pub(crate) struct TenantWindow {
+    pub(crate) windows: Arc<HostWindows>,
+    pub(crate) tenant: usize,
+}
+
+impl TenantWindow {
+    /// The arena offset of `offset..offset + len` in the window, and its
+    /// connection.
+    fn place(&self, offset: u64, len: u64) -> Result<(Arc<Conn>, u64), RegionError> {
+        let (conn, start, size) = self
+            .windows
+            .current(self.tenant)
+            .ok_or(RegionError::OutOfBounds {
+                offset,
+                len,
+                region: 0,
+            })?;
+        let range = bounds(offset, len, size)?;
+        // Inside the window, which lies inside the arena: no overflow.
+        Ok((conn, start + range.start as u64))
+    }
+}
+
+impl HostRegion for TenantWindow {
+    fn len(&self) -> u64 {
+        self.windows.current(self.tenant).map_or(0, |(_, _, len)| len)
+    }
+
+    fn write_at(&self, offset: u64, bytes: &[u8]) -> Result<(), RegionError> {
+        let (conn, at) = self.place(offset, bytes.len() as u64)?;
+        conn.region
+            .write_arena(at, bytes)
+            .map_err(|e| RegionError::Unusable(e.to_string()))
+    }
+
+    fn read_at(&self, offset: u64, into: &mut [u8]) -> Result<(), RegionError> {
+        let (conn, at) = self.place(offset, into.len() as u64)?;
+        let bytes = conn
+            .region
+            .read_arena(at, into.len() as u64)
+            .map_err(|e| RegionError::Unusable(e.to_string()))?;
+        into.copy_from_slice(&bytes);
+        Ok(())
+    }
+}
+
 /// Carries out the DMA writes packet kernel `flow` of tenant `t` asked
-/// for: each a task of the tenant on the daemon's DMA engine, the tenant
-/// told `HostWritten` as each lands (or `ChannelFull` if the core refused
-/// it). A tenant with no connection holding a host window has no host
-/// memory to write to, and no one to tell: its writes are discarded and
-/// the packet goes on. Otherwise all are placed first: if one has no
+/// for: each the runtime's DMA stage on the daemon's DMA engine, the
+/// tenant told `HostWritten` as each lands (or `ChannelFull` if the core
+/// refused it). A tenant with no connection holding a host window has no
+/// host memory to write to, and no one to tell: its writes are discarded
+/// and the packet goes on. Otherwise all are checked first: if one has no
 /// place (past the window's end, or no DMA engine), none is made, the
 /// tenant is told `KernelAborted` with [`UNPLACED_WRITE`], and this
 /// answers `false` (the packet is aborted).
@@ -138,29 +145,18 @@ pub(crate) fn carry_out(
     if writes.is_empty() {
         return true;
     }
-    let placed: Result<Vec<(HostWrite, u64, Vec<u8>)>, HostWriteError> = writes
-        .into_iter()
-        .map(|(offset, bytes)| {
-            let write = shared.host_write(t, offset, bytes.len() as u64)?;
-            Ok((write, offset, bytes))
-        })
-        .collect();
-    let placed = match placed {
-        Err(HostWriteError::NoWindow) => return true,
-        placed => placed.ok(),
+    let Some((_, _, window)) = shared.host_windows.current(t) else {
+        return true;
     };
-    let handle = shared.dma_engine().and_then(|e| {
-        shared
-            .runtime
-            .tenant(isola_core::TenantId(t as u32))
-            .on_engine(e)
-            .ok()
-    });
-    let (Some(placed), Some(handle)) = (placed, handle) else {
+    let fits = writes
+        .iter()
+        .all(|(offset, bytes)| bounds(*offset, bytes.len() as u64, window).is_ok());
+    let (true, Some(engine)) = (fits, shared.dma_engine()) else {
         shared.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE);
         return false;
     };
-    for (write, offset, bytes) in placed {
+    let handle = shared.runtime.tenant(isola_core::TenantId(t as u32));
+    for (offset, bytes) in writes {
         let len = bytes.len() as u64;
         let told = Arc::clone(shared);
         let on_done: isola_runtime::OnCompletion = Arc::new(move |c| {
@@ -173,10 +169,12 @@ pub(crate) fn carry_out(
             }
             told.keep(&c);
         });
-        if handle
-            .submit_operator_calling(Arc::new(write), bytes, on_done)
-            .is_err()
-        {
+        let write = vec![Stage::Dma {
+            engine,
+            direction: Direction::Write,
+            offset,
+        }];
+        if handle.submit_stages_calling(write, bytes, on_done).is_err() {
             shared.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE);
         }
     }

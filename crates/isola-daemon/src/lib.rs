@@ -96,6 +96,8 @@ pub(crate) struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// What is counted for Prometheus.
     pub(crate) metrics: Arc<metrics::Metrics>,
+    /// Each tenant's host window: where its packet kernels' DMA writes land.
+    pub(crate) host_windows: Arc<host_write::HostWindows>,
 }
 
 impl Shared {
@@ -130,22 +132,6 @@ impl Shared {
             .iter()
             .position(|e| e.kind == isola_core::EngineKind::Dma)?;
         Some(isola_core::EngineId(e as u32))
-    }
-
-    /// Where a DMA write of `len` bytes at host offset `offset` for tenant
-    /// `t` goes: the host window of its latest connection that set one.
-    pub(crate) fn host_write(
-        &self,
-        t: usize,
-        offset: u64,
-        len: u64,
-    ) -> Result<host_write::HostWrite, host_write::HostWriteError> {
-        let target = self.connections_of(t).into_iter().rev().find_map(|c| {
-            let window = c.host_window.lock().ok().and_then(|w| *w)?;
-            Some((c, window))
-        });
-        let (conn, window) = target.ok_or(host_write::HostWriteError::NoWindow)?;
-        host_write::HostWrite::new(conn, window, offset, len)
     }
 
     /// The connections of tenant slot `t` being served now, oldest first.
@@ -183,8 +169,7 @@ impl Daemon {
     /// and starts accepting tenants.
     pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
         let mut b = RuntimeBuilder::new();
-        b.caller_operator(kernel::WASM_OPERATOR)
-            .caller_operator(host_write::HOST_WRITE_OPERATOR);
+        b.caller_operator(kernel::WASM_OPERATOR);
         for e in &config.engines {
             let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
             let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
@@ -200,9 +185,13 @@ impl Daemon {
             if let Some(split) = e.split {
                 engine = engine.with_split(split);
             }
+            if e.kind == isola_core::EngineKind::Dma {
+                engine = engine.with_dma();
+            }
             b.engine(engine);
         }
         let table = tenants::TenantTable::new(&config);
+        let host_windows = Arc::new(host_write::HostWindows::new(table.slots.len()));
         for (t, slot) in table.slots.iter().enumerate() {
             // Spare slots wait, with a default SLO, for tenants added live.
             let (name, slo) = match &slot.config {
@@ -210,6 +199,12 @@ impl Daemon {
                 None => (format!("(spare slot {t})"), Slo::default()),
             };
             let id = b.tenant(name, slo);
+            // Its packet kernels' DMA writes land in its host window.
+            let window = host_write::TenantWindow {
+                windows: Arc::clone(&host_windows),
+                tenant: t,
+            };
+            b.host_region(id, Arc::new(window));
             for (on, change) in slot.config.iter().flat_map(|c| &c.overrides) {
                 b.tenant_on(id, on.clone(), *change);
             }
@@ -263,6 +258,7 @@ impl Daemon {
             metrics,
             config,
             runtime,
+            host_windows,
         });
         let stopping = Arc::new(AtomicBool::new(false));
         let listeners = [Arc::new(listener), Arc::new(admin)];

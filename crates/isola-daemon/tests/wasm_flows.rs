@@ -229,7 +229,7 @@ fn kernels_dma_writes_land_in_the_tenants_host_window_in_fragments() {
     let writes: Vec<_> = d
         .take_completions()
         .into_iter()
-        .filter(|c| c.op == "host-write")
+        .filter(|c| c.op == "dma-write")
         .collect();
     assert_eq!(writes.len(), 1);
     assert_eq!((writes[0].bytes, writes[0].subtasks), (1024, 2));

@@ -64,7 +64,7 @@ pub use isola_model::scenario::Direction;
 pub use job::{Completion, OnCompletion, SubmitError, TaskError};
 pub use pipeline::Stage;
 pub use poller::Poller;
-pub use region::{HeapRegion, HostRegion, RegionError};
+pub use region::{bounds, HeapRegion, HostRegion, RegionError};
 pub use runtime::{Runtime, TenantHandle, Ticket, DEFAULT_SHUTDOWN_GRACE};
 pub use stats::TenantStats;
 pub use threads::{Realtime, RealtimeOutcome, RuntimeThread};

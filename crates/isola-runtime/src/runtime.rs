@@ -446,7 +446,18 @@ impl TenantHandle {
         payload: impl Into<Arc<Vec<u8>>>,
         on_done: crate::OnCompletion,
     ) -> Result<u64, SubmitError> {
-        self.send(self.one(operator), payload.into(), Reply::calling(on_done))
+        self.submit_stages_calling(self.one(operator), payload, on_done)
+    }
+
+    /// [`TenantHandle::submit_stages`], the task's one completion handed to
+    /// `on_done` on the thread that completes it.
+    pub fn submit_stages_calling(
+        &self,
+        stages: Vec<Stage>,
+        payload: impl Into<Arc<Vec<u8>>>,
+        on_done: crate::OnCompletion,
+    ) -> Result<u64, SubmitError> {
+        self.send(stages, payload.into(), Reply::calling(on_done))
             .map(|(id, _)| id)
     }
 

@@ -376,25 +376,15 @@ fn check_engine(
         },
     };
     // A DMA engine carries packet kernels' writes into tenants' host
-    // windows, and nothing else.
-    let dma_ops = [crate::host_write::HOST_WRITE_OPERATOR];
-    if kind == EngineKind::Dma {
-        if let Some(op) = e.ops.iter().find(|op| op.get_ref() != dma_ops[0]) {
-            return Err(src.at(
-                op.span(),
-                Some("ops"),
-                format!("a dma engine serves only `{}` (kernels' DMA writes)", dma_ops[0]),
-            ));
-        }
-    }
-    if kind != EngineKind::Dma && e.ops.iter().any(|op| op.get_ref() == dma_ops[0]) {
+    // windows, and runs no operator.
+    if let (EngineKind::Dma, Some(op)) = (kind, e.ops.first()) {
         return Err(src.at(
-            e.name.span(),
+            op.span(),
             Some("ops"),
-            format!("only a dma engine serves `{}`", dma_ops[0]),
+            "a dma engine runs no operator: it carries kernels' DMA writes",
         ));
     }
-    for op in e.ops.iter().filter(|op| op.get_ref() != dma_ops[0]) {
+    for op in &e.ops {
         // A tenant's WebAssembly kernels run as the operator `wasm`.
         if op.get_ref() == crate::kernel::WASM_OPERATOR {
             continue;
@@ -476,11 +466,7 @@ fn check_engine(
         }
         None => SplitWhen::Always,
     };
-    let ops = if kind == EngineKind::Dma {
-        dma_ops.iter().map(|op| op.to_string()).collect()
-    } else {
-        e.ops.into_iter().map(Spanned::into_inner).collect()
-    };
+    let ops = e.ops.into_iter().map(Spanned::into_inner).collect();
     Ok(EngineConfig {
         name,
         kind,
