@@ -249,6 +249,9 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     }
     // Every task taken is answered: the tenant's next wait hears the end.
     let _ = rustix::net::shutdown(&conn.socket, rustix::net::Shutdown::Both);
+    // Its host window (if it holds the tenant's) goes with it, before the
+    // slot can be vacated and given to another tenant.
+    shared.host_windows.set(tenant, &conn, 0, 0);
     shared.release(tenant);
 }
 

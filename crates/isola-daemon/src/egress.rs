@@ -102,10 +102,13 @@ impl ReplyGroup {
         };
         // A flow without replies (or a kernel that asked for none): its
         // packet ends with its kernel.
-        if let (true, Some(reply)) = (to.reply, reply) {
-            if let Ok(mut replies) = self.replies.lock() {
-                replies.push((to.from, reply));
+        match (to.reply, reply) {
+            (true, Some(reply)) => {
+                if let Ok(mut replies) = self.replies.lock() {
+                    replies.push((to.from, reply));
+                }
             }
+            _ => self.count(PacketOutcome::Consumed, 1),
         }
     }
 

@@ -69,6 +69,14 @@ impl HostWindows {
         }
     }
 
+    /// Tenant slot `t` has no window any more (it is vacated: a tenant
+    /// added to the slot later must not write to this one's memory).
+    pub(crate) fn clear(&self, t: usize) {
+        if let Some(Ok(mut slot)) = self.slots.get(t).map(Mutex::lock) {
+            *slot = None;
+        }
+    }
+
     /// Tenant `t`'s window now: its connection (still open) and place.
     fn current(&self, t: usize) -> Option<(Arc<Conn>, u64, u64)> {
         let slot = self.slots.get(t)?.lock().ok()?;

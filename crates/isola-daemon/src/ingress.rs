@@ -69,6 +69,7 @@ struct TenantPackets {
     replied: AtomicU64,
     dropped: AtomicU64,
     aborted: AtomicU64,
+    consumed: AtomicU64,
     /// Packets taken in and not yet ended (queued in the core or running).
     in_flight: AtomicU64,
     /// The most packets its flow queues hold: its `queue_cap`. A packet
@@ -84,6 +85,7 @@ impl TenantPackets {
             PacketOutcome::Replied => &self.replied,
             PacketOutcome::Dropped => &self.dropped,
             PacketOutcome::Aborted => &self.aborted,
+            PacketOutcome::Consumed => &self.consumed,
         }
     }
 }
@@ -97,6 +99,10 @@ pub struct PacketCounts {
     /// Per tenant slot: (received, replied, dropped for a full queue or
     /// a reply the socket refused, aborted by its kernel).
     pub tenants: Vec<(u64, u64, u64, u64)>,
+    /// Per tenant slot: packets that ended with their kernel, no reply
+    /// asked for. With the replied, dropped and aborted ones, every
+    /// received packet is counted once.
+    pub consumed: Vec<u64>,
 }
 
 /// The matcher and the counters, shared by the listening threads and the
@@ -154,6 +160,7 @@ impl PacketPath {
                 .iter()
                 .map(|t| (n(&t.received), n(&t.replied), n(&t.dropped), n(&t.aborted)))
                 .collect(),
+            consumed: self.tenants.iter().map(|t| n(&t.consumed)).collect(),
         }
     }
 

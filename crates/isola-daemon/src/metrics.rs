@@ -130,10 +130,13 @@ pub(crate) enum PacketOutcome {
     Dropped,
     /// Its kernel failed on it.
     Aborted,
+    /// Its kernel ran and no reply was asked for (a flow with `reply =
+    /// false`, or a WebAssembly kernel that sent none): it ended there.
+    Consumed,
 }
 
 /// The `outcome` label of each [`PacketOutcome`], in its order.
-const PACKET_OUTCOMES: [&str; 4] = ["received", "replied", "dropped", "aborted"];
+const PACKET_OUTCOMES: [&str; 5] = ["received", "replied", "dropped", "aborted", "consumed"];
 
 /// Labels of a per-engine series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -322,7 +325,7 @@ struct SlotMetrics {
     series: Vec<Series>,
     connections: Gauge,
     /// By [`PacketOutcome`].
-    packets: [Counter; 4],
+    packets: [Counter; 5],
 }
 
 /// Every metric of a daemon, and the registry that exposes them.

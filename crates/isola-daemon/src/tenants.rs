@@ -112,6 +112,7 @@ impl Shared {
         let _ = self
             .runtime
             .set_slo(TenantId(t as u32), Slo::default(), Vec::new());
+        self.host_windows.clear(t);
         table.slots[t] = Slot::default();
     }
 

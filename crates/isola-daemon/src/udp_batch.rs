@@ -163,7 +163,9 @@ pub(crate) fn send_batch(socket: BorrowedFd<'_>, datagrams: &[(SocketAddr, Vec<u
                 socket.as_raw_fd(),
                 rest.as_mut_ptr(),
                 rest.len().min(libc::c_uint::MAX as usize) as libc::c_uint,
-                0,
+                // Never blocks: it runs in completion callbacks, on the
+                // runtime's threads (a full send buffer drops, as below).
+                libc::MSG_DONTWAIT,
             )
         };
         match n {
@@ -174,8 +176,13 @@ pub(crate) fn send_batch(socket: BorrowedFd<'_>, datagrams: &[(SocketAddr, Vec<u
             // The first message of `rest` failed (or nothing went, which
             // the kernel does not do): it is lost, as on the wire; retried
             // only if the call was interrupted.
-            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-            _ => at += 1,
+            _ => match io::Error::last_os_error().kind() {
+                io::ErrorKind::Interrupted => {}
+                // The send buffer is full: the rest are lost, as on a
+                // congested wire.
+                io::ErrorKind::WouldBlock => break,
+                _ => at += 1,
+            },
         }
     }
     sent
