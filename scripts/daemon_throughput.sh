@@ -23,15 +23,7 @@ WORKERS=${WORKERS:-1}
 SPIN=${SPIN:-}
 command -v jq >/dev/null || { echo "error: jq is needed to sum the reports" >&2; exit 1; }
 
-cargo build -q --release -p isola-cli -p isola-daemon
-bin=${CARGO_TARGET_DIR:-target}/release
-dir=$(mktemp -d)
-daemon=
-cleanup() {
-  if [ -n "$daemon" ]; then kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
-  if [ -z "${KEEP:-}" ]; then rm -rf "$dir"; else echo "reports kept in $dir" >&2; fi
-}
-trap cleanup EXIT
+. scripts/isolad_scratch.sh
 
 max=0
 for n in $PROCS; do [ "$n" -gt "$max" ] && max=$n; done
@@ -43,10 +35,7 @@ uid=$(id -u)
     printf '\n[[tenant]]\nname = "t%s"\nmemory_quota = "1MiB"\nusers = [%s]\n' "$i" "$uid"
   done
 } > "$dir/isolad.toml"
-"$bin/isolad" --config "$dir/isolad.toml" 2> "$dir/isolad.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$dir/isolad.sock" ] && break; sleep 0.05; done
-[ -S "$dir/isolad.sock" ] || { cat "$dir/isolad.log" >&2; exit 1; }
+start_isolad
 
 echo "$OP $SIZE, closed loop $CONCURRENCY per process, $DURATION after $WARMUP warm-up, engine workers $WORKERS${SPIN:+, client spin $SPIN}"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

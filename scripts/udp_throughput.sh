@@ -34,15 +34,7 @@ PORT=${PORT:-19000}
 SRC_PORT=${SRC_PORT:-41000}
 command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2; exit 1; }
 
-cargo build -q --release -p isola-cli -p isola-daemon
-bin=${CARGO_TARGET_DIR:-target}/release
-dir=$(mktemp -d)
-daemon=
-cleanup() {
-  if [ -n "$daemon" ]; then kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
-  if [ -z "${KEEP:-}" ]; then rm -rf "$dir"; else echo "reports kept in $dir" >&2; fi
-}
-trap cleanup EXIT
+. scripts/isolad_scratch.sh
 
 {
   printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\nspin = "%s"\n\n' "$PORT" "$SPIN"
@@ -52,10 +44,7 @@ trap cleanup EXIT
     printf '\n[[tenant.flow]]\nmatch = { src_port = %s, proto = 17 }\nkernel = "%s"\n' $((SRC_PORT + i)) "$KERNEL"
   done
 } > "$dir/isolad.toml"
-"$bin/isolad" --config "$dir/isolad.toml" 2> "$dir/isolad.log" &
-daemon=$!
-for _ in $(seq 100); do [ -S "$dir/isolad.sock" ] && break; sleep 0.05; done
-[ -S "$dir/isolad.sock" ] || { cat "$dir/isolad.log" >&2; exit 1; }
+start_isolad
 sleep 0.2
 
 common=(--flows "$FLOWS" --window "$WINDOW" --size "$SIZE" --duration "$DURATION" --warmup "$WARMUP")

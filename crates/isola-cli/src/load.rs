@@ -196,6 +196,32 @@ fn params(given: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
 }
 
 /// A duration flag: with its unit, at most [`MAX_RUN`].
+/// A load generator's `--count` or `--duration`, and its `--warmup`,
+/// checked: what both `isola load` and `isola load udp` take.
+pub(crate) fn run_length(
+    count: Option<u64>,
+    duration: Option<&str>,
+    warmup: &str,
+) -> anyhow::Result<(Length, Duration)> {
+    let length = match (count, duration) {
+        (Some(n), None) => {
+            if n == 0 || n > MAX_COUNT {
+                bail!("--count: {n} is not from 1 to {MAX_COUNT}");
+            }
+            Length::Count(n)
+        }
+        (None, Some(d)) => {
+            let d = duration_flag("--duration", d)?;
+            if d.is_zero() {
+                bail!("--duration: must be more than 0s");
+            }
+            Length::Duration(d)
+        }
+        _ => bail!("give one of --count and --duration"),
+    };
+    Ok((length, duration_flag("--warmup", warmup)?))
+}
+
 pub(crate) fn duration_flag(flag: &str, text: &str) -> anyhow::Result<Duration> {
     let ns = parse_duration(text).map_err(|e| anyhow!("{flag}: {e}"))?;
     let d = Duration::from_nanos(ns);
@@ -232,26 +258,11 @@ fn plan(args: &RingsArgs) -> anyhow::Result<Plan> {
         }
         _ => bail!("give one of --rate (open loop) and --concurrency (closed loop)"),
     };
-    let length = match (args.count, &args.duration) {
-        (Some(n), None) => {
-            if n == 0 || n > MAX_COUNT {
-                bail!("--count: {n} is not from 1 to {MAX_COUNT}");
-            }
-            Length::Count(n)
-        }
-        (None, Some(d)) => {
-            let d = duration_flag("--duration", d)?;
-            if d.is_zero() {
-                bail!("--duration: must be more than 0s");
-            }
-            Length::Duration(d)
-        }
-        _ => bail!("give one of --count and --duration"),
-    };
+    let (length, warmup) = run_length(args.count, args.duration.as_deref(), &args.warmup)?;
     Ok(Plan {
         mode,
         length,
-        warmup: duration_flag("--warmup", &args.warmup)?,
+        warmup,
         seed: args.seed,
     })
 }

@@ -5,7 +5,8 @@
 //! the group is counted in exactly one outcome here: replied (its reply
 //! sent), dropped (refused by the core, or its reply refused by the
 //! socket), aborted (its kernel failed or was stopped at a limit, its DMA
-//! request was refused, or the task was never taken). A built-in
+//! request was refused, or the task was never taken), consumed (its kernel
+//! ran and no reply was asked for). A built-in
 //! kernel's output is its reply; a WebAssembly kernel's output says what
 //! it asked for (`crate::kernel`): a reply, DMA writes to its tenant's
 //! host region (`crate::host_write`).

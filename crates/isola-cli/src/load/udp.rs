@@ -132,9 +132,6 @@ const MAX_FLOWS: u32 = 4096;
 /// The largest window per flow.
 const MAX_WINDOW: u64 = 1 << 16;
 
-/// The most packets a run may count.
-const MAX_COUNT: u64 = 10_000_000_000;
-
 /// The highest and lowest rates, packets per second.
 const MAX_RATE: f64 = 100e6;
 const MIN_RATE: f64 = 0.001;
@@ -357,22 +354,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
             arrivals,
         }
     };
-    let length = match (args.count, &args.duration) {
-        (Some(n), None) => {
-            if n == 0 || n > MAX_COUNT {
-                bail!("--count: {n} is not from 1 to {MAX_COUNT}");
-            }
-            Length::Count(n)
-        }
-        (None, Some(d)) => {
-            let d = super::duration_flag("--duration", d)?;
-            if d.is_zero() {
-                bail!("--duration: must be more than 0s");
-            }
-            Length::Duration(d)
-        }
-        _ => bail!("give one of --count and --duration"),
-    };
+    let (length, warmup) = super::run_length(args.count, args.duration.as_deref(), &args.warmup)?;
     let timeout = super::duration_flag("--timeout", &args.timeout)?;
     if timeout.is_zero() || timeout > MAX_TIMEOUT {
         bail!("--timeout: {} is not more than 0s and at most 10s", args.timeout);
@@ -382,7 +364,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         size,
         pace,
         length,
-        warmup: super::duration_flag("--warmup", &args.warmup)?,
+        warmup,
         timeout,
         matching,
         seed: args.seed,
