@@ -15,8 +15,10 @@
 # that many tasks ahead; 0 makes the worker wait on the dispatcher after
 # every packet), SPIN=0s (how long the daemon's threads poll before they
 # sleep; on 2 cores a polling thread takes the generator's core),
-# PORT=19000 (the daemon's), SRC_PORT=41000 (the first flow's), KEEP=1
-# keeps the reports' folder.
+# PORT=19000 (the daemon's), SRC_PORT=41000 (the first flow's), EGRESS=1
+# sends every reply as a task of an egress engine scheduled by the core
+# (default: the batch's replies leave with one sendmmsg), KEEP=1 keeps the
+# reports' folder.
 # Builds release binaries into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +34,7 @@ QUEUE_DEPTH=${QUEUE_DEPTH:-32}
 SPIN=${SPIN:-0s}
 PORT=${PORT:-19000}
 SRC_PORT=${SRC_PORT:-41000}
+EGRESS=${EGRESS:-0}
 command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2; exit 1; }
 
 . scripts/isolad_scratch.sh
@@ -39,6 +42,9 @@ command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2
 {
   printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\nspin = "%s"\n\n' "$PORT" "$SPIN"
   printf '[[engine]]\nname = "pu"\nworkers = %s\nqueue_depth = %s\npolicy = "wlbvt"\n\n' "$WORKERS" "$QUEUE_DEPTH"
+  if [ "$EGRESS" = 1 ]; then
+    printf '[[engine]]\nname = "out"\nkind = "egress"\nqueue_depth = %s\n\n' "$QUEUE_DEPTH"
+  fi
   printf '[[tenant]]\nname = "t"\nmemory_quota = "16MiB"\nusers = [%s]\n' "$(id -u)"
   for i in $(seq 0 $((FLOWS - 1))); do
     printf '\n[[tenant.flow]]\nmatch = { src_port = %s, proto = 17 }\nkernel = "%s"\n' $((SRC_PORT + i)) "$KERNEL"
@@ -48,7 +54,7 @@ start_isolad
 sleep 0.2
 
 common=(--flows "$FLOWS" --window "$WINDOW" --size "$SIZE" --duration "$DURATION" --warmup "$WARMUP")
-echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, engine workers $WORKERS, queue depth $QUEUE_DEPTH, spin $SPIN"
+echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, engine workers $WORKERS, queue depth $QUEUE_DEPTH, spin $SPIN, egress engine $EGRESS"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 printf '%-6s %-14s %-12s %-8s %-22s\n' round path "replies/s" loss "p50 / p99 (us)"
 row() { # round, path, report

@@ -14,12 +14,23 @@
 //! A group is one tenant's, so a reply waits at most for that tenant's
 //! own later packets of the same batch (the core serves a tenant's tasks
 //! in their order), never for another tenant's.
+//!
+//! With an egress engine (`kind = "egress"`), replies are not sent with
+//! the group: each is a task of its tenant on that engine
+//! (`Stage::Reply`), ordered by the engine's policy (WRR by default, as
+//! OSMOSIS' egress) and cut into the engine's `split`-sized pieces, each
+//! sent from the socket its packet arrived on to the packet's sender in
+//! datagrams of at most 1472 B. The packet is counted replied when its
+//! reply task completes, dropped if the core refuses it or the socket
+//! does.
 
 use crate::metrics::PacketOutcome;
+use crate::udp_batch::Outgoing;
 use crate::Shared;
+use isola_core::EngineKind;
 use isola_kernels::KernelOutput;
 use isola_ops::OpError;
-use isola_runtime::{Completion, TaskError};
+use isola_runtime::{Completion, ReplyRoute, Stage, TaskError};
 use isola_wire::EventKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,6 +47,9 @@ pub(crate) struct ReplyTo {
     pub(crate) wasm: bool,
     /// The flow sends replies.
     pub(crate) reply: bool,
+    /// The ECN field its reply carries: CE where the packet was marked at
+    /// ingress, else 0.
+    pub(crate) ecn: u8,
 }
 
 /// The replies of one tenant's packets of one received batch.
@@ -46,7 +60,7 @@ pub(crate) struct ReplyGroup {
     /// Packets whose outcome is not known yet.
     pending: AtomicUsize,
     /// Replies waiting for the group's last outcome.
-    replies: Mutex<Vec<(SocketAddr, Vec<u8>)>>,
+    replies: Mutex<Vec<Outgoing>>,
 }
 
 impl ReplyGroup {
@@ -103,13 +117,42 @@ impl ReplyGroup {
         };
         // A flow without replies (or a kernel that asked for none): its
         // packet ends with its kernel.
-        match (to.reply, reply) {
-            (true, Some(reply)) => {
+        match (to.reply, reply, self.shared.engine_of(EngineKind::Egress)) {
+            (true, Some(reply), Some(engine)) => self.schedule_reply(engine, to, reply),
+            (true, Some(bytes), None) => {
                 if let Ok(mut replies) = self.replies.lock() {
-                    replies.push((to.from, reply));
+                    replies.push(Outgoing {
+                        to: to.from,
+                        bytes,
+                        ecn: to.ecn,
+                    });
                 }
             }
             _ => self.count(PacketOutcome::Consumed, 1),
+        }
+    }
+
+    /// Submits `reply` to `to`'s sender as its tenant's task on egress
+    /// engine `engine`; the packet's outcome is counted when it completes.
+    fn schedule_reply(&self, engine: isola_core::EngineId, to: &ReplyTo, reply: Vec<u8>) {
+        let route = ReplyRoute {
+            socket: Arc::clone(&self.socket),
+            to: to.from,
+            ecn: to.ecn,
+        };
+        let (shared, tenant) = (Arc::clone(&self.shared), self.tenant);
+        let on_done: isola_runtime::OnCompletion = Arc::new(move |c| {
+            shared.keep(&c);
+            let outcome = match c.result {
+                Ok(_) => PacketOutcome::Replied,
+                Err(_) => PacketOutcome::Dropped,
+            };
+            shared.packets.count(&shared.metrics, tenant, outcome, 1);
+        });
+        let handle = self.shared.runtime.tenant(isola_core::TenantId(tenant as u32));
+        let stages = vec![Stage::Reply { engine, route }];
+        if handle.submit_stages_calling(stages, reply, on_done).is_err() {
+            self.count(PacketOutcome::Dropped, 1);
         }
     }
 

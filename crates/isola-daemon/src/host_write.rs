@@ -159,7 +159,7 @@ pub(crate) fn carry_out(
     let fits = writes
         .iter()
         .all(|(offset, bytes)| bounds(*offset, bytes.len() as u64, window).is_ok());
-    let (true, Some(engine)) = (fits, shared.dma_engine()) else {
+    let (true, Some(engine)) = (fits, shared.engine_of(isola_core::EngineKind::Dma)) else {
         shared.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE);
         return false;
     };

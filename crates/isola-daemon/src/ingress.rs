@@ -20,6 +20,13 @@
 //! once before the next `recvmmsg`, so that datagrams gather meanwhile
 //! (docs/perf.md: batches of 2-4 datagrams otherwise, at 64 B).
 //!
+//! ECN (RFC 3168). Each datagram's ECN field is read with it
+//! (`IP_RECVTOS`). From a tenant's `ecn_threshold` packets in its flow
+//! queues on, a packet that carries ECN bits is taken in marked
+//! Congestion Experienced (counted `marked`), and its reply carries the
+//! mark back to the sender; a packet without them is taken in until the
+//! queues are full. At `queue_cap` every packet is dropped.
+//!
 //! Rules follow the live tenant table: adding, changing or removing a
 //! tenant (or its flows) through `isola ctl` or a reload takes effect at
 //! the next packet.
@@ -70,12 +77,16 @@ struct TenantPackets {
     dropped: AtomicU64,
     aborted: AtomicU64,
     consumed: AtomicU64,
+    marked: AtomicU64,
     /// Packets taken in and not yet ended (queued in the core or running).
     in_flight: AtomicU64,
     /// The most packets its flow queues hold: its `queue_cap`. A packet
     /// beyond it is dropped at ingress, before it costs the dispatcher
     /// anything (OSMOSIS' matching engine drops at a full FMQ).
     depth: AtomicU64,
+    /// From this many packets in its flow queues on, a packet that
+    /// carries ECN bits is taken in marked CE (its `ecn_threshold`).
+    mark_from: AtomicU64,
 }
 
 impl TenantPackets {
@@ -86,6 +97,7 @@ impl TenantPackets {
             PacketOutcome::Dropped => &self.dropped,
             PacketOutcome::Aborted => &self.aborted,
             PacketOutcome::Consumed => &self.consumed,
+            PacketOutcome::Marked => &self.marked,
         }
     }
 }
@@ -103,6 +115,9 @@ pub struct PacketCounts {
     /// asked for. With the replied, dropped and aborted ones, every
     /// received packet is counted once.
     pub consumed: Vec<u64>,
+    /// Per tenant slot: packets taken in marked Congestion Experienced
+    /// (each also counted in one of the outcomes above).
+    pub marked: Vec<u64>,
 }
 
 /// The matcher and the counters, shared by the listening threads and the
@@ -131,6 +146,8 @@ impl PacketPath {
         for (slot, packets) in table.slots.iter().zip(&self.tenants) {
             let depth = slot.config.as_ref().map_or(0, |c| c.slo.queue_cap as u64);
             packets.depth.store(depth, Ordering::Relaxed);
+            let mark_from = slot.config.as_ref().map_or(0, |c| c.ecn_threshold as u64);
+            packets.mark_from.store(mark_from, Ordering::Relaxed);
         }
         let rules = table
             .slots
@@ -161,6 +178,7 @@ impl PacketPath {
                 .map(|t| (n(&t.received), n(&t.replied), n(&t.dropped), n(&t.aborted)))
                 .collect(),
             consumed: self.tenants.iter().map(|t| n(&t.consumed)).collect(),
+            marked: self.tenants.iter().map(|t| n(&t.marked)).collect(),
         }
     }
 
@@ -179,20 +197,30 @@ impl PacketPath {
     }
 
     /// Takes up to `n` packets of tenant slot `tenant` into its flow
-    /// queues, as many as they have room for; answers how many.
-    fn admit(&self, tenant: usize, n: usize) -> usize {
+    /// queues, as many as they have room for; answers how many, and the
+    /// position among them from which a packet finds its queues at or
+    /// past its ECN threshold (a packet there carrying ECN bits is marked).
+    fn admit(&self, tenant: usize, n: usize) -> Admitted {
         let Some(t) = self.tenants.get(tenant) else {
-            return 0;
+            return Admitted {
+                taken: 0,
+                mark_from: 0,
+            };
         };
         let depth = t.depth.load(Ordering::Relaxed);
-        let mut taken = 0;
+        let (mut taken, mut before) = (0, 0);
         let _ = t
             .in_flight
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
                 taken = depth.saturating_sub(now).min(n as u64);
+                before = now;
                 Some(now + taken)
             });
-        taken as usize
+        let threshold = t.mark_from.load(Ordering::Relaxed);
+        Admitted {
+            taken: taken as usize,
+            mark_from: threshold.saturating_sub(before) as usize,
+        }
     }
 
     /// One packet of tenant slot `tenant` has ended (whatever its outcome).
@@ -207,6 +235,14 @@ impl PacketPath {
         self.unmatched.fetch_add(1, Ordering::Relaxed);
         metrics.unmatched();
     }
+}
+
+/// What [`PacketPath::admit`] took of a batch.
+struct Admitted {
+    /// How many packets, the batch's first.
+    taken: usize,
+    /// The first of them taken into queues at or past the ECN threshold.
+    mark_from: usize,
 }
 
 fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
@@ -238,6 +274,8 @@ impl Ingress {
             socket.set_read_timeout(Some(STOP_CHECK))?;
             // Room for bursts (the system may cap it at net.core.rmem_max).
             let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, RECV_BUFFER);
+            // Each datagram's ECN field, for marking at a congested queue.
+            isola_runtime::ip_tos::enable_recv_tos(&socket)?;
             bound.push(socket.local_addr()?);
             sockets.push(Arc::new(socket));
         }
@@ -271,6 +309,8 @@ impl Ingress {
 struct Matched {
     operator: Arc<dyn Operator>,
     payload: Vec<u8>,
+    /// The ECN field of its IP header.
+    ecn: u8,
     to: ReplyTo,
 }
 
@@ -331,10 +371,10 @@ fn classify(
         return;
     };
     for i in 0..got {
-        let Some((payload, from, truncated)) = batch.get(i) else {
+        let Some(datagram) = batch.get(i) else {
             continue;
         };
-        let (Some(from), false) = (from, truncated) else {
+        let (Some(from), false) = (datagram.from, datagram.truncated) else {
             // Cut short, or from no IPv4 sender: nothing to match.
             path.unmatched(&shared.metrics);
             continue;
@@ -361,12 +401,14 @@ fn classify(
         };
         list.push(Matched {
             operator: Arc::clone(flow.kernel.operator()),
-            payload: payload.to_vec(),
+            payload: datagram.bytes.to_vec(),
+            ecn: datagram.ecn,
             to: ReplyTo {
                 from,
                 flow: flow.index,
                 wasm: flow.kernel.is_wasm(),
                 reply: flow.reply,
+                ecn: 0,
             },
         });
     }
@@ -378,15 +420,25 @@ fn classify(
 fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut Vec<Matched>) {
     let path = &shared.packets;
     path.count(&shared.metrics, tenant, PacketOutcome::Received, packets.len());
-    // A full flow queue drops the batch's latest packets here.
+    // A full flow queue drops the batch's latest packets here; a
+    // congested one marks those that carry ECN bits (RFC 3168: mark
+    // rather than drop while there is room), and their replies echo it.
     let admitted = path.admit(tenant, packets.len());
     path.count(
         &shared.metrics,
         tenant,
         PacketOutcome::Dropped,
-        packets.len() - admitted,
+        packets.len() - admitted.taken,
     );
-    packets.truncate(admitted);
+    packets.truncate(admitted.taken);
+    let mut marked = 0;
+    for p in packets.iter_mut().skip(admitted.mark_from) {
+        if p.ecn != 0 {
+            p.to.ecn = isola_runtime::ip_tos::ECN_CE;
+            marked += 1;
+        }
+    }
+    path.count(&shared.metrics, tenant, PacketOutcome::Marked, marked);
     if packets.is_empty() {
         return;
     }

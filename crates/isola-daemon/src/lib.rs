@@ -124,13 +124,11 @@ impl Shared {
         }
     }
 
-    /// The daemon's DMA engine (the first `kind = "dma"` one), if any.
-    pub(crate) fn dma_engine(&self) -> Option<isola_core::EngineId> {
-        let e = self
-            .config
-            .engines
-            .iter()
-            .position(|e| e.kind == isola_core::EngineKind::Dma)?;
+    /// The daemon's first engine of `kind`, if any: its DMA engine (which
+    /// carries kernels' DMA writes) or its egress engine (which sends the
+    /// packet path's replies).
+    pub(crate) fn engine_of(&self, kind: isola_core::EngineKind) -> Option<isola_core::EngineId> {
+        let e = self.config.engines.iter().position(|e| e.kind == kind)?;
         Some(isola_core::EngineId(e as u32))
     }
 
@@ -185,8 +183,18 @@ impl Daemon {
             if let Some(split) = e.split {
                 engine = engine.with_split(split);
             }
-            if e.kind == isola_core::EngineKind::Dma {
-                engine = engine.with_dma();
+            match e.kind {
+                isola_core::EngineKind::Dma => engine = engine.with_dma(),
+                isola_core::EngineKind::Egress => {
+                    // Replies only: each goes back along its packet's route.
+                    let port = isola_runtime::EgressPort::replies(isola_runtime::DEFAULT_MTU_PAYLOAD)
+                        .map_err(|source| DaemonError::Udp {
+                            addrs: format!("egress engine `{}`", e.name),
+                            source,
+                        })?;
+                    engine = engine.with_egress(Arc::new(port));
+                }
+                isola_core::EngineKind::Accelerator | isola_core::EngineKind::ProcessingUnits => {}
             }
             b.engine(engine);
         }

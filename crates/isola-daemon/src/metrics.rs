@@ -133,10 +133,14 @@ pub(crate) enum PacketOutcome {
     /// Its kernel ran and no reply was asked for (a flow with `reply =
     /// false`, or a WebAssembly kernel that sent none): it ended there.
     Consumed,
+    /// It carried ECN bits and was taken into a congested flow queue
+    /// marked Congestion Experienced (counted besides its outcome, as
+    /// `Received` is).
+    Marked,
 }
 
 /// The `outcome` label of each [`PacketOutcome`], in its order.
-const PACKET_OUTCOMES: [&str; 5] = ["received", "replied", "dropped", "aborted", "consumed"];
+const PACKET_OUTCOMES: [&str; 6] = ["received", "replied", "dropped", "aborted", "consumed", "marked"];
 
 /// Labels of a per-engine series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -325,7 +329,7 @@ struct SlotMetrics {
     series: Vec<Series>,
     connections: Gauge,
     /// By [`PacketOutcome`].
-    packets: [Counter; 5],
+    packets: [Counter; PACKET_OUTCOMES.len()],
 }
 
 /// Every metric of a daemon, and the registry that exposes them.

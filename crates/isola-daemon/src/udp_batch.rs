@@ -9,19 +9,37 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+use isola_runtime::ip_tos::{ECN_MASK, RECV_CONTROL as CONTROL};
+
+/// One datagram of a [`RecvBatch`].
+pub(crate) struct Datagram<'a> {
+    /// Its payload.
+    pub bytes: &'a [u8],
+    /// Its IPv4 sender (`None` for another family).
+    pub from: Option<SocketAddr>,
+    /// It was cut short to the batch's room.
+    pub truncated: bool,
+    /// The ECN field of its IP header (0 where the socket was not asked
+    /// for it, or the kernel gave none).
+    pub ecn: u8,
+}
+
 /// Room for `count` datagrams of up to `size` bytes each, with their
-/// senders.
+/// senders and IP TOS bytes.
 pub(crate) struct RecvBatch {
     bufs: Vec<Vec<u8>>,
     iovecs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_in>,
+    /// Per datagram, its ancillary data (u64s: aligned as `cmsghdr` is).
+    controls: Vec<[u64; CONTROL / 8]>,
     msgs: Vec<libc::mmsghdr>,
     /// Datagrams the last `recv` took.
     got: usize,
 }
 
 // SAFETY: the raw pointers in `iovecs` and `msgs` point into this value's
-// own heap buffers (`bufs`, `iovecs`, `addrs`), which move with it.
+// own heap buffers (`bufs`, `iovecs`, `addrs`, `controls`), which move
+// with it.
 unsafe impl Send for RecvBatch {}
 
 impl RecvBatch {
@@ -42,6 +60,7 @@ impl RecvBatch {
         // SAFETY: sockaddr_in and mmsghdr are plain C structs for which
         // all-zero bytes are a valid value.
         let mut addrs: Vec<libc::sockaddr_in> = (0..count).map(|_| unsafe { std::mem::zeroed() }).collect();
+        let mut controls = vec![[0u64; CONTROL / 8]; count];
         let msgs = (0..count)
             .map(|i| {
                 // SAFETY: as above.
@@ -50,6 +69,8 @@ impl RecvBatch {
                 m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
                 m.msg_hdr.msg_iov = &mut iovecs[i];
                 m.msg_hdr.msg_iovlen = 1;
+                m.msg_hdr.msg_control = controls[i].as_mut_ptr().cast();
+                m.msg_hdr.msg_controllen = CONTROL;
                 m
             })
             .collect();
@@ -57,6 +78,7 @@ impl RecvBatch {
             bufs,
             iovecs,
             addrs,
+            controls,
             msgs,
             got: 0,
         }
@@ -69,6 +91,7 @@ impl RecvBatch {
     pub(crate) fn recv(&mut self, socket: BorrowedFd<'_>) -> io::Result<usize> {
         for (i, m) in self.msgs.iter_mut().enumerate() {
             m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            m.msg_hdr.msg_controllen = CONTROL;
             m.msg_hdr.msg_flags = 0;
             m.msg_len = 0;
             debug_assert!(
@@ -96,9 +119,8 @@ impl RecvBatch {
         Ok(self.got)
     }
 
-    /// Datagram `i` of the last `recv`: its bytes, its IPv4 sender (`None`
-    /// for another family) and whether it was cut short.
-    pub(crate) fn get(&self, i: usize) -> Option<(&[u8], Option<SocketAddr>, bool)> {
+    /// Datagram `i` of the last `recv`.
+    pub(crate) fn get(&self, i: usize) -> Option<Datagram<'_>> {
         if i >= self.got {
             return None;
         }
@@ -112,35 +134,65 @@ impl RecvBatch {
             ))
         });
         let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-        Some((&self.bufs[i][..len], from, truncated))
+        Some(Datagram {
+            bytes: &self.bufs[i][..len],
+            from,
+            truncated,
+            ecn: self.tos(i) & ECN_MASK,
+        })
+    }
+
+    /// The IP TOS byte the kernel gave with datagram `i` (0 if none).
+    fn tos(&self, i: usize) -> u8 {
+        let hdr = &self.msgs[i].msg_hdr;
+        debug_assert!(std::ptr::eq(
+            hdr.msg_control.cast::<u64>(),
+            self.controls[i].as_ptr()
+        ));
+        // SAFETY: `hdr`'s control data is this batch's own room for
+        // datagram `i`, of CONTROL bytes, its length set by the last recv.
+        unsafe { isola_runtime::ip_tos::tos_in(hdr, CONTROL) }
     }
 }
 
-/// Sends each `(to, bytes)` of `datagrams` with as few `sendmmsg` calls as
+/// A reply to send: to whom, its bytes, and the ECN field its IP header
+/// carries (0: the socket's own).
+pub(crate) struct Outgoing {
+    /// Its receiver.
+    pub to: SocketAddr,
+    /// Its payload.
+    pub bytes: Vec<u8>,
+    /// Its ECN field (`ip_tos::ECN_CE` echoes a congestion mark).
+    pub ecn: u8,
+}
+
+/// Sends each datagram of `datagrams` with as few `sendmmsg` calls as
 /// the kernel allows (one, unless it stops early); returns how many were
 /// sent. A datagram the kernel refuses (its error is about that one
 /// message: no route, too large) is skipped and the rest still go, so the
 /// count is exact. IPv4 receivers only; another family's datagram is not
 /// sent.
-pub(crate) fn send_batch(socket: BorrowedFd<'_>, datagrams: &[(SocketAddr, Vec<u8>)]) -> usize {
-    let v4: Vec<(libc::sockaddr_in, &[u8])> = datagrams
+pub(crate) fn send_batch(socket: BorrowedFd<'_>, datagrams: &[Outgoing]) -> usize {
+    let v4: Vec<(libc::sockaddr_in, &Outgoing)> = datagrams
         .iter()
-        .filter_map(|(to, bytes)| match to {
-            SocketAddr::V4(a) => Some((sockaddr_v4(a), bytes.as_slice())),
+        .filter_map(|d| match d.to {
+            SocketAddr::V4(a) => Some((sockaddr_v4(&a), d)),
             SocketAddr::V6(_) => None,
         })
         .collect();
     let mut iovecs: Vec<libc::iovec> = v4
         .iter()
-        .map(|(_, bytes)| libc::iovec {
-            iov_base: bytes.as_ptr().cast_mut().cast(),
-            iov_len: bytes.len(),
+        .map(|(_, d)| libc::iovec {
+            iov_base: d.bytes.as_ptr().cast_mut().cast(),
+            iov_len: d.bytes.len(),
         })
         .collect();
+    let mut tos = vec![isola_runtime::ip_tos::TosControl::default(); v4.len()];
     let mut msgs: Vec<libc::mmsghdr> = v4
         .iter()
         .zip(iovecs.iter_mut())
-        .map(|((addr, _), iov)| {
+        .zip(tos.iter_mut())
+        .map(|(((addr, d), iov), tos)| {
             // SAFETY: mmsghdr is a plain C struct for which all-zero bytes
             // are a valid value.
             let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
@@ -148,15 +200,18 @@ pub(crate) fn send_batch(socket: BorrowedFd<'_>, datagrams: &[(SocketAddr, Vec<u
             m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
             m.msg_hdr.msg_iov = iov;
             m.msg_hdr.msg_iovlen = 1;
+            if d.ecn != 0 {
+                tos.attach(&mut m.msg_hdr, d.ecn, false);
+            }
             m
         })
         .collect();
     let (mut at, mut sent) = (0, 0);
     while at < msgs.len() {
         let rest = &mut msgs[at..];
-        // SAFETY: `rest` holds initialised headers whose name and iovec
-        // pointers point at `v4`'s addresses and `datagrams`' bytes, alive
-        // and unmoved for this call, of the lengths given; the kernel only
+        // SAFETY: `rest` holds initialised headers whose name, iovec and
+        // control pointers point at `v4`'s addresses, `datagrams`' bytes
+        // and `tos`' rooms, alive and unmoved for this call, of the lengths given; the kernel only
         // reads them (and writes each header's `msg_len`).
         let n = unsafe {
             libc::sendmmsg(
@@ -222,8 +277,12 @@ mod tests {
     #[test]
     fn a_batch_sent_is_the_batch_received() {
         let (tx, rx, to) = pair();
-        let datagrams: Vec<(SocketAddr, Vec<u8>)> = (0..40u8)
-            .map(|i| (to, vec![i; 1 + usize::from(i) * 30]))
+        let datagrams: Vec<Outgoing> = (0..40u8)
+            .map(|i| Outgoing {
+                to,
+                bytes: vec![i; 1 + usize::from(i) * 30],
+                ecn: 0,
+            })
             .collect();
         assert_eq!(send_batch(tx.as_fd(), &datagrams), 40);
         let mut batch = RecvBatch::new(16, 2048);
@@ -231,12 +290,12 @@ mod tests {
         while seen.len() < 40 {
             let n = batch.recv(rx.as_fd()).unwrap();
             for i in 0..n {
-                let (bytes, from, cut) = batch.get(i).unwrap();
-                assert_eq!((from, cut), (Some(tx.local_addr().unwrap()), false));
-                seen.push(bytes.to_vec());
+                let d = batch.get(i).unwrap();
+                assert_eq!((d.from, d.truncated), (Some(tx.local_addr().unwrap()), false));
+                seen.push(d.bytes.to_vec());
             }
         }
-        let sent: Vec<Vec<u8>> = datagrams.into_iter().map(|(_, b)| b).collect();
+        let sent: Vec<Vec<u8>> = datagrams.into_iter().map(|d| d.bytes).collect();
         assert_eq!(seen, sent);
     }
 
@@ -245,12 +304,58 @@ mod tests {
     #[test]
     fn a_refused_datagram_is_skipped_and_the_rest_go() {
         let (tx, rx, to) = pair();
-        let datagrams = vec![(to, vec![1u8; 10]), (to, vec![2u8; 70_000]), (to, vec![3u8; 10])];
+        let datagrams: Vec<Outgoing> = [(1u8, 10), (2, 70_000), (3, 10)]
+            .into_iter()
+            .map(|(b, n)| Outgoing {
+                to,
+                bytes: vec![b; n],
+                ecn: 0,
+            })
+            .collect();
         assert_eq!(send_batch(tx.as_fd(), &datagrams), 2);
         let mut buf = [0u8; 64];
         assert_eq!(rx.recv(&mut buf).unwrap(), 10);
         assert_eq!(buf[0], 1);
         assert_eq!(rx.recv(&mut buf).unwrap(), 10);
         assert_eq!(buf[0], 3);
+    }
+}
+
+#[cfg(test)]
+mod ecn_tests {
+    use super::*;
+    use isola_runtime::ip_tos::{ECN_CE, ECN_ECT0};
+    use std::net::UdpSocket;
+    use std::os::fd::AsFd;
+
+    /// A reply sent with an ECN field arrives with it, read back through
+    /// `IP_RECVTOS` (the kernel's own header, not ours): CE stays CE and
+    /// a reply sent without one arrives not ECN-capable.
+    #[test]
+    fn the_ecn_field_a_reply_is_sent_with_is_the_one_received() {
+        let (tx, rx) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        isola_runtime::ip_tos::enable_recv_tos(&rx).unwrap();
+        let to = rx.local_addr().unwrap();
+        let out = [ECN_CE, 0, ECN_ECT0].map(|ecn| Outgoing {
+            to,
+            bytes: vec![ecn; 8],
+            ecn,
+        });
+        assert_eq!(send_batch(tx.as_fd(), &out), 3);
+        let mut batch = RecvBatch::new(4, 64);
+        let mut seen = Vec::new();
+        while seen.len() < 3 {
+            let n = batch.recv(rx.as_fd()).unwrap();
+            seen.extend((0..n).map(|i| {
+                let d = batch.get(i).unwrap();
+                (d.bytes[0], d.ecn)
+            }));
+        }
+        assert_eq!(seen, vec![(ECN_CE, ECN_CE), (0, 0), (ECN_ECT0, ECN_ECT0)]);
     }
 }

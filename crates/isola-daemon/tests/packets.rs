@@ -247,14 +247,163 @@ fn an_engines_kind_sets_its_default_policy() {
     assert_eq!(policy("kind = \"pu\""), "wlbvt");
     assert_eq!(policy(""), "sfq");
     assert_eq!(policy("kind = \"pu\"\npolicy = \"drr\""), "drr");
-    // Its DMA engine weighted round robin.
+    // Its DMA and egress engines weighted round robin.
     assert_eq!(policy("kind = \"dma\""), "wrr");
-    for (keys, says) in [
-        ("kind = \"warp\"", "unknown engine kind"),
-        ("kind = \"egress\"", "does not run live"),
+    assert_eq!(policy("kind = \"egress\""), "wrr");
+    for (keys, key, says) in [
+        ("kind = \"warp\"", "kind", "unknown engine kind"),
+        ("kind = \"egress\"\nops = [\"crc32c\"]", "ops", "runs no operator"),
     ] {
         let e = parse(&engine(keys)).unwrap_err();
-        assert_eq!((e.line, e.key.as_deref()), (5, Some("kind")), "{e}");
+        assert_eq!(e.key.as_deref(), Some(key), "{e}");
         assert!(e.to_string().contains(says), "{e}");
     }
+}
+
+#[test]
+fn with_an_egress_engine_a_reply_is_a_task_the_core_cuts_into_datagrams() {
+    // NIST SP 800-38A, F.5.1 (CTR-AES128.Encrypt): four blocks of
+    // plaintext and their ciphertext. The egress engine cuts each reply
+    // into 16-byte pieces (its `split`), so the reply comes back as the
+    // four ciphertext blocks, in order, from the port the packet went to.
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let plaintext = hex("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51\
+         30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710");
+    let blocks = [
+        "874d6191b620e3261bef6864990db6ce",
+        "9806f66b7970fdff8617187bb9fffdff",
+        "5ae4df3edbd5d35e5b4f09020db03eab",
+        "1e031dda2fbe03d1792170a0f3009cee",
+    ];
+    let dir = std::env::temp_dir().join(format!("isolad-egress-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = client();
+    let pa = a.local_addr().unwrap().port();
+    let text = format!(
+        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
+         [[engine]]\nname = \"pu\"\nkind = \"pu\"\nworkers = 1\n\
+         [[engine]]\nname = \"out\"\nkind = \"egress\"\nsplit = \"16B\"\n\
+         [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {pa} }}\nkernel = \"aes-ctr\"\n\
+         params = {{ key = \"2b7e151628aed2a6abf7158809cf4f3c\", iv = \"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\" }}\n"
+    );
+    let d = Daemon::start(DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap()).unwrap();
+    d.record_completions(true);
+    let ingress = d.udp_addrs()[0];
+    let packets = 3;
+    for _ in 0..packets {
+        a.send_to(&plaintext, ingress).unwrap();
+        let mut buf = [0u8; 2048];
+        for block in blocks {
+            let (n, from) = a.recv_from(&mut buf).unwrap();
+            assert_eq!(from, ingress);
+            assert_eq!(buf[..n], hex(block)[..]);
+        }
+    }
+    let start = Instant::now();
+    while d.packet_counts().tenants[0] != (packets, packets, 0, 0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            d.packet_counts()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Each reply was its tenant's task on the egress engine (engine 1),
+    // in four pieces.
+    let sends: Vec<_> = d
+        .take_completions()
+        .into_iter()
+        .filter(|c| c.op == "egress")
+        .collect();
+    assert_eq!(sends.len(), packets as usize);
+    assert!(sends
+        .iter()
+        .all(|c| c.engine.index() == 1 && c.subtasks == 4 && c.bytes == 64 && c.result.is_ok()));
+}
+
+#[test]
+fn a_congested_flow_queue_marks_ecn_capable_packets_and_their_replies_carry_the_mark() {
+    // Two tenants send the same burst of costly packets to one engine
+    // worker; `a`'s carry ECT(0), `b`'s no ECN bits. With an ECN threshold
+    // of 1, an ECN-capable packet that finds another of its tenant's
+    // packets in the flow queues is taken in marked Congestion Experienced
+    // (RFC 3168), and its reply comes back with CE in its IP header, as
+    // the receiving kernel reads it; `b`'s packets are never marked.
+    use isola_runtime::ip_tos::{self, ECN_CE, ECN_ECT0, ECN_MASK};
+    let dir = std::env::temp_dir().join(format!("isolad-ecn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (client(), client());
+    ip_tos::set_send_tos(&a, ECN_ECT0).unwrap();
+    for s in [&a, &b] {
+        ip_tos::enable_recv_tos(s).unwrap();
+    }
+    let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
+    let tenant = |name: &str, port: u16| {
+        format!(
+            "[[tenant]]\nname = \"{name}\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+             queue_cap = 64\necn_threshold = 1\n\
+             [[tenant.flow]]\nmatch = {{ src_port = {port} }}\nkernel = \"sha256\"\n"
+        )
+    };
+    let text = format!(
+        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
+         [[engine]]\nname = \"pu\"\nkind = \"pu\"\nworkers = 1\n{}{}",
+        tenant("a", pa),
+        tenant("b", pb)
+    );
+    let d = Daemon::start(DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap()).unwrap();
+    let ingress = d.udp_addrs()[0];
+    // 16 packets of 4 KiB from each: well within a socket's default
+    // receive buffer, so every one reaches the packet path.
+    let (n, payload) = (16u64, vec![7u8; 4096]);
+    for _ in 0..n {
+        a.send_to(&payload, ingress).unwrap();
+        b.send_to(&payload, ingress).unwrap();
+    }
+    let mut buf = [0u8; 64];
+    let ce = |s: &UdpSocket, buf: &mut [u8]| {
+        (0..n)
+            .filter(|_| {
+                let (len, tos) = ip_tos::recv_with_tos(s, buf).unwrap();
+                assert_eq!(len, 32, "a SHA-256 digest");
+                tos & ECN_MASK == ECN_CE
+            })
+            .count() as u64
+    };
+    let (ce_a, ce_b) = (ce(&a, &mut buf), ce(&b, &mut buf));
+    let start = Instant::now();
+    while d.packet_counts().tenants[..2] != [(n, n, 0, 0), (n, n, 0, 0)] {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            d.packet_counts()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let marked = d.packet_counts().marked;
+    assert!(
+        marked[0] >= 1,
+        "no packet of the burst found a congested queue: {marked:?}"
+    );
+    assert_eq!(
+        (ce_a, ce_b),
+        (marked[0], 0),
+        "every marked packet's reply, and only those, carry CE"
+    );
+    assert_eq!(marked[1], 0, "packets without ECN bits are never marked");
+}
+
+#[test]
+fn an_ecn_threshold_outside_the_queue_is_refused_at_its_line() {
+    let text = "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"e\"\n\
+                [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\nqueue_cap = 8\n\
+                ecn_threshold = 9\n";
+    let e = DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (10, Some("ecn_threshold")), "{e}");
 }

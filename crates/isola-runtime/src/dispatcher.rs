@@ -39,6 +39,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The most messages the dispatcher takes, once woken, before it fills
+/// the engines again.
+const DRAIN: usize = 64;
+
 /// What the dispatcher is told.
 pub(crate) enum Msg {
     /// A tenant's task.
@@ -48,6 +52,10 @@ pub(crate) enum Msg {
     SubmitBatch(Vec<Submission>),
     /// A worker finished a piece of work.
     Done(WorkDone),
+    /// A worker finished several pieces of work back to back (its queue
+    /// still held more, so it reported them together: one wake-up of the
+    /// dispatcher instead of one a piece).
+    DoneBatch(Vec<WorkDone>),
     /// Cancel what is queued, finish what runs until the deadline (then
     /// abandon it), then stop; acknowledge.
     Shutdown(crossbeam_channel::Sender<()>, Duration),
@@ -261,17 +269,15 @@ impl Dispatcher {
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
             };
-            match msg {
-                Some(Msg::Submit(s)) => self.submit(s),
-                Some(Msg::SubmitBatch(batch)) => batch.into_iter().for_each(|s| self.submit(s)),
-                Some(Msg::Done(d)) => self.done(d),
-                Some(Msg::Control(c)) => self.control(c),
-                Some(Msg::AddPoller(p)) => self.pollers.push(p),
-                Some(Msg::Wake) | None => {}
-                Some(Msg::Shutdown(ack, grace)) => {
-                    self.shutdown_deadline = Some(Instant::now() + grace);
-                    self.shutdown_grace = grace;
-                    self.begin_shutdown(ack);
+            if let Some(msg) = msg {
+                self.handle(msg);
+                // Whatever else has arrived meanwhile is taken before the
+                // engines are filled again: one pump for them all.
+                for _ in 1..DRAIN {
+                    match self.rx.try_recv() {
+                        Ok(msg) => self.handle(msg),
+                        Err(_) => break,
+                    }
                 }
             }
             if self.shutdown_deadline.is_some_and(|d| Instant::now() >= d) {
@@ -288,6 +294,24 @@ impl Dispatcher {
                     ack.send(()).ok();
                 }
                 return;
+            }
+        }
+    }
+
+    /// Acts on one message.
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Submit(s) => self.submit(s),
+            Msg::SubmitBatch(batch) => batch.into_iter().for_each(|s| self.submit(s)),
+            Msg::Done(d) => self.done(d),
+            Msg::DoneBatch(ds) => ds.into_iter().for_each(|d| self.done(d)),
+            Msg::Control(c) => self.control(c),
+            Msg::AddPoller(p) => self.pollers.push(p),
+            Msg::Wake => {}
+            Msg::Shutdown(ack, grace) => {
+                self.shutdown_deadline = Some(Instant::now() + grace);
+                self.shutdown_grace = grace;
+                self.begin_shutdown(ack);
             }
         }
     }

@@ -1,11 +1,14 @@
 //! Egress: an egress engine's workers send a task's bytes as UDP datagrams
-//! to one destination ([`EgressPort`]), cut into datagrams of at most the
-//! port's MTU payload (1472 B by default: a 1500 B Ethernet MTU less the
-//! IPv4 and UDP headers) and, where a send takes several, handed to the
-//! kernel in batches with `sendmmsg(2)` (one system call a batch, not one
-//! a datagram). [`EgressSink`] is the other end for a run that owns its
-//! destination (`isola run`, the tests): a bound socket drained by a
-//! thread that counts what arrives.
+//! ([`EgressPort`]), cut into datagrams of at most the port's MTU payload
+//! (1472 B by default: a 1500 B Ethernet MTU less the IPv4 and UDP
+//! headers) and, where a send takes several, handed to the kernel in
+//! batches with `sendmmsg(2)` (one system call a batch, not one a
+//! datagram). A [`crate::Stage::Egress`] goes to the port's own
+//! destination; a [`crate::Stage::Reply`] goes back to a packet's sender
+//! from the socket the packet arrived on ([`ReplyRoute`]: the packet
+//! path's replies, isolad). [`EgressSink`] is the other end for a run
+//! that owns its destination (`isola run`, the tests): a bound socket
+//! drained by a thread that counts what arrives.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -21,11 +24,27 @@ pub const DEFAULT_MTU_PAYLOAD: usize = 1472;
 /// Datagrams handed to one `sendmmsg` call at most.
 const BATCH: usize = 64;
 
-/// A UDP socket connected to the destination an egress engine sends to.
+/// Where a reply goes: back to a packet's sender, from the socket the
+/// packet arrived on (so it comes from the address the sender sent to).
+#[derive(Debug, Clone)]
+pub struct ReplyRoute {
+    /// The socket the packet arrived on.
+    pub socket: Arc<UdpSocket>,
+    /// The packet's sender.
+    pub to: SocketAddr,
+    /// The ECN field the reply's IP header carries (RFC 3168; 3 echoes a
+    /// Congestion Experienced mark; 0 leaves the socket's own).
+    pub ecn: u8,
+}
+
+/// What an egress engine sends on: a UDP socket connected to its
+/// destination (for [`crate::Stage::Egress`]), or none, for an engine that
+/// only sends replies on the sockets their packets arrived on
+/// ([`crate::Stage::Reply`]); and the datagram size it cuts sends to.
 #[derive(Debug)]
 pub struct EgressPort {
-    socket: UdpSocket,
-    dest: SocketAddr,
+    /// Its own socket and destination, if it has them.
+    target: Option<(UdpSocket, SocketAddr)>,
     mtu: usize,
     /// What it handed the kernel so far: datagrams and payload bytes.
     datagrams: AtomicU64,
@@ -37,12 +56,7 @@ impl EgressPort {
     /// (at least 1), from an ephemeral port on the unspecified address of
     /// `dest`'s family.
     pub fn connect(dest: SocketAddr, mtu: usize) -> io::Result<EgressPort> {
-        if mtu == 0 || mtu > 65_507 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("an egress MTU payload of {mtu} bytes is outside 1..=65507"),
-            ));
-        }
+        check_mtu(mtu)?;
         let local: SocketAddr = if dest.is_ipv4() {
             "0.0.0.0:0".parse().expect("a literal address")
         } else {
@@ -51,17 +65,28 @@ impl EgressPort {
         let socket = UdpSocket::bind(local)?;
         socket.connect(dest)?;
         Ok(EgressPort {
-            socket,
-            dest,
+            target: Some((socket, dest)),
             mtu,
             datagrams: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
         })
     }
 
-    /// Where it sends.
-    pub fn dest(&self) -> SocketAddr {
-        self.dest
+    /// A port with no destination of its own, sending replies
+    /// ([`EgressPort::reply`]) in datagrams of at most `mtu` payload bytes.
+    pub fn replies(mtu: usize) -> io::Result<EgressPort> {
+        check_mtu(mtu)?;
+        Ok(EgressPort {
+            target: None,
+            mtu,
+            datagrams: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        })
+    }
+
+    /// Where it sends, if it has a destination of its own.
+    pub fn dest(&self) -> Option<SocketAddr> {
+        self.target.as_ref().map(|(_, d)| *d)
     }
 
     /// Its datagram payload limit.
@@ -69,25 +94,32 @@ impl EgressPort {
         self.mtu
     }
 
-    /// Sends `bytes` in order as datagrams of at most the MTU (nothing for
-    /// no bytes); returns how many datagrams went out.
+    /// Sends `bytes` in order to its destination as datagrams of at most
+    /// the MTU (nothing for no bytes); returns how many datagrams went out.
+    /// A port made by [`EgressPort::replies`] has no destination: an error.
     pub fn send(&self, bytes: &[u8]) -> io::Result<usize> {
+        let Some((socket, _)) = &self.target else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "this egress engine sends replies only: it has no destination of its own",
+            ));
+        };
+        self.send_on(socket, None, bytes)
+    }
+
+    /// Sends `bytes` in order to `route`'s address from its socket, as
+    /// [`EgressPort::send`] does.
+    pub fn reply(&self, route: &ReplyRoute, bytes: &[u8]) -> io::Result<usize> {
+        self.send_on(&route.socket, Some((route.to, route.ecn)), bytes)
+    }
+
+    fn send_on(&self, socket: &UdpSocket, to: Option<(SocketAddr, u8)>, bytes: &[u8]) -> io::Result<usize> {
         let chunks: Vec<&[u8]> = bytes.chunks(self.mtu).collect();
-        match chunks.as_slice() {
-            [] => return Ok(0),
-            [one] => {
-                self.socket.send(one)?;
-            }
-            many => {
-                for batch in many.chunks(BATCH) {
-                    send_batch(&self.socket, batch)?;
-                    self.count(batch.len(), batch.iter().map(|b| b.len()).sum());
-                }
-                return Ok(many.len());
-            }
+        for batch in chunks.chunks(BATCH) {
+            send_batch(socket, to, batch)?;
+            self.count(batch.len(), batch.iter().map(|b| b.len()).sum());
         }
-        self.count(1, bytes.len());
-        Ok(1)
+        Ok(chunks.len())
     }
 
     fn count(&self, datagrams: usize, bytes: usize) {
@@ -104,9 +136,56 @@ impl EgressPort {
     }
 }
 
-/// Sends every datagram of `batch` on connected `socket` with
+/// An MTU payload outside what one UDP datagram can carry is refused.
+fn check_mtu(mtu: usize) -> io::Result<()> {
+    if mtu == 0 || mtu > 65_507 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("an egress MTU payload of {mtu} bytes is outside 1..=65507"),
+        ));
+    }
+    Ok(())
+}
+
+/// `addr` as the C socket address `sendmmsg` takes, and its length.
+fn raw_addr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is a plain C struct for which all-zero
+    // bytes are a valid value; it is large and aligned enough for either
+    // family's address, written through the matching type below.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: see above.
+            let sin =
+                unsafe { &mut *(&mut storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: see above.
+            let sin6 =
+                unsafe { &mut *(&mut storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_scope_id = a.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// Sends every datagram of `batch` on `socket` (to `to`'s address with
+/// its ECN field, else to the socket's connected peer) with
 /// `sendmmsg(2)`, calling again for the rest of a partial send.
-fn send_batch(socket: &UdpSocket, batch: &[&[u8]]) -> io::Result<()> {
+fn send_batch(socket: &UdpSocket, to: Option<(SocketAddr, u8)>, batch: &[&[u8]]) -> io::Result<()> {
+    let mut tos = vec![crate::ip_tos::TosControl::default(); batch.len()];
+    let ecn = to.map_or(0, |(_, ecn)| ecn);
+    let v6 = to.is_some_and(|(a, _)| a.is_ipv6());
+    let to = to.map(|(a, _)| raw_addr(a));
     let mut iovecs: Vec<libc::iovec> = batch
         .iter()
         .map(|b| libc::iovec {
@@ -117,10 +196,19 @@ fn send_batch(socket: &UdpSocket, batch: &[&[u8]]) -> io::Result<()> {
         .collect();
     let mut msgs: Vec<libc::mmsghdr> = iovecs
         .iter_mut()
-        .map(|iov| {
+        .zip(tos.iter_mut())
+        .map(|(iov, tos)| {
             // SAFETY: mmsghdr is a plain C struct; all-zero bytes are valid
             // (no address: the socket is connected).
             let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            if let Some((addr, len)) = &to {
+                // The kernel only reads the address (a send).
+                m.msg_hdr.msg_name = (addr as *const libc::sockaddr_storage).cast_mut().cast();
+                m.msg_hdr.msg_namelen = *len;
+            }
+            if ecn != 0 {
+                tos.attach(&mut m.msg_hdr, ecn, v6);
+            }
             m.msg_hdr.msg_iov = iov;
             m.msg_hdr.msg_iovlen = 1;
             m

@@ -13,7 +13,7 @@
 //! split rule cuts them (OSMOSIS' DMA fragments), with the core's own byte
 //! ranges; the workers only copy or send what they are handed.
 
-use crate::egress::EgressPort;
+use crate::egress::{EgressPort, ReplyRoute};
 use crate::job::{PartOutput, TaskError};
 use crate::region::{bounds, HostRegion};
 use isola_core::{Bytes, EngineId, Subtask, SubtaskPlanner, Task};
@@ -50,6 +50,15 @@ pub enum Stage {
         /// An egress engine ([`crate::EngineConfig::with_egress`]).
         engine: EngineId,
     },
+    /// Sends the stage's input as UDP datagrams back along `route` (a
+    /// packet's reply), cut to egress engine `engine`'s port's datagram
+    /// size, and passes it on.
+    Reply {
+        /// An egress engine ([`crate::EngineConfig::with_egress`]).
+        engine: EngineId,
+        /// The socket to send from and the address to send to.
+        route: ReplyRoute,
+    },
 }
 
 impl std::fmt::Debug for Stage {
@@ -71,6 +80,11 @@ impl std::fmt::Debug for Stage {
                 .field("offset", offset)
                 .finish(),
             Stage::Egress { engine } => f.debug_struct("Egress").field("engine", engine).finish(),
+            Stage::Reply { engine, route } => f
+                .debug_struct("Reply")
+                .field("engine", engine)
+                .field("to", &route.to)
+                .finish(),
         }
     }
 }
@@ -86,8 +100,8 @@ pub(crate) enum Work {
         direction: Direction,
         offset: u64,
     },
-    /// Sends on a port.
-    Egress(Arc<EgressPort>),
+    /// Sends on a port: to its destination, or back along a reply's route.
+    Egress(Arc<EgressPort>, Option<ReplyRoute>),
 }
 
 impl Work {
@@ -104,7 +118,7 @@ impl Work {
                 direction: Direction::Read,
                 ..
             } => "dma-read",
-            Work::Egress(_) => "egress",
+            Work::Egress(..) => "egress",
         }
     }
 
@@ -121,7 +135,7 @@ impl Work {
     pub(crate) fn passes_input_on(&self) -> bool {
         matches!(
             self,
-            Work::Egress(_)
+            Work::Egress(..)
                 | Work::Dma {
                     direction: Direction::Write,
                     ..
@@ -134,7 +148,7 @@ impl Work {
     /// equal byte ranges (no planner, as the simulator's transfers), a send
     /// in the same ranges in order (a reply's datagrams leave in order).
     pub(crate) fn transfer_planner(&self) -> Option<isola_core::PlannerRef> {
-        matches!(self, Work::Egress(_)).then(|| isola_core::PlannerRef(Arc::new(InOrder)))
+        matches!(self, Work::Egress(..)).then(|| isola_core::PlannerRef(Arc::new(InOrder)))
     }
 }
 
@@ -204,9 +218,15 @@ pub(crate) fn run_transfer(
                 }
             }
         }
-        Work::Egress(port) => {
-            port.send(bytes)
-                .map_err(|e| TaskError::Egress(format!("sending to {}: {e}", port.dest())))?;
+        Work::Egress(port, route) => {
+            let sent = match route {
+                Some(r) => port.reply(r, bytes).map_err(|e| (e, Some(r.to))),
+                None => port.send(bytes).map_err(|e| (e, port.dest())),
+            };
+            sent.map_err(|(e, to)| match to {
+                Some(to) => TaskError::Egress(format!("sending to {to}: {e}")),
+                None => TaskError::Egress(e.to_string()),
+            })?;
             Ok(done(Vec::new()))
         }
     }

@@ -568,6 +568,13 @@ impl TenantHandle {
             stage,
             why: format!("it is {:?}", shared.engines[e].device),
         };
+        let egress_port = |engine: isola_core::EngineId| {
+            let e = engine_named(engine)?;
+            match &shared.engines[e].device {
+                EngineDevice::Egress(port) => Ok((e, Arc::clone(port))),
+                _ => Err(wrong(e, "egress")),
+            }
+        };
         let (engine, work) = match stage {
             Stage::Run { operator, engine } => {
                 let op = operator.name();
@@ -610,11 +617,12 @@ impl TenantHandle {
                 )
             }
             Stage::Egress { engine } => {
-                let e = engine_named(engine)?;
-                let EngineDevice::Egress(port) = &shared.engines[e].device else {
-                    return Err(wrong(e, "egress"));
-                };
-                (e, Work::Egress(Arc::clone(port)))
+                let (e, port) = egress_port(engine)?;
+                (e, Work::Egress(port, None))
+            }
+            Stage::Reply { engine, route } => {
+                let (e, port) = egress_port(engine)?;
+                (e, Work::Egress(port, Some(route)))
             }
         };
         let own = matches!(work, Work::Op(_))
@@ -722,7 +730,7 @@ fn stage_name(stage: Option<&Stage>) -> String {
             ..
         }) => "dma-write".into(),
         Some(Stage::Dma { .. }) => "dma-read".into(),
-        Some(Stage::Egress { .. }) => "egress".into(),
+        Some(Stage::Egress { .. } | Stage::Reply { .. }) => "egress".into(),
         None => String::new(),
     }
 }

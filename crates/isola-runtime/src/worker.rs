@@ -92,6 +92,7 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
     let busy = &shared.busy[place.engine];
     let cancelled: &AtomicBool = &shared.cancelled;
     let since_epoch = |at: Instant| at.duration_since(shared.epoch).as_nanos() as u64;
+    let mut reports: Vec<WorkDone> = Vec::with_capacity(REPORT_BATCH);
     while let Ok(mut item) = crate::spin::recv(&queue, shared.spin, None) {
         let (token, tenant) = (item.token, item.tenant);
         let direct = item.direct.take();
@@ -148,19 +149,41 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
             shared.complete(completion, &d.reply);
             output = Ok(PartOutput::Delivered);
         }
-        let report = WorkDone {
+        let delivered = matches!(output, Ok(PartOutput::Delivered));
+        reports.push(WorkDone {
             token,
             output,
             started,
             measured_ns,
             off_cpu_ns,
+        });
+        // While more work waits in the queue than reports are held (the
+        // core dispatched ahead), reports of whole tasks gather, up to
+        // REPORT_BATCH: the dispatcher learns of them together, woken
+        // once instead of once a task. Their tenants were told above, as
+        // each task ended; only the core's bookkeeping waits, and the
+        // queue stays at least half full meanwhile. A piece the
+        // dispatcher must act on (a subtask, a pipeline's stage) is
+        // reported at once, with any held.
+        if delivered && reports.len() < REPORT_BATCH.min(queue.len()) {
+            continue;
+        }
+        let msg = match reports.len() {
+            1 => crate::dispatcher::Msg::Done(reports.pop().expect("one report")),
+            _ => crate::dispatcher::Msg::DoneBatch(std::mem::take(&mut reports)),
         };
-        if done.send(crate::dispatcher::Msg::Done(report)).is_err() {
+        if done.send(msg).is_err() {
             // The dispatcher is gone: nobody is left to report to.
             return;
         }
     }
+    // Reports are held only while items are queued, and the queue yields
+    // every item before it reports closed.
+    debug_assert!(reports.is_empty(), "a worker left with reports unsent");
 }
+
+/// The most reports a worker gathers before it tells the dispatcher.
+const REPORT_BATCH: usize = 16;
 
 /// Runs one item (ordered subtasks get the previous carry by value),
 /// turning a panic into a typed error.

@@ -100,6 +100,11 @@ pub struct Args {
     /// packet path's throughput.
     #[arg(long)]
     echo_baseline: bool,
+    /// Send every packet ECN-capable (ECT(0) in its IP header) and count
+    /// the replies that come back marked Congestion Experienced (isolad
+    /// marks packets that find their flow queues congested).
+    #[arg(long)]
+    ecn: bool,
     /// What a datagram is: `raw` (random bytes) or `ipv4` (a whole
     /// IPv4/UDP packet carrying its flow's 5-tuple, for kernels that read
     /// the raw packet, as DPUBench's programs; --size is the IPv4 packet's
@@ -200,6 +205,8 @@ pub struct Plan {
     pub timeout: Duration,
     /// How replies find their packet.
     pub matching: Matching,
+    /// Packets are sent ECN-capable and replies' ECN marks counted.
+    pub ecn: bool,
     /// The seed of the payloads, sizes and arrivals.
     pub seed: u64,
 }
@@ -367,6 +374,7 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         warmup,
         timeout,
         matching,
+        ecn: args.ecn,
         seed: args.seed,
     })
 }
@@ -421,6 +429,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         (None, None) => bail!("--to: give the daemon's packet address (or --echo-baseline)"),
     };
     let sockets = open_flows(args.bind, args.src_port, plan.flows, to)?;
+    if plan.ecn {
+        for s in &sockets {
+            isola_runtime::ip_tos::set_send_tos(s, isola_runtime::ip_tos::ECN_ECT0)
+                .and_then(|()| isola_runtime::ip_tos::enable_recv_tos(s))
+                .context("--ecn: setting a flow's socket to send ECT(0) and read replies' marks")?;
+        }
+    }
     let locals: Vec<SocketAddr> = sockets
         .iter()
         .map(UdpSocket::local_addr)

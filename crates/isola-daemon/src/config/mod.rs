@@ -355,20 +355,13 @@ fn check_engine(
     let kind = match &e.kind {
         None => EngineKind::Accelerator,
         Some(k) => match EngineKind::from_name(k.get_ref()) {
-            Some(kind @ (EngineKind::Accelerator | EngineKind::ProcessingUnits | EngineKind::Dma)) => kind,
-            Some(other) => {
-                return Err(src.at(
-                    k.span(),
-                    Some("kind"),
-                    format!("a {other} engine does not run live in isolad yet: use accelerator, pu or dma"),
-                ))
-            }
+            Some(kind) => kind,
             None => {
                 return Err(src.at(
                     k.span(),
                     Some("kind"),
                     format!(
-                        "unknown engine kind `{}`: use accelerator, pu or dma",
+                        "unknown engine kind `{}`: use accelerator, pu, dma or egress",
                         k.get_ref()
                     ),
                 ))
@@ -376,12 +369,13 @@ fn check_engine(
         },
     };
     // A DMA engine carries packet kernels' writes into tenants' host
-    // windows, and runs no operator.
-    if let (EngineKind::Dma, Some(op)) = (kind, e.ops.first()) {
+    // windows, an egress engine the packet path's replies: neither runs
+    // an operator.
+    if let (EngineKind::Dma | EngineKind::Egress, Some(op)) = (kind, e.ops.first()) {
         return Err(src.at(
             op.span(),
             Some("ops"),
-            "a dma engine runs no operator: it carries kernels' DMA writes",
+            format!("a {kind} engine runs no operator: it carries the packet path's transfers"),
         ));
     }
     for op in &e.ops {

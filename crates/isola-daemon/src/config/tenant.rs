@@ -43,6 +43,12 @@ pub struct TenantConfig {
     /// Its flow queues on the packet path (`[[tenant.flow]]`): packets
     /// that arrive on the daemon's UDP ingress and match, in order.
     pub flows: Vec<FlowConfig>,
+    /// ECN: once its flow queues hold this many packets, a packet that
+    /// carries ECN bits (ECT) is taken in marked Congestion Experienced,
+    /// its reply carrying the mark back (RFC 3168's early signal); at
+    /// `queue_cap` every packet is dropped. 1 to `queue_cap`; default half
+    /// of `queue_cap`, rounded up.
+    pub ecn_threshold: usize,
     /// The table it was read from, for a live change of some of its keys
     /// (`isola ctl set`), checked again as a whole.
     pub table: toml::Table,
@@ -105,6 +111,7 @@ pub(super) struct RawTenant {
     latency_multiple: Option<Spanned<f64>>,
     budget: Option<Spanned<Duration>>,
     queue_cap: Option<Spanned<usize>>,
+    ecn_threshold: Option<Spanned<usize>>,
     #[serde(default)]
     on: BTreeMap<String, Spanned<isola_model::scenario::slo::RawOverride>>,
     #[serde(default)]
@@ -213,6 +220,17 @@ pub(super) fn check_tenant(
         on: raw.on,
     };
     let (slo, overrides) = check_slo(src, raw.name.span(), &name, fields, engines)?;
+    let ecn_threshold = match raw.ecn_threshold {
+        Some(t) if !(1..=slo.queue_cap).contains(t.get_ref()) => {
+            return Err(src.at(
+                t.span(),
+                Some("ecn_threshold"),
+                format!("must be from 1 to the tenant's queue_cap ({})", slo.queue_cap),
+            ))
+        }
+        Some(t) => t.into_inner(),
+        None => slo.queue_cap.div_ceil(2),
+    };
     let mut flows = Vec::with_capacity(raw.flow.len());
     for f in raw.flow {
         flows.push(check_flow(src, base, f, quota)?);
@@ -228,6 +246,7 @@ pub(super) fn check_tenant(
         sq_entries: ring(raw.sq_entries, "sq_entries")?,
         cq_entries: ring(raw.cq_entries, "cq_entries")?,
         flows,
+        ecn_threshold,
         table,
     })
 }

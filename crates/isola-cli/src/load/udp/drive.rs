@@ -49,6 +49,9 @@ pub struct FlowTally {
     pub lost: u64,
     /// Replies that found no packet in flight.
     pub late: u64,
+    /// Matched replies whose IP header carried ECN's Congestion
+    /// Experienced mark (with `--ecn`).
+    pub marked: u64,
     /// Payload bytes sent.
     pub sent_bytes: u64,
     /// Payload bytes of the matched replies.
@@ -477,8 +480,13 @@ impl Driver<'_> {
     /// Takes the replies waiting on flow `i`'s socket (a batch at most).
     fn take_from(&mut self, i: usize) -> std::io::Result<()> {
         for _ in 0..BATCH {
-            let len = match self.sockets[i].recv(&mut self.reply) {
-                Ok(len) => len,
+            let received = if self.plan.ecn {
+                isola_runtime::ip_tos::recv_with_tos(&self.sockets[i], &mut self.reply)
+            } else {
+                self.sockets[i].recv(&mut self.reply).map(|len| (len, 0))
+            };
+            let (len, tos) = match received {
+                Ok(got) => got,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if unreachable(&e) => {
                     self.tally.unreachable += 1;
@@ -504,6 +512,8 @@ impl Driver<'_> {
                     let ns = at.duration_since(p.sent).as_nanos() as u64;
                     t.received += 1;
                     t.received_bytes += len as u64;
+                    let ce = isola_runtime::ip_tos::ECN_CE;
+                    t.marked += u64::from(tos & isola_runtime::ip_tos::ECN_MASK == ce);
                     t.latency.record(ns);
                     self.tally.latency.record(ns);
                     self.last_reply = Some(at);

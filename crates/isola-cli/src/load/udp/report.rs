@@ -47,6 +47,8 @@ pub struct FlowReport {
     pub loss_pct: f64,
     /// Replies that found no packet in flight (after their timeout).
     pub late: u64,
+    /// Matched replies marked Congestion Experienced (ECN; with `--ecn`).
+    pub marked: u64,
     /// Payload bytes sent.
     pub sent_bytes: u64,
     /// Payload bytes of the matched replies.
@@ -144,6 +146,7 @@ fn flow_report(src: Option<String>, t: &FlowTally, latency: &LatencyHistogram, t
             0.0
         },
         late: t.late,
+        marked: t.marked,
         sent_bytes: t.sent_bytes,
         received_bytes: t.received_bytes,
         throughput: Throughput {
@@ -174,6 +177,7 @@ impl Report {
             sum.received += f.received;
             sum.lost += f.lost;
             sum.late += f.late;
+            sum.marked += f.marked;
             sum.sent_bytes += f.sent_bytes;
             sum.received_bytes += f.received_bytes;
         }
@@ -315,6 +319,7 @@ impl Report {
                     f.lost.to_string(),
                     format!("{:.2}%", f.loss_pct),
                     f.late.to_string(),
+                    f.marked.to_string(),
                     si(t.sent_pps),
                     si(t.sent_bps),
                     si(t.received_pps),
@@ -330,6 +335,7 @@ impl Report {
                 "lost",
                 "loss",
                 "late",
+                "marked",
                 "pkt/s out",
                 "bit/s out",
                 "pkt/s in",
