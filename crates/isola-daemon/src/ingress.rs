@@ -15,7 +15,7 @@
 //! window as it is matched.
 //!
 //! Per received batch (one `recvmmsg`), each tenant's matched packets go
-//! to the runtime as one batch (`TenantHandle::submit_batch_calling`: one
+//! to the runtime as one batch (`TenantHandle::submit_stages_batch_calling`: one
 //! message to the dispatcher, still one core decision and one completion
 //! per packet), and their replies leave as one `sendmmsg` (`egress`). A
 //! flow's kernel (`crate::kernel`) is built once, with the configuration,
