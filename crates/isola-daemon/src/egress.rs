@@ -96,6 +96,16 @@ impl ReplyGroup {
                     u64::from(cause),
                 );
             }
+            Err(TaskError::Transfer(_)) => {
+                // An IO flow's DMA stage found no place (its window withdrawn).
+                self.count(PacketOutcome::Aborted, 1);
+                self.shared.tell_tenant_of(
+                    self.tenant,
+                    EventKind::KernelAborted,
+                    to.flow as u64,
+                    crate::host_write::UNPLACED_WRITE,
+                );
+            }
             Err(_) => self.count(PacketOutcome::Aborted, 1),
         }
         self.one_done();

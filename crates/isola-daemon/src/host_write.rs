@@ -9,6 +9,9 @@
 //! (WRR by default), split into fragments of the engine's `split` size
 //! (OSMOSIS' DMA fragmentation), each a copy into the shared memory at
 //! its own offset. The tenant hears `HostWritten` when a write has landed.
+//! IO flows (`crate::io_flow`) write and read through the same regions
+//! and stages. A DMA engine with a `bandwidth` holds each copy until its
+//! link would have carried it (OSMOSIS' AXI path to host memory).
 
 use crate::connection::Conn;
 use isola_runtime::{bounds, Direction, HostRegion, RegionError, Stage};
@@ -26,10 +29,14 @@ struct Window {
     len: u64,
 }
 
-/// Every tenant slot's host window, if one is set.
+/// Every tenant slot's host window, if one is set, and the link to host
+/// memory they are reached over.
 #[derive(Default)]
 pub(crate) struct HostWindows {
     slots: Vec<Mutex<Option<Window>>>,
+    /// The DMA engine's link (`bandwidth`), ns per byte: a copy of `n`
+    /// bytes takes at least `n` times it (none: as fast as memory copies).
+    ns_per_byte: Option<f64>,
 }
 
 impl std::fmt::Debug for HostWindows {
@@ -41,10 +48,34 @@ impl std::fmt::Debug for HostWindows {
 }
 
 impl HostWindows {
-    /// No window yet for any of `slots` tenant slots.
-    pub(crate) fn new(slots: usize) -> HostWindows {
+    /// No window yet for any of `slots` tenant slots, reached over a link
+    /// of `bandwidth` bytes per second (none: unpaced).
+    pub(crate) fn new(slots: usize, bandwidth: Option<f64>) -> HostWindows {
         HostWindows {
             slots: (0..slots).map(|_| Mutex::new(None)).collect(),
+            ns_per_byte: bandwidth.map(|b| 1e9 / b),
+        }
+    }
+
+    /// Holds a copy of `bytes` begun at `start` until the link has carried
+    /// it: sleeps for most of a long wait, spins for the rest (a DMA
+    /// engine's worker is busy while its link is).
+    fn pace(&self, start: std::time::Instant, bytes: usize) {
+        let Some(ns_per_byte) = self.ns_per_byte else {
+            return;
+        };
+        let until = start + std::time::Duration::from_nanos((bytes as f64 * ns_per_byte) as u64);
+        const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+        loop {
+            let now = std::time::Instant::now();
+            let Some(left) = until.checked_duration_since(now).filter(|l| !l.is_zero()) else {
+                return;
+            };
+            if left > 2 * SPIN {
+                std::thread::sleep(left - SPIN);
+            } else {
+                std::hint::spin_loop();
+            }
         }
     }
 
@@ -117,20 +148,61 @@ impl HostRegion for TenantWindow {
     }
 
     fn write_at(&self, offset: u64, bytes: &[u8]) -> Result<(), RegionError> {
+        let start = std::time::Instant::now();
         let (conn, at) = self.place(offset, bytes.len() as u64)?;
         conn.region
             .write_arena(at, bytes)
-            .map_err(|e| RegionError::Unusable(e.to_string()))
+            .map_err(|e| RegionError::Unusable(e.to_string()))?;
+        self.windows.pace(start, bytes.len());
+        Ok(())
     }
 
     fn read_at(&self, offset: u64, into: &mut [u8]) -> Result<(), RegionError> {
+        let start = std::time::Instant::now();
         let (conn, at) = self.place(offset, into.len() as u64)?;
         let bytes = conn
             .region
             .read_arena(at, into.len() as u64)
             .map_err(|e| RegionError::Unusable(e.to_string()))?;
         into.copy_from_slice(&bytes);
+        self.windows.pace(start, into.len());
         Ok(())
+    }
+}
+
+/// Where a packet's DMA transfers stand against its tenant's window.
+pub(crate) enum Placement {
+    /// Every transfer fits the window; this is the daemon's DMA engine.
+    Placed(isola_core::EngineId),
+    /// The tenant has no window (no connection of it holds one).
+    NoWindow,
+    /// A transfer lies outside the window, or the daemon has no DMA
+    /// engine: none may be made.
+    Unplaced,
+}
+
+/// Checks transfers `spans` (offset, length in the window) of tenant
+/// `t`'s packet against its window now and the daemon's DMA engine.
+pub(crate) fn placement(shared: &crate::Shared, t: usize, spans: &[(u64, u64)]) -> Placement {
+    let Some((_, _, window)) = shared.host_windows.current(t) else {
+        return Placement::NoWindow;
+    };
+    let fits = spans
+        .iter()
+        .all(|&(offset, len)| bounds(offset, len, window).is_ok());
+    match (fits, shared.engine_of(isola_core::EngineKind::Dma)) {
+        (true, Some(engine)) => Placement::Placed(engine),
+        _ => Placement::Unplaced,
+    }
+}
+
+/// The runtime's DMA stage on `engine`: a transfer `direction` at
+/// `offset` in the tenant's window.
+pub(crate) fn dma_stage(engine: isola_core::EngineId, direction: Direction, offset: u64) -> Stage {
+    Stage::Dma {
+        engine,
+        direction,
+        offset,
     }
 }
 
@@ -139,10 +211,10 @@ impl HostRegion for TenantWindow {
 /// tenant told `HostWritten` as each lands (or `ChannelFull` if the core
 /// refused it). A tenant with no connection holding a host window has no
 /// host memory to write to, and no one to tell: its writes are discarded
-/// and the packet goes on. Otherwise all are checked first: if one has no
-/// place (past the window's end, or no DMA engine), none is made, the
-/// tenant is told `KernelAborted` with [`UNPLACED_WRITE`], and this
-/// answers `false` (the packet is aborted).
+/// and the packet goes on. Otherwise all are checked first
+/// ([`placement`]): if one has no place (past the window's end, or no DMA
+/// engine), none is made, the tenant is told `KernelAborted` with
+/// [`UNPLACED_WRITE`], and this answers `false` (the packet is aborted).
 pub(crate) fn carry_out(
     shared: &Arc<crate::Shared>,
     t: usize,
@@ -153,15 +225,14 @@ pub(crate) fn carry_out(
     if writes.is_empty() {
         return true;
     }
-    let Some((_, _, window)) = shared.host_windows.current(t) else {
-        return true;
-    };
-    let fits = writes
-        .iter()
-        .all(|(offset, bytes)| bounds(*offset, bytes.len() as u64, window).is_ok());
-    let (true, Some(engine)) = (fits, shared.engine_of(isola_core::EngineKind::Dma)) else {
-        shared.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE);
-        return false;
+    let spans: Vec<(u64, u64)> = writes.iter().map(|(o, b)| (*o, b.len() as u64)).collect();
+    let engine = match placement(shared, t, &spans) {
+        Placement::Placed(engine) => engine,
+        Placement::NoWindow => return true,
+        Placement::Unplaced => {
+            shared.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE);
+            return false;
+        }
     };
     let handle = shared.runtime.tenant(isola_core::TenantId(t as u32));
     for (offset, bytes) in writes {
@@ -177,11 +248,7 @@ pub(crate) fn carry_out(
             }
             told.keep(&c);
         });
-        let write = vec![Stage::Dma {
-            engine,
-            direction: Direction::Write,
-            offset,
-        }];
+        let write = vec![dma_stage(engine, Direction::Write, offset)];
         if handle.submit_stages_calling(write, bytes, on_done).is_err() {
             shared.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE);
         }

@@ -9,10 +9,13 @@
 //! it reaches the dispatcher (so a flood costs the core nothing), as is
 //! one the core refuses. A
 //! flow that replies sends the kernel's output back to the packet's
-//! sender (`egress`). Unmatched packets are counted and dropped.
+//! sender (`egress`). Unmatched packets are counted and dropped. An IO
+//! flow's packet (`dma`, `crate::io_flow`) is two stages, its kernel and
+//! a DMA transfer its header names, checked against the tenant's host
+//! window as it is matched.
 //!
 //! Per received batch (one `recvmmsg`), each tenant's matched packets go
-//! to the runtime as one batch (`TenantHandle::submit_batch_calling`: one
+//! to the runtime as one batch (`TenantHandle::submit_stages_batch_calling`: one
 //! message to the dispatcher, still one core decision and one completion
 //! per packet), and their replies leave as one `sendmmsg` (`egress`). A
 //! flow's kernel (`crate::kernel`) is built once, with the configuration,
@@ -40,7 +43,8 @@ use crate::Shared;
 use isola_core::TenantId;
 use isola_model::ingress::{FiveTuple, RuleSet};
 use isola_ops::Operator;
-use isola_runtime::OnCompletion;
+use isola_runtime::{Direction, OnCompletion, Stage};
+use isola_wire::EventKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -65,6 +69,11 @@ struct Flow {
     /// Its index among the tenant's flows (an event names it so).
     index: usize,
     kernel: FlowKernel,
+    /// What each packet's first stage runs: the kernel, or for an IO flow
+    /// the kernel ahead of its DMA (`crate::io_flow::IoStage`).
+    operator: Arc<dyn Operator>,
+    /// An IO flow's transfer direction.
+    dma: Option<Direction>,
     reply: bool,
 }
 
@@ -246,10 +255,17 @@ struct Admitted {
 }
 
 fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
+    let kernel = Arc::clone(f.kernel.operator());
+    let operator: Arc<dyn Operator> = match f.dma {
+        Some(direction) => Arc::new(crate::io_flow::IoStage::new(kernel, direction)),
+        None => kernel,
+    };
     Flow {
         tenant,
         index,
         kernel: f.kernel.clone(),
+        operator,
+        dma: f.dma,
         reply: f.reply,
     }
 }
@@ -307,7 +323,9 @@ impl Ingress {
 
 /// A matched packet on its way to its tenant's batch.
 struct Matched {
-    operator: Arc<dyn Operator>,
+    /// Its task's stages, or why it cannot run (an IO flow's request with
+    /// no place: the code its tenant is told).
+    stages: Result<Vec<Stage>, u64>,
     payload: Vec<u8>,
     /// The ECN field of its IP header.
     ecn: u8,
@@ -399,8 +417,15 @@ fn classify(
             path.unmatched(&shared.metrics);
             continue;
         };
+        let stages = match flow.dma {
+            None => Ok(vec![Stage::Run {
+                operator: Arc::clone(&flow.operator),
+                engine: None,
+            }]),
+            Some(d) => crate::io_flow::stages(shared, flow.tenant, d, &flow.operator, datagram.bytes),
+        };
         list.push(Matched {
-            operator: Arc::clone(flow.kernel.operator()),
+            stages,
             payload: datagram.bytes.to_vec(),
             ecn: datagram.ecn,
             to: ReplyTo {
@@ -420,6 +445,15 @@ fn classify(
 fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut Vec<Matched>) {
     let path = &shared.packets;
     path.count(&shared.metrics, tenant, PacketOutcome::Received, packets.len());
+    // IO requests with no place are aborted here, never run.
+    packets.retain(|p| match p.stages {
+        Ok(_) => true,
+        Err(code) => {
+            path.count(&shared.metrics, tenant, PacketOutcome::Aborted, 1);
+            shared.tell_tenant_of(tenant, EventKind::KernelAborted, p.to.flow as u64, code);
+            false
+        }
+    });
     // A full flow queue drops the batch's latest packets here; a
     // congested one marks those that carry ECN bits (RFC 3168: mark
     // rather than drop while there is room), and their replies echo it.
@@ -443,13 +477,13 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
         return;
     }
     let group = Arc::new(ReplyGroup::new(socket, shared, tenant, packets.len()));
-    let tasks = packets.drain(..).map(|p| {
+    let tasks = packets.drain(..).filter_map(|p| {
         let (g, to) = (Arc::clone(&group), p.to);
         let on_done: OnCompletion = Arc::new(move |c| g.settle(&to, c));
-        (p.operator, Arc::new(p.payload), on_done)
+        Some((p.stages.ok()?, Arc::new(p.payload), on_done))
     });
     let handle = shared.runtime.tenant(TenantId(tenant as u32));
-    for submitted in handle.submit_batch_calling(tasks) {
+    for submitted in handle.submit_stages_batch_calling(tasks) {
         if submitted.is_err() {
             group.refused();
         }

@@ -26,6 +26,7 @@ mod egress;
 mod host_write;
 mod http;
 mod ingress;
+pub mod io_flow;
 pub mod kernel;
 mod metrics;
 mod ring;
@@ -199,7 +200,13 @@ impl Daemon {
             b.engine(engine);
         }
         let table = tenants::TenantTable::new(&config);
-        let host_windows = Arc::new(host_write::HostWindows::new(table.slots.len()));
+        // Tenants' windows are reached over the DMA engine's link.
+        let link = config
+            .engines
+            .iter()
+            .find(|e| e.kind == isola_core::EngineKind::Dma)
+            .and_then(|e| e.bandwidth);
+        let host_windows = Arc::new(host_write::HostWindows::new(table.slots.len(), link));
         for (t, slot) in table.slots.iter().enumerate() {
             // Spare slots wait, with a default SLO, for tenants added live.
             let (name, slo) = match &slot.config {

@@ -472,6 +472,21 @@ impl TenantHandle {
         &self,
         tasks: impl IntoIterator<Item = (Arc<dyn Operator>, Arc<Vec<u8>>, crate::OnCompletion)>,
     ) -> Vec<Result<u64, SubmitError>> {
+        self.submit_stages_batch_calling(
+            tasks
+                .into_iter()
+                .map(|(operator, payload, on_done)| (self.one(operator), payload, on_done)),
+        )
+    }
+
+    /// [`TenantHandle::submit_batch_calling`] for tasks of any stages
+    /// (each its own pipeline, as [`TenantHandle::submit_stages_calling`]
+    /// takes): one message to the dispatcher for the batch, one
+    /// submission, decision and completion per task.
+    pub fn submit_stages_batch_calling(
+        &self,
+        tasks: impl IntoIterator<Item = (Vec<Stage>, Arc<Vec<u8>>, crate::OnCompletion)>,
+    ) -> Vec<Result<u64, SubmitError>> {
         let shared = &self.shared;
         let tasks = tasks.into_iter();
         let mut ids = Vec::with_capacity(tasks.size_hint().0);
@@ -481,8 +496,8 @@ impl TenantHandle {
             _ => return tasks.map(|_| Err(SubmitError::ShutDown)).collect(),
         };
         let mut batch = Vec::with_capacity(ids.capacity());
-        for (operator, payload, on_done) in tasks {
-            match self.prepare(self.one(operator), payload, Reply::calling(on_done)) {
+        for (stages, payload, on_done) in tasks {
+            match self.prepare(stages, payload, Reply::calling(on_done)) {
                 Ok(s) => {
                     ids.push(Ok(s.id));
                     batch.push(s);

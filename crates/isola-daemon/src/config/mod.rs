@@ -91,6 +91,10 @@ pub struct EngineConfig {
     pub split: Option<u64>,
     /// When the core splits.
     pub split_when: SplitWhen,
+    /// A DMA engine's link to host memory, bytes per second (`bandwidth`):
+    /// each copy into or out of a tenant's window takes at least its
+    /// bytes over it (OSMOSIS' AXI path; none: as fast as memory copies).
+    pub bandwidth: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -136,6 +140,7 @@ struct RawEngine {
     profile: Option<Spanned<String>>,
     split: Option<Spanned<Size>>,
     split_when: Option<Spanned<String>>,
+    bandwidth: Option<Spanned<isola_model::quantity::RateValue>>,
 }
 
 #[derive(Deserialize)]
@@ -460,6 +465,28 @@ fn check_engine(
         }
         None => SplitWhen::Always,
     };
+    let bandwidth = match e.bandwidth {
+        None => None,
+        Some(b) if kind != EngineKind::Dma => {
+            return Err(src.at(
+                b.span(),
+                Some("bandwidth"),
+                "only a dma engine has a link bandwidth",
+            ))
+        }
+        Some(b) => {
+            let rate = b.get_ref().0;
+            let per_sec = rate.per_sec();
+            if rate.unit() != isola_core::RateUnit::BytesPerSec || !per_sec.is_finite() || per_sec <= 0.0 {
+                return Err(src.at(
+                    b.span(),
+                    Some("bandwidth"),
+                    "must be a data rate above 0, such as \"512Gbit/s\" or \"8GB/s\"",
+                ));
+            }
+            Some(per_sec)
+        }
+    };
     let ops = e.ops.into_iter().map(Spanned::into_inner).collect();
     Ok(EngineConfig {
         name,
@@ -474,6 +501,7 @@ fn check_engine(
         profile,
         split,
         split_when,
+        bandwidth,
     })
 }
 

@@ -66,6 +66,11 @@ pub struct FlowConfig {
     pub kernel: FlowKernel,
     /// Send the kernel's output back to the packet's sender (egress).
     pub reply: bool,
+    /// OSMOSIS' IO kernels (`dma = "write"` or `"read"`): each packet's
+    /// header names a transfer into or out of the tenant's host window,
+    /// carried out by the daemon's DMA engine after the kernel
+    /// (`crate::io_flow`); the task's output is the data written or read.
+    pub dma: Option<isola_runtime::Direction>,
 }
 
 #[derive(Deserialize)]
@@ -82,6 +87,8 @@ struct RawFlow {
     fuel: Option<Spanned<u64>>,
     /// A WebAssembly kernel's memory cap.
     kernel_memory: Option<Spanned<Size>>,
+    /// An IO flow's transfer direction.
+    dma: Option<Spanned<isola_runtime::Direction>>,
 }
 
 fn yes() -> bool {
@@ -233,7 +240,7 @@ pub(super) fn check_tenant(
     };
     let mut flows = Vec::with_capacity(raw.flow.len());
     for f in raw.flow {
-        flows.push(check_flow(src, base, f, quota)?);
+        flows.push(check_flow(src, base, f, quota, engines)?);
     }
     Ok(TenantConfig {
         name,
@@ -253,15 +260,33 @@ pub(super) fn check_tenant(
 
 /// One `[[tenant.flow]]` of a tenant whose memory quota is `quota`; a
 /// WebAssembly kernel's path is resolved against `base` and the module
-/// loaded (checked and compiled) now.
+/// loaded (checked and compiled) now. An IO flow (`dma`) needs a DMA
+/// engine among `engines` and a built-in kernel.
 fn check_flow(
     src: &Source<'_>,
     base: &Path,
     f: Spanned<RawFlow>,
     quota: u64,
+    engines: &[EngineRef<'_>],
 ) -> Result<FlowConfig, ScenarioError> {
     let span = f.span();
     let f = f.into_inner();
+    if let Some(d) = &f.dma {
+        if f.kernel.get_ref().starts_with(WASM_PREFIX) {
+            return Err(src.at(
+                d.span(),
+                Some("dma"),
+                "a WebAssembly kernel asks for its own DMA writes; `dma` is for a built-in kernel's flow",
+            ));
+        }
+        if !engines.iter().any(|e| e.kind == isola_core::EngineKind::Dma) {
+            return Err(src.at(
+                d.span(),
+                Some("dma"),
+                "an IO flow needs a `kind = \"dma\"` engine, and the daemon has none",
+            ));
+        }
+    }
     let params = super::string_params(f.params);
     let kernel_span = f.kernel.span();
     let kernel = match f.kernel.get_ref().strip_prefix(WASM_PREFIX) {
@@ -309,6 +334,7 @@ fn check_flow(
         rule: f.flow_match.into(),
         kernel,
         reply: f.reply,
+        dma: f.dma.map(Spanned::into_inner),
     })
 }
 

@@ -18,10 +18,17 @@ use std::time::Instant;
 /// of a size drawn from the tenant's distribution).
 const PAYLOADS: usize = 64;
 
+/// Whether tenant `t`'s packets run the calibrated stand-in: its op is
+/// the model-only [`MODEL_KERNEL`], or it is an IO tenant (its kernel's
+/// work is a service model; its transfer is the DMA's).
+pub(super) fn stands_in(scenario: &Scenario, t: &TenantSpec) -> bool {
+    t.workload.op == MODEL_KERNEL || super::io::is_io(scenario, t)
+}
+
 /// The real operator tenant `t`'s packets run.
-pub(super) fn real_op(t: &TenantSpec) -> anyhow::Result<&str> {
+pub(super) fn real_op<'a>(scenario: &Scenario, t: &'a TenantSpec) -> anyhow::Result<&'a str> {
     let op = t.workload.op.as_str();
-    if op == MODEL_KERNEL {
+    if stands_in(scenario, t) {
         return Ok(KERNEL_STAND_IN);
     }
     isola_ops::find_operator(op).map_err(|_| {
@@ -53,6 +60,9 @@ pub(super) struct Kernel {
     pub(super) op: String,
     pub(super) params: BTreeMap<String, String>,
     pub(super) payloads: Vec<Vec<u8>>,
+    /// What the sender sends, where it differs from `payloads` (an IO
+    /// tenant's: each payload behind its transfer's header).
+    pub(super) wire: Option<Vec<Vec<u8>>>,
     /// Mean measured cost per packet over `payloads`, ns.
     pub(super) measured_ns: f64,
     /// Mean modelled cost over the same sizes, ns (if the scenario has one).
@@ -62,8 +72,10 @@ pub(super) struct Kernel {
 }
 
 /// `t`'s packets (`PAYLOADS` sizes drawn from its distribution) for `op`
-/// with `params`.
+/// with `params`: the sizes drawn and the kernel's inputs (an IO tenant's
+/// of the size its transfer gives them, `io::body_bytes`).
 fn payloads(
+    scenario: &Scenario,
     t: &TenantSpec,
     index: usize,
     seed: u64,
@@ -72,11 +84,13 @@ fn payloads(
 ) -> anyhow::Result<(Vec<u64>, Vec<Vec<u8>>)> {
     let mut sizes = SizeSampler::new(&t.workload.size, seed, index);
     let sizes: Vec<u64> = (0..PAYLOADS).map(|_| sizes.sample().max(1)).collect();
-    let largest = sizes.iter().copied().max().unwrap_or(1);
+    let io = super::io::is_io(scenario, t);
+    let body = |b: u64| if io { super::io::body_bytes(t, b) } else { b };
+    let largest = sizes.iter().map(|&b| body(b)).max().unwrap_or(1);
     let text = isola_ops::text_payload(largest as usize, seed ^ index as u64);
     let built = sizes
         .iter()
-        .map(|&b| isola_ops::valid_input(op, params, &text[..b as usize]))
+        .map(|&b| isola_ops::valid_input(op, params, &text[..body(b) as usize]))
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("tenant `{}`: building its packets", t.name))?;
     Ok((sizes, built))
@@ -131,42 +145,50 @@ pub(super) fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Res
     type Calibration = Vec<(Option<u64>, f64)>;
     static CALIBRATED: std::sync::Mutex<BTreeMap<(String, u64), Calibration>> =
         std::sync::Mutex::new(BTreeMap::new());
-    let cheapest = scenario
-        .tenants
-        .iter()
-        .filter(|t| t.workload.op == MODEL_KERNEL)
-        .filter_map(|t| model_cost(scenario, t, 1024))
-        .fold(f64::INFINITY, f64::min);
     let mut kernels = Vec::with_capacity(scenario.tenants.len());
     let mut targets = Vec::with_capacity(scenario.tenants.len());
     for (i, t) in scenario.tenants.iter().enumerate() {
-        let op = real_op(t)?.to_string();
+        let op = real_op(scenario, t)?.to_string();
         let mut params = isola_ops::sample_params(&op);
         let mut rules = None;
-        if t.workload.op == MODEL_KERNEL {
+        if stands_in(scenario, t) {
             params.insert("output".into(), "verdicts".into());
             // Random flows (no rules to aim them at): none matches the
             // chain, so every packet scans all of it.
             params.insert("random-rules".into(), "0".into());
             rules = Some(1000);
-            targets.push(Some(
-                KERNEL_TARGET_NS * model_cost(scenario, t, 1024).unwrap_or(cheapest) / cheapest,
-            ));
         } else {
             params.extend(t.workload.params.clone());
             targets.push(None);
         }
-        let (sizes, payloads) = payloads(t, i, seed, &op, &params)?;
+        let (sizes, payloads) = payloads(scenario, t, i, seed, &op, &params)?;
+        let wire = super::io::is_io(scenario, t).then(|| super::io::packets(t, &sizes, &payloads));
         let model: Option<Vec<f64>> = sizes.iter().map(|&b| model_cost(scenario, t, b)).collect();
+        let model = model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64);
+        // A stand-in's modelled cost: at 1 KiB, or an IO tenant's at its
+        // own sizes (its data is what its kernel works on).
+        targets.push(match (stands_in(scenario, t), super::io::is_io(scenario, t)) {
+            (false, _) => None,
+            (true, true) => model,
+            (true, false) => model_cost(scenario, t, 1024),
+        });
         kernels.push(Kernel {
             op,
             params,
             payloads,
+            wire,
             measured_ns: 0.0,
-            model_ns: model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64),
+            model_ns: model,
             rules,
         });
     }
+    // Each stand-in's target time: KERNEL_TARGET_NS times its modelled
+    // cost over the cheapest one's.
+    let cheapest = targets.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+    let targets: Vec<Option<f64>> = targets
+        .iter()
+        .map(|m| m.map(|m| KERNEL_TARGET_NS * m / cheapest))
+        .collect();
     let key = (scenario.path.display().to_string(), seed);
     let known = CALIBRATED.lock().ok().and_then(|c| c.get(&key).cloned());
     if let Some(known) = known {

@@ -47,6 +47,7 @@ use std::fmt::Write as _;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+mod io;
 mod kernels;
 
 use kernels::{kernels, model_cost, real_op, Kernel};
@@ -92,9 +93,10 @@ pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
                 t.name
             );
         }
-        if w.stages.len() != 1 {
+        if w.stages.len() != 1 && !io::is_io(scenario, t) {
             bail!(
-                "tenant `{}`: a pipeline cannot run over packets; give it one `engine`",
+                "tenant `{}`: over packets a pipeline runs only as OSMOSIS' IO kernels (a compute engine, \
+                 then a DMA engine); give it one `engine`, or those two",
                 t.name
             );
         }
@@ -126,7 +128,7 @@ pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
                 w.size.max_bytes()
             );
         }
-        let op = real_op(t)?;
+        let op = real_op(scenario, t)?;
         if let Some(&other) = engine_ops.get(op) {
             if other != w.stages[0] {
                 bail!(
@@ -137,15 +139,16 @@ pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
             }
         }
         engine_ops.insert(op.to_string(), w.stages[0]);
-        if w.op == MODEL_KERNEL && model_cost(scenario, t, 1024).is_none() {
+        if kernels::stands_in(scenario, t) && model_cost(scenario, t, 1024).is_none() {
             bail!(
-                "tenant `{}`: op `{MODEL_KERNEL}` runs live as `{KERNEL_STAND_IN}` calibrated to its service \
+                "tenant `{}`: op `{}` runs live as `{KERNEL_STAND_IN}` calibrated to its service \
                  model; give it a `service`",
-                t.name
+                t.name,
+                w.op
             );
         }
     }
-    Ok(())
+    io::check(scenario)
 }
 
 /// How the scenario's time maps onto the live run's.
@@ -246,6 +249,17 @@ fn daemon_config(
     for (e_index, e) in scenario.engines.iter().enumerate() {
         let on = run.on.iter().rev().find(|p| p.on.selects(&e.name, e.kind));
         let (policy, params) = on.map_or((&run.name, &run.params), |p| (&p.name, &p.params));
+        if e.kind == EngineKind::Dma {
+            let policy = (policy.as_str(), inline_table(params));
+            s.push_str(&io::engine_config(
+                scenario,
+                e_index,
+                (policy.0, &policy.1),
+                scale.stretch,
+                run.split,
+            ));
+            continue;
+        }
         let served: Vec<(usize, &Kernel)> = scenario
             .tenants
             .iter()
@@ -294,6 +308,9 @@ fn daemon_config(
             k.op,
             inline_table(&k.params)
         );
+        if io::is_io(scenario, t) {
+            s.push_str(io::flow_keys(t));
+        }
     }
     s
 }
@@ -370,7 +387,8 @@ fn send(
             .worst_lag_ns
             .max(now.saturating_duration_since(at).as_nanos() as Nanos);
         std::thread::sleep(at.saturating_duration_since(now));
-        let payload = &kernel.payloads[out.packets as usize % kernel.payloads.len()];
+        let packets = kernel.wire.as_ref().unwrap_or(&kernel.payloads);
+        let payload = &packets[out.packets as usize % packets.len()];
         // A full socket buffer loses the packet, as a wire would: it is
         // counted sent, and never received.
         let _ = socket.send_to(payload, to);
@@ -426,6 +444,8 @@ pub fn run_policy(
         .map_err(|e| anyhow::anyhow!("the generated daemon configuration: {e}"))?;
     let daemon = Daemon::start(config).context("starting isolad in-process")?;
     daemon.record_completions(true);
+    // IO tenants hold their host windows as clients for the whole run.
+    let clients = io::attach(scenario, &dir.0.join("isolad.sock"))?;
     let to = daemon.udp_addrs();
     if to.len() != scenario.tenants.len() {
         bail!(
@@ -480,6 +500,7 @@ pub fn run_policy(
     let elapsed = started.elapsed().as_nanos() as Nanos;
     let ended_ns = daemon.runtime().now_ns();
     let counts = daemon.packet_counts();
+    drop(clients);
     daemon.stop();
     let mut result = record(
         scenario,
@@ -578,15 +599,17 @@ fn notes(
         scale.stretch,
         isola_model::quantity::format_duration(elapsed)
     ));
+    notes.extend(io::note(scenario, scale.stretch));
     for ((t, k), (s, c)) in scenario
         .tenants
         .iter()
         .zip(kernels)
         .zip(sent.iter().zip(counts.tenants.iter()))
     {
-        let stand_in = if t.workload.op == MODEL_KERNEL {
+        let stand_in = if kernels::stands_in(scenario, t) {
             format!(
-                "`{MODEL_KERNEL}` ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet matches, ",
+                "`{}` ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet matches, ",
+                t.workload.op,
                 k.rules.unwrap_or(0)
             )
         } else {
