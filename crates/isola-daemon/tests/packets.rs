@@ -11,6 +11,21 @@ use rustix::fd::AsFd;
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
+/// Waits (10 s at most) until the first tenants' packet counts are
+/// `want`: a reply is counted right after it is sent, so a client may
+/// read it first.
+fn wait_for_counts(d: &Daemon, want: &[(u64, u64, u64, u64)]) {
+    let start = Instant::now();
+    while d.packet_counts().tenants[..want.len()] != *want {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            d.packet_counts()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn client() -> UdpSocket {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -219,15 +234,7 @@ fn a_burst_of_two_tenants_is_answered_packet_for_packet_and_counted_once() {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }
-    let start = Instant::now();
-    while d.packet_counts().tenants[..2] != [(n, n, 0, 0), (n, n, 0, 0)] {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            d.packet_counts()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_counts(&d, &[(n, n, 0, 0), (n, n, 0, 0)]);
     // Nothing more came back than was sent.
     a.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
     assert!(a.recv_from(&mut reply).is_err());
@@ -305,15 +312,7 @@ fn with_an_egress_engine_a_reply_is_a_task_the_core_cuts_into_datagrams() {
             assert_eq!(buf[..n], hex(block)[..]);
         }
     }
-    let start = Instant::now();
-    while d.packet_counts().tenants[0] != (packets, packets, 0, 0) {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            d.packet_counts()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_counts(&d, &[(packets, packets, 0, 0)]);
     // Each reply was its tenant's task on the egress engine (engine 1),
     // in four pieces.
     let sends: Vec<_> = d
@@ -377,15 +376,7 @@ fn a_congested_flow_queue_marks_ecn_capable_packets_and_their_replies_carry_the_
             .count() as u64
     };
     let (ce_a, ce_b) = (ce(&a, &mut buf), ce(&b, &mut buf));
-    let start = Instant::now();
-    while d.packet_counts().tenants[..2] != [(n, n, 0, 0), (n, n, 0, 0)] {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            d.packet_counts()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_counts(&d, &[(n, n, 0, 0), (n, n, 0, 0)]);
     let marked = d.packet_counts().marked;
     assert!(
         marked[0] >= 1,

@@ -271,11 +271,19 @@ impl Dispatcher {
             };
             if let Some(msg) = msg {
                 self.handle(msg);
-                // Whatever else has arrived meanwhile is taken before the
-                // engines are filled again: one pump for them all.
+                // Workers' reports that arrived meanwhile are taken before
+                // the engines are filled again: one pump for them all. Any
+                // other message first sees the engines filled (a task is
+                // dispatched before the next is submitted, as one at a
+                // time would be).
                 for _ in 1..DRAIN {
                     match self.rx.try_recv() {
-                        Ok(msg) => self.handle(msg),
+                        Ok(msg) => {
+                            if !matches!(msg, Msg::Done(_) | Msg::DoneBatch(_) | Msg::Wake) {
+                                self.pump();
+                            }
+                            self.handle(msg);
+                        }
                         Err(_) => break,
                     }
                 }
