@@ -79,8 +79,18 @@ fn payloads(
         .map(|&b| isola_ops::valid_input(op, params, &text[..b as usize]))
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("tenant `{}`: building its packets", t.name))?;
+    if let Some(big) = built.iter().map(Vec::len).max().filter(|&n| n > MAX_DATAGRAM) {
+        anyhow::bail!(
+            "tenant `{}`: `{op}` frames its {largest} B tasks as {big} B, above the {MAX_DATAGRAM} B one UDP \
+             datagram carries; give it smaller tasks",
+            t.name
+        );
+    }
     Ok((sizes, built))
 }
+
+/// The largest UDP payload over IPv4 (65,535 less the IP and UDP headers).
+const MAX_DATAGRAM: usize = 65_507;
 
 /// Passes over each kernel's payloads per calibration round.
 const PASSES: usize = 5;

@@ -71,6 +71,10 @@ pub const MAX_LIVE_NS: Nanos = 10_000_000_000;
 /// How long completions are awaited after the last packet was sent.
 const DRAIN: Duration = Duration::from_secs(3);
 
+/// Polls (10 ms apart) with no packet taken at ingress after which the
+/// packets not taken count as lost before ingress.
+const SETTLED: u32 = 5;
+
 /// The largest UDP payload a tenant may send (the IPv4 maximum, less
 /// headroom for the operator's framing).
 const MAX_PACKET: u64 = 60_000;
@@ -186,10 +190,12 @@ fn scale(scenario: &Scenario, kernels: &[Kernel]) -> Scale {
         .map(|(e, &w)| e.slots as f64 / w as f64)
         .fold(1.0, f64::max);
     let mut stretch = dilation * narrowing;
+    // The cap holds at the busiest moment (a `steps` arrival's highest
+    // step, an on-off one's on rate), not only on average.
     let pps: f64 = scenario
         .tenants
         .iter()
-        .map(|t| mean_rate(&t.workload.arrival) * 1e9 / stretch)
+        .map(|t| peak_rate(&t.workload.arrival) * 1e9 / stretch)
         .sum();
     if pps > MAX_PACKETS_PER_S {
         stretch *= pps / MAX_PACKETS_PER_S;
@@ -231,6 +237,16 @@ fn mean_rate(spec: &ArrivalSpec) -> f64 {
     }
 }
 
+/// An arrival process's highest rate, per ns: a `steps` process's largest
+/// step, an on-off one's rate while on, else its mean rate.
+fn peak_rate(spec: &ArrivalSpec) -> f64 {
+    match spec {
+        ArrivalSpec::Steps(steps) => steps.iter().map(|&(_, r)| r / 1e9).fold(0.0, f64::max),
+        ArrivalSpec::OnOff { rate, .. } => rate / 1e9,
+        _ => mean_rate(spec),
+    }
+}
+
 /// The daemon configuration for one run: `ports[i]` is tenant `i`'s
 /// sender's source port.
 fn daemon_config(
@@ -244,8 +260,7 @@ fn daemon_config(
     let udp: Vec<&str> = scenario.tenants.iter().map(|_| "\"127.0.0.1:0\"").collect();
     let _ = writeln!(s, "{}]", udp.join(", "));
     for (e_index, e) in scenario.engines.iter().enumerate() {
-        let on = run.on.iter().rev().find(|p| p.on.selects(&e.name, e.kind));
-        let (policy, params) = on.map_or((&run.name, &run.params), |p| (&p.name, &p.params));
+        let (policy, params) = engine_policy(run, e);
         let served: Vec<(usize, &Kernel)> = scenario
             .tenants
             .iter()
@@ -267,7 +282,7 @@ fn daemon_config(
             "[[engine]]\nname = \"{}\"\nkind = \"{kind}\"\nworkers = {}\npolicy = \"{policy}\"\n\
              queue_depth = {}\ncost = {{ base = \"{}ns\", per_byte_ns = 0.0 }}",
             e.name,
-            scale.workers[e_index],
+            engine_workers(scenario, run, scale, e_index),
             e.queue_depth.saturating_sub(e.slots).min(1024),
             base.round().max(1.0) as u64
         );
@@ -296,6 +311,29 @@ fn daemon_config(
         );
     }
     s
+}
+
+/// The policy (and its parameters) `run` gives engine `e`.
+fn engine_policy<'r>(
+    run: &'r PolicyRun,
+    e: &isola_model::scenario::EngineModel,
+) -> (&'r String, &'r BTreeMap<String, String>) {
+    let on = run.on.iter().rev().find(|p| p.on.selects(&e.name, e.kind));
+    on.map_or((&run.name, &run.params), |p| (&p.name, &p.params))
+}
+
+/// The worker threads engine `e_index` runs under `run`: its scaled count,
+/// or under a static partition, which gives every tenant a worker of its
+/// own, at least one per tenant (more threads on the same cores; the rates
+/// stay those of the scaled count, so every policy is offered the same
+/// packets).
+fn engine_workers(scenario: &Scenario, run: &PolicyRun, scale: &Scale, e_index: usize) -> usize {
+    let workers = scale.workers[e_index];
+    if engine_policy(run, &scenario.engines[e_index]).0 == "static" {
+        workers.max(scenario.tenants.len())
+    } else {
+        workers
+    }
 }
 
 /// `map` as a TOML inline table of strings.
@@ -462,14 +500,22 @@ pub fn run_policy(
             .map(|t| t.join().unwrap_or_default())
             .collect()
     });
-    // Every packet the daemon took ends in one completion: wait for them.
+    // Every packet the daemon took ends in one completion: wait for them,
+    // and for the packets still in the ingress sockets' buffers to be
+    // taken (all that were sent, or no more for `SETTLED` polls: the rest
+    // were lost before ingress).
+    let offered: u64 = sent.iter().map(|s| s.packets).sum();
     let mut completions = Vec::new();
     let waited = Instant::now();
+    let (mut last_received, mut still) = (u64::MAX, 0);
     loop {
         completions.extend(daemon.take_completions());
         read_replies(&sockets, &mut sent);
         let received: u64 = daemon.packet_counts().tenants.iter().map(|c| c.0).sum();
-        if completions.len() as u64 >= received || waited.elapsed() > DRAIN {
+        still = if received == last_received { still + 1 } else { 0 };
+        last_received = received;
+        let ingress_done = received >= offered || still >= SETTLED;
+        if (ingress_done && completions.len() as u64 >= received) || waited.elapsed() > DRAIN {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -491,7 +537,7 @@ pub fn run_policy(
     );
     result
         .warnings
-        .extend(notes(scenario, &kernels, &scale, &sent, &counts, elapsed));
+        .extend(notes(scenario, run, &kernels, &scale, &sent, &counts, elapsed));
     Ok(result)
 }
 
@@ -557,6 +603,7 @@ fn record(
 /// model-only operators, and what the packet path counted.
 fn notes(
     scenario: &Scenario,
+    run: &PolicyRun,
     kernels: &[Kernel],
     scale: &Scale,
     sent: &[Sent],
@@ -567,8 +614,16 @@ fn notes(
     let engines: Vec<String> = scenario
         .engines
         .iter()
-        .zip(&scale.workers)
-        .map(|(e, w)| format!("`{}` {w} worker(s) for {} slots", e.name, e.slots))
+        .enumerate()
+        .map(|(i, e)| {
+            let (scaled, ran) = (scale.workers[i], engine_workers(scenario, run, scale, i));
+            let partition = if ran > scaled {
+                format!(" (a static partition: {ran} threads, one per tenant, offered the rates of {scaled})")
+            } else {
+                String::new()
+            };
+            format!("`{}` {scaled} worker(s) for {} slots{partition}", e.name, e.slots)
+        })
         .collect();
     notes.push(format!(
         "live over real UDP packets through isolad ({}): time dilated x{:.0} (measured over modelled kernel \
@@ -596,11 +651,15 @@ fn notes(
             format!(" (model {})", isola_model::quantity::format_duration(m as Nanos))
         });
         notes.push(format!(
-            "tenant `{}`: {stand_in}measured {} per packet{model}; sent {}, received {}, replied {} (read {}), \
+            "tenant `{}`: {stand_in}measured {} per packet{model}; sent {} (datagrams of {} B on average: the \
+             scenario's tasks of up to {} B, framed as `{}` takes its input), received {}, replied {} (read {}), \
              dropped {}, aborted {}; its sender fell behind by up to {}",
             t.name,
             isola_model::quantity::format_duration(k.measured_ns as Nanos),
             s.packets,
+            s.mean_bytes,
+            t.workload.size.max_bytes(),
+            k.op,
             c.0,
             c.1,
             s.replies,
