@@ -500,10 +500,11 @@ pub fn run_policy(
             .map(|t| t.join().unwrap_or_default())
             .collect()
     });
-    // Every packet the daemon took ends in one completion: wait for them,
-    // and for the packets still in the ingress sockets' buffers to be
-    // taken (all that were sent, or no more for `SETTLED` polls: the rest
-    // were lost before ingress).
+    // Every packet the daemon took ends once in its counters (replied,
+    // dropped at a full queue, aborted or consumed), those that ran with a
+    // completion: wait for them, and for the packets still in the ingress
+    // sockets' buffers to be taken (all that were sent, or no more for
+    // `SETTLED` polls: the rest were lost before ingress).
     let offered: u64 = sent.iter().map(|s| s.packets).sum();
     let mut completions = Vec::new();
     let waited = Instant::now();
@@ -511,17 +512,21 @@ pub fn run_policy(
     loop {
         completions.extend(daemon.take_completions());
         read_replies(&sockets, &mut sent);
-        let received: u64 = daemon.packet_counts().tenants.iter().map(|c| c.0).sum();
+        let counts = daemon.packet_counts();
+        let received: u64 = counts.tenants.iter().map(|c| c.0).sum();
+        let ended: u64 =
+            counts.tenants.iter().map(|c| c.1 + c.2 + c.3).sum::<u64>() + counts.consumed.iter().sum::<u64>();
         still = if received == last_received { still + 1 } else { 0 };
         last_received = received;
         let ingress_done = received >= offered || still >= SETTLED;
-        if (ingress_done && completions.len() as u64 >= received) || waited.elapsed() > DRAIN {
+        if (ingress_done && ended >= received) || waited.elapsed() > DRAIN {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    // The last replies, sent as the last completions came.
+    // The last completions and replies, as the last packets ended.
     std::thread::sleep(Duration::from_millis(20));
+    completions.extend(daemon.take_completions());
     read_replies(&sockets, &mut sent);
     let elapsed = started.elapsed().as_nanos() as Nanos;
     let ended_ns = daemon.runtime().now_ns();
@@ -568,10 +573,16 @@ fn record(
         record_completion(&mut recorder, c);
     }
     for (i, s) in sent.iter().enumerate() {
-        let received = counts.tenants.get(i).map_or(0, |c| c.0);
-        // Lost before ingress (the sockets' buffers): refused, as a full
-        // queue refuses.
-        for _ in 0..s.packets.saturating_sub(received) {
+        let (received, dropped) = counts.tenants.get(i).map_or((0, 0), |c| (c.0, c.2));
+        // Received without a completion: dropped at the tenant's full flow
+        // queue (the daemon's `dropped` also counts replies the socket
+        // refused, whose tasks did complete: at most that many), else still
+        // in flight.
+        let missing = received.saturating_sub(per_tenant[i]);
+        let refused = missing.min(dropped);
+        // Lost before ingress (the sockets' buffers) or dropped at a full
+        // queue: refused, as a full queue refuses.
+        for _ in 0..s.packets.saturating_sub(received) + refused {
             recorder.task(TaskRecord {
                 tenant: TenantId(i as u32),
                 bytes: s.mean_bytes,
@@ -581,7 +592,7 @@ fn record(
                 outcome: Outcome::Rejected,
             });
         }
-        for _ in 0..received.saturating_sub(per_tenant[i]) {
+        for _ in 0..missing - refused {
             record_unfinished(
                 &mut recorder,
                 TenantId(i as u32),
