@@ -27,11 +27,11 @@ pub struct Args {
     list: bool,
     /// Run live, on real operators on this machine's cores, the experiments
     /// whose engines and operators all exist for real (astraea as `isola
-    /// demo`; the MTDA and OSMOSIS compute mixes on the real applications;
-    /// OSMOSIS' DMA head-of-line and IO mixes with real copies, their rates
-    /// slowed down for this machine; OSMOSIS' PU contention and compute mix
-    /// over real UDP packets through an in-process isolad); the others are
-    /// simulated, with the reason noted.
+    /// demo`; OSMOSIS' DMA head-of-line and IO mixes with real copies,
+    /// their rates slowed down for this machine; OSMOSIS' PU contention and
+    /// compute mix and MTDA's workloads on their real applications over real
+    /// UDP packets through an in-process isolad, MTDA's burst on half its
+    /// timeline); the others are simulated, with the reason noted.
     #[arg(long)]
     live: bool,
     /// Print one JSON object with every outcome instead of the tables.
