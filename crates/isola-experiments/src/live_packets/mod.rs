@@ -23,7 +23,12 @@
 //! per-packet cost (`D`), with rates divided by `D` times `slots / workers`
 //! (so each engine is as loaded, relative to its capacity, as in the
 //! scenario) and by more where the packet rate would pass
-//! [`MAX_PACKETS_PER_S`]. The run's notes (its `warnings`) state the scale.
+//! [`MAX_PACKETS_PER_S`] at the arrivals' peak rate. A static partition,
+//! which needs a worker per tenant, gets one (threads on the same cores,
+//! offered the same rates). The run's notes (its `warnings`) state the
+//! scale. The run ends when every packet taken at ingress has ended in the
+//! daemon's counters (replied, dropped, aborted or consumed) and no more
+//! arrive at ingress, or 3 s (`DRAIN`) after the last was sent.
 //!
 //! Model-only operators. A scenario may name `op = "kernel"`, a cost model
 //! with no code. Live, it runs as MTDA's `firewall` (an ordered rule scan,

@@ -1,7 +1,11 @@
 //! MTDA (fair DPU offloading): its four tenant applications at Table IV's
 //! balanced and unbalanced rates for 1 to 8 tenants (Fair1, Fair2,
 //! throughput, latency), and the burst of its Fig. 13; every policy
-//! against DPDK's FCFS (native), iPipe and FairNIC (static).
+//! against DPDK's FCFS (native), iPipe and FairNIC (static). Every tenant
+//! has an ingress `match` (its own UDP port), so with `--live` the
+//! workloads run over real packets through an in-process isolad
+//! ([`crate::live_packets`]), the burst on half (`LIVE_TIME_SCALE`) of Fig.
+//! 13's timeline.
 //!
 //! This module measures and judges (tables, the best policy, goals, the
 //! paper's directions); `scenario` generates the workloads and `draw` makes
