@@ -38,6 +38,10 @@
 //! times its service model's over the cheapest tenant's: the tenants'
 //! costs stand in the ratio the scenario gives them (OSMOSIS' Congestor
 //! costing twice the Victim), which is what the policies are judged on.
+//!
+//! Padding. Where the real operators are too cheap for the packet path to
+//! load the engines as the scenario does, every tenant runs that stand-in,
+//! calibrated to its model cost (see [`scale`]'s module doc).
 
 use anyhow::{bail, Context};
 use isola_core::{EngineKind, LatencyObjective, Nanos, TenantId};
@@ -53,8 +57,10 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 mod kernels;
+mod scale;
 
 use kernels::{kernels, model_cost, real_op, Kernel};
+use scale::{padding, scale, Scale};
 
 /// The model-only operator name scenarios use for "a kernel of this cost".
 pub const MODEL_KERNEL: &str = "kernel";
@@ -155,101 +161,6 @@ pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// How the scenario's time maps onto the live run's.
-struct Scale {
-    /// Workers per engine (its slots, scaled to this machine's cores).
-    workers: Vec<usize>,
-    /// Live ns per scenario ns of arrivals (rates are divided by it).
-    stretch: f64,
-    /// Live ns per scenario ns of run time (duration, windows).
-    dilation: f64,
-    /// Packets each tenant sends at most (its `count`, scaled).
-    counts: Vec<Option<u64>>,
-}
-
-fn scale(scenario: &Scenario, kernels: &[Kernel]) -> Scale {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // Half the cores serve the engines; the rest carry the senders and the
-    // ingress threads.
-    let budget = (cores / 2).max(1);
-    let workers: Vec<usize> = scenario
-        .engines
-        .iter()
-        .map(|e| (e.slots as usize).clamp(1, budget))
-        .collect();
-    // Measured over modelled cost, weighted by each tenant's work.
-    let (mut real, mut model) = (0.0, 0.0);
-    for (t, k) in scenario.tenants.iter().zip(kernels) {
-        let rate = mean_rate(&t.workload.arrival);
-        real += rate * k.measured_ns;
-        model += rate * k.model_ns.unwrap_or(k.measured_ns);
-    }
-    let dilation = if model > 0.0 { (real / model).max(1.0) } else { 1.0 };
-    // The engines' slots over their live workers (the busiest one's).
-    let narrowing = scenario
-        .engines
-        .iter()
-        .zip(&workers)
-        .map(|(e, &w)| e.slots as f64 / w as f64)
-        .fold(1.0, f64::max);
-    let mut stretch = dilation * narrowing;
-    // The cap holds at the busiest moment (a `steps` arrival's highest
-    // step, an on-off one's on rate), not only on average.
-    let pps: f64 = scenario
-        .tenants
-        .iter()
-        .map(|t| peak_rate(&t.workload.arrival) * 1e9 / stretch)
-        .sum();
-    if pps > MAX_PACKETS_PER_S {
-        stretch *= pps / MAX_PACKETS_PER_S;
-    }
-    let counts = scenario
-        .tenants
-        .iter()
-        .map(|t| {
-            t.workload
-                .count
-                .map(|c| ((c as f64 / narrowing).ceil() as u64).max(1))
-        })
-        .collect();
-    Scale {
-        workers,
-        stretch,
-        dilation: stretch / narrowing,
-        counts,
-    }
-}
-
-/// An arrival process's mean rate, per ns (0 when it has none).
-fn mean_rate(spec: &ArrivalSpec) -> f64 {
-    // Sampled: the first 1000 arrivals of a fixed seed.
-    let mut p = ArrivalProcess::new(spec, 0, 1, 0);
-    let mut last = 0;
-    let mut n = 0u32;
-    while n < 1000 {
-        match p.next_arrival() {
-            Some(a) => last = a.at,
-            None => break,
-        }
-        n += 1;
-    }
-    if last == 0 {
-        0.0
-    } else {
-        f64::from(n) / last as f64
-    }
-}
-
-/// An arrival process's highest rate, per ns: a `steps` process's largest
-/// step, an on-off one's rate while on, else its mean rate.
-fn peak_rate(spec: &ArrivalSpec) -> f64 {
-    match spec {
-        ArrivalSpec::Steps(steps) => steps.iter().map(|&(_, r)| r / 1e9).fold(0.0, f64::max),
-        ArrivalSpec::OnOff { rate, .. } => rate / 1e9,
-        _ => mean_rate(spec),
-    }
 }
 
 /// The daemon configuration for one run: `ports[i]` is tenant `i`'s
@@ -448,7 +359,19 @@ pub fn run_policy(
 ) -> anyhow::Result<PolicyResult> {
     check(scenario)?;
     let dir = RunDir::new()?;
-    let kernels = kernels(scenario, seed, &dir.0)?;
+    let mut kernels = kernels(scenario, seed, &dir.0, None)?;
+    if let Some(pad) = padding(scenario, &kernels) {
+        // What each tenant's real operator cost (a `kernel` tenant's
+        // stand-in is only recalibrated).
+        let real: Vec<_> = kernels
+            .iter()
+            .map(|k| k.rules.is_none().then(|| (k.op.clone(), k.measured_ns)))
+            .collect();
+        kernels = self::kernels::kernels(scenario, seed, &dir.0, Some(pad))?;
+        for (k, real) in kernels.iter_mut().zip(real) {
+            k.replaced = real;
+        }
+    }
     let scale = scale(scenario, &kernels);
     let sockets = scenario
         .tenants
@@ -649,13 +572,29 @@ fn notes(
         scale.stretch,
         isola_model::quantity::format_duration(elapsed)
     ));
+    if kernels.iter().any(|k| k.replaced.is_some()) {
+        notes.push(format!(
+            "the real operators cost too little here to load the engines as the scenario does at up to \
+             {MAX_PACKETS_PER_S:.0} packets/s, so every tenant's packets ran `{KERNEL_STAND_IN}` over a chain of \
+             rules no packet matches, calibrated to {:.1} times its modelled cost: the tenants' costs stand in \
+             the scenario's ratios and the engines are as loaded, relative to their capacity, as in the scenario",
+            scale.dilation
+        ));
+    }
     for ((t, k), (s, c)) in scenario
         .tenants
         .iter()
         .zip(kernels)
         .zip(sent.iter().zip(counts.tenants.iter()))
     {
-        let stand_in = if t.workload.op == MODEL_KERNEL {
+        let stand_in = if let Some((op, ns)) = &k.replaced {
+            format!(
+                "`{op}` (measured {} per packet) ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet \
+                 matches, ",
+                isola_model::quantity::format_duration(*ns as Nanos),
+                k.rules.unwrap_or(0)
+            )
+        } else if t.workload.op == MODEL_KERNEL {
             format!(
                 "`{MODEL_KERNEL}` ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet matches, ",
                 k.rules.unwrap_or(0)

@@ -185,13 +185,14 @@ fn mtda_table_iv(runner: &mut Runner, experiment: &Experiment, balanced: bool) -
     o.notes.push(if runner.live() {
         format!(
             "applications run live over real UDP packets through an in-process isolad, each tenant's from its own \
-             socket to its own port, through the real operators; each scenario's {TABLE_IV_DURATION} at 25 Gbit/s \
-             (152,588 packets) is scaled to this machine by the live harness (its notes: the rates divided by the \
-             8 cores over the workers here, then down to 20,000 packets/s, time dilated to match; on 2 cores about \
-             19,000 packets per policy over about 1 s); where the real operators cost less here than the Arm \
-             cores' model (analytics about 1.2 us a packet against 10.2 us on this VM), the workers are far from \
-             saturated and every policy serves what arrives: Fair1 then measures the offered rates (their Poisson \
-             spread, or Table IV's unbalanced proportions), not the policy"
+             socket to its own port; each scenario's {TABLE_IV_DURATION} at 25 Gbit/s (152,588 packets) is scaled \
+             to this machine by the live harness (its notes: the rates divided by the 8 cores over the workers \
+             here, then down to 20,000 packets/s, time dilated to match; on 2 cores about 19,000 packets per \
+             policy over about 1 s); the real operators cost too little here to load the worker at that rate \
+             (analytics about 1.2 us a packet against the Arm cores' 10.2 us), so the harness pads them: each \
+             tenant's packets run a `firewall` chain calibrated to its modelled cost times the dilation (the notes \
+             name each operator, its measured cost and the chain), so the cores are as loaded, relative to their \
+             capacity, as in Table IV"
         )
     } else {
         "applications are cost models (per-packet costs of the live operators, scaled to MTDA's operating point); \
