@@ -119,8 +119,10 @@ fn mtda_balanced_pair(duration: &str, policies: &[(&str, Option<&str>)]) -> Scen
     s
 }
 
-/// MTDA's balanced workload over packets, through the real analytics and
-/// flow-monitor operators. References: the Poisson process's closed form
+/// MTDA's balanced workload over packets: the real analytics and
+/// flow-monitor operators cost too little here to load the worker, so the
+/// harness pads them (each tenant's packets run the calibrated `firewall`
+/// stand-in, and the notes say so). References: the Poisson process's closed form
 /// (each tenant sends rate x duration / (slots / workers) packets, the
 /// harness's documented scaling, within 5 standard deviations), every
 /// packet counted in exactly one outcome, and MTDA's own balanced claim
@@ -146,6 +148,13 @@ fn mtda_balanced_runs_over_packets_with_every_packet_accounted_for_and_fair_shar
                 .iter()
                 .any(|w| w.contains("live over real UDP packets")),
             "{}: not run over packets",
+            p.policy
+        );
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("`analytics` (measured") && w.contains("ran as `firewall`")),
+            "{}: the analytics tenant's operator was not padded",
             p.policy
         );
         for t in &p.tenants {
