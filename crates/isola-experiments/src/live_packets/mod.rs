@@ -602,8 +602,18 @@ fn notes(
         } else {
             String::new()
         };
+        // A stand-in's cost over its model: the tenants' shares of the
+        // scale, equal where the calibration settled.
         let model = k.model_ns.map_or(String::new(), |m| {
-            format!(" (model {})", isola_model::quantity::format_duration(m as Nanos))
+            let times = if k.rules.is_some() {
+                format!(", x{:.1}", k.measured_ns / m)
+            } else {
+                String::new()
+            };
+            format!(
+                " (model {}{times})",
+                isola_model::quantity::format_duration(m as Nanos)
+            )
         });
         notes.push(format!(
             "tenant `{}`: {stand_in}measured {} per packet{model}; sent {} (datagrams of {} B on average: the \
