@@ -27,12 +27,12 @@ pub struct Args {
     list: bool,
     /// Run live, on real operators on this machine's cores, the experiments
     /// whose engines and operators all exist for real (astraea as `isola
-    /// demo`; the MTDA and OSMOSIS compute mixes on the real applications;
-    /// OSMOSIS' DMA head-of-line with real copies, its rates slowed down
-    /// for this machine; OSMOSIS' PU contention, compute mix and IO mix
-    /// over real UDP packets through an in-process isolad, the IO mix's
-    /// transfers real copies into its tenants' host windows); the others
-    /// are simulated, with the reason noted.
+    /// demo`; OSMOSIS' DMA head-of-line with real copies, its rates slowed
+    /// down for this machine; OSMOSIS' PU contention, compute mix and IO
+    /// mix and MTDA's workloads over real UDP packets through an in-process
+    /// isolad (the IO mix's transfers real copies into its tenants' host
+    /// windows, MTDA's burst on half its timeline); the others are
+    /// simulated, with the reason noted.
     #[arg(long)]
     live: bool,
     /// Print one JSON object with every outcome instead of the tables.

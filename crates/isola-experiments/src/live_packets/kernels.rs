@@ -1,7 +1,9 @@
 //! The kernels a run over packets sends its tenants' packets through:
-//! each workload's real operator, or for the model-only `kernel` a
-//! `firewall` over a chain of rules no packet matches, its length
-//! calibrated to the tenant's service model; and the packets themselves.
+//! each workload's real operator, or for the model-only `kernel` (and for
+//! every tenant of a run whose real operators are too cheap to load its
+//! engines, [`super::padding`]) a `firewall` over a chain of rules no
+//! packet matches, its length calibrated to the tenant's service model;
+//! and the packets themselves.
 
 use super::{KERNEL_STAND_IN, KERNEL_TARGET_NS, MODEL_KERNEL};
 use anyhow::Context;
@@ -67,8 +69,11 @@ pub(super) struct Kernel {
     pub(super) measured_ns: f64,
     /// Mean modelled cost over the same sizes, ns (if the scenario has one).
     pub(super) model_ns: Option<f64>,
-    /// The stand-in's rule count (for `kernel`).
+    /// The stand-in's rule count (for `kernel`, and for a padded run).
     pub(super) rules: Option<u64>,
+    /// A padded run's stand-in for a real operator: the operator, and its
+    /// measured cost per packet, ns.
+    pub(super) replaced: Option<(String, f64)>,
 }
 
 /// `t`'s packets (`PAYLOADS` sizes drawn from its distribution) for `op`
@@ -93,8 +98,18 @@ fn payloads(
         .map(|&b| isola_ops::valid_input(op, params, &text[..body(b) as usize]))
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("tenant `{}`: building its packets", t.name))?;
+    if let Some(big) = built.iter().map(Vec::len).max().filter(|&n| n > MAX_DATAGRAM) {
+        anyhow::bail!(
+            "tenant `{}`: `{op}` frames its {largest} B tasks as {big} B, above the {MAX_DATAGRAM} B one UDP \
+             datagram carries; give it smaller tasks",
+            t.name
+        );
+    }
     Ok((sizes, built))
 }
+
+/// The largest UDP payload over IPv4 (65,535 less the IP and UDP headers).
+const MAX_DATAGRAM: usize = 65_507;
 
 /// Passes over each kernel's payloads per calibration round.
 const PASSES: usize = 5;
@@ -102,7 +117,7 @@ const PASSES: usize = 5;
 /// Each kernel's time per payload, ns, in `PASSES` passes taken in turn
 /// (one pass of every kernel, then the next), so a change in the
 /// machine's load falls on every kernel alike: `[pass][kernel]`.
-fn time_kernels(kernels: &[Kernel]) -> anyhow::Result<Vec<Vec<f64>>> {
+pub(super) fn time_kernels(kernels: &[Kernel]) -> anyhow::Result<Vec<Vec<f64>>> {
     let operators = kernels
         .iter()
         .map(|k| {
@@ -129,7 +144,7 @@ fn time_kernels(kernels: &[Kernel]) -> anyhow::Result<Vec<Vec<f64>>> {
 }
 
 /// The median of `values` (none: 0).
-fn median(mut values: Vec<f64>) -> f64 {
+pub(super) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
@@ -138,20 +153,35 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// stand-in, a chain of rules no packet matches (written into `dir`),
 /// whose lengths are calibrated together, in rounds, until the first
 /// one's measured cost is within 10% of its target and the others' ratios
-/// to it within 3% of theirs. Calibrated once per scenario
-/// and seed in a process, so every policy runs the same kernels at the
-/// same scale.
-pub(super) fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Result<Vec<Kernel>> {
+/// to it within 3% of theirs. A `kernel` tenant's target is
+/// [`KERNEL_TARGET_NS`] times its model cost over the cheapest one's; with
+/// `pad` (a dilation, from [`super::padding`]) every tenant stands in,
+/// its target `pad` times its model cost. Calibrated once per scenario,
+/// seed and padding in a process, so every policy runs the same kernels
+/// at the same scale.
+pub(super) fn kernels(
+    scenario: &Scenario,
+    seed: u64,
+    dir: &Path,
+    pad: Option<f64>,
+) -> anyhow::Result<Vec<Kernel>> {
     type Calibration = Vec<(Option<u64>, f64)>;
-    static CALIBRATED: std::sync::Mutex<BTreeMap<(String, u64), Calibration>> =
-        std::sync::Mutex::new(BTreeMap::new());
+    type Key = (String, u64, bool);
+    static CALIBRATED: std::sync::Mutex<BTreeMap<Key, Calibration>> = std::sync::Mutex::new(BTreeMap::new());
     let mut kernels = Vec::with_capacity(scenario.tenants.len());
+    // Each stand-in's modelled cost, to be made its target below.
     let mut targets = Vec::with_capacity(scenario.tenants.len());
     for (i, t) in scenario.tenants.iter().enumerate() {
-        let op = real_op(scenario, t)?.to_string();
+        let stands_in = stands_in(scenario, t) || pad.is_some();
+        let op = if stands_in {
+            KERNEL_STAND_IN
+        } else {
+            real_op(scenario, t)?
+        }
+        .to_string();
         let mut params = isola_ops::sample_params(&op);
         let mut rules = None;
-        if stands_in(scenario, t) {
+        if stands_in {
             params.insert("output".into(), "verdicts".into());
             // Random flows (no rules to aim them at): none matches the
             // chain, so every packet scans all of it.
@@ -159,19 +189,20 @@ pub(super) fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Res
             rules = Some(1000);
         } else {
             params.extend(t.workload.params.clone());
-            targets.push(None);
         }
         let (sizes, payloads) = payloads(scenario, t, i, seed, &op, &params)?;
         let wire = super::io::is_io(scenario, t).then(|| super::io::packets(t, &sizes, &payloads));
         let model: Option<Vec<f64>> = sizes.iter().map(|&b| model_cost(scenario, t, b)).collect();
         let model = model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64);
-        // A stand-in's modelled cost: at 1 KiB, or an IO tenant's at its
-        // own sizes (its data is what its kernel works on).
-        targets.push(match (stands_in(scenario, t), super::io::is_io(scenario, t)) {
-            (false, _) => None,
-            (true, true) => model,
-            (true, false) => model_cost(scenario, t, 1024),
-        });
+        // A stand-in's modelled cost: at its own sizes when padded or an IO
+        // tenant (its data is what its kernel works on), else at 1 KiB.
+        targets.push(
+            match (stands_in, pad.is_some() || super::io::is_io(scenario, t)) {
+                (false, _) => None,
+                (true, true) => model,
+                (true, false) => model_cost(scenario, t, 1024),
+            },
+        );
         kernels.push(Kernel {
             op,
             params,
@@ -180,16 +211,22 @@ pub(super) fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Res
             measured_ns: 0.0,
             model_ns: model,
             rules,
+            replaced: None,
         });
     }
-    // Each stand-in's target time: KERNEL_TARGET_NS times its modelled
-    // cost over the cheapest one's.
+    // Each stand-in's target time: padded, `pad` times its modelled cost;
+    // else KERNEL_TARGET_NS times its modelled cost over the cheapest one's.
     let cheapest = targets.iter().flatten().copied().fold(f64::INFINITY, f64::min);
     let targets: Vec<Option<f64>> = targets
         .iter()
-        .map(|m| m.map(|m| KERNEL_TARGET_NS * m / cheapest))
+        .map(|m| {
+            m.map(|m| match pad {
+                Some(d) => d * m,
+                None => KERNEL_TARGET_NS * m / cheapest,
+            })
+        })
         .collect();
-    let key = (scenario.path.display().to_string(), seed);
+    let key = (scenario.path.display().to_string(), seed, pad.is_some());
     let known = CALIBRATED.lock().ok().and_then(|c| c.get(&key).cloned());
     if let Some(known) = known {
         for (k, (rules, measured)) in kernels.iter_mut().zip(known) {
@@ -204,32 +241,58 @@ pub(super) fn kernels(scenario: &Scenario, seed: u64, dir: &Path) -> anyhow::Res
     // measured pass by pass (so the machine's load, which moves absolute
     // times, cancels out). The cost grows linearly with the rules.
     let reference = targets.iter().position(Option::is_some);
+    // Chains start in their targets' ratios (1000 rules for the reference).
+    let base = reference.and_then(|r| targets[r]).unwrap_or(1.0);
+    for (k, target) in kernels.iter_mut().zip(&targets) {
+        if let (Some(_), Some(t)) = (k.rules, target) {
+            k.rules = Some(((1000.0 * t / base).round() as u64).clamp(1, MAX_CHAIN));
+        }
+    }
     for round in 0..8 {
         for k in kernels.iter_mut() {
             k.set_chain(dir)?;
         }
         let passes = time_kernels(&kernels)?;
-        let mut settled = true;
-        for (i, (k, target)) in kernels.iter_mut().zip(&targets).enumerate() {
+        for (i, k) in kernels.iter_mut().enumerate() {
             k.measured_ns = median(passes.iter().map(|p| p[i]).collect());
-            let (Some(target), Some(n), Some(r)) = (target, k.rules, reference) else {
+        }
+        let Some(r) = reference else { break };
+        // How far each chain is from its target: the reference's time
+        // from its target time, the others' ratios to it from theirs.
+        let off: Vec<Option<f64>> = kernels
+            .iter()
+            .zip(&targets)
+            .enumerate()
+            .map(|(i, (k, target))| {
+                let target = (*target)?;
+                k.rules?;
+                Some(if i == r {
+                    k.measured_ns / target
+                } else {
+                    let ratio = median(passes.iter().map(|p| p[i] / p[r]).collect());
+                    ratio / (target / targets[r].unwrap_or(target))
+                })
+            })
+            .collect();
+        let within = |i: usize, off: f64| (off - 1.0).abs() <= if i == r { 0.10 } else { 0.03 };
+        if round == 7
+            || off
+                .iter()
+                .enumerate()
+                .all(|(i, o)| o.is_none_or(|o| within(i, o)))
+        {
+            break;
+        }
+        // The reference's chain moves to its target; the others move with
+        // it (holding their ratios to it) and by their own error.
+        let moved = off[r].map_or(1.0, |o| if within(r, o) { 1.0 } else { 1.0 / o });
+        for (i, (k, off)) in kernels.iter_mut().zip(&off).enumerate() {
+            let (Some(n), Some(off)) = (k.rules, off) else {
                 continue;
             };
-            let off = if i == r {
-                k.measured_ns / target
-            } else {
-                let ratio = median(passes.iter().map(|p| p[i] / p[r]).collect());
-                ratio / (target / targets[r].unwrap_or(*target))
-            };
-            let tolerance = if i == r { 0.10 } else { 0.03 };
-            if (off - 1.0).abs() > tolerance && round < 7 {
-                settled = false;
-                let next = (n as f64 / off).clamp(1.0, MAX_CHAIN as f64);
-                k.rules = Some(next.round() as u64);
-            }
-        }
-        if settled {
-            break;
+            let own = if i == r || within(i, *off) { 1.0 } else { 1.0 / off };
+            let next = (n as f64 * moved * own).clamp(1.0, MAX_CHAIN as f64);
+            k.rules = Some(next.round() as u64);
         }
     }
     if let Ok(mut c) = CALIBRATED.lock() {

@@ -23,7 +23,12 @@
 //! per-packet cost (`D`), with rates divided by `D` times `slots / workers`
 //! (so each engine is as loaded, relative to its capacity, as in the
 //! scenario) and by more where the packet rate would pass
-//! [`MAX_PACKETS_PER_S`]. The run's notes (its `warnings`) state the scale.
+//! [`MAX_PACKETS_PER_S`] at the arrivals' peak rate. A static partition,
+//! which needs a worker per tenant, gets one (threads on the same cores,
+//! offered the same rates). The run's notes (its `warnings`) state the
+//! scale. The run ends when every packet taken at ingress has ended in the
+//! daemon's counters (replied, dropped, aborted or consumed) and no more
+//! arrive at ingress, or 3 s (`DRAIN`) after the last was sent.
 //!
 //! Model-only operators. A scenario may name `op = "kernel"`, a cost model
 //! with no code. Live, it runs as MTDA's `firewall` (an ordered rule scan,
@@ -33,6 +38,10 @@
 //! times its service model's over the cheapest tenant's: the tenants'
 //! costs stand in the ratio the scenario gives them (OSMOSIS' Congestor
 //! costing twice the Victim), which is what the policies are judged on.
+//!
+//! Padding. Where the real operators are too cheap for the packet path to
+//! load the engines as the scenario does, every tenant runs that stand-in,
+//! calibrated to its model cost (see [`scale`]'s module doc).
 
 use anyhow::{bail, Context};
 use isola_core::{EngineKind, LatencyObjective, Nanos, TenantId};
@@ -49,8 +58,10 @@ use std::time::{Duration, Instant};
 
 mod io;
 mod kernels;
+mod scale;
 
 use kernels::{kernels, model_cost, real_op, Kernel};
+use scale::{padding, scale, Scale};
 
 /// The model-only operator name scenarios use for "a kernel of this cost".
 pub const MODEL_KERNEL: &str = "kernel";
@@ -71,6 +82,10 @@ pub const MAX_LIVE_NS: Nanos = 10_000_000_000;
 
 /// How long completions are awaited after the last packet was sent.
 const DRAIN: Duration = Duration::from_secs(3);
+
+/// Polls (10 ms apart) with no packet taken at ingress after which the
+/// packets not taken count as lost before ingress.
+const SETTLED: u32 = 5;
 
 /// The largest UDP payload a tenant may send (the IPv4 maximum, less
 /// headroom for the operator's framing).
@@ -151,89 +166,6 @@ pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
     io::check(scenario)
 }
 
-/// How the scenario's time maps onto the live run's.
-struct Scale {
-    /// Workers per engine (its slots, scaled to this machine's cores).
-    workers: Vec<usize>,
-    /// Live ns per scenario ns of arrivals (rates are divided by it).
-    stretch: f64,
-    /// Live ns per scenario ns of run time (duration, windows).
-    dilation: f64,
-    /// Packets each tenant sends at most (its `count`, scaled).
-    counts: Vec<Option<u64>>,
-}
-
-fn scale(scenario: &Scenario, kernels: &[Kernel]) -> Scale {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // Half the cores serve the engines; the rest carry the senders and the
-    // ingress threads.
-    let budget = (cores / 2).max(1);
-    let workers: Vec<usize> = scenario
-        .engines
-        .iter()
-        .map(|e| (e.slots as usize).clamp(1, budget))
-        .collect();
-    // Measured over modelled cost, weighted by each tenant's work.
-    let (mut real, mut model) = (0.0, 0.0);
-    for (t, k) in scenario.tenants.iter().zip(kernels) {
-        let rate = mean_rate(&t.workload.arrival);
-        real += rate * k.measured_ns;
-        model += rate * k.model_ns.unwrap_or(k.measured_ns);
-    }
-    let dilation = if model > 0.0 { (real / model).max(1.0) } else { 1.0 };
-    // The engines' slots over their live workers (the busiest one's).
-    let narrowing = scenario
-        .engines
-        .iter()
-        .zip(&workers)
-        .map(|(e, &w)| e.slots as f64 / w as f64)
-        .fold(1.0, f64::max);
-    let mut stretch = dilation * narrowing;
-    let pps: f64 = scenario
-        .tenants
-        .iter()
-        .map(|t| mean_rate(&t.workload.arrival) * 1e9 / stretch)
-        .sum();
-    if pps > MAX_PACKETS_PER_S {
-        stretch *= pps / MAX_PACKETS_PER_S;
-    }
-    let counts = scenario
-        .tenants
-        .iter()
-        .map(|t| {
-            t.workload
-                .count
-                .map(|c| ((c as f64 / narrowing).ceil() as u64).max(1))
-        })
-        .collect();
-    Scale {
-        workers,
-        stretch,
-        dilation: stretch / narrowing,
-        counts,
-    }
-}
-
-/// An arrival process's mean rate, per ns (0 when it has none).
-fn mean_rate(spec: &ArrivalSpec) -> f64 {
-    // Sampled: the first 1000 arrivals of a fixed seed.
-    let mut p = ArrivalProcess::new(spec, 0, 1, 0);
-    let mut last = 0;
-    let mut n = 0u32;
-    while n < 1000 {
-        match p.next_arrival() {
-            Some(a) => last = a.at,
-            None => break,
-        }
-        n += 1;
-    }
-    if last == 0 {
-        0.0
-    } else {
-        f64::from(n) / last as f64
-    }
-}
-
 /// The daemon configuration for one run: `ports[i]` is tenant `i`'s
 /// sender's source port.
 fn daemon_config(
@@ -247,8 +179,7 @@ fn daemon_config(
     let udp: Vec<&str> = scenario.tenants.iter().map(|_| "\"127.0.0.1:0\"").collect();
     let _ = writeln!(s, "{}]", udp.join(", "));
     for (e_index, e) in scenario.engines.iter().enumerate() {
-        let on = run.on.iter().rev().find(|p| p.on.selects(&e.name, e.kind));
-        let (policy, params) = on.map_or((&run.name, &run.params), |p| (&p.name, &p.params));
+        let (policy, params) = engine_policy(run, e);
         if e.kind == EngineKind::Dma {
             let policy = (policy.as_str(), inline_table(params));
             s.push_str(&io::engine_config(
@@ -281,7 +212,7 @@ fn daemon_config(
             "[[engine]]\nname = \"{}\"\nkind = \"{kind}\"\nworkers = {}\npolicy = \"{policy}\"\n\
              queue_depth = {}\ncost = {{ base = \"{}ns\", per_byte_ns = 0.0 }}",
             e.name,
-            scale.workers[e_index],
+            engine_workers(scenario, run, scale, e_index),
             e.queue_depth.saturating_sub(e.slots).min(1024),
             base.round().max(1.0) as u64
         );
@@ -313,6 +244,29 @@ fn daemon_config(
         }
     }
     s
+}
+
+/// The policy (and its parameters) `run` gives engine `e`.
+fn engine_policy<'r>(
+    run: &'r PolicyRun,
+    e: &isola_model::scenario::EngineModel,
+) -> (&'r String, &'r BTreeMap<String, String>) {
+    let on = run.on.iter().rev().find(|p| p.on.selects(&e.name, e.kind));
+    on.map_or((&run.name, &run.params), |p| (&p.name, &p.params))
+}
+
+/// The worker threads engine `e_index` runs under `run`: its scaled count,
+/// or under a static partition, which gives every tenant a worker of its
+/// own, at least one per tenant (more threads on the same cores; the rates
+/// stay those of the scaled count, so every policy is offered the same
+/// packets).
+fn engine_workers(scenario: &Scenario, run: &PolicyRun, scale: &Scale, e_index: usize) -> usize {
+    let workers = scale.workers[e_index];
+    if engine_policy(run, &scenario.engines[e_index]).0 == "static" {
+        workers.max(scenario.tenants.len())
+    } else {
+        workers
+    }
 }
 
 /// `map` as a TOML inline table of strings.
@@ -423,7 +377,19 @@ pub fn run_policy(
 ) -> anyhow::Result<PolicyResult> {
     check(scenario)?;
     let dir = RunDir::new()?;
-    let kernels = kernels(scenario, seed, &dir.0)?;
+    let mut kernels = kernels(scenario, seed, &dir.0, None)?;
+    if let Some(pad) = padding(scenario, &kernels) {
+        // What each tenant's real operator cost (a `kernel` tenant's
+        // stand-in is only recalibrated).
+        let real: Vec<_> = kernels
+            .iter()
+            .map(|k| k.rules.is_none().then(|| (k.op.clone(), k.measured_ns)))
+            .collect();
+        kernels = self::kernels::kernels(scenario, seed, &dir.0, Some(pad))?;
+        for (k, real) in kernels.iter_mut().zip(real) {
+            k.replaced = real;
+        }
+    }
     let scale = scale(scenario, &kernels);
     let sockets = scenario
         .tenants
@@ -482,20 +448,33 @@ pub fn run_policy(
             .map(|t| t.join().unwrap_or_default())
             .collect()
     });
-    // Every packet the daemon took ends in one completion: wait for them.
+    // Every packet the daemon took ends once in its counters (replied,
+    // dropped at a full queue, aborted or consumed), those that ran with a
+    // completion: wait for them, and for the packets still in the ingress
+    // sockets' buffers to be taken (all that were sent, or no more for
+    // `SETTLED` polls: the rest were lost before ingress).
+    let offered: u64 = sent.iter().map(|s| s.packets).sum();
     let mut completions = Vec::new();
     let waited = Instant::now();
+    let (mut last_received, mut still) = (u64::MAX, 0);
     loop {
         completions.extend(daemon.take_completions());
         read_replies(&sockets, &mut sent);
-        let received: u64 = daemon.packet_counts().tenants.iter().map(|c| c.0).sum();
-        if completions.len() as u64 >= received || waited.elapsed() > DRAIN {
+        let counts = daemon.packet_counts();
+        let received: u64 = counts.tenants.iter().map(|c| c.0).sum();
+        let ended: u64 =
+            counts.tenants.iter().map(|c| c.1 + c.2 + c.3).sum::<u64>() + counts.consumed.iter().sum::<u64>();
+        still = if received == last_received { still + 1 } else { 0 };
+        last_received = received;
+        let ingress_done = received >= offered || still >= SETTLED;
+        if (ingress_done && ended >= received) || waited.elapsed() > DRAIN {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    // The last replies, sent as the last completions came.
+    // The last completions and replies, as the last packets ended.
     std::thread::sleep(Duration::from_millis(20));
+    completions.extend(daemon.take_completions());
     read_replies(&sockets, &mut sent);
     let elapsed = started.elapsed().as_nanos() as Nanos;
     let ended_ns = daemon.runtime().now_ns();
@@ -512,7 +491,7 @@ pub fn run_policy(
     );
     result
         .warnings
-        .extend(notes(scenario, &kernels, &scale, &sent, &counts, elapsed));
+        .extend(notes(scenario, run, &kernels, &scale, &sent, &counts, elapsed));
     Ok(result)
 }
 
@@ -543,10 +522,16 @@ fn record(
         record_completion(&mut recorder, c);
     }
     for (i, s) in sent.iter().enumerate() {
-        let received = counts.tenants.get(i).map_or(0, |c| c.0);
-        // Lost before ingress (the sockets' buffers): refused, as a full
-        // queue refuses.
-        for _ in 0..s.packets.saturating_sub(received) {
+        let (received, dropped) = counts.tenants.get(i).map_or((0, 0), |c| (c.0, c.2));
+        // Received without a completion: dropped at the tenant's full flow
+        // queue (the daemon's `dropped` also counts replies the socket
+        // refused, whose tasks did complete: at most that many), else still
+        // in flight.
+        let missing = received.saturating_sub(per_tenant[i]);
+        let refused = missing.min(dropped);
+        // Lost before ingress (the sockets' buffers) or dropped at a full
+        // queue: refused, as a full queue refuses.
+        for _ in 0..s.packets.saturating_sub(received) + refused {
             recorder.task(TaskRecord {
                 tenant: TenantId(i as u32),
                 bytes: s.mean_bytes,
@@ -556,7 +541,7 @@ fn record(
                 outcome: Outcome::Rejected,
             });
         }
-        for _ in 0..received.saturating_sub(per_tenant[i]) {
+        for _ in 0..missing - refused {
             record_unfinished(
                 &mut recorder,
                 TenantId(i as u32),
@@ -578,6 +563,7 @@ fn record(
 /// model-only operators, and what the packet path counted.
 fn notes(
     scenario: &Scenario,
+    run: &PolicyRun,
     kernels: &[Kernel],
     scale: &Scale,
     sent: &[Sent],
@@ -588,8 +574,16 @@ fn notes(
     let engines: Vec<String> = scenario
         .engines
         .iter()
-        .zip(&scale.workers)
-        .map(|(e, w)| format!("`{}` {w} worker(s) for {} slots", e.name, e.slots))
+        .enumerate()
+        .map(|(i, e)| {
+            let (scaled, ran) = (scale.workers[i], engine_workers(scenario, run, scale, i));
+            let partition = if ran > scaled {
+                format!(" (a static partition: {ran} threads, one per tenant, offered the rates of {scaled})")
+            } else {
+                String::new()
+            };
+            format!("`{}` {scaled} worker(s) for {} slots{partition}", e.name, e.slots)
+        })
         .collect();
     notes.push(format!(
         "live over real UDP packets through isolad ({}): time dilated x{:.0} (measured over modelled kernel \
@@ -600,13 +594,29 @@ fn notes(
         isola_model::quantity::format_duration(elapsed)
     ));
     notes.extend(io::note(scenario, scale.stretch));
+    if kernels.iter().any(|k| k.replaced.is_some()) {
+        notes.push(format!(
+            "the real operators cost too little here to load the engines as the scenario does at up to \
+             {MAX_PACKETS_PER_S:.0} packets/s, so every tenant's packets ran `{KERNEL_STAND_IN}` over a chain of \
+             rules no packet matches, calibrated to {:.1} times its modelled cost: the tenants' costs stand in \
+             the scenario's ratios and the engines are as loaded, relative to their capacity, as in the scenario",
+            scale.dilation
+        ));
+    }
     for ((t, k), (s, c)) in scenario
         .tenants
         .iter()
         .zip(kernels)
         .zip(sent.iter().zip(counts.tenants.iter()))
     {
-        let stand_in = if kernels::stands_in(scenario, t) {
+        let stand_in = if let Some((op, ns)) = &k.replaced {
+            format!(
+                "`{op}` (measured {} per packet) ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet \
+                 matches, ",
+                isola_model::quantity::format_duration(*ns as Nanos),
+                k.rules.unwrap_or(0)
+            )
+        } else if kernels::stands_in(scenario, t) {
             format!(
                 "`{}` ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet matches, ",
                 t.workload.op,
@@ -615,15 +625,29 @@ fn notes(
         } else {
             String::new()
         };
+        // A stand-in's cost over its model: the tenants' shares of the
+        // scale, equal where the calibration settled.
         let model = k.model_ns.map_or(String::new(), |m| {
-            format!(" (model {})", isola_model::quantity::format_duration(m as Nanos))
+            let times = if k.rules.is_some() {
+                format!(", x{:.1}", k.measured_ns / m)
+            } else {
+                String::new()
+            };
+            format!(
+                " (model {}{times})",
+                isola_model::quantity::format_duration(m as Nanos)
+            )
         });
         notes.push(format!(
-            "tenant `{}`: {stand_in}measured {} per packet{model}; sent {}, received {}, replied {} (read {}), \
+            "tenant `{}`: {stand_in}measured {} per packet{model}; sent {} (datagrams of {} B on average: the \
+             scenario's tasks of up to {} B, framed as `{}` takes its input), received {}, replied {} (read {}), \
              dropped {}, aborted {}; its sender fell behind by up to {}",
             t.name,
             isola_model::quantity::format_duration(k.measured_ns as Nanos),
             s.packets,
+            s.mean_bytes,
+            t.workload.size.max_bytes(),
+            k.op,
             c.0,
             c.1,
             s.replies,
