@@ -15,6 +15,7 @@
 # that many tasks ahead; 0 makes the worker wait on the dispatcher after
 # every packet), SPIN=0s (how long the daemon's threads poll before they
 # sleep; on 2 cores a polling thread takes the generator's core),
+# PIN=true pins the daemon's dispatcher and workers (pin_threads),
 # PORT=19000 (the daemon's), SRC_PORT=41000 (the first flow's), EGRESS=1
 # sends every reply as a task of an egress engine scheduled by the core
 # (default: the batch's replies leave with one sendmmsg), KEEP=1 keeps the
@@ -35,12 +36,13 @@ SPIN=${SPIN:-0s}
 PORT=${PORT:-19000}
 SRC_PORT=${SRC_PORT:-41000}
 EGRESS=${EGRESS:-0}
+PIN=${PIN:-false}
 command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2; exit 1; }
 
 . scripts/isolad_scratch.sh
 
 {
-  printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\nspin = "%s"\n\n' "$PORT" "$SPIN"
+  printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\nspin = "%s"\npin_threads = %s\n\n' "$PORT" "$SPIN" "$PIN"
   printf '[[engine]]\nname = "pu"\nworkers = %s\nqueue_depth = %s\npolicy = "wlbvt"\n\n' "$WORKERS" "$QUEUE_DEPTH"
   if [ "$EGRESS" = 1 ]; then
     printf '[[engine]]\nname = "out"\nkind = "egress"\nqueue_depth = %s\n\n' "$QUEUE_DEPTH"

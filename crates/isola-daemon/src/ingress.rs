@@ -477,10 +477,13 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
         return;
     }
     let group = Arc::new(ReplyGroup::new(socket, shared, tenant, packets.len()));
-    let tasks = packets.drain(..).filter_map(|p| {
+    // Every packet left has its stages (the unplaced were taken out
+    // above); one without would be refused by the runtime (no stages) and
+    // counted aborted, never skipped: the group waits for each packet.
+    let tasks = packets.drain(..).map(|p| {
         let (g, to) = (Arc::clone(&group), p.to);
         let on_done: OnCompletion = Arc::new(move |c| g.settle(&to, c));
-        Some((p.stages.ok()?, Arc::new(p.payload), on_done))
+        (p.stages.unwrap_or_default(), Arc::new(p.payload), on_done)
     });
     let handle = shared.runtime.tenant(TenantId(tenant as u32));
     for submitted in handle.submit_stages_batch_calling(tasks) {

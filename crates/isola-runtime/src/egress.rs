@@ -218,7 +218,9 @@ fn send_batch(socket: &UdpSocket, to: Option<(SocketAddr, u8)>, batch: &[&[u8]])
     while sent < msgs.len() {
         let rest = &mut msgs[sent..];
         // SAFETY: `rest` holds initialised headers whose iovecs point at
-        // `batch`'s slices, alive for this call; the kernel only reads them.
+        // `batch`'s slices, whose names (if any) at `to`'s address and
+        // whose control data (if any) at `tos`' rooms, all alive and
+        // unmoved for this call; the kernel only reads them.
         let n = unsafe {
             libc::sendmmsg(
                 socket.as_raw_fd(),

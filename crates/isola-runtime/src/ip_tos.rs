@@ -27,7 +27,7 @@ pub const RECV_CONTROL: usize = 64;
 /// Ancillary data room for one IP TOS (IPv4) or traffic class (IPv6)
 /// value on a send, aligned as `cmsghdr` is. Neither the standard library
 /// nor rustix sets a per-datagram TOS, so it is written here by hand.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct TosControl([u64; 4]);
 
 impl TosControl {
@@ -42,8 +42,8 @@ impl TosControl {
         };
         let value = libc::c_int::from(tos);
         // SAFETY: the room is 32 bytes, aligned for `cmsghdr`, and
-        // CMSG_SPACE(size_of::<c_int>()) is 20 on every Linux target
-        // (checked below); CMSG_FIRSTHDR of a header whose control
+        // CMSG_SPACE(size_of::<c_int>()) is 24 on 64-bit Linux (checked
+        // below); CMSG_FIRSTHDR of a header whose control
         // points at it and whose length is that space is its start.
         unsafe {
             let space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;

@@ -93,7 +93,23 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
     let cancelled: &AtomicBool = &shared.cancelled;
     let since_epoch = |at: Instant| at.duration_since(shared.epoch).as_nanos() as u64;
     let mut reports: Vec<WorkDone> = Vec::with_capacity(REPORT_BATCH);
-    while let Ok(mut item) = crate::spin::recv(&queue, shared.spin, None) {
+    loop {
+        // Held reports go out before the worker waits: the queue is shared
+        // with the engine's other workers, so the items that justified
+        // holding them may have gone to another.
+        let next = match queue.try_recv() {
+            Ok(item) => Ok(item),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => break,
+            Err(crossbeam_channel::TryRecvError::Empty) => {
+                if !report(&done, &mut reports) {
+                    return;
+                }
+                crate::spin::recv(&queue, shared.spin, None)
+            }
+        };
+        let Ok(mut item) = next else {
+            break;
+        };
         let (token, tenant) = (item.token, item.tenant);
         let direct = item.direct.take();
         // A small whole task is not timed on the thread's CPU clock (see
@@ -162,24 +178,31 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
         // REPORT_BATCH: the dispatcher learns of them together, woken
         // once instead of once a task. Their tenants were told above, as
         // each task ended; only the core's bookkeeping waits, and the
-        // queue stays at least half full meanwhile. A piece the
+        // queue stays at least half full meanwhile; they go out, at the
+        // latest, when the queue is found empty. A piece the
         // dispatcher must act on (a subtask, a pipeline's stage) is
         // reported at once, with any held.
         if delivered && reports.len() < REPORT_BATCH.min(queue.len()) {
             continue;
         }
-        let msg = match reports.len() {
-            1 => crate::dispatcher::Msg::Done(reports.pop().expect("one report")),
-            _ => crate::dispatcher::Msg::DoneBatch(std::mem::take(&mut reports)),
-        };
-        if done.send(msg).is_err() {
-            // The dispatcher is gone: nobody is left to report to.
+        if !report(&done, &mut reports) {
             return;
         }
     }
-    // Reports are held only while items are queued, and the queue yields
-    // every item before it reports closed.
-    debug_assert!(reports.is_empty(), "a worker left with reports unsent");
+    // The queue closed (shutdown): whatever is held is still reported.
+    report(&done, &mut reports);
+}
+
+/// Sends the dispatcher every report in `reports` (emptied), as one
+/// message; `false` if the dispatcher is gone (nobody is left to report
+/// to).
+fn report(done: &DoneSender, reports: &mut Vec<WorkDone>) -> bool {
+    let msg = match reports.len() {
+        0 => return true,
+        1 => crate::dispatcher::Msg::Done(reports.pop().expect("one report")),
+        _ => crate::dispatcher::Msg::DoneBatch(std::mem::take(reports)),
+    };
+    done.send(msg).is_ok()
 }
 
 /// The most reports a worker gathers before it tells the dispatcher.
