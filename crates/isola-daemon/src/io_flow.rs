@@ -25,7 +25,7 @@
 //! reply can carry ([`MAX_READ`]) or has no place in the window (or whose
 //! tenant holds no window, or whose daemon has no DMA engine) is not run:
 //! it is counted aborted and the tenant told `KernelAborted` (detail
-//! [`UNPLACED_WRITE`], or [`TOO_LONG_READ`]). A window withdrawn while the
+//! `UNPLACED_WRITE`, or `TOO_LONG_READ`). A window withdrawn while the
 //! task waits fails its DMA stage, checked before any byte is copied.
 
 use crate::host_write::{dma_stage, placement, Placement, UNPLACED_WRITE};

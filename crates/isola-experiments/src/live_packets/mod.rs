@@ -41,7 +41,7 @@
 //!
 //! Padding. Where the real operators are too cheap for the packet path to
 //! load the engines as the scenario does, every tenant runs that stand-in,
-//! calibrated to its model cost (see [`scale`]'s module doc).
+//! calibrated to its model cost (see the `scale` module's doc).
 
 use anyhow::{bail, Context};
 use isola_core::{EngineKind, LatencyObjective, Nanos, TenantId};
