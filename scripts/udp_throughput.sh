@@ -9,11 +9,12 @@
 #
 # Usage: scripts/udp_throughput.sh
 # Settings (environment): ROUNDS=3, FLOWS=4, WINDOW=64 (per flow),
-# SIZE=64B, KERNEL=crc32c, DURATION=5s, WARMUP=1s, WORKERS=1 (the engine's
-# worker threads), QUEUE_DEPTH=32 (dispatches the core may hand the engine
-# beyond its workers: each task is still one policy decision, made up to
-# that many tasks ahead; 0 makes the worker wait on the dispatcher after
-# every packet), SPIN=0s (how long the daemon's threads poll before they
+# SIZE=64B, KERNEL=crc32c, DURATION=5s, WARMUP=1s, WORKERS=0 (the engine's
+# worker threads; 0: the dispatcher runs the kernels itself, to completion,
+# as the core picks each), QUEUE_DEPTH=32 (with WORKERS of 1 or more:
+# dispatches the core may hand the engine beyond its workers, each task
+# still one policy decision, made up to that many tasks ahead; 0 makes the
+# worker wait on the dispatcher after every packet), SPIN=0s (how long the daemon's threads poll before they
 # sleep; on 2 cores a polling thread takes the generator's core),
 # PIN=true pins the daemon's dispatcher and workers (pin_threads),
 # PORT=19000 (the daemon's), SRC_PORT=41000 (the first flow's), EGRESS=1
@@ -30,7 +31,7 @@ SIZE=${SIZE:-64B}
 KERNEL=${KERNEL:-crc32c}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
-WORKERS=${WORKERS:-1}
+WORKERS=${WORKERS:-0}
 QUEUE_DEPTH=${QUEUE_DEPTH:-32}
 SPIN=${SPIN:-0s}
 PORT=${PORT:-19000}
@@ -43,7 +44,10 @@ command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2
 
 {
   printf '[daemon]\nsocket = "isolad.sock"\nudp = ["127.0.0.1:%s"]\nspin = "%s"\npin_threads = %s\n\n' "$PORT" "$SPIN" "$PIN"
-  printf '[[engine]]\nname = "pu"\nworkers = %s\nqueue_depth = %s\npolicy = "wlbvt"\n\n' "$WORKERS" "$QUEUE_DEPTH"
+  printf '[[engine]]\nname = "pu"\nworkers = %s\npolicy = "wlbvt"\n' "$WORKERS"
+  # An engine on the dispatcher has no queue.
+  if [ "$WORKERS" != 0 ]; then printf 'queue_depth = %s\n' "$QUEUE_DEPTH"; fi
+  printf '\n'
   if [ "$EGRESS" = 1 ]; then
     printf '[[engine]]\nname = "out"\nkind = "egress"\nqueue_depth = %s\n\n' "$QUEUE_DEPTH"
   fi
@@ -56,7 +60,8 @@ start_isolad
 sleep 0.2
 
 common=(--flows "$FLOWS" --window "$WINDOW" --size "$SIZE" --duration "$DURATION" --warmup "$WARMUP")
-echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, engine workers $WORKERS, queue depth $QUEUE_DEPTH, spin $SPIN, egress engine $EGRESS"
+if [ "$WORKERS" = 0 ]; then engine="kernels run on the dispatcher"; else engine="engine workers $WORKERS, queue depth $QUEUE_DEPTH"; fi
+echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, $engine, spin $SPIN, egress engine $EGRESS"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 printf '%-6s %-14s %-12s %-8s %-22s\n' round path "replies/s" loss "p50 / p99 (us)"
 row() { # round, path, report

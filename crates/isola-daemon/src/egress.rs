@@ -1,4 +1,4 @@
-//! The packet path's egress (issue 16): the replies to one received batch's
+//! The packet path's egress (issue 16): the replies to one poll's
 //! packets of one tenant are collected as their tasks complete and sent
 //! together with one `sendmmsg` by whichever runtime thread completes the
 //! group's last task; no thread of its own, no hand-off. Every packet of
@@ -12,7 +12,7 @@
 //! host region (`crate::host_write`).
 //!
 //! A group is one tenant's, so a reply waits at most for that tenant's
-//! own later packets of the same batch (the core serves a tenant's tasks
+//! own later packets of the same poll (the core serves a tenant's tasks
 //! in their order), never for another tenant's.
 //!
 //! With an egress engine (`kind = "egress"`), replies are not sent with
@@ -52,7 +52,7 @@ pub(crate) struct ReplyTo {
     pub(crate) ecn: u8,
 }
 
-/// The replies of one tenant's packets of one received batch.
+/// The replies of one tenant's packets of one poll of a socket.
 pub(crate) struct ReplyGroup {
     socket: Arc<UdpSocket>,
     shared: Arc<Shared>,

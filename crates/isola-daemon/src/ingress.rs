@@ -14,17 +14,21 @@
 //! a DMA transfer its header names, checked against the tenant's host
 //! window as it is matched.
 //!
+//! The runtime's dispatcher takes the datagrams itself: each listening
+//! socket is a poller it polls beside its channel (`SocketPoller`, an
+//! `isola_runtime::Poller`), so that a packet goes from the socket to the
+//! core with no thread hand-off; before the dispatcher blocks, a thread
+//! waiting on every socket is armed to wake it (`crate::socket_wake`).
 //! Per received batch (one `recvmmsg`), each tenant's matched packets go
-//! to the runtime as one batch (`TenantHandle::submit_stages_batch_calling`: one
-//! message to the dispatcher, still one core decision and one completion
-//! per packet), and their replies leave as one `sendmmsg` (`egress`). A
-//! flow's kernel (`crate::kernel`) is built once, with the configuration,
-//! not per packet. After a batch short of its size the thread yields its core
-//! once before the next `recvmmsg`, so that datagrams gather meanwhile
-//! (docs/perf.md: batches of 2-4 datagrams otherwise, at 64 B).
+//! to the runtime as one batch (`TenantHandle::submit_stages_batch_calling`:
+//! still one core decision and one completion per packet), and their
+//! replies leave as one `sendmmsg` (`egress`). A flow's kernel
+//! (`crate::kernel`) is built once, with the configuration, not per packet.
 //!
 //! ECN (RFC 3168). Each datagram's ECN field is read with it
-//! (`IP_RECVTOS`). From a tenant's `ecn_threshold` packets in its flow
+//! (`IP_RECVTOS`) while some tenant's queues are within a batch of its
+//! threshold (below that no packet is marked, and the kernel is spared
+//! the field). From a tenant's `ecn_threshold` packets in its flow
 //! queues on, a packet that carries ECN bits is taken in marked
 //! Congestion Experienced (counted `marked`), and its reply carries the
 //! mark back to the sender; a packet without them is taken in until the
@@ -38,6 +42,7 @@ use crate::config::FlowConfig;
 use crate::egress::{ReplyGroup, ReplyTo};
 use crate::kernel::FlowKernel;
 use crate::metrics::{Metrics, PacketOutcome};
+use crate::socket_wake::{SocketWake, Watch};
 use crate::tenants::TenantTable;
 use crate::Shared;
 use isola_core::TenantId;
@@ -46,6 +51,7 @@ use isola_ops::Operator;
 use isola_runtime::{Direction, OnCompletion, Stage};
 use isola_wire::EventKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
@@ -60,8 +66,9 @@ const RECV_BUFFER: usize = 4 << 20;
 /// Datagrams taken in one system call.
 const BATCH: usize = 32;
 
-/// How often a listening thread looks whether the daemon stops.
-const STOP_CHECK: Duration = Duration::from_millis(50);
+/// The most batches one poll of a socket takes (the next only while each
+/// comes full).
+const READS_PER_POLL: usize = 4;
 
 /// One flow queue as the matcher finds it.
 struct Flow {
@@ -129,7 +136,7 @@ pub struct PacketCounts {
     pub marked: Vec<u64>,
 }
 
-/// The matcher and the counters, shared by the listening threads and the
+/// The matcher and the counters, shared by the socket pollers and the
 /// tenant table.
 pub(crate) struct PacketPath {
     rules: RwLock<RuleSet<Flow>>,
@@ -200,9 +207,7 @@ impl PacketPath {
         if let Some(t) = self.tenants.get(tenant) {
             t.counter(outcome).fetch_add(n as u64, Ordering::Relaxed);
         }
-        for _ in 0..n {
-            metrics.packet(tenant, outcome);
-        }
+        metrics.packets(tenant, outcome, n as u64);
     }
 
     /// Takes up to `n` packets of tenant slot `tenant` into its flow
@@ -230,6 +235,16 @@ impl PacketPath {
             taken: taken as usize,
             mark_from: threshold.saturating_sub(before) as usize,
         }
+    }
+
+    /// Whether a packet of a batch of `batch` could be marked: some
+    /// tenant's flow queues hold at least its ECN threshold less `batch`.
+    fn may_mark(&self, batch: usize) -> bool {
+        self.tenants.iter().any(|t| {
+            let depth = t.depth.load(Ordering::Relaxed);
+            let from = t.mark_from.load(Ordering::Relaxed);
+            depth > 0 && t.in_flight.load(Ordering::Relaxed) + batch as u64 >= from
+        })
     }
 
     /// One packet of tenant slot `tenant` has ended (whatever its outcome).
@@ -270,41 +285,61 @@ fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
     }
 }
 
-/// The listening sockets and their threads.
+/// The listening sockets, each polled by the dispatcher
+/// ([`SocketPoller`]), and the thread that wakes it for them.
 pub(crate) struct Ingress {
     addrs: Vec<SocketAddr>,
-    threads: Vec<JoinHandle<()>>,
+    /// Set by each socket's poller when the dispatcher drops it.
+    gone: Vec<Arc<AtomicBool>>,
+    shared: Arc<Shared>,
+    waker: Option<JoinHandle<()>>,
 }
 
 impl Ingress {
-    /// Binds every address of `addrs` and starts a thread on each.
+    /// Binds every address of `addrs` and has the dispatcher poll each.
     pub(crate) fn start(
         addrs: &[SocketAddr],
         shared: &Arc<Shared>,
         stopping: &Arc<AtomicBool>,
     ) -> std::io::Result<Ingress> {
+        let mut wake = SocketWake::new()?;
         let mut bound = Vec::new();
-        let mut sockets = Vec::new();
+        let mut pollers = Vec::new();
         for addr in addrs {
             let socket = UdpSocket::bind(addr)?;
-            socket.set_read_timeout(Some(STOP_CHECK))?;
+            // The dispatcher never waits on it: the waker does.
+            socket.set_nonblocking(true)?;
             // Room for bursts (the system may cap it at net.core.rmem_max).
             let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, RECV_BUFFER);
-            // Each datagram's ECN field, for marking at a congested queue.
-            isola_runtime::ip_tos::enable_recv_tos(&socket)?;
-            bound.push(socket.local_addr()?);
-            sockets.push(Arc::new(socket));
+            let local = socket.local_addr()?;
+            bound.push(local);
+            let watch = wake.watch();
+            pollers.push(SocketPoller {
+                socket: Arc::new(socket),
+                local,
+                shared: Arc::clone(shared),
+                stopping: Arc::clone(stopping),
+                batch: crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM),
+                per_tenant: (0..shared.packets.tenants.len()).map(|_| Vec::new()).collect(),
+                watch,
+                gone: Arc::new(AtomicBool::new(false)),
+                ecn_read: false,
+            });
         }
-        let threads = sockets
-            .into_iter()
-            .map(|socket| {
-                let (shared, stopping) = (Arc::clone(shared), Arc::clone(stopping));
-                std::thread::spawn(move || listen(&socket, &shared, &stopping))
-            })
-            .collect();
+        let gone = pollers.iter().map(|p| Arc::clone(&p.gone)).collect();
+        for p in pollers {
+            shared
+                .runtime
+                .add_poller(Box::new(p))
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+        }
+        let runtime = Arc::clone(shared);
+        let waker = wake.spawn(Arc::clone(stopping), move || runtime.runtime.wake_dispatcher())?;
         Ok(Ingress {
             addrs: bound,
-            threads,
+            gone,
+            shared: Arc::clone(shared),
+            waker: Some(waker),
         })
     }
 
@@ -313,13 +348,23 @@ impl Ingress {
         &self.addrs
     }
 
-    /// Waits for the listening threads (after `stopping` was set).
-    pub(crate) fn join(self) {
-        for t in self.threads {
+    /// Waits (after `stopping` was set) for the waker, and for the
+    /// dispatcher to drop the pollers (each holds the daemon's state: the
+    /// last holder must not be the dispatcher's own thread).
+    pub(crate) fn join(mut self) {
+        if let Some(t) = self.waker.take() {
             let _ = t.join();
+        }
+        self.shared.runtime.wake_dispatcher();
+        let waiting = std::time::Instant::now();
+        while !self.gone.iter().all(|g| g.load(Ordering::Acquire)) && waiting.elapsed() < GONE_WAIT {
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }
+
+/// How long [`Ingress::join`] waits for the dispatcher to drop the pollers.
+const GONE_WAIT: Duration = Duration::from_secs(2);
 
 /// A matched packet on its way to its tenant's batch.
 struct Matched {
@@ -332,46 +377,109 @@ struct Matched {
     to: ReplyTo,
 }
 
-/// Takes datagrams on `socket` until `stopping`, each batch to its flows.
-fn listen(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, stopping: &AtomicBool) {
-    let local = match socket.local_addr() {
-        Ok(a) => a,
-        Err(_) => return,
-    };
-    let mut batch = crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM);
-    // Per tenant slot: its packets of the batch at hand.
-    let mut per_tenant: Vec<Vec<Matched>> = (0..shared.packets.tenants.len()).map(|_| Vec::new()).collect();
-    let mut last = BATCH;
-    while !stopping.load(Ordering::Acquire) {
-        if last < BATCH {
-            // A short batch: let the runtime's threads on this core run
-            // first, so that datagrams gather for the next one.
-            std::thread::yield_now();
+/// One listening socket, polled by the runtime's dispatcher on its own
+/// thread (`isola_runtime::Poller`): each poll takes one batch of
+/// datagrams (one `recvmmsg`) to their flows.
+struct SocketPoller {
+    socket: Arc<UdpSocket>,
+    local: SocketAddr,
+    shared: Arc<Shared>,
+    stopping: Arc<AtomicBool>,
+    batch: crate::udp_batch::RecvBatch,
+    /// Per tenant slot: its packets of the batch at hand.
+    per_tenant: Vec<Vec<Matched>>,
+    watch: Watch,
+    gone: Arc<AtomicBool>,
+    /// Whether the kernel gives each datagram's ECN field now
+    /// (`IP_RECVTOS`; see [`SocketPoller::read_ecn_if_needed`]).
+    ecn_read: bool,
+}
+
+impl SocketPoller {
+    /// Has the kernel give each datagram's ECN field only while a packet
+    /// of the next batch could be marked: while some tenant's flow queues
+    /// are within a batch of its ECN threshold. The field costs the kernel
+    /// a control message per datagram; below every threshold no packet is
+    /// marked, so nobody needs it. (A batch taken before the field is
+    /// asked for again carries none: its packets are taken in unmarked,
+    /// or dropped at a full queue, as packets without ECN bits are.)
+    fn read_ecn_if_needed(&mut self) {
+        let wanted = self.shared.packets.may_mark(BATCH);
+        if wanted != self.ecn_read {
+            match isola_runtime::ip_tos::set_recv_tos(&*self.socket, wanted) {
+                Ok(()) => self.ecn_read = wanted,
+                Err(e) => eprintln!("isolad: udp {}: reading the ECN field: {e}", self.local),
+            }
         }
-        let got = match batch.recv(std::os::fd::AsFd::as_fd(&**socket)) {
+    }
+
+    /// Takes one batch (one `recvmmsg`), each datagram matched to its
+    /// tenant's list; how many datagrams.
+    fn read_batch(&mut self) -> usize {
+        self.read_ecn_if_needed();
+        let got = match self.batch.recv(self.socket.as_fd()) {
             Ok(n) => n,
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
                 ) =>
             {
-                continue
+                return 0
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("isolad: udp {local}: {e}");
-                std::thread::sleep(STOP_CHECK);
-                continue;
+                eprintln!("isolad: udp {}: {e}", self.local);
+                return 0;
             }
         };
-        last = got;
-        classify(&batch, got, local, shared, &mut per_tenant);
-        for (tenant, packets) in per_tenant.iter_mut().enumerate() {
-            if !packets.is_empty() {
-                deliver(socket, shared, tenant, packets);
+        classify(&self.batch, got, self.local, &self.shared, &mut self.per_tenant);
+        got
+    }
+}
+
+impl isola_runtime::Poller for SocketPoller {
+    fn poll(&mut self) -> usize {
+        if self.stopping.load(Ordering::Acquire) {
+            return 0;
+        }
+        // Up to READS_PER_POLL batches while they come full: the socket is
+        // read faster than the engines run (a dispatcher running a PU
+        // engine itself runs a batch between looks), so that a flood is
+        // dropped at its own tenant's flow queues, not at the socket every
+        // tenant shares. What one poll takes goes to the core as one batch
+        // per tenant, whose replies leave together.
+        let mut taken = 0;
+        for _ in 0..READS_PER_POLL {
+            let got = self.read_batch();
+            taken += got;
+            if got < BATCH {
+                break;
             }
         }
+        for (tenant, packets) in self.per_tenant.iter_mut().enumerate() {
+            if !packets.is_empty() {
+                deliver(&self.socket, &self.shared, tenant, packets);
+            }
+        }
+        taken
+    }
+
+    fn sleep(&mut self) -> bool {
+        !self.stopping.load(Ordering::Acquire) && self.watch.sleep(self.socket.as_fd())
+    }
+
+    fn wake(&mut self) {
+        self.watch.wake(self.socket.as_fd());
+    }
+
+    fn done(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for SocketPoller {
+    fn drop(&mut self) {
+        self.gone.store(true, Ordering::Release);
     }
 }
 

@@ -30,6 +30,7 @@ pub mod io_flow;
 pub mod kernel;
 mod metrics;
 mod ring;
+mod socket_wake;
 mod tenants;
 mod udp_batch;
 
@@ -183,6 +184,9 @@ impl Daemon {
                 .with_split_when(e.split_when);
             if let Some(split) = e.split {
                 engine = engine.with_split(split);
+            }
+            if e.workers == 0 {
+                engine = engine.on_dispatcher();
             }
             match e.kind {
                 isola_core::EngineKind::Dma => engine = engine.with_dma(),

@@ -501,11 +501,11 @@ impl Metrics {
         });
     }
 
-    /// Counts a packet of `tenant`'s flows by `outcome`.
-    pub(crate) fn packet(&self, tenant: usize, outcome: PacketOutcome) {
+    /// Counts `n` packets of `tenant`'s flows by `outcome`.
+    pub(crate) fn packets(&self, tenant: usize, outcome: PacketOutcome, n: u64) {
         if let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) {
             if let Some(m) = cell.as_ref() {
-                m.packets[outcome as usize].inc();
+                m.packets[outcome as usize].inc_by(n);
             }
         }
     }

@@ -84,9 +84,10 @@ impl RecvBatch {
         }
     }
 
-    /// Waits (up to the socket's read timeout) for at least one datagram
-    /// and takes every one waiting, up to the batch's size; returns how
-    /// many. A datagram larger than the room is cut to it (`MSG_TRUNC`
+    /// Takes every datagram waiting, up to the batch's size, waiting for
+    /// the first as the socket does (up to its read timeout; not at all on
+    /// a non-blocking socket, which answers `WouldBlock` when none waits);
+    /// returns how many. A datagram larger than the room is cut to it (`MSG_TRUNC`
     /// marks it: [`RecvBatch::get`] reports it as such).
     pub(crate) fn recv(&mut self, socket: BorrowedFd<'_>) -> io::Result<usize> {
         for (i, m) in self.msgs.iter_mut().enumerate() {
@@ -339,7 +340,7 @@ mod ecn_tests {
         );
         rx.set_read_timeout(Some(std::time::Duration::from_secs(5)))
             .unwrap();
-        isola_runtime::ip_tos::enable_recv_tos(&rx).unwrap();
+        isola_runtime::ip_tos::set_recv_tos(&rx, true).unwrap();
         let to = rx.local_addr().unwrap();
         let out = [ECN_CE, 0, ECN_ECT0].map(|ecn| Outgoing {
             to,

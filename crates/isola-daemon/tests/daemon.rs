@@ -203,6 +203,18 @@ fn configuration_mistakes_name_their_line_and_key() {
         .replace("[daemon]\n", "[daemon]\nspare_tenants = 4\n")
         .replace("name = \"e\"", "name = \"e\"\npolicy = \"static\""));
     assert_eq!(e.key.as_deref(), Some("spare_tenants"), "{e}");
+    // No workers: the dispatcher runs the engine, one task as the core
+    // picks it, so it has no queue to size.
+    let e = bad(&base.replace("name = \"e\"", "name = \"e\"\nworkers = 0\nqueue_depth = 8"));
+    assert_eq!((e.line, e.key.as_deref()), (6, Some("queue_depth")), "{e}");
+    let e = bad(&base.replace("name = \"e\"", "name = \"e\"\nworkers = 300"));
+    assert_eq!((e.line, e.key.as_deref()), (5, Some("workers")), "{e}");
+    let on_dispatcher = DaemonConfig::parse(
+        &base.replace("name = \"e\"", "name = \"e\"\nworkers = 0"),
+        Path::new("d.toml"),
+    )
+    .unwrap();
+    assert_eq!(on_dispatcher.engines[0].workers, 0);
     assert!(DaemonConfig::parse(base, Path::new("d.toml")).is_ok());
 }
 

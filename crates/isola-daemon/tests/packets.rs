@@ -340,7 +340,7 @@ fn a_congested_flow_queue_marks_ecn_capable_packets_and_their_replies_carry_the_
     let (a, b) = (client(), client());
     ip_tos::set_send_tos(&a, ECN_ECT0).unwrap();
     for s in [&a, &b] {
-        ip_tos::enable_recv_tos(s).unwrap();
+        ip_tos::set_recv_tos(s, true).unwrap();
     }
     let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
     let tenant = |name: &str, port: u16| {

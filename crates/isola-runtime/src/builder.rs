@@ -36,6 +36,10 @@ pub struct EngineConfig {
     pub split_when: SplitWhen,
     /// What its workers do: run operators, copy (DMA) or send (egress).
     pub device: EngineDevice,
+    /// It has no threads of its own: the dispatcher runs each of its
+    /// tasks itself, to completion, as the core picks it
+    /// ([`EngineConfig::on_dispatcher`]).
+    pub on_dispatcher: bool,
 }
 
 /// What an engine's workers do with the work the core dispatches to it.
@@ -62,6 +66,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("split_bytes", &self.split_bytes)
             .field("split_when", &self.split_when)
             .field("device", &self.device)
+            .field("on_dispatcher", &self.on_dispatcher)
             .finish_non_exhaustive()
     }
 }
@@ -82,7 +87,26 @@ impl EngineConfig {
                 window: DEFAULT_CONTENTION_WINDOW_NS,
             },
             device: EngineDevice::Compute,
+            on_dispatcher: false,
         }
+    }
+
+    /// Runs its tasks on the dispatcher's own thread instead of worker
+    /// threads: one at a time, to completion, each as soon as the core
+    /// picks it (one worker, no queue: every task is one decision of the
+    /// engine's policy, made when the one before it ended). A DPDK core
+    /// that receives, classifies and processes its own packets works so:
+    /// no thread hand-off, no wake-up, nothing shared between cores;
+    /// on a machine with few cores it serves small tasks fastest. The
+    /// price: while a task runs the dispatcher does nothing else (no other
+    /// engine is fed, no submission taken), so it suits engines of short
+    /// tasks, and a kernel that runs away must be stopped by its own limit
+    /// (a WebAssembly kernel's fuel).
+    pub fn on_dispatcher(mut self) -> Self {
+        self.on_dispatcher = true;
+        self.workers = 1;
+        self.queue_depth = 0;
+        self
     }
 
     /// Makes it a DMA engine: its workers copy DMA stages' bytes (its kind

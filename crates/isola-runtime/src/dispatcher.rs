@@ -1,8 +1,9 @@
 //! The dispatcher thread: owns the isolation core's `Scheduler`, submits
 //! each tenant task to it, hands what it dispatches (whole tasks or the
-//! subtasks it split them into) to the engines' worker queues, reports
-//! each back with its measured service time, and turns the results into
-//! each task's one completion.
+//! subtasks it split them into) to the engines' worker queues, or runs it
+//! itself for an engine with no workers (`dispatch`), reports each back
+//! with its measured service time, and turns the results into each task's
+//! one completion.
 //!
 //! It decides nothing: whether and how finely a task is split, in what
 //! order tenants are served and how many dispatches an engine holds are the
@@ -17,6 +18,7 @@
 //! tasks end with `TaskError::CoreFailed`, and the other engines go on.
 
 mod control;
+mod dispatch;
 mod shutdown;
 mod stages;
 pub(crate) use control::Control;
@@ -28,13 +30,14 @@ use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::pipeline::{StagePlan, Work};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
-use crate::worker::{guarded, PlacedPart, WorkDone, WorkItem};
+use crate::worker::{guarded, WorkDone, WorkItem, WorkerPlace};
+use foldhash::HashMap;
 use isola_core::{
-    Bytes, Dispatch, DispatchId, EngineId, Nanos, OpSpec, PlannerRef, Scheduler, Subtask, SubtaskPlanner,
-    Task, TaskId, TenantId,
+    Bytes, DispatchId, EngineId, Nanos, OpSpec, PlannerRef, Scheduler, Subtask, SubtaskPlanner, Task, TaskId,
+    TenantId,
 };
 use isola_ops::Carry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -210,6 +213,13 @@ pub(crate) struct Dispatcher {
     shutdown_grace: Duration,
     /// Sources polled beside the channel.
     pollers: Vec<Box<dyn crate::Poller>>,
+    /// Per engine run on this thread ([`crate::EngineConfig::on_dispatcher`]):
+    /// its one place; `None` for an engine with workers of its own.
+    places: Vec<Option<WorkerPlace>>,
+    /// The last pump stopped at its budget of work run on this thread,
+    /// more perhaps left to run: the next turn looks at arrivals without
+    /// waiting for them.
+    more_here: bool,
 }
 
 impl Dispatcher {
@@ -223,8 +233,8 @@ impl Dispatcher {
             rx,
             scheduler,
             queues,
-            tasks: HashMap::new(),
-            running: HashMap::new(),
+            tasks: HashMap::default(),
+            running: HashMap::default(),
             next_token: 0,
             shutdown_ack: None,
             unsplittable: PlannerRef(Arc::new(isola_core::Unsplittable)),
@@ -232,6 +242,19 @@ impl Dispatcher {
             shutdown_deadline: None,
             shutdown_grace: Duration::ZERO,
             pollers: Vec::new(),
+            places: shared
+                .engines
+                .iter()
+                .enumerate()
+                .map(|(engine, e)| {
+                    e.on_dispatcher.then(|| WorkerPlace {
+                        engine,
+                        index: 0,
+                        shared: Arc::clone(&shared),
+                    })
+                })
+                .collect(),
+            more_here: false,
             shared,
         }
     }
@@ -259,7 +282,18 @@ impl Dispatcher {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let received = if self.pollers.is_empty() {
+            let received = if std::mem::take(&mut self.more_here) {
+                // Work picked to run here waits: take what has arrived
+                // (into the core, where the policy orders it with the
+                // rest), without waiting for more.
+                crate::poller::poll_all(&mut self.pollers);
+                self.rx.try_recv().map_err(|e| match e {
+                    crossbeam_channel::TryRecvError::Empty => crossbeam_channel::RecvTimeoutError::Timeout,
+                    crossbeam_channel::TryRecvError::Disconnected => {
+                        crossbeam_channel::RecvTimeoutError::Disconnected
+                    }
+                })
+            } else if self.pollers.is_empty() {
                 crate::spin::recv(&self.rx, self.shared.spin, deadline)
             } else {
                 crate::poller::recv(&self.rx, self.shared.spin, deadline, &mut self.pollers)
@@ -309,10 +343,17 @@ impl Dispatcher {
     /// Acts on one message.
     fn handle(&mut self, msg: Msg) {
         match msg {
-            Msg::Submit(s) => self.submit(s),
-            Msg::SubmitBatch(batch) => batch.into_iter().for_each(|s| self.submit(s)),
-            Msg::Done(d) => self.done(d),
-            Msg::DoneBatch(ds) => ds.into_iter().for_each(|d| self.done(d)),
+            // A batch is taken at one reading of the clock.
+            Msg::Submit(s) => self.submit(s, self.now()),
+            Msg::SubmitBatch(batch) => {
+                let now = self.now();
+                batch.into_iter().for_each(|s| self.submit(s, now));
+            }
+            Msg::Done(d) => self.done(d, self.now()),
+            Msg::DoneBatch(ds) => {
+                let now = self.now();
+                ds.into_iter().for_each(|d| self.done(d, now));
+            }
             Msg::Control(c) => self.control(c),
             Msg::AddPoller(p) => self.pollers.push(p),
             Msg::Wake => {}
@@ -324,8 +365,8 @@ impl Dispatcher {
         }
     }
 
-    fn submit(&mut self, s: Submission) {
-        let now = self.now();
+    /// Takes submission `s` at `now`.
+    fn submit(&mut self, s: Submission, now: Nanos) {
         let submitted_ns = s.submitted.duration_since(self.shared.epoch).as_nanos() as Nanos;
         let bytes = s.input.len() as u64;
         let task = TaskInFlight {
@@ -370,18 +411,16 @@ impl Dispatcher {
     fn submit_stage(&mut self, now: Nanos, mut task: TaskInFlight, arrival: Nanos) {
         let id = task.id;
         let input = &task.input;
-        task.planner = input
-            .work
-            .operator()
-            .and_then(|op| op.splitter())
-            .is_some()
-            .then(|| {
-                Arc::new(OperatorPlanner {
-                    input: Arc::clone(input),
-                    cost: Arc::clone(&task.cost),
-                    planned: Mutex::new(None),
-                })
-            });
+        // A planner only where the core may split: on an engine with a
+        // split rule (none is built per task otherwise).
+        let splits = self.shared.engines[task.engine].split_bytes.is_some();
+        task.planner = (splits && input.work.operator().and_then(|op| op.splitter()).is_some()).then(|| {
+            Arc::new(OperatorPlanner {
+                input: Arc::clone(input),
+                cost: Arc::clone(&task.cost),
+                planned: Mutex::new(None),
+            })
+        });
         let planner = match (&task.planner, &input.work) {
             (Some(p), _) => Some(PlannerRef(Arc::clone(p) as Arc<dyn SubtaskPlanner>)),
             (None, Work::Op(_)) => Some(self.unsplittable.clone()),
@@ -440,113 +479,8 @@ impl Dispatcher {
         }
     }
 
-    /// Dispatches whatever the scheduler releases now.
-    fn pump(&mut self) {
-        let now = self.now();
-        for e in 0..self.scheduler.engine_count() {
-            let engine = EngineId(e as u32);
-            while self.failed[e].is_none() {
-                let d = match catch(|| self.scheduler.next(now, engine)) {
-                    Ok(d) => d,
-                    Err(message) => {
-                        self.fail_engine(e, message);
-                        break;
-                    }
-                };
-                self.log(|| crate::CoreCall::Next {
-                    now,
-                    engine,
-                    dispatched: d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index))),
-                });
-                let Some(d) = d else { break };
-                self.start(now, d);
-            }
-        }
-    }
-
-    /// Hands dispatch `d` to its engine's queue (or, for a task already
-    /// failed, completes it at once without running it).
-    fn start(&mut self, now: Nanos, d: Dispatch) {
-        let id = d.task.id.0;
-        let Some(task) = self.tasks.get_mut(&id) else {
-            unreachable!("the core dispatched task {id}, which the dispatcher does not hold");
-        };
-        if let Some(sub) = d.subtask {
-            if task.carries.is_empty() {
-                task.subtasks = sub.count;
-                task.carries = (0..if sub.ordered { 1 } else { sub.count })
-                    .map(|_| None)
-                    .collect();
-                if !sub.ordered {
-                    if let Err(e) = place(task) {
-                        task.error.get_or_insert(e);
-                    }
-                }
-            }
-            debug_assert_eq!(task.subtasks, sub.count, "a task keeps its plan once split");
-        }
-        if task.error.is_some() {
-            // Nothing more of a failed task runs; the core still hears of
-            // each of its subtasks, so that it settles.
-            self.settle(now, id, d.id, 0);
-            return;
-        }
-        let token = self.next_token;
-        self.next_token += 1;
-        task.running += 1;
-        self.running.insert(
-            token,
-            Running {
-                task: id,
-                dispatch: d.id,
-                subtask: d.subtask,
-            },
-        );
-        let previous = match d.subtask {
-            Some(s) if s.ordered && s.index > 0 => {
-                let carry = task.carries[0].take();
-                debug_assert!(carry.is_some(), "an ordered subtask runs after the one before it");
-                carry
-            }
-            _ => None,
-        };
-        let direct = (d.subtask.is_none() && task.rest.is_empty()).then(|| crate::worker::Direct {
-            completion: task.completion(Err(TaskError::Cancelled), 0),
-            busy_at_submit: task.busy_at_submit,
-            handoff_ns: task.handoff_ns,
-            reply: task.reply.clone(),
-            budget: self
-                .scheduler
-                .service_budget(EngineId(task.engine as u32), task.tenant),
-        });
-        let placed = match (&task.placed, d.subtask) {
-            (Some(output), Some(s)) => Some(PlacedPart {
-                output: Arc::clone(output),
-                regions: std::mem::take(&mut task.regions[s.index as usize]),
-            }),
-            _ => None,
-        };
-        let item = WorkItem {
-            token,
-            tenant: task.tenant.index(),
-            job: Arc::clone(&task.input),
-            part: d.subtask,
-            previous,
-            placed,
-            direct,
-        };
-        // The workers hold the receivers until the dispatcher closes the
-        // queues, which it does only once no task is left.
-        if self.queues[task.engine].send(item).is_err() {
-            unreachable!(
-                "engine {}'s workers are gone while the dispatcher runs",
-                task.engine
-            );
-        }
-    }
-
-    fn done(&mut self, d: WorkDone) {
-        let now = self.now();
+    /// Takes report `d`, heard at `now`.
+    fn done(&mut self, d: WorkDone, now: Nanos) {
         let Some(run) = self.running.remove(&d.token) else {
             unreachable!("a worker reported work {} the dispatcher never sent", d.token);
         };
@@ -688,44 +622,6 @@ impl TaskInFlight {
             ),
         }
     }
-}
-
-/// Sets up a split task of an operator with a `Placement` to write in
-/// place: its output buffer, and each subtask's ranges of it, checked to be
-/// in bounds and disjoint (what makes the shared buffer sound). Operators
-/// without one reassemble from their subtasks' carries instead.
-fn place(task: &mut TaskInFlight) -> Result<(), TaskError> {
-    let Some(op) = task.input.work.operator() else {
-        return Ok(());
-    };
-    let Some(placement) = op.placement() else {
-        return Ok(());
-    };
-    let planned = task
-        .planner
-        .as_ref()
-        .and_then(|p| p.planned.lock().ok().and_then(|g| g.clone()));
-    let Some(parts) = planned.filter(|p| p.len() == task.subtasks as usize) else {
-        unreachable!("a split task's planner kept the plan its subtasks come from");
-    };
-    let input_len = task.input.input.len();
-    let (len, regions) = guarded(op.name(), || {
-        let len = placement.output_len(input_len)?;
-        Ok((
-            len,
-            parts
-                .iter()
-                .map(|p| placement.regions(p, input_len))
-                .collect::<Vec<_>>(),
-        ))
-    })?;
-    let output = PlacedOutput::new(len, &regions).map_err(|bad| TaskError::BadPlan {
-        op: op.name().to_string(),
-        reason: bad.0,
-    })?;
-    task.placed = Some(Arc::new(output));
-    task.regions = regions;
-    Ok(())
 }
 
 /// A split task's output from its subtasks' carries.

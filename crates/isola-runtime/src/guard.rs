@@ -22,7 +22,7 @@ pub(crate) struct GuardedCost(pub Arc<dyn isola_core::CostModel>);
 
 impl GuardedCost {
     /// `model`, guarded.
-    pub(crate) fn wrap(model: Arc<dyn isola_core::CostModel>) -> Arc<dyn isola_core::CostModel> {
+    pub(crate) fn wrap(model: Arc<dyn isola_core::CostModel>) -> Arc<GuardedCost> {
         Arc::new(GuardedCost(model))
     }
 

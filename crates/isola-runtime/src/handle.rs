@@ -22,8 +22,8 @@ pub struct TenantHandle {
     shared: Arc<Shared>,
     /// The engine its tasks go to (else the first that serves the operator).
     engine: Option<usize>,
-    /// Its own cost model (else its engine's).
-    cost: Option<Arc<dyn isola_core::CostModel>>,
+    /// Its own cost model, guarded (else its engine's).
+    cost: Option<Arc<crate::guard::GuardedCost>>,
 }
 
 impl std::fmt::Debug for TenantHandle {
@@ -67,7 +67,7 @@ impl TenantHandle {
     /// This handle with its tasks' costs predicted by `cost` instead of
     /// the engine's model (a tenant whose tasks cost differently).
     pub fn with_cost(mut self, cost: Arc<dyn isola_core::CostModel>) -> TenantHandle {
-        self.cost = Some(cost);
+        self.cost = Some(crate::guard::GuardedCost::wrap(cost));
         self
     }
 
@@ -185,8 +185,10 @@ impl TenantHandle {
             _ => return tasks.map(|_| Err(SubmitError::ShutDown)).collect(),
         };
         let mut batch = Vec::with_capacity(ids.capacity());
+        // The batch arrived at once: one reading of the clock.
+        let submitted = Instant::now();
         for (stages, payload, on_done) in tasks {
-            match self.prepare(stages, payload, Reply::calling(on_done)) {
+            match self.prepare(stages, payload, Reply::calling(on_done), submitted) {
                 Ok(s) => {
                     ids.push(Ok(s.id));
                     batch.push(s);
@@ -332,7 +334,7 @@ impl TenantHandle {
         let own = matches!(work, Work::Op(_))
             .then_some(self.cost.as_ref())
             .flatten();
-        let cost = Arc::clone(own.unwrap_or(&shared.engines[engine].cost));
+        let cost = Arc::clone(own.unwrap_or(&shared.guarded_costs[engine]));
         Ok(StagePlan { engine, work, cost })
     }
 
@@ -348,7 +350,7 @@ impl TenantHandle {
         if *closed {
             return Err(SubmitError::ShutDown);
         }
-        let submission = self.prepare(stages, payload, reply)?;
+        let submission = self.prepare(stages, payload, reply, Instant::now())?;
         let (id, engine) = (submission.id, submission.stage.engine);
         if shared.tx.send(Msg::Submit(submission)).is_err() {
             return Err(SubmitError::ShutDown);
@@ -363,30 +365,38 @@ impl TenantHandle {
     }
 
     /// Checks a task (its tenant, its engine, its cost) and makes its
-    /// submission; the caller holds `Shared::closed` and sends it.
+    /// submission, `submitted` then; the caller holds `Shared::closed`
+    /// and sends it.
     fn prepare(
         &self,
         stages: Vec<Stage>,
         payload: Arc<Vec<u8>>,
         reply: Reply,
+        submitted: Instant,
     ) -> Result<Submission, SubmitError> {
         let shared = &self.shared;
         let t = self.tenant.index();
         if t >= shared.tenants.len() {
             return Err(SubmitError::ShutDown);
         }
-        let mut plans = stages
-            .into_iter()
+        let mut stages = stages.into_iter();
+        let first = self.resolve(stages.next().ok_or(SubmitError::NoStages)?)?;
+        // (No allocation for a task of one stage.)
+        let rest = stages
             .map(|s| self.resolve(s))
             .collect::<Result<std::collections::VecDeque<_>, _>>()?;
         // Every stage is predicted now, at the input's size (each later one
         // again when it is submitted, at its own input's): a stage its model
         // cannot predict is refused here, not halfway through the task.
+        // (Each plan's model is guarded already: plans and subtasks are
+        // predicted on the dispatcher thread, where a panic must not stop
+        // it; the check here calls the model itself, to tell a submitter
+        // that it panicked.)
         let mut predicted_total: Nanos = 0;
         let mut first_predicted = None;
-        for p in &plans {
+        for p in std::iter::once(&first).chain(&rest) {
             let op = p.work.name();
-            let ns = crate::guard::GuardedCost::check(p.cost.as_ref(), op, payload.len() as u64)
+            let ns = crate::guard::GuardedCost::check(p.cost.0.as_ref(), op, payload.len() as u64)
                 .map_err(|message| SubmitError::CostModelPanicked {
                     op: op.to_string(),
                     message,
@@ -398,15 +408,8 @@ impl TenantHandle {
             first_predicted.get_or_insert(ns);
             predicted_total = predicted_total.saturating_add(ns);
         }
-        // Plans and subtasks are predicted on the dispatcher thread: a
-        // panic there must not stop it.
-        for p in plans.iter_mut() {
-            p.cost = crate::guard::GuardedCost::wrap(Arc::clone(&p.cost));
-        }
-        let first = plans.pop_front().ok_or(SubmitError::NoStages)?;
         let engine = first.engine;
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let submitted = Instant::now();
         let at = submitted.duration_since(shared.epoch).as_nanos() as Nanos;
         let busy_at_submit = shared.busy[engine].read(at, t);
         Ok(Submission {
@@ -415,7 +418,7 @@ impl TenantHandle {
             tenant: self.tenant,
             op_name: first.work.name().to_string(),
             stage: first,
-            rest: plans,
+            rest,
             input: payload,
             predicted_ns: first_predicted.unwrap_or(0),
             predicted_total_ns: predicted_total,

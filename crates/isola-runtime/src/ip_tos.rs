@@ -1,7 +1,7 @@
 //! The IP header's TOS byte (IPv4) or traffic class (IPv6) per datagram,
 //! whose low two bits are ECN's field (RFC 3168): set on a send as
 //! ancillary data ([`TosControl`]), read on a receive with `IP_RECVTOS`
-//! ([`enable_recv_tos`], [`tos_in`], [`recv_with_tos`]). Neither the
+//! ([`set_recv_tos`], [`tos_in`], [`recv_with_tos`]). Neither the
 //! standard library nor rustix carries a per-datagram TOS, so the
 //! `cmsg(3)` handling is written here, once, for the packet path's
 //! ingress and egress and for the packet generator.
@@ -62,10 +62,10 @@ impl TosControl {
     }
 }
 
-/// Asks the kernel to give each IPv4 datagram received on `socket` its
-/// TOS byte as ancillary data (`IP_RECVTOS`).
-pub fn enable_recv_tos(socket: &impl AsRawFd) -> io::Result<()> {
-    set_ip_option(socket, libc::IP_RECVTOS, 1)
+/// Asks the kernel to give (`on`), or no longer give, each IPv4 datagram
+/// received on `socket` its TOS byte as ancillary data (`IP_RECVTOS`).
+pub fn set_recv_tos(socket: &impl AsRawFd, on: bool) -> io::Result<()> {
+    set_ip_option(socket, libc::IP_RECVTOS, libc::c_int::from(on))
 }
 
 /// Sets the TOS byte (and so the ECN field) of every IPv4 datagram
@@ -121,7 +121,7 @@ pub unsafe fn tos_in(hdr: &libc::msghdr, room: usize) -> u8 {
 }
 
 /// Receives one datagram on `socket` (connected or not) into `buf`:
-/// its length and its TOS byte (0 unless [`enable_recv_tos`] was called).
+/// its length and its TOS byte (0 unless [`set_recv_tos`] was called).
 pub fn recv_with_tos(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, u8)> {
     let mut control = [0u64; RECV_CONTROL / 8];
     let mut iov = libc::iovec {

@@ -158,7 +158,7 @@ impl Work {
 pub(crate) struct StagePlan {
     pub engine: usize,
     pub work: Work,
-    pub cost: Arc<dyn isola_core::CostModel>,
+    pub cost: Arc<crate::guard::GuardedCost>,
 }
 
 /// Cuts a send into the core's byte ranges, each dispatched once the one

@@ -57,6 +57,10 @@ pub(crate) fn recv<T>(
             }
             continue;
         }
+        if spin.is_zero() {
+            // No spin asked for: sleep as soon as nothing is there.
+            break;
+        }
         std::thread::yield_now();
         polls = polls.wrapping_add(1);
         // Reading the clock costs more than a poll: every 8 polls.
@@ -96,7 +100,7 @@ pub(crate) fn recv<T>(
 
 /// Polls every poller once, dropping those finished or panicking; returns
 /// how many items they took.
-fn poll_all(pollers: &mut Vec<Box<dyn Poller>>) -> usize {
+pub(crate) fn poll_all(pollers: &mut Vec<Box<dyn Poller>>) -> usize {
     let mut taken = 0;
     pollers.retain_mut(|p| match crate::guard::catch(|| (p.poll(), p.done())) {
         Ok((n, done)) => {

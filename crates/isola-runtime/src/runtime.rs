@@ -23,6 +23,8 @@ type OperatorCache = RwLock<HashMap<String, Vec<(BTreeMap<String, String>, Arc<d
 pub(crate) struct Shared {
     pub epoch: Instant,
     pub engines: Vec<EngineConfig>,
+    /// Each engine's cost model, guarded (wrapped once, not per task).
+    pub guarded_costs: Vec<Arc<crate::guard::GuardedCost>>,
     pub tenants: Vec<(String, Slo)>,
     /// Each tenant's host region, if it has one (for DMA stages).
     pub regions: Vec<Option<Arc<dyn crate::HostRegion>>>,
@@ -118,6 +120,11 @@ impl Runtime {
             regions,
             epoch: Instant::now(),
             records: Mutex::new(b.tenants.iter().map(|(name, _)| TenantStats::new(name)).collect()),
+            guarded_costs: b
+                .engines
+                .iter()
+                .map(|e| crate::guard::GuardedCost::wrap(Arc::clone(&e.cost)))
+                .collect(),
             engines: b.engines,
             tenants: b.tenants,
             tx: tx.clone(),
@@ -151,7 +158,10 @@ impl Runtime {
             // so the queue never holds more.
             let (qtx, qrx) = crossbeam_channel::unbounded();
             queues.push(qtx);
-            for index in 0..e.workers {
+            // An engine run on the dispatcher has no thread (its queue
+            // stays unused).
+            let threads_of_its_own = if e.on_dispatcher { 0 } else { e.workers };
+            for index in 0..threads_of_its_own {
                 let (q, done) = (qrx.clone(), tx.clone());
                 let place = crate::worker::WorkerPlace {
                     engine,

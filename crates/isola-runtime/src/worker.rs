@@ -8,7 +8,7 @@ use crate::runtime::Shared;
 use isola_core::Subtask;
 use isola_ops::Carry;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -88,10 +88,6 @@ pub(crate) type DoneSender = crossbeam_channel::Sender<crate::dispatcher::Msg>;
 /// Runs items from `queue` until it closes. Once the runtime is cancelled,
 /// items still queued are answered `Cancelled` without running.
 pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: DoneSender, place: WorkerPlace) {
-    let shared = Arc::clone(&place.shared);
-    let busy = &shared.busy[place.engine];
-    let cancelled: &AtomicBool = &shared.cancelled;
-    let since_epoch = |at: Instant| at.duration_since(shared.epoch).as_nanos() as u64;
     let mut reports: Vec<WorkDone> = Vec::with_capacity(REPORT_BATCH);
     loop {
         // Held reports go out before the worker waits: the queue is shared
@@ -104,75 +100,15 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
                 if !report(&done, &mut reports) {
                     return;
                 }
-                crate::spin::recv(&queue, shared.spin, None)
+                crate::spin::recv(&queue, place.shared.spin, None)
             }
         };
-        let Ok(mut item) = next else {
+        let Ok(item) = next else {
             break;
         };
-        let (token, tenant) = (item.token, item.tenant);
-        let direct = item.direct.take();
-        // A small whole task is not timed on the thread's CPU clock (see
-        // `CPU_CLOCK_FROM_NS`): its off-CPU time is taken as none.
-        let timed = direct
-            .as_ref()
-            .is_none_or(|d| d.completion.predicted_ns >= CPU_CLOCK_FROM_NS);
-        let cpu_before = timed.then(crate::host::thread_cpu_ns).flatten();
-        let started = Instant::now();
-        busy.start(place.index, tenant, since_epoch(started));
-        let mut output = if cancelled.load(Ordering::Acquire) {
-            // Dropped before reporting, like a run item: the dispatcher may
-            // take a placed output back as soon as it hears of the last piece.
-            drop(item);
-            Err(TaskError::Cancelled)
-        } else {
-            execute(item)
-        };
-        let ended = Instant::now();
-        let measured_ns = ended.duration_since(started).as_nanos() as u64;
-        busy.end(place.index, tenant, measured_ns);
-        let off_cpu_ns = match (cpu_before, cpu_before.and_then(|_| crate::host::thread_cpu_ns())) {
-            (Some(a), Some(b)) => measured_ns.saturating_sub(b.saturating_sub(a)),
-            _ => 0,
-        };
-        if let Some(d) = direct {
-            let result = match output {
-                Ok(PartOutput::Whole(out)) => Ok(out),
-                Ok(_) => Err(TaskError::Internal("a whole task gave a subtask's result".into())),
-                Err(e) => Err(e),
-            };
-            let ran = !matches!(result, Err(TaskError::Cancelled));
-            let (ended_ns, finished_ns) = (since_epoch(ended), since_epoch(Instant::now()));
-            let at_end = busy.read(ended_ns, tenant);
-            let times = crate::attribution::TaskTimes {
-                latency: finished_ns.saturating_sub(d.completion.submitted_ns),
-                service: measured_ns,
-                off_cpu: off_cpu_ns,
-                delivery: finished_ns.saturating_sub(ended_ns),
-                handoff: d.handoff_ns,
-            };
-            let breakdown =
-                crate::LatencyBreakdown::attribute(times, d.busy_at_submit, at_end, busy.workers());
-            let completion = Completion {
-                result,
-                started_ns: ran.then(|| since_epoch(started)),
-                finished_ns,
-                service_ns: measured_ns,
-                over_budget: d.budget.is_some_and(|b| measured_ns > b),
-                breakdown,
-                ..d.completion
-            };
-            shared.complete(completion, &d.reply);
-            output = Ok(PartOutput::Delivered);
-        }
-        let delivered = matches!(output, Ok(PartOutput::Delivered));
-        reports.push(WorkDone {
-            token,
-            output,
-            started,
-            measured_ns,
-            off_cpu_ns,
-        });
+        let work = work(item, &place);
+        let delivered = matches!(work.output, Ok(PartOutput::Delivered));
+        reports.push(work);
         // While more work waits in the queue than reports are held (the
         // core dispatched ahead), reports of whole tasks gather, up to
         // REPORT_BATCH: the dispatcher learns of them together, woken
@@ -191,6 +127,80 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
     }
     // The queue closed (shutdown): whatever is held is still reported.
     report(&done, &mut reports);
+}
+
+/// Runs one piece of work at `place`, timed and charged to its engine's
+/// busy time; a whole task's completion is delivered here (its report
+/// then says `Delivered`). A worker thread runs each item it takes so; the
+/// dispatcher runs an engine's items so itself where the engine has no
+/// threads of its own ([`crate::EngineSpec::on_dispatcher`]).
+pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
+    let shared = &place.shared;
+    let busy = &shared.busy[place.engine];
+    let since_epoch = |at: Instant| at.duration_since(shared.epoch).as_nanos() as u64;
+    let (token, tenant) = (item.token, item.tenant);
+    let direct = item.direct.take();
+    // A small whole task is not timed on the thread's CPU clock (see
+    // `CPU_CLOCK_FROM_NS`): its off-CPU time is taken as none.
+    let timed = direct
+        .as_ref()
+        .is_none_or(|d| d.completion.predicted_ns >= CPU_CLOCK_FROM_NS);
+    let cpu_before = timed.then(crate::host::thread_cpu_ns).flatten();
+    let started = Instant::now();
+    busy.start(place.index, tenant, since_epoch(started));
+    let mut output = if shared.cancelled.load(Ordering::Acquire) {
+        // Dropped before reporting, like a run item: the dispatcher may
+        // take a placed output back as soon as it hears of the last piece.
+        drop(item);
+        Err(TaskError::Cancelled)
+    } else {
+        execute(item)
+    };
+    let ended = Instant::now();
+    let measured_ns = ended.duration_since(started).as_nanos() as u64;
+    busy.end(place.index, tenant, measured_ns);
+    let off_cpu_ns = match (cpu_before, cpu_before.and_then(|_| crate::host::thread_cpu_ns())) {
+        (Some(a), Some(b)) => measured_ns.saturating_sub(b.saturating_sub(a)),
+        _ => 0,
+    };
+    if let Some(d) = direct {
+        let result = match output {
+            Ok(PartOutput::Whole(out)) => Ok(out),
+            Ok(_) => Err(TaskError::Internal("a whole task gave a subtask's result".into())),
+            Err(e) => Err(e),
+        };
+        let ran = !matches!(result, Err(TaskError::Cancelled));
+        // The completion is stamped as the run ended: it is built and
+        // delivered right here, with nothing in between to measure.
+        let (ended_ns, finished_ns) = (since_epoch(ended), since_epoch(ended));
+        let at_end = busy.read(ended_ns, tenant);
+        let times = crate::attribution::TaskTimes {
+            latency: finished_ns.saturating_sub(d.completion.submitted_ns),
+            service: measured_ns,
+            off_cpu: off_cpu_ns,
+            delivery: finished_ns.saturating_sub(ended_ns),
+            handoff: d.handoff_ns,
+        };
+        let breakdown = crate::LatencyBreakdown::attribute(times, d.busy_at_submit, at_end, busy.workers());
+        let completion = Completion {
+            result,
+            started_ns: ran.then(|| since_epoch(started)),
+            finished_ns,
+            service_ns: measured_ns,
+            over_budget: d.budget.is_some_and(|b| measured_ns > b),
+            breakdown,
+            ..d.completion
+        };
+        shared.complete(completion, &d.reply);
+        output = Ok(PartOutput::Delivered);
+    }
+    WorkDone {
+        token,
+        output,
+        started,
+        measured_ns,
+        off_cpu_ns,
+    }
 }
 
 /// Sends the dispatcher every report in `reports` (emptied), as one

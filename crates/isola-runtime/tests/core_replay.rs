@@ -11,16 +11,27 @@ use isola_runtime::{CoreCall, EngineConfig, Mode, RuntimeBuilder, SplitWhen};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// Two tenants on one engine (2 workers, queue depth 1) that splits tasks
-/// over 8 KiB into subtasks while contended.
-fn builder(policy: &str) -> RuntimeBuilder {
+/// Where the engine's work runs.
+#[derive(Clone, Copy, Debug)]
+enum Runs {
+    /// On 2 workers of its own, with a queue depth of 1.
+    OnWorkers,
+    /// On the dispatcher's thread (`EngineConfig::on_dispatcher`).
+    OnDispatcher,
+}
+
+/// Two tenants on one engine that splits tasks over 8 KiB into subtasks
+/// while contended.
+fn builder(policy: &str, runs: Runs) -> RuntimeBuilder {
     let mut b = RuntimeBuilder::new();
     let cost = Arc::new(AffineCost::new(1_000.0, 0.5).unwrap());
-    b.engine(
-        EngineConfig::new("engine", &[], 2, cost)
-            .with_split(8 * 1024)
-            .with_split_when(SplitWhen::Contended { window: 2_000_000 }),
-    );
+    let engine = EngineConfig::new("engine", &[], 2, cost)
+        .with_split(8 * 1024)
+        .with_split_when(SplitWhen::Contended { window: 2_000_000 });
+    b.engine(match runs {
+        Runs::OnWorkers => engine,
+        Runs::OnDispatcher => engine.on_dispatcher(),
+    });
     b.tenant("hashes", Slo::weighted(4.0));
     b.tenant("checksums", Slo::weighted(1.0));
     b.mode(Mode::Isolated {
@@ -41,7 +52,30 @@ impl SubtaskPlanner for Ranges {
 #[test]
 fn replaying_the_core_calls_gives_the_runtimes_dispatches() {
     for policy in ["sfq", "drr", "fcfs"] {
-        let mut b = builder(policy);
+        replay_matches(policy, Runs::OnWorkers);
+    }
+}
+
+/// An engine run on the dispatcher's own thread is still served as the
+/// core picks, one piece at a time (its one place), and has no thread of
+/// its own.
+#[test]
+fn an_engine_run_on_the_dispatcher_runs_what_the_core_picks_in_its_order() {
+    for policy in ["sfq", "drr", "fcfs"] {
+        replay_matches(policy, Runs::OnDispatcher);
+    }
+    let rt = builder("sfq", Runs::OnDispatcher).start().unwrap();
+    let names: Vec<String> = rt.threads().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["isola-dispatcher"], "no worker thread");
+    rt.shutdown();
+}
+
+/// Runs two tenants' tasks (split hashes, whole checksums) under `policy`,
+/// then replays the recorded core calls into a scheduler built from the
+/// same configuration: the same dispatches, every task once.
+fn replay_matches(policy: &str, runs: Runs) {
+    {
+        let mut b = builder(policy, runs);
         b.record_core_calls(true);
         let rt = b.start().unwrap();
         let (hashes, checksums) = (rt.tenant(TenantId(0)), rt.tenant(TenantId(1)));
@@ -95,21 +129,25 @@ fn replaying_the_core_calls_gives_the_runtimes_dispatches() {
             PlannerRef(Arc::new(Ranges(false))),
             PlannerRef(Arc::new(Ranges(true))),
         ];
-        let mut core = builder(policy).scheduler().unwrap();
+        let mut core = builder(policy, runs).scheduler().unwrap();
         // The runtime's planner is the operator's; sha256 plans ordered ranges.
         let planner = |op: &str| Some(planners[(op == "sha256") as usize].clone());
         let done = isola_runtime::core_log::replay(&log, &mut core, planner)
-            .unwrap_or_else(|e| panic!("{policy}: {e}"));
+            .unwrap_or_else(|e| panic!("{policy} {runs:?}: {e}"));
         let (split, whole) = (done.subtasks, done.whole);
         // The log names each task's operator as it was submitted.
         for call in &log {
             if let CoreCall::Submit { task, op, .. } = call {
-                assert_eq!(op == "sha256", ordered[task], "{policy}: {task:?} is {op}");
+                assert_eq!(
+                    op == "sha256",
+                    ordered[task],
+                    "{policy} {runs:?}: {task:?} is {op}"
+                );
             }
         }
         assert!(
             split > 0 && whole > 0,
-            "{policy}: {split} subtasks, {whole} whole tasks"
+            "{policy} {runs:?}: {split} subtasks, {whole} whole tasks"
         );
     }
 }

@@ -432,7 +432,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if plan.ecn {
         for s in &sockets {
             isola_runtime::ip_tos::set_send_tos(s, isola_runtime::ip_tos::ECN_ECT0)
-                .and_then(|()| isola_runtime::ip_tos::enable_recv_tos(s))
+                .and_then(|()| isola_runtime::ip_tos::set_recv_tos(s, true))
                 .context("--ecn: setting a flow's socket to send ECT(0) and read replies' marks")?;
         }
     }

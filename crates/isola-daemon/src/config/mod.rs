@@ -69,7 +69,9 @@ pub struct EngineConfig {
     pub kind: EngineKind,
     /// Operators it serves (empty: every one).
     pub ops: Vec<String>,
-    /// Worker threads.
+    /// Worker threads; 0: none, the runtime's dispatcher runs the
+    /// engine's tasks itself, one at a time, to completion
+    /// (`isola_runtime::EngineConfig::on_dispatcher`).
     pub workers: usize,
     /// Dispatches the core may hand it beyond its workers (the workers'
     /// queue), 0 to 1024.
@@ -283,7 +285,7 @@ impl DaemonConfig {
         // worker of its own.
         for e in engines.iter().filter(|e| e.policy == "static") {
             let slots = tenants.len() + spare_tenants;
-            if e.workers + e.queue_depth < slots {
+            if e.workers.max(1) + e.queue_depth < slots {
                 return Err(src.at(
                     0..0,
                     Some("spare_tenants"),
@@ -393,8 +395,8 @@ fn check_engine(
         }
     }
     let workers = match e.workers {
-        Some(w) if !(1..=256).contains(w.get_ref()) => {
-            return Err(src.at(w.span(), Some("workers"), "must be from 1 to 256"))
+        Some(w) if *w.get_ref() > 256 => {
+            return Err(src.at(w.span(), Some("workers"), "must be from 0 to 256"))
         }
         Some(w) => w.into_inner(),
         None => 1,
@@ -402,6 +404,13 @@ fn check_engine(
     let queue_depth = match e.queue_depth {
         Some(q) if *q.get_ref() > 1024 => {
             return Err(src.at(q.span(), Some("queue_depth"), "must be from 0 to 1024"))
+        }
+        Some(q) if workers == 0 && *q.get_ref() > 0 => {
+            return Err(src.at(
+                q.span(),
+                Some("queue_depth"),
+                "with workers = 0 the dispatcher runs each task as the core picks it: no queue; leave queue_depth out",
+            ))
         }
         Some(q) => q.into_inner(),
         None => 0,
@@ -423,7 +432,7 @@ fn check_engine(
     };
     let setup = isola_core::policy::registry::PolicySetup {
         tenants: &[share],
-        slots: (workers + queue_depth) as u32,
+        slots: (workers.max(1) + queue_depth) as u32,
     };
     if let Err(err) = isola_core::policy::build_policy(&policy, &params, &setup) {
         return Err(src.at(policy_span, Some("params"), err.to_string()));

@@ -199,7 +199,16 @@ mod tests {
             (pad / expected - 1.0).abs() < 0.15,
             "padded to x{pad}, expected x{expected}"
         );
-        let padded = kernels(&scenario, 1, &dir, Some(pad)).unwrap();
+        // Calibrated by timing: on a 2-core machine running other tests a
+        // calibration can fall short of the target, so up to three tries
+        // (a run calibrates once).
+        let mut padded = kernels(&scenario, 1, &dir, Some(pad)).unwrap();
+        for _ in 1..3 {
+            if padding(&scenario, &padded).is_none() {
+                break;
+            }
+            padded = kernels(&scenario, 1, &dir, Some(pad)).unwrap();
+        }
         assert!(padded.iter().all(|k| k.op == "firewall" && k.rules.is_some()));
         let passes = time_kernels(&padded).unwrap();
         let ratio = median(passes.iter().map(|p| p[0] / p[1]).collect());

@@ -30,7 +30,8 @@ impl Dispatcher {
         let bytes = input.len() as u64;
         // The model is guarded (a panic is no prediction); without one the
         // stage is charged nothing rather than refused halfway.
-        task.stage_predicted_ns = next.cost.predict(next.work.name(), bytes).unwrap_or(0);
+        task.stage_predicted_ns =
+            isola_core::CostModel::predict(&*next.cost, next.work.name(), bytes).unwrap_or(0);
         task.engine = next.engine;
         task.input = Arc::new(JobInput {
             work: next.work,

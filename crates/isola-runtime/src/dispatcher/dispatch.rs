@@ -1,0 +1,201 @@
+//! Handing what the core picks to its engine: a piece of work (a whole
+//! task, or one of its subtasks) goes to its engine's worker queue, or,
+//! for an engine run on the dispatcher's own thread
+//! (`EngineConfig::on_dispatcher`), runs right here as it is picked: the
+//! DPDK run-to-completion model, no hand-off, within a budget per pump
+//! after which arrivals are taken before more runs.
+
+use super::{Dispatcher, Running, TaskInFlight};
+use crate::guard::catch;
+use crate::job::TaskError;
+use crate::placed::PlacedOutput;
+use crate::worker::{guarded, PlacedPart, WorkItem};
+use isola_core::{Dispatch, EngineId, Nanos};
+use std::sync::Arc;
+
+/// The most pieces of work the dispatcher runs itself (for engines run
+/// on its thread) in one pump, before it looks at what has arrived: a few
+/// batches of small packets. Arrivals then meet the core's queues (and
+/// their per-tenant caps) instead of waiting, every tenant's alike, in a
+/// socket.
+const RUN_HERE: usize = 128;
+
+/// The longest the dispatcher runs work itself in one pump (by the runs'
+/// own end times) before it looks at what has arrived, however few pieces
+/// that was: 500 us. A piece already running is never cut short: a long
+/// one delays arrivals by its own length (so engines of long tasks keep
+/// workers of their own).
+const RUN_HERE_NS: Nanos = 500_000;
+
+impl Dispatcher {
+    /// Hands every dispatch the core makes to its engine. Work for an
+    /// engine run on this thread runs here as it is picked (its place is
+    /// then free again, and the core picks on), at most [`RUN_HERE`]
+    /// pieces or [`RUN_HERE_NS`] a pump: then `more_here` is set, and the
+    /// dispatcher looks at what has arrived before it runs more.
+    pub(super) fn pump(&mut self) {
+        let mut now = self.now();
+        let pump_started = now;
+        let mut ran_here = 0;
+        for e in 0..self.scheduler.engine_count() {
+            let engine = EngineId(e as u32);
+            while self.failed[e].is_none() {
+                if self.places[e].is_some()
+                    && ran_here > 0
+                    && (ran_here == RUN_HERE || now - pump_started >= RUN_HERE_NS)
+                {
+                    self.more_here = true;
+                    break;
+                }
+                let d = match catch(|| self.scheduler.next(now, engine)) {
+                    Ok(d) => d,
+                    Err(message) => {
+                        self.fail_engine(e, message);
+                        break;
+                    }
+                };
+                self.log(|| crate::CoreCall::Next {
+                    now,
+                    engine,
+                    dispatched: d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index))),
+                });
+                let Some(d) = d else { break };
+                if let Some(ended) = self.start(now, d) {
+                    ran_here += 1;
+                    // No clock read: the run's own end is later than every
+                    // reading before it.
+                    now = now.max(ended);
+                }
+            }
+        }
+    }
+
+    /// Hands dispatch `d` to its engine's queue (or, for a task already
+    /// failed, completes it at once without running it); work for an
+    /// engine run on this thread runs here, and the time it ended is
+    /// returned.
+    fn start(&mut self, now: Nanos, d: Dispatch) -> Option<Nanos> {
+        let id = d.task.id.0;
+        let Some(task) = self.tasks.get_mut(&id) else {
+            unreachable!("the core dispatched task {id}, which the dispatcher does not hold");
+        };
+        if let Some(sub) = d.subtask {
+            if task.carries.is_empty() {
+                task.subtasks = sub.count;
+                task.carries = (0..if sub.ordered { 1 } else { sub.count })
+                    .map(|_| None)
+                    .collect();
+                if !sub.ordered {
+                    if let Err(e) = place(task) {
+                        task.error.get_or_insert(e);
+                    }
+                }
+            }
+            debug_assert_eq!(task.subtasks, sub.count, "a task keeps its plan once split");
+        }
+        if task.error.is_some() {
+            // Nothing more of a failed task runs; the core still hears of
+            // each of its subtasks, so that it settles.
+            self.settle(now, id, d.id, 0);
+            return None;
+        }
+        let token = self.next_token;
+        self.next_token += 1;
+        task.running += 1;
+        self.running.insert(
+            token,
+            Running {
+                task: id,
+                dispatch: d.id,
+                subtask: d.subtask,
+            },
+        );
+        let previous = match d.subtask {
+            Some(s) if s.ordered && s.index > 0 => {
+                let carry = task.carries[0].take();
+                debug_assert!(carry.is_some(), "an ordered subtask runs after the one before it");
+                carry
+            }
+            _ => None,
+        };
+        let direct = (d.subtask.is_none() && task.rest.is_empty()).then(|| crate::worker::Direct {
+            completion: task.completion(Err(TaskError::Cancelled), 0),
+            busy_at_submit: task.busy_at_submit,
+            handoff_ns: task.handoff_ns,
+            reply: task.reply.clone(),
+            budget: self
+                .scheduler
+                .service_budget(EngineId(task.engine as u32), task.tenant),
+        });
+        let placed = match (&task.placed, d.subtask) {
+            (Some(output), Some(s)) => Some(PlacedPart {
+                output: Arc::clone(output),
+                regions: std::mem::take(&mut task.regions[s.index as usize]),
+            }),
+            _ => None,
+        };
+        let item = WorkItem {
+            token,
+            tenant: task.tenant.index(),
+            job: Arc::clone(&task.input),
+            part: d.subtask,
+            previous,
+            placed,
+            direct,
+        };
+        if let Some(place) = &self.places[task.engine] {
+            let done = crate::worker::work(item, place);
+            let started = done.started.duration_since(self.shared.epoch).as_nanos() as Nanos;
+            let ended = started.saturating_add(done.measured_ns);
+            self.done(done, now.max(ended));
+            return Some(ended);
+        }
+        // The workers hold the receivers until the dispatcher closes the
+        // queues, which it does only once no task is left.
+        if self.queues[task.engine].send(item).is_err() {
+            unreachable!(
+                "engine {}'s workers are gone while the dispatcher runs",
+                task.engine
+            );
+        }
+        None
+    }
+}
+
+/// Sets up a split task of an operator with a `Placement` to write in
+/// place: its output buffer, and each subtask's ranges of it, checked to be
+/// in bounds and disjoint (what makes the shared buffer sound). Operators
+/// without one reassemble from their subtasks' carries instead.
+fn place(task: &mut TaskInFlight) -> Result<(), TaskError> {
+    let Some(op) = task.input.work.operator() else {
+        return Ok(());
+    };
+    let Some(placement) = op.placement() else {
+        return Ok(());
+    };
+    let planned = task
+        .planner
+        .as_ref()
+        .and_then(|p| p.planned.lock().ok().and_then(|g| g.clone()));
+    let Some(parts) = planned.filter(|p| p.len() == task.subtasks as usize) else {
+        unreachable!("a split task's planner kept the plan its subtasks come from");
+    };
+    let input_len = task.input.input.len();
+    let (len, regions) = guarded(op.name(), || {
+        let len = placement.output_len(input_len)?;
+        Ok((
+            len,
+            parts
+                .iter()
+                .map(|p| placement.regions(p, input_len))
+                .collect::<Vec<_>>(),
+        ))
+    })?;
+    let output = PlacedOutput::new(len, &regions).map_err(|bad| TaskError::BadPlan {
+        op: op.name().to_string(),
+        reason: bad.0,
+    })?;
+    task.placed = Some(Arc::new(output));
+    task.regions = regions;
+    Ok(())
+}
