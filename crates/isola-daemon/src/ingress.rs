@@ -19,16 +19,17 @@
 //! `isola_runtime::Poller`), so that a packet goes from the socket to the
 //! core with no thread hand-off; before the dispatcher blocks, a thread
 //! waiting on every socket is armed to wake it (`crate::socket_wake`).
-//! Per received batch (one `recvmmsg`), each tenant's matched packets go
+//! A poll takes up to `READS_PER_POLL` batches (one `recvmmsg` each,
+//! never waiting), and each tenant's matched packets of the poll go
 //! to the runtime as one batch (`TenantHandle::submit_stages_batch_calling`:
 //! still one core decision and one completion per packet), and their
 //! replies leave as one `sendmmsg` (`egress`). A flow's kernel
 //! (`crate::kernel`) is built once, with the configuration, not per packet.
 //!
 //! ECN (RFC 3168). Each datagram's ECN field is read with it
-//! (`IP_RECVTOS`) while some tenant's queues are within a batch of its
-//! threshold (below that no packet is marked, and the kernel is spared
-//! the field). From a tenant's `ecn_threshold` packets in its flow
+//! (`IP_RECVTOS`) while some tenant's queues are within a poll's
+//! datagrams of its threshold (below that no packet is marked, and the
+//! kernel is spared the field). From a tenant's `ecn_threshold` packets in its flow
 //! queues on, a packet that carries ECN bits is taken in marked
 //! Congestion Experienced (counted `marked`), and its reply carries the
 //! mark back to the sender; a packet without them is taken in until the
@@ -53,7 +54,7 @@ use isola_wire::EventKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -307,8 +308,6 @@ impl Ingress {
         let mut pollers = Vec::new();
         for addr in addrs {
             let socket = UdpSocket::bind(addr)?;
-            // The dispatcher never waits on it: the waker does.
-            socket.set_nonblocking(true)?;
             // Room for bursts (the system may cap it at net.core.rmem_max).
             let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, RECV_BUFFER);
             let local = socket.local_addr()?;
@@ -317,13 +316,14 @@ impl Ingress {
             pollers.push(SocketPoller {
                 socket: Arc::new(socket),
                 local,
-                shared: Arc::clone(shared),
+                shared: Arc::downgrade(shared),
                 stopping: Arc::clone(stopping),
                 batch: crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM),
                 per_tenant: (0..shared.packets.tenants.len()).map(|_| Vec::new()).collect(),
                 watch,
                 gone: Arc::new(AtomicBool::new(false)),
                 ecn_read: false,
+                ecn_warned: false,
             });
         }
         let gone = pollers.iter().map(|p| Arc::clone(&p.gone)).collect();
@@ -378,12 +378,16 @@ struct Matched {
 }
 
 /// One listening socket, polled by the runtime's dispatcher on its own
-/// thread (`isola_runtime::Poller`): each poll takes one batch of
-/// datagrams (one `recvmmsg`) to their flows.
+/// thread (`isola_runtime::Poller`): each poll takes up to
+/// `READS_PER_POLL` batches of datagrams (one `recvmmsg` each) to their
+/// flows.
 struct SocketPoller {
     socket: Arc<UdpSocket>,
     local: SocketAddr,
-    shared: Arc<Shared>,
+    /// The daemon's state, not held: the dispatcher owns this poller, and
+    /// must never be the thread that drops the daemon (and so the runtime
+    /// it runs in).
+    shared: Weak<Shared>,
     stopping: Arc<AtomicBool>,
     batch: crate::udp_batch::RecvBatch,
     /// Per tenant slot: its packets of the batch at hand.
@@ -393,31 +397,37 @@ struct SocketPoller {
     /// Whether the kernel gives each datagram's ECN field now
     /// (`IP_RECVTOS`; see [`SocketPoller::read_ecn_if_needed`]).
     ecn_read: bool,
+    /// Whether asking for the ECN field failed once (said once, not at
+    /// every poll).
+    ecn_warned: bool,
 }
 
 impl SocketPoller {
     /// Has the kernel give each datagram's ECN field only while a packet
-    /// of the next batch could be marked: while some tenant's flow queues
-    /// are within a batch of its ECN threshold. The field costs the kernel
-    /// a control message per datagram; below every threshold no packet is
-    /// marked, so nobody needs it. (A batch taken before the field is
-    /// asked for again carries none: its packets are taken in unmarked,
+    /// of the next poll could be marked: while some tenant's flow queues
+    /// are within a poll's datagrams of its ECN threshold. The field costs
+    /// the kernel a control message per datagram; below every threshold no
+    /// packet is marked, so nobody needs it. (A poll taken before the field
+    /// is asked for again carries none: its packets are taken in unmarked,
     /// or dropped at a full queue, as packets without ECN bits are.)
-    fn read_ecn_if_needed(&mut self) {
-        let wanted = self.shared.packets.may_mark(BATCH);
+    fn read_ecn_if_needed(&mut self, shared: &Shared) {
+        let wanted = shared.packets.may_mark(BATCH * READS_PER_POLL);
         if wanted != self.ecn_read {
             match isola_runtime::ip_tos::set_recv_tos(&*self.socket, wanted) {
                 Ok(()) => self.ecn_read = wanted,
-                Err(e) => eprintln!("isolad: udp {}: reading the ECN field: {e}", self.local),
+                Err(e) if !self.ecn_warned => {
+                    self.ecn_warned = true;
+                    eprintln!("isolad: udp {}: reading the ECN field: {e}", self.local);
+                }
+                Err(_) => {}
             }
         }
     }
 
-    /// Takes one batch (one `recvmmsg`), each datagram matched to its
-    /// tenant's list; how many datagrams.
-    fn read_batch(&mut self) -> usize {
-        self.read_ecn_if_needed();
-        let got = match self.batch.recv(self.socket.as_fd()) {
+    /// Takes one batch (one `recvmmsg`, never waiting), each datagram
+    /// matched to its tenant's list; how many datagrams.
+    fn read_batch(&mut self, shared: &Shared) -> usize {
+        let got = match self.batch.recv(self.socket.as_fd(), false) {
             Ok(n) => n,
             Err(e)
                 if matches!(
@@ -432,16 +442,21 @@ impl SocketPoller {
                 return 0;
             }
         };
-        classify(&self.batch, got, self.local, &self.shared, &mut self.per_tenant);
+        classify(&self.batch, got, self.local, shared, &mut self.per_tenant);
         got
     }
 }
 
 impl isola_runtime::Poller for SocketPoller {
     fn poll(&mut self) -> usize {
-        if self.stopping.load(Ordering::Acquire) {
+        let Some(shared) = self
+            .shared
+            .upgrade()
+            .filter(|_| !self.stopping.load(Ordering::Acquire))
+        else {
             return 0;
-        }
+        };
+        self.read_ecn_if_needed(&shared);
         // Up to READS_PER_POLL batches while they come full: the socket is
         // read faster than the engines run (a dispatcher running a PU
         // engine itself runs a batch between looks), so that a flood is
@@ -450,7 +465,7 @@ impl isola_runtime::Poller for SocketPoller {
         // per tenant, whose replies leave together.
         let mut taken = 0;
         for _ in 0..READS_PER_POLL {
-            let got = self.read_batch();
+            let got = self.read_batch(&shared);
             taken += got;
             if got < BATCH {
                 break;
@@ -458,7 +473,7 @@ impl isola_runtime::Poller for SocketPoller {
         }
         for (tenant, packets) in self.per_tenant.iter_mut().enumerate() {
             if !packets.is_empty() {
-                deliver(&self.socket, &self.shared, tenant, packets);
+                deliver(&self.socket, &shared, tenant, packets);
             }
         }
         taken
@@ -473,7 +488,7 @@ impl isola_runtime::Poller for SocketPoller {
     }
 
     fn done(&self) -> bool {
-        self.stopping.load(Ordering::Acquire)
+        self.stopping.load(Ordering::Acquire) || self.shared.strong_count() == 0
     }
 }
 

@@ -84,12 +84,18 @@ impl RecvBatch {
         }
     }
 
-    /// Takes every datagram waiting, up to the batch's size, waiting for
-    /// the first as the socket does (up to its read timeout; not at all on
-    /// a non-blocking socket, which answers `WouldBlock` when none waits);
-    /// returns how many. A datagram larger than the room is cut to it (`MSG_TRUNC`
+    /// Takes every datagram waiting, up to the batch's size; returns how
+    /// many. With `wait`, waits (up to the socket's read timeout) for the
+    /// first; without, never waits (`WouldBlock` when none waits), whatever
+    /// the socket's own blocking mode (which a socket shared with a sender
+    /// keeps). A datagram larger than the room is cut to it (`MSG_TRUNC`
     /// marks it: [`RecvBatch::get`] reports it as such).
-    pub(crate) fn recv(&mut self, socket: BorrowedFd<'_>) -> io::Result<usize> {
+    pub(crate) fn recv(&mut self, socket: BorrowedFd<'_>, wait: bool) -> io::Result<usize> {
+        let flags = if wait {
+            libc::MSG_WAITFORONE
+        } else {
+            libc::MSG_DONTWAIT
+        };
         for (i, m) in self.msgs.iter_mut().enumerate() {
             m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
             m.msg_hdr.msg_controllen = CONTROL;
@@ -108,7 +114,7 @@ impl RecvBatch {
                 socket.as_raw_fd(),
                 self.msgs.as_mut_ptr(),
                 self.msgs.len() as libc::c_uint,
-                libc::MSG_WAITFORONE,
+                flags,
                 std::ptr::null_mut(),
             )
         };
@@ -289,7 +295,7 @@ mod tests {
         let mut batch = RecvBatch::new(16, 2048);
         let mut seen = Vec::new();
         while seen.len() < 40 {
-            let n = batch.recv(rx.as_fd()).unwrap();
+            let n = batch.recv(rx.as_fd(), true).unwrap();
             for i in 0..n {
                 let d = batch.get(i).unwrap();
                 assert_eq!((d.from, d.truncated), (Some(tx.local_addr().unwrap()), false));
@@ -351,7 +357,7 @@ mod ecn_tests {
         let mut batch = RecvBatch::new(4, 64);
         let mut seen = Vec::new();
         while seen.len() < 3 {
-            let n = batch.recv(rx.as_fd()).unwrap();
+            let n = batch.recv(rx.as_fd(), true).unwrap();
             seen.extend((0..n).map(|i| {
                 let d = batch.get(i).unwrap();
                 (d.bytes[0], d.ecn)

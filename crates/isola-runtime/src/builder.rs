@@ -376,7 +376,13 @@ impl RuntimeBuilder {
         }
         let native = self.mode == Mode::Native;
         for e in &self.engines {
-            let slots = (e.workers + e.queue_depth).min(u32::MAX as usize) as u32;
+            // An engine run on the dispatcher has one place, whatever its
+            // queue depth was set to.
+            let slots = if e.on_dispatcher {
+                1
+            } else {
+                (e.workers + e.queue_depth).min(u32::MAX as usize) as u32
+            };
             let split = e
                 .split_bytes
                 .filter(|_| !native)

@@ -220,6 +220,12 @@ pub(crate) struct Dispatcher {
     /// more perhaps left to run: the next turn looks at arrivals without
     /// waiting for them.
     more_here: bool,
+    /// Work run on this thread since the dispatcher last looked at
+    /// arrivals: how many pieces, and from when (`dispatch::RUN_HERE`).
+    turn: (usize, Option<Nanos>),
+    /// The latest time given to the core: its clock never goes back, even
+    /// where a time read earlier is passed on (see [`Dispatcher::at_least`]).
+    latest: std::cell::Cell<Nanos>,
 }
 
 impl Dispatcher {
@@ -255,6 +261,8 @@ impl Dispatcher {
                 })
                 .collect(),
             more_here: false,
+            turn: (0, None),
+            latest: std::cell::Cell::new(0),
             shared,
         }
     }
@@ -266,8 +274,25 @@ impl Dispatcher {
         }
     }
 
+    /// The time now, for the core (never earlier than a time given it
+    /// before).
     fn now(&self) -> Nanos {
-        self.shared.epoch.elapsed().as_nanos() as Nanos
+        self.at_least(self.shared.epoch.elapsed().as_nanos() as Nanos)
+    }
+
+    /// `t`, or the latest time the core was given if later: a time read
+    /// once for a batch, or a run's end, passed on after something in
+    /// between read the clock afresh (a pipeline's next stage, submitted
+    /// at its own reading) must not take the core's clock back.
+    fn at_least(&self, t: Nanos) -> Nanos {
+        let t = t.max(self.latest.get());
+        self.latest.set(t);
+        t
+    }
+
+    /// The dispatcher looks at arrivals: a new turn of work run here.
+    fn new_turn(&mut self) {
+        self.turn = (0, None);
     }
 
     /// Runs until shut down and drained.
@@ -287,6 +312,7 @@ impl Dispatcher {
                 // (into the core, where the policy orders it with the
                 // rest), without waiting for more.
                 crate::poller::poll_all(&mut self.pollers);
+                self.new_turn();
                 self.rx.try_recv().map_err(|e| match e {
                     crossbeam_channel::TryRecvError::Empty => crossbeam_channel::RecvTimeoutError::Timeout,
                     crossbeam_channel::TryRecvError::Disconnected => {
@@ -294,9 +320,22 @@ impl Dispatcher {
                     }
                 })
             } else if self.pollers.is_empty() {
+                // Arrivals are the channel's, taken now.
+                self.new_turn();
                 crate::spin::recv(&self.rx, self.shared.spin, deadline)
             } else {
-                crate::poller::recv(&self.rx, self.shared.spin, deadline, &mut self.pollers)
+                let mut polled = false;
+                let got = crate::poller::recv(
+                    &self.rx,
+                    self.shared.spin,
+                    deadline,
+                    &mut self.pollers,
+                    &mut polled,
+                );
+                if polled {
+                    self.new_turn();
+                }
+                got
             };
             let msg = match received {
                 Ok(m) => Some(m),
@@ -347,12 +386,18 @@ impl Dispatcher {
             Msg::Submit(s) => self.submit(s, self.now()),
             Msg::SubmitBatch(batch) => {
                 let now = self.now();
-                batch.into_iter().for_each(|s| self.submit(s, now));
+                for s in batch {
+                    let at = self.at_least(now);
+                    self.submit(s, at);
+                }
             }
             Msg::Done(d) => self.done(d, self.now()),
             Msg::DoneBatch(ds) => {
                 let now = self.now();
-                ds.into_iter().for_each(|d| self.done(d, now));
+                for d in ds {
+                    let at = self.at_least(now);
+                    self.done(d, at);
+                }
             }
             Msg::Control(c) => self.control(c),
             Msg::AddPoller(p) => self.pollers.push(p),

@@ -32,12 +32,14 @@ pub trait Poller: Send {
 
 /// Receives from `rx` while polling `pollers`, for up to `spin` after the
 /// last item either gave; then tells the pollers it sleeps and blocks
-/// until a message or `deadline`.
+/// until a message or `deadline`. `polled` is set if the pollers were
+/// polled (a message already waiting is taken without polling them).
 pub(crate) fn recv<T>(
     rx: &Receiver<T>,
     spin: Duration,
     deadline: Option<Instant>,
     pollers: &mut Vec<Box<dyn Poller>>,
+    polled: &mut bool,
 ) -> Result<T, RecvTimeoutError> {
     let mut last = Instant::now();
     let mut polls = 0u32;
@@ -47,6 +49,7 @@ pub(crate) fn recv<T>(
             Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
             Err(TryRecvError::Empty) => {}
         }
+        *polled = true;
         if poll_all(pollers) > 0 {
             // Its submissions are messages on `rx` now. (A poller that
             // always has work, bad entries say, must not keep the

@@ -133,7 +133,7 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
 /// busy time; a whole task's completion is delivered here (its report
 /// then says `Delivered`). A worker thread runs each item it takes so; the
 /// dispatcher runs an engine's items so itself where the engine has no
-/// threads of its own ([`crate::EngineSpec::on_dispatcher`]).
+/// threads of its own ([`crate::EngineConfig::on_dispatcher`]).
 pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
     let shared = &place.shared;
     let busy = &shared.busy[place.engine];

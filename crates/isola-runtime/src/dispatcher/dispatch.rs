@@ -31,43 +31,55 @@ impl Dispatcher {
     /// Hands every dispatch the core makes to its engine. Work for an
     /// engine run on this thread runs here as it is picked (its place is
     /// then free again, and the core picks on), at most [`RUN_HERE`]
-    /// pieces or [`RUN_HERE_NS`] a pump: then `more_here` is set, and the
-    /// dispatcher looks at what has arrived before it runs more.
+    /// pieces or [`RUN_HERE_NS`] between two looks at arrivals (the
+    /// dispatcher's `turn`, across pumps): then `more_here` is set, and
+    /// the dispatcher looks at what has arrived before it runs more.
     pub(super) fn pump(&mut self) {
         let mut now = self.now();
-        let pump_started = now;
-        let mut ran_here = 0;
-        for e in 0..self.scheduler.engine_count() {
-            let engine = EngineId(e as u32);
-            while self.failed[e].is_none() {
-                if self.places[e].is_some()
-                    && ran_here > 0
-                    && (ran_here == RUN_HERE || now - pump_started >= RUN_HERE_NS)
-                {
-                    self.more_here = true;
-                    break;
-                }
-                let d = match catch(|| self.scheduler.next(now, engine)) {
-                    Ok(d) => d,
-                    Err(message) => {
-                        self.fail_engine(e, message);
+        // Passes over the engines while work ran here: a run's completion
+        // can submit a pipeline's next stage to an engine already passed.
+        loop {
+            let ran_before = self.turn.0;
+            for e in 0..self.scheduler.engine_count() {
+                let engine = EngineId(e as u32);
+                while self.failed[e].is_none() {
+                    if self.places[e].is_some() && self.turn_spent(now) {
+                        self.more_here = true;
                         break;
                     }
-                };
-                self.log(|| crate::CoreCall::Next {
-                    now,
-                    engine,
-                    dispatched: d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index))),
-                });
-                let Some(d) = d else { break };
-                if let Some(ended) = self.start(now, d) {
-                    ran_here += 1;
-                    // No clock read: the run's own end is later than every
-                    // reading before it.
-                    now = now.max(ended);
+                    now = self.at_least(now);
+                    let d = match catch(|| self.scheduler.next(now, engine)) {
+                        Ok(d) => d,
+                        Err(message) => {
+                            self.fail_engine(e, message);
+                            break;
+                        }
+                    };
+                    self.log(|| crate::CoreCall::Next {
+                        now,
+                        engine,
+                        dispatched: d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index))),
+                    });
+                    let Some(d) = d else { break };
+                    if let Some(ended) = self.start(now, d) {
+                        let (ran, started) = self.turn;
+                        self.turn = (ran + 1, Some(started.unwrap_or(now)));
+                        // No clock read: the run's own end is later than
+                        // every reading before it.
+                        now = self.at_least(ended);
+                    }
                 }
             }
+            if self.turn.0 == ran_before || self.more_here {
+                return;
+            }
         }
+    }
+
+    /// Whether this turn's budget of work run here is spent at `now`.
+    fn turn_spent(&self, now: Nanos) -> bool {
+        let (ran, started) = self.turn;
+        ran >= RUN_HERE || started.is_some_and(|s| now.saturating_sub(s) >= RUN_HERE_NS)
     }
 
     /// Hands dispatch `d` to its engine's queue (or, for a task already
@@ -146,8 +158,8 @@ impl Dispatcher {
         if let Some(place) = &self.places[task.engine] {
             let done = crate::worker::work(item, place);
             let started = done.started.duration_since(self.shared.epoch).as_nanos() as Nanos;
-            let ended = started.saturating_add(done.measured_ns);
-            self.done(done, now.max(ended));
+            let ended = self.at_least(started.saturating_add(done.measured_ns));
+            self.done(done, ended);
             return Some(ended);
         }
         // The workers hold the receivers until the dispatcher closes the
