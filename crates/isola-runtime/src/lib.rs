@@ -6,7 +6,10 @@
 //! clock by one dispatcher thread) decides. Large tasks of splittable
 //! operators run as subtasks and are reassembled; the tenant sees exactly one
 //! completion per task: success or a typed error (operator failure, panic,
-//! cancellation at shutdown), with over-budget tasks flagged.
+//! cancellation at shutdown), with over-budget tasks flagged. An engine may
+//! instead run on the dispatcher's own thread
+//! ([`EngineConfig::on_dispatcher`]): each task run to completion as the
+//! core picks it, with no hand-off, for small tasks on few cores.
 //!
 //! Besides operator engines (accelerators, processing units) it has DMA
 //! engines, whose workers copy a task's bytes into or out of its tenant's
