@@ -4,7 +4,8 @@
 # issue 16): one isolad with one tenant whose flows (one per source port)
 # run a trivial kernel, and `isola load udp` sending to it as fast as its
 # window allows; then the same generator with --echo-baseline (an echo
-# server in its own process). The two take turns for ROUNDS rounds; prints
+# server on a thread of the generator's own process: one recvfrom a
+# datagram, one sendmmsg a batch). The two take turns for ROUNDS rounds; prints
 # each run's replies/s, loss and reply latency, and each round's ratio.
 #
 # Usage: scripts/udp_throughput.sh
@@ -14,12 +15,13 @@
 # as the core picks each), QUEUE_DEPTH=32 (with WORKERS of 1 or more:
 # dispatches the core may hand the engine beyond its workers, each task
 # still one policy decision, made up to that many tasks ahead; 0 makes the
-# worker wait on the dispatcher after every packet), SPIN=0s (how long the daemon's threads poll before they
-# sleep; on 2 cores a polling thread takes the generator's core),
+# worker wait on the dispatcher after every packet), SPIN=0s (how long
+# the daemon's threads poll before they sleep; on 2 cores a polling
+# thread takes the generator's core),
 # PIN=true pins the daemon's dispatcher and workers (pin_threads),
 # PORT=19000 (the daemon's), SRC_PORT=41000 (the first flow's), EGRESS=1
 # sends every reply as a task of an egress engine scheduled by the core
-# (default: the batch's replies leave with one sendmmsg), KEEP=1 keeps the
+# (default: a poll's replies leave with one sendmmsg), KEEP=1 keeps the
 # reports' folder.
 # Builds release binaries into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
