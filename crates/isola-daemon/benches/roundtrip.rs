@@ -15,7 +15,11 @@
 //!   runs `crc32c` itself and answers on the completion ring, polling and
 //!   sleeping as the daemon does, but with no runtime or scheduler behind.
 //!
-//! Issue 15's goal: daemon p50 within 1 us of in-process.
+//! - the runtime and the daemon again with the engine run on the
+//!   dispatcher's own thread (`workers = 0`), one hand-off less each way.
+//!
+//! Issue 15's goal: daemon p50 within 1 us of in-process; issue 17's: in
+//! process at most 3 us at p50, and the daemon still within 1 us of it.
 //!
 //! Run: `cargo bench -p isola-daemon --bench roundtrip`
 
@@ -260,44 +264,67 @@ fn percentiles(paths: &mut [(&str, &mut dyn FnMut())]) -> Vec<(String, u128, u12
         .collect()
 }
 
-fn bench(c: &mut Criterion) {
+/// An in-process runtime with one `sfq` engine: one worker, or (`here`)
+/// run on the dispatcher (`EngineConfig::on_dispatcher`).
+fn runtime(here: bool) -> isola_runtime::Runtime {
     let mut b = RuntimeBuilder::new();
-    b.engine(EngineConfig::new(
+    let engine = EngineConfig::new(
         "acc",
         &[],
         1,
         Arc::new(AffineCost::new(1_000.0, 0.5).expect("a valid cost model")),
-    ));
+    );
+    b.engine(if here { engine.on_dispatcher() } else { engine });
     b.tenant("a", Slo::default());
     b.mode(Mode::Isolated {
         policy: "sfq".into(),
         params: BTreeMap::new(),
     });
-    let rt = b.start().expect("the runtime starts");
-    let handle = rt.tenant(TenantId(0));
+    b.start().expect("the runtime starts")
+}
+
+/// A daemon in `dir` with one `sfq` engine of `workers` workers (0: run on
+/// the dispatcher), socket `NAME.sock`, and a client of it attached.
+fn start_daemon(dir: &Path, name: &str, workers: usize) -> (Daemon, Client) {
+    let uid = rustix::process::getuid().as_raw();
+    let config = format!(
+        "[daemon]\nsocket = \"{name}.sock\"\n[[engine]]\nname = \"acc\"\npolicy = \"sfq\"\nworkers = {workers}\n\
+         cost = {{ base = \"1us\", per_byte_ns = 0.5 }}\n[[tenant]]\nname = \"a\"\nmemory_quota = \"64KiB\"\nusers = [{uid}]\n"
+    );
+    let daemon = Daemon::start(
+        DaemonConfig::parse(&config, &dir.join(format!("{name}.toml"))).expect("a valid configuration"),
+    )
+    .expect("the daemon starts");
+    let client = Client::connect(daemon.socket(), "a").expect("attached");
+    (daemon, client)
+}
+
+fn bench(c: &mut Criterion) {
+    let (rt, rt_here) = (runtime(false), runtime(true));
+    let (handle, handle_here) = (rt.tenant(TenantId(0)), rt_here.tenant(TenantId(0)));
     let payload = Arc::new(vec![7u8; 64]);
     let params = BTreeMap::new();
-    let mut in_process = || {
+    let in_process_on = |handle: &isola_runtime::TenantHandle| {
         let c = handle
             .submit("crc32c", &params, Arc::clone(&payload))
             .expect("submitted")
             .wait();
         assert!(c.result.is_ok());
     };
+    let mut in_process = || in_process_on(&handle);
+    let mut in_process_here = || in_process_on(&handle_here);
 
     let dir = std::env::temp_dir().join(format!("isolad-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let uid = rustix::process::getuid().as_raw();
-    let config = format!(
-        "[daemon]\nsocket = \"b.sock\"\n[[engine]]\nname = \"acc\"\npolicy = \"sfq\"\n\
-         cost = {{ base = \"1us\", per_byte_ns = 0.5 }}\n[[tenant]]\nname = \"a\"\nmemory_quota = \"64KiB\"\nusers = [{uid}]\n"
-    );
-    let daemon =
-        Daemon::start(DaemonConfig::parse(&config, &dir.join("d.toml")).expect("a valid configuration"))
-            .expect("the daemon starts");
-    let mut client = Client::connect(daemon.socket(), "a").expect("attached");
+    let (daemon, mut client) = start_daemon(&dir, "b", 1);
+    let (daemon_here, mut client_here) = start_daemon(&dir, "b0", 0);
     let crc = client.register("crc32c", &BTreeMap::new()).expect("registered");
+    let crc_here = client_here
+        .register("crc32c", &BTreeMap::new())
+        .expect("registered");
+    assert_eq!(crc, crc_here, "the first registration of each client");
     client.write(0, &[7u8; 64]).expect("the arena holds it");
+    client_here.write(0, &[7u8; 64]).expect("the arena holds it");
     let s = Submission {
         handle: crc,
         flags: 0,
@@ -307,10 +334,12 @@ fn bench(c: &mut Criterion) {
         output_cap: 4,
         tag: 0,
     };
-    let mut through_daemon = || {
+    let through = |client: &mut Client| {
         client.submit(&s).expect("submitted");
         assert_eq!(client.wait().expect("answered").outcome, isola_wire::Outcome::Ok);
     };
+    let mut through_daemon = || through(&mut client);
+    let mut through_daemon_here = || through(&mut client_here);
 
     let request = [7u8; 64];
     let (blocking, mut blocking_server) = server(&dir, Server::Blocking);
@@ -342,6 +371,8 @@ fn bench(c: &mut Criterion) {
         ("unix socket, blocking", &mut socket_blocking),
         ("unix socket, polling 50 us", &mut socket_polling),
         ("shared-memory rings, no runtime", &mut raw_rings),
+        ("in-process, engine on the dispatcher", &mut in_process_here),
+        ("daemon, engine on the dispatcher", &mut through_daemon_here),
     ]);
     println!("crc32c 64 B round trip, {SAMPLES} each in {ROUNDS} rounds taking turns:");
     for (name, p50, p99) in &measured {
@@ -356,14 +387,19 @@ fn bench(c: &mut Criterion) {
         p50(3) / p50(1),
         p50(3) / p50(4)
     );
+    println!(
+        "  engine on the dispatcher (workers = 0): daemon minus in-process p50 {:.0} ns",
+        p50(6) - p50(5)
+    );
 
     // Closing the sockets ends the servers.
     drop((blocking, polling, rings));
     for server in [&mut blocking_server, &mut polling_server, &mut rings_server] {
         let _ = server.wait();
     }
-    drop(client);
+    drop((client, client_here));
     daemon.stop();
+    daemon_here.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,6 +1,8 @@
 //! Submit-to-completion cost of the runtime with nothing else running: a
 //! 64-byte `crc32c` task (the operator itself takes ~50 ns), natively and
-//! through the isolation core. Goal: under 5 us at the median.
+//! through the isolation core, on a worker thread and on the dispatcher's
+//! own thread (`EngineConfig::on_dispatcher`: one hand-off less each way).
+//! Goals: under 5 us at the median (issue 5); 3 us (issue 17).
 //!
 //! Run: `cargo bench -p isola-runtime --bench dispatch`
 
@@ -16,24 +18,29 @@ fn bench(c: &mut Criterion) {
     g.sample_size(50)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
+    let sfq = || Mode::Isolated {
+        policy: "sfq".into(),
+        params: BTreeMap::new(),
+    };
+    // (label, mode, engine run on the dispatcher)
     let modes = [
-        ("native", Mode::Native),
-        (
-            "isolated-sfq",
-            Mode::Isolated {
-                policy: "sfq".into(),
-                params: BTreeMap::new(),
-            },
-        ),
+        ("native", Mode::Native, false),
+        ("isolated-sfq", sfq(), false),
+        ("isolated-sfq-on-dispatcher", sfq(), true),
     ];
-    for (label, mode) in modes {
+    for (label, mode, on_dispatcher) in modes {
         let mut b = RuntimeBuilder::new();
-        b.engine(EngineConfig::new(
+        let engine = EngineConfig::new(
             "crc",
             &["crc32c"],
             1,
             Arc::new(AffineCost::new(100.0, 0.02).unwrap()),
-        ));
+        );
+        b.engine(if on_dispatcher {
+            engine.on_dispatcher()
+        } else {
+            engine
+        });
         b.tenant("a", Slo::default());
         b.tenant("b", Slo::default());
         b.mode(mode);
