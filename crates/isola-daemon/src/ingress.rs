@@ -56,7 +56,6 @@ use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Largest datagram taken in: a UDP payload's maximum.
 const MAX_DATAGRAM: usize = 65_535;
@@ -290,8 +289,6 @@ fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
 /// ([`SocketPoller`]), and the thread that wakes it for them.
 pub(crate) struct Ingress {
     addrs: Vec<SocketAddr>,
-    /// Set by each socket's poller when the dispatcher drops it.
-    gone: Vec<Arc<AtomicBool>>,
     shared: Arc<Shared>,
     waker: Option<JoinHandle<()>>,
 }
@@ -321,12 +318,10 @@ impl Ingress {
                 batch: crate::udp_batch::RecvBatch::new(BATCH, MAX_DATAGRAM),
                 per_tenant: (0..shared.packets.tenants.len()).map(|_| Vec::new()).collect(),
                 watch,
-                gone: Arc::new(AtomicBool::new(false)),
                 ecn_read: false,
                 ecn_warned: false,
             });
         }
-        let gone = pollers.iter().map(|p| Arc::clone(&p.gone)).collect();
         for p in pollers {
             shared
                 .runtime
@@ -337,7 +332,6 @@ impl Ingress {
         let waker = wake.spawn(Arc::clone(stopping), move || runtime.runtime.wake_dispatcher())?;
         Ok(Ingress {
             addrs: bound,
-            gone,
             shared: Arc::clone(shared),
             waker: Some(waker),
         })
@@ -348,23 +342,17 @@ impl Ingress {
         &self.addrs
     }
 
-    /// Waits (after `stopping` was set) for the waker, and for the
-    /// dispatcher to drop the pollers (each holds the daemon's state: the
-    /// last holder must not be the dispatcher's own thread).
+    /// Waits (after `stopping` was set) for the waker, and wakes the
+    /// dispatcher so that it drops the pollers (they find `stopping` set)
+    /// and with them the sockets. They hold the daemon's state only
+    /// weakly, so nothing waits for that.
     pub(crate) fn join(mut self) {
         if let Some(t) = self.waker.take() {
             let _ = t.join();
         }
         self.shared.runtime.wake_dispatcher();
-        let waiting = std::time::Instant::now();
-        while !self.gone.iter().all(|g| g.load(Ordering::Acquire)) && waiting.elapsed() < GONE_WAIT {
-            std::thread::sleep(Duration::from_millis(1));
-        }
     }
 }
-
-/// How long [`Ingress::join`] waits for the dispatcher to drop the pollers.
-const GONE_WAIT: Duration = Duration::from_secs(2);
 
 /// A matched packet on its way to its tenant's batch.
 struct Matched {
@@ -393,7 +381,6 @@ struct SocketPoller {
     /// Per tenant slot: its packets of the batch at hand.
     per_tenant: Vec<Vec<Matched>>,
     watch: Watch,
-    gone: Arc<AtomicBool>,
     /// Whether the kernel gives each datagram's ECN field now
     /// (`IP_RECVTOS`; see [`SocketPoller::read_ecn_if_needed`]).
     ecn_read: bool,
@@ -489,12 +476,6 @@ impl isola_runtime::Poller for SocketPoller {
 
     fn done(&self) -> bool {
         self.stopping.load(Ordering::Acquire) || self.shared.strong_count() == 0
-    }
-}
-
-impl Drop for SocketPoller {
-    fn drop(&mut self) {
-        self.gone.store(true, Ordering::Release);
     }
 }
 

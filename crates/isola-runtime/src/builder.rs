@@ -109,6 +109,17 @@ impl EngineConfig {
         self
     }
 
+    /// Dispatches the core may hand it at once: its workers and its queue,
+    /// or its one place on the dispatcher (whatever queue depth was set
+    /// after [`EngineConfig::on_dispatcher`]).
+    pub fn slots(&self) -> u32 {
+        if self.on_dispatcher {
+            1
+        } else {
+            (self.workers + self.queue_depth).min(u32::MAX as usize) as u32
+        }
+    }
+
     /// Makes it a DMA engine: its workers copy DMA stages' bytes (its kind
     /// becomes `dma`; it serves no operator).
     pub fn with_dma(mut self) -> Self {
@@ -363,7 +374,7 @@ impl RuntimeBuilder {
 
     /// The isolation core this configuration runs on, as the runtime builds
     /// it: one channel per tenant per engine (capped at the tenant's queue
-    /// cap), each engine with `workers + queue_depth` slots (so its queue
+    /// cap), each engine with its [`EngineConfig::slots`] (so its queue
     /// stays as short as configured and the policy sets the order) and its
     /// split rule; native mode is the core's `fcfs` on whole tasks.
     pub fn scheduler(&self) -> Result<isola_core::Scheduler, BuildError> {
@@ -376,13 +387,7 @@ impl RuntimeBuilder {
         }
         let native = self.mode == Mode::Native;
         for e in &self.engines {
-            // An engine run on the dispatcher has one place, whatever its
-            // queue depth was set to.
-            let slots = if e.on_dispatcher {
-                1
-            } else {
-                (e.workers + e.queue_depth).min(u32::MAX as usize) as u32
-            };
+            let slots = e.slots();
             let split = e
                 .split_bytes
                 .filter(|_| !native)

@@ -171,14 +171,14 @@ pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
         };
         let ran = !matches!(result, Err(TaskError::Cancelled));
         // The completion is stamped as the run ended: it is built and
-        // delivered right here, with nothing in between to measure.
-        let (ended_ns, finished_ns) = (since_epoch(ended), since_epoch(ended));
-        let at_end = busy.read(ended_ns, tenant);
+        // delivered right here, with no delivery in between to measure.
+        let finished_ns = since_epoch(ended);
+        let at_end = busy.read(finished_ns, tenant);
         let times = crate::attribution::TaskTimes {
             latency: finished_ns.saturating_sub(d.completion.submitted_ns),
             service: measured_ns,
             off_cpu: off_cpu_ns,
-            delivery: finished_ns.saturating_sub(ended_ns),
+            delivery: 0,
             handoff: d.handoff_ns,
         };
         let breakdown = crate::LatencyBreakdown::attribute(times, d.busy_at_submit, at_end, busy.workers());

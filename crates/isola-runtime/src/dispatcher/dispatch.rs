@@ -64,9 +64,10 @@ impl Dispatcher {
                     if let Some(ended) = self.start(now, d) {
                         let (ran, started) = self.turn;
                         self.turn = (ran + 1, Some(started.unwrap_or(now)));
-                        // No clock read: the run's own end is later than
+                        // No clock read: the run's own end (brought to
+                        // the core's latest time by `start`) is later than
                         // every reading before it.
-                        now = self.at_least(ended);
+                        now = ended;
                     }
                 }
             }
