@@ -21,8 +21,9 @@
 # PIN=true pins the daemon's dispatcher and workers (pin_threads),
 # PORT=19000 (the daemon's), SRC_PORT=41000 (the first flow's), EGRESS=1
 # sends every reply as a task of an egress engine scheduled by the core
-# (default: a poll's replies leave with one sendmmsg), KEEP=1 keeps the
-# reports' folder.
+# (default: a poll's replies leave with one sendmmsg), TENANTS=1 (flow i
+# belongs to tenant i mod TENANTS: FLOWS=64 TENANTS=64 gives 64 tenants
+# of one flow each), KEEP=1 keeps the reports' folder.
 # Builds release binaries into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,7 @@ SPIN=${SPIN:-0s}
 PORT=${PORT:-19000}
 SRC_PORT=${SRC_PORT:-41000}
 EGRESS=${EGRESS:-0}
+TENANTS=${TENANTS:-1}
 PIN=${PIN:-false}
 command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2; exit 1; }
 
@@ -53,9 +55,12 @@ command -v jq >/dev/null || { echo "error: jq is needed to read the reports" >&2
   if [ "$EGRESS" = 1 ]; then
     printf '[[engine]]\nname = "out"\nkind = "egress"\nqueue_depth = %s\n\n' "$QUEUE_DEPTH"
   fi
-  printf '[[tenant]]\nname = "t"\nmemory_quota = "16MiB"\nusers = [%s]\n' "$(id -u)"
-  for i in $(seq 0 $((FLOWS - 1))); do
-    printf '\n[[tenant.flow]]\nmatch = { src_port = %s, proto = 17 }\nkernel = "%s"\n' $((SRC_PORT + i)) "$KERNEL"
+  for t in $(seq 0 $((TENANTS - 1))); do
+    printf '[[tenant]]\nname = "t%s"\nmemory_quota = "16MiB"\nusers = [%s]\n' "$t" "$(id -u)"
+    for i in $(seq "$t" "$TENANTS" $((FLOWS - 1))); do
+      printf '\n[[tenant.flow]]\nmatch = { src_port = %s, proto = 17 }\nkernel = "%s"\n' $((SRC_PORT + i)) "$KERNEL"
+    done
+    printf '\n'
   done
 } > "$dir/isolad.toml"
 start_isolad
@@ -63,7 +68,7 @@ sleep 0.2
 
 common=(--flows "$FLOWS" --window "$WINDOW" --size "$SIZE" --duration "$DURATION" --warmup "$WARMUP")
 if [ "$WORKERS" = 0 ]; then engine="kernels run on the dispatcher"; else engine="engine workers $WORKERS, queue depth $QUEUE_DEPTH"; fi
-echo "$KERNEL on $SIZE, $FLOWS flows, window $WINDOW per flow, $DURATION after $WARMUP warm-up, $engine, spin $SPIN, egress engine $EGRESS"
+echo "$KERNEL on $SIZE, $FLOWS flows of $TENANTS tenants, window $WINDOW per flow, $DURATION after $WARMUP warm-up, $engine, spin $SPIN, egress engine $EGRESS"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 printf '%-6s %-14s %-12s %-8s %-22s\n' round path "replies/s" loss "p50 / p99 (us)"
 row() { # round, path, report
@@ -75,6 +80,9 @@ for r in $(seq 1 "$ROUNDS"); do
   "$bin/isola" load udp --to "127.0.0.1:$PORT" --src-port "$SRC_PORT" "${common[@]}" --json "$dir/daemon-$r.json" > /dev/null
   "$bin/isola" load udp --echo-baseline "${common[@]}" --json "$dir/echo-$r.json" > /dev/null
   row "$r" isolad "$dir/daemon-$r.json"
+  if [ "$FLOWS" -gt 4 ]; then
+    jq -r '.flows | map(.throughput.received_pps) | sort | "       isolad replies/s per flow: min \(.[0] | floor), median \(.[length / 2 | floor] | floor), max \(.[-1] | floor)"' "$dir/daemon-$r.json"
+  fi
   row "$r" "echo baseline" "$dir/echo-$r.json"
   jq -rn --slurpfile d "$dir/daemon-$r.json" --slurpfile e "$dir/echo-$r.json" \
     '"       isolad / echo: \($d[0].total.throughput.received_pps / $e[0].total.throughput.received_pps * 1000 | floor / 1000)"'
