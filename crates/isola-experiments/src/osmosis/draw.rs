@@ -2,6 +2,7 @@
 //! and completion-time CDFs (Figs. 10 and 13), from the runs that
 //! succeeded.
 
+use super::fragment::{FragmentCurve, IoCurve};
 use crate::draw::{figure, latency_cdf, over_time};
 use crate::judge::tenant;
 use isola_model::PolicyResult;
@@ -158,7 +159,7 @@ fn size_axis(label: &str) -> Axis {
 pub(super) fn fragments(
     by_size: &[(u64, Vec<PolicyResult>)],
     labels: &[&str],
-    by_fragment: &[(&str, Vec<(f64, f64, f64)>)],
+    by_fragment: &[FragmentCurve],
 ) -> Figure {
     let per_label = |value: &dyn Fn(&PolicyResult) -> f64| -> Vec<Series> {
         labels
@@ -214,7 +215,7 @@ pub(super) fn fragments(
 /// Fig. 11: the throughput fragmentation costs an IO write alone, per
 /// transfer size, for each setup (`curves`: (size, whole Mpps, fragmented
 /// Mpps)), in fragments of `fragment` bytes.
-pub(super) fn io_overhead(curves: &[(&str, Vec<(u64, f64, f64)>)], fragment: u64) -> Figure {
+pub(super) fn io_overhead(curves: &[IoCurve], fragment: u64) -> Figure {
     let series = curves
         .iter()
         .map(|(name, p)| Series::new(*name, p.iter().map(|q| (q.0 as f64, 1.0 - q.2 / q.1)).collect()))
