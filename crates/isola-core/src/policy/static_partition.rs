@@ -226,17 +226,18 @@ impl TimeSlices {
         self.now = self.now.max(now);
         let n = self.scale.len();
         let Some((mut owner, mut end, mut started)) = self.slice else {
-            self.slice = Some((0, now + self.length(0), false));
+            self.slice = Some((0, now.saturating_add(self.length(0)), false));
             return;
         };
         if now >= end {
             // Whole rounds at once: a long idle spell costs one step.
-            let round: Nanos = (0..n).map(|t| self.length(t)).sum();
+            let round = (0..n).fold(0, |sum: Nanos, t| sum.saturating_add(self.length(t)));
             end += (now - end) / round * round;
         }
-        while now >= end {
+        while now >= end && end < Nanos::MAX {
             owner = (owner + 1) % n;
-            end += self.length(owner);
+            // Saturates: a slice reaching the end of time never ends.
+            end = end.saturating_add(self.length(owner));
             started = false;
         }
         self.slice = Some((owner, end, started));
@@ -436,5 +437,17 @@ mod tests {
             let built = build(&p, &PolicySetup { tenants: &t, slots });
             assert_eq!(built.is_ok(), ok, "{mode} on {slots} slots");
         }
+    }
+
+    /// Extreme weights and slices saturate instead of overflowing: the
+    /// heaviest tenant's slice outlasts the run, the lightest keeps its
+    /// first slice (3 tasks of 3 us in 10 us).
+    #[test]
+    fn extreme_slices_saturate() {
+        let got = engine_shares(&[1e-6, 1e6], "10000", 3_000, &[1_000, 1_000], 1_000_000);
+        assert!((got[0] - 0.009).abs() < 1e-9, "{got:?}");
+        assert!(got[1] > 0.98, "{got:?}");
+        let got = engine_shares(&[1.0, 1.0], "1e300", 3_000, &[10, 10], 1_000_000);
+        assert_eq!(got[1], 0.0, "{got:?}");
     }
 }

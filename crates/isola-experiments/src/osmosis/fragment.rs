@@ -489,7 +489,7 @@ fn io_overhead(runner: &mut Runner) -> anyhow::Result<Outcome> {
         } else if worst > 0.25 {
             "the link binds in fragments: 8 ns of data per fragment against its setup"
         } else {
-            "the link binds in fragments by about the paper's margin"
+            "the link binds in fragments, by a margin within the paper's range"
         };
         o.directions.push(Check {
             what: format!("{name} requests: fragmentation costs IO throughput within the paper's 2-23%"),
