@@ -29,6 +29,8 @@ pub static ALL: &[Experiment] = &[
     osmosis::HOL,
     osmosis::COMPUTE,
     osmosis::IO,
+    osmosis::HOL_SWEEP,
+    osmosis::IO_OVERHEAD,
     mtda::BALANCED,
     mtda::UNBALANCED,
     mtda::BURST,

@@ -208,12 +208,18 @@ fn missing_trace_and_bad_trace_rows() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A slot partition with fewer slots than tenants is refused; `static`
+/// by default time-slices the engine instead.
 #[test]
 fn static_partition_with_too_few_slots() {
-    let text = BASE.replace("policies = [\"fcfs\", \"wlbvt\"]", "policies = [\"static\"]")
-        + "\n[[tenant]]\nname = \"b\"\n[tenant.workload]\nengine = \"acc\"\narrival = { poisson = \"1k/s\" }\n";
+    let two = |policies: &str| {
+        BASE.replace("policies = [\"fcfs\", \"wlbvt\"]", policies)
+            + "\n[[tenant]]\nname = \"b\"\n[tenant.workload]\nengine = \"acc\"\narrival = { poisson = \"1k/s\" }\n"
+    };
+    let text = two("policies = [{ name = \"static\", params = { mode = \"slots\" } }]");
     let e = Scenario::parse(&text, "bad.toml").unwrap_err();
     check(&e, 4, "policies", "every tenant needs a slot");
+    Scenario::parse(&two("policies = [\"static\"]"), "sliced.toml").unwrap();
 }
 
 /// `service = { profile = "FILE", op = "NAME" }` takes the measured points

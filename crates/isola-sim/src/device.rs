@@ -143,8 +143,11 @@ impl FifoLanes {
 /// bandwidth`, and at least `1 / tlp_rate` when a TLP rate is set, which is
 /// how the root complex's posted-header credits throttle floods of tiny TLPs
 /// (observation 10); the transfers in service take turns TLP by TLP (round
-/// robin across queues, observation 4). A dispatch is one queue's transfer.
-/// Leaves out: link-layer retries, flow-control credit values per se (their
+/// robin across queues, observation 4). A dispatch is one queue's transfer
+/// and one DMA request: its first TLP also carries the request's setup,
+/// `request_overhead` ns on its direction (command processing and the bus
+/// handshake; OSMOSIS Sec. 6.3), so a transfer cut into N fragments pays it
+/// N times. Leaves out: link-layer retries, flow-control credit values per se (their
 /// steady-state effect is the TLP rate), IOMMU and memory latency.
 #[derive(Debug, Clone)]
 pub struct DmaLink {
@@ -161,6 +164,8 @@ struct Transfer {
     work: DeviceWork,
     remaining: u64,
     started: Nanos,
+    /// Whether its request's setup is still to be paid (before its first TLP).
+    setup: bool,
 }
 
 impl DmaLink {
@@ -204,7 +209,7 @@ impl DmaLink {
         } else {
             0.0
         };
-        count as f64 * ns_full + tail
+        spec.request_overhead as f64 + count as f64 * ns_full + tail
     }
 
     fn send_next(&mut self, now: Nanos, dir: usize, timers: &mut Vec<Timer>) {
@@ -214,7 +219,11 @@ impl DmaLink {
         let Some(k) = self.turns[dir].pop_front() else {
             return;
         };
-        let (size, ns) = Self::unit(&self.spec, dir, self.transfers[k].remaining);
+        let t = &mut self.transfers[k];
+        let (size, mut ns) = Self::unit(&self.spec, dir, t.remaining);
+        if std::mem::take(&mut t.setup) {
+            ns += self.spec.request_overhead as f64;
+        }
         self.on_wire[dir] = Some((k, size));
         // At least 1 ns per TLP, so time always advances.
         timers.push((now.saturating_add((ns.round() as Nanos).max(1)), dir as u64));
@@ -226,6 +235,7 @@ impl DmaLink {
             work,
             remaining: work.bytes.max(1),
             started: now,
+            setup: true,
         });
         self.turns[dir].push_back(k);
         self.send_next(now, dir, timers);
@@ -391,6 +401,7 @@ mod tests {
             max_read_request: 512,
             tlp_overhead: 24,
             tlp_rate: None,
+            request_overhead: 0,
         }
     }
 
@@ -439,5 +450,30 @@ mod tests {
         }; // 100 ns per TLP at least
         assert_eq!(DmaLink::alone(&spec, Direction::Write, 16), 100.0);
         assert_eq!(DmaLink::alone(&spec, Direction::Write, 256), 280.0);
+    }
+
+    /// A request's setup is paid once per dispatch: a 1 KiB write alone
+    /// takes setup + 4 TLPs; in four 256 B dispatches, 4 x (setup + 1 TLP),
+    /// the closed form of OSMOSIS' "N additional protocol handshakes".
+    #[test]
+    fn request_setup_is_paid_per_fragment() {
+        let spec = DmaSpec {
+            request_overhead: 50,
+            ..link()
+        };
+        assert_eq!(DmaLink::alone(&spec, Direction::Write, 1024), 50.0 + 4.0 * 280.0);
+        let ids = dispatch_ids();
+        let whole = drive(
+            &mut Device::Dma(DmaLink::new(spec)),
+            vec![(0, work(0, 1024, 0, Direction::Write))],
+        );
+        assert_eq!(whole, vec![(ids[0], 50 + 4 * 280)]);
+        // Four fragments issued back to back, as a fragmenting engine does.
+        let mut dev = Device::Dma(DmaLink::new(spec));
+        let out = drive(
+            &mut dev,
+            (0..4).map(|k| (0, work(k, 256, 0, Direction::Write))).collect(),
+        );
+        assert_eq!(out.last().map(|o| o.1), Some(4 * (50 + 280)));
     }
 }

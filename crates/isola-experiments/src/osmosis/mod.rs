@@ -1,12 +1,16 @@
 //! OSMOSIS (SmartNIC multi-tenancy): a Congestor against a Victim on
 //! processing units (Fig. 9) and on DMA (Fig. 10), and the application
 //! mixes of Sec. 6.4 (Figs. 12 and 13), every policy against round robin
-//! and WLBVT, OSMOSIS' own.
+//! and WLBVT, OSMOSIS' own; and what DMA fragmentation costs (Figs. 10
+//! and 11, [`fragment`]).
 //!
 //! This module measures and judges (tables, the best policy, goals, the
 //! paper's directions); `draw` makes the figures.
 
 mod draw;
+pub mod fragment;
+
+pub use fragment::{HOL_SWEEP, IO_OVERHEAD};
 
 use crate::experiment::{Check, Experiment, Outcome};
 use crate::judge::{direction, fmt_index, mean_jain, row_of, succeeded, tenant};

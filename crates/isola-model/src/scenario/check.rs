@@ -369,7 +369,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
     }
     use EngineKind::*;
     type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
-    let kind_keys: [KindKey; 9] = [
+    let kind_keys: [KindKey; 10] = [
         ("queue_depth", at(&raw.queue_depth), &[Accelerator]),
         ("service", at(&raw.service), &[Accelerator, ProcessingUnits]),
         ("clock", at(&raw.clock), &[ProcessingUnits]),
@@ -378,6 +378,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         ("max_read_request", at(&raw.max_read_request), &[Dma]),
         ("tlp_overhead", at(&raw.tlp_overhead), &[Dma]),
         ("tlp_rate", at(&raw.tlp_rate), &[Dma]),
+        ("request_overhead", at(&raw.request_overhead), &[Dma]),
         ("packet_overhead", at(&raw.packet_overhead), &[Egress]),
     ];
     for (key, span, kinds) in kind_keys {
@@ -477,6 +478,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
                 max_read_request: size(raw.max_read_request, "max_read_request", 512)?,
                 tlp_overhead: size(raw.tlp_overhead, "tlp_overhead", 24)?,
                 tlp_rate,
+                request_overhead: raw.request_overhead.map_or(0, |d| d.into_inner().0),
             })
         }
         Egress => DeviceSpec::Egress {

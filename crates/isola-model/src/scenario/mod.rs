@@ -269,6 +269,13 @@ pub struct DmaSpec {
     /// TLPs per second the root complex accepts (posted-credit return rate);
     /// every TLP takes at least `1 / tlp_rate`.
     pub tlp_rate: Option<f64>,
+    /// Setup time of one DMA request, ns: the engine's command processing,
+    /// descriptor and the bus handshake that opens and closes a burst
+    /// (OSMOSIS Sec. 6.3: "splitting one large transfer into smaller N
+    /// transfers introduces N additional protocol handshakes"). Every
+    /// dispatch on the link is one request, so a transfer cut into N
+    /// fragments pays it N times. Default 0 (see docs/scenario-format.md).
+    pub request_overhead: u64,
 }
 
 /// An engine: scheduler view and device model.

@@ -115,6 +115,7 @@ pub(super) struct RawEngine {
     pub(super) max_read_request: Option<Spanned<Size>>,
     pub(super) tlp_overhead: Option<Spanned<Size>>,
     pub(super) tlp_rate: Option<Spanned<RateValue>>,
+    pub(super) request_overhead: Option<Spanned<Duration>>,
     pub(super) packet_overhead: Option<Spanned<Size>>,
 }
 
