@@ -369,7 +369,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
     }
     use EngineKind::*;
     type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
-    let kind_keys: [KindKey; 9] = [
+    let kind_keys: [KindKey; 10] = [
         ("queue_depth", at(&raw.queue_depth), &[Accelerator]),
         ("service", at(&raw.service), &[Accelerator, ProcessingUnits]),
         ("clock", at(&raw.clock), &[ProcessingUnits]),
@@ -378,6 +378,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         ("max_read_request", at(&raw.max_read_request), &[Dma]),
         ("tlp_overhead", at(&raw.tlp_overhead), &[Dma]),
         ("tlp_rate", at(&raw.tlp_rate), &[Dma]),
+        ("pcie", at(&raw.pcie), &[Dma]),
         ("packet_overhead", at(&raw.packet_overhead), &[Egress]),
     ];
     for (key, span, kinds) in kind_keys {
@@ -461,6 +462,19 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
                     None => Ok(default),
                 }
             };
+            let max_payload = size(raw.max_payload, "max_payload", 256)?;
+            let max_read_request = size(raw.max_read_request, "max_read_request", 512)?;
+            let pcie = match (raw.pcie, &raw.tlp_rate) {
+                (Some(_), Some(r)) => {
+                    return Err(src.at(
+                        r.span(),
+                        Some("tlp_rate"),
+                        "does not combine with [engine.pcie], whose posted credits and root-complex costs replace it",
+                    ))
+                }
+                (Some(p), None) => Some(super::pcie::check_pcie(src, p, max_payload, max_read_request)?),
+                (None, _) => None,
+            };
             let tlp_rate = match raw.tlp_rate {
                 Some(r) if r.get_ref().0.unit() != RateUnit::OpsPerSec => {
                     return Err(src.at(
@@ -473,10 +487,11 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
             };
             DeviceSpec::Dma(DmaSpec {
                 bytes_per_sec: bytes_rate(raw.bandwidth, "bandwidth")?,
-                max_payload: size(raw.max_payload, "max_payload", 256)?,
-                max_read_request: size(raw.max_read_request, "max_read_request", 512)?,
+                max_payload,
+                max_read_request,
                 tlp_overhead: size(raw.tlp_overhead, "tlp_overhead", 24)?,
                 tlp_rate,
+                pcie,
             })
         }
         Egress => DeviceSpec::Egress {

@@ -115,6 +115,7 @@ pub(super) struct RawEngine {
     pub(super) max_read_request: Option<Spanned<Size>>,
     pub(super) tlp_overhead: Option<Spanned<Size>>,
     pub(super) tlp_rate: Option<Spanned<RateValue>>,
+    pub(super) pcie: Option<Spanned<super::pcie::RawPcie>>,
     pub(super) packet_overhead: Option<Spanned<Size>>,
 }
 
