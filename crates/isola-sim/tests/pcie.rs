@@ -164,3 +164,30 @@ fn bad_values_are_reported_at_their_key() {
     let e = Scenario::parse(&s, "pcie.toml").expect_err("tlp_rate with pcie");
     assert_eq!(e.key.as_deref(), Some("tlp_rate"), "{e}");
 }
+
+/// The prediction the scheduler gets (`PcieLink::alone`) matches a transfer
+/// alone on the link, for writes with the ring protocol and for reads.
+#[test]
+fn the_prediction_matches_a_transfer_alone() {
+    use isola_model::scenario::{DeviceSpec, Direction};
+    for (pcie, direction, name) in [
+        (
+            "descriptor = \"64B\"\ncompletion_entry = \"64B\"",
+            Direction::Write,
+            "write",
+        ),
+        ("", Direction::Read, "read"),
+    ] {
+        let flows = [("a", 4096, name, 1)];
+        let s = Scenario::parse(&text(256, pcie, &flows), "pcie.toml").unwrap();
+        let DeviceSpec::Dma(dma) = &s.engines[0].device else {
+            panic!("a DMA engine");
+        };
+        let predicted = isola_sim::pcie::PcieLink::alone(dma, &dma.pcie.unwrap(), direction, 4096);
+        let measured = 1e9 / run(256, pcie, &flows)[0].1;
+        assert!(
+            close(measured, predicted, 0.02),
+            "{name}: {measured:.1} ns measured, {predicted:.1} predicted"
+        );
+    }
+}
