@@ -55,6 +55,9 @@ pub struct DeviceWork {
     pub budget: Option<Nanos>,
     /// DMA direction.
     pub direction: Direction,
+    /// The hardware queue it arrives on (its tenant's), for links that
+    /// arbitrate per queue (`isola_sim::pcie`).
+    pub queue: u32,
 }
 
 /// Work the device is done with.
@@ -200,6 +203,9 @@ impl DmaLink {
         // Every unit but the last is full and takes the same time, so this
         // is closed-form: a transfer of a petabyte costs what one of a page
         // does.
+        if let Some(pcie) = &spec.pcie {
+            return crate::pcie::PcieLink::alone(spec, pcie, direction, bytes);
+        }
         let dir = direction as usize;
         let bytes = bytes.max(1);
         let (full, ns_full) = Self::unit(spec, dir, u64::MAX);
@@ -263,13 +269,17 @@ impl DmaLink {
     }
 }
 
-/// Any device.
+/// Any device. (One per engine, built once and never moved in the event
+/// loop: the variants' sizes do not matter.)
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum Device {
     /// FIFO lanes (accelerator, processing units, egress).
     Lanes(FifoLanes),
     /// PCIe/DMA link.
     Dma(DmaLink),
+    /// PCIe link with credits, root complex and device limits.
+    Pcie(crate::pcie::PcieLink),
 }
 
 impl Device {
@@ -278,6 +288,7 @@ impl Device {
         match self {
             Device::Lanes(d) => d.start(now, work, timers),
             Device::Dma(d) => d.start(now, work, timers),
+            Device::Pcie(d) => d.start(now, work, timers),
         }
     }
 
@@ -286,6 +297,7 @@ impl Device {
         match self {
             Device::Lanes(d) => d.fire(now, token, done, timers),
             Device::Dma(d) => d.fire(now, token, done, timers),
+            Device::Pcie(d) => d.fire(now, token, done, timers),
         }
     }
 }
@@ -303,6 +315,7 @@ mod tests {
             service,
             budget: None,
             direction,
+            queue: 0,
         }
     }
 
@@ -402,6 +415,7 @@ mod tests {
             tlp_overhead: 24,
             tlp_rate: None,
             request_overhead: 0,
+            pcie: None,
         }
     }
 

@@ -17,6 +17,7 @@
 
 pub mod device;
 pub mod limits;
+pub mod pcie;
 pub mod rng;
 pub mod sim;
 pub mod workload;

@@ -279,7 +279,10 @@ impl<'a> Sim<'a> {
             .engines
             .iter()
             .map(|e| match &e.device {
-                DeviceSpec::Dma(spec) => Device::Dma(DmaLink::new(*spec)),
+                DeviceSpec::Dma(spec) => match spec.pcie {
+                    Some(pcie) => Device::Pcie(crate::pcie::PcieLink::new(*spec, pcie)),
+                    None => Device::Dma(DmaLink::new(*spec)),
+                },
                 _ => Device::Lanes(FifoLanes::new(e.slots)),
             })
             .collect();
@@ -511,6 +514,7 @@ impl<'a> Sim<'a> {
                     service,
                     budget: self.sched.service_budget(EngineId(e as u32), TenantId(t as u32)),
                     direction: w.direction,
+                    queue: t as u32,
                 },
                 &mut self.timers,
             );

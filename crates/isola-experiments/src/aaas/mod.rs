@@ -9,6 +9,7 @@
 //! the cases and `draw` makes the figure.
 
 mod draw;
+mod observe;
 pub mod scenario;
 
 use crate::experiment::{Check, Experiment, Outcome};
@@ -40,7 +41,8 @@ const FOUR_K_ALONE_GBPS: f64 = 63.0 * 4096.0 / (4096.0 + 16.0 * 24.0);
 
 fn aaas_observations(runner: &mut Runner) -> anyhow::Result<Outcome> {
     let mut o = Outcome::new(&EXPERIMENT, runner.live());
-    let share = 1.0 / CASES.len() as f64;
+    // The cases take the first half of the progress, the sweeps the rest.
+    let share = 0.5 / CASES.len() as f64;
     let mut best_per_case: BTreeMap<String, usize> = BTreeMap::new();
     // Per case: its name, and A/B data rate natively and under drr/bytes.
     let mut ratios: Vec<(&str, f64, f64)> = Vec::new();
@@ -155,41 +157,6 @@ fn aaas_observations(runner: &mut Runner) -> anyhow::Result<Outcome> {
                 },
             };
             o.goals.push(check);
-            // The observation itself, on the device model natively.
-            let (holds, figure) = match case.name {
-                "obs4-queue-pairs" => (
-                    (rate_ratio(n) - 2.0).abs() <= 0.2,
-                    format!("A/B {:.2} (QP ratio 2)", rate_ratio(n)),
-                ),
-                "obs5-size-mix" | "obs8-read-mtu" => (
-                    (rate_ratio(n).ln()).abs() > 1.2f64.ln(),
-                    format!("A/B {:.2} data rate, {:.2} IOPS", rate_ratio(n), iops_ratio(n)),
-                ),
-                "obs6-9-directions" => (
-                    (1.08..=3.39).contains(&rate_ratio(n)),
-                    format!("writes/reads {:.2} (paper 1.08-3.39)", rate_ratio(n)),
-                ),
-                "obs7-iops-vs-rate" => (
-                    (iops_ratio(n) - 1.0).abs() <= 0.1 && rate_ratio(n) > 2.0,
-                    format!(
-                        "IOPS A/B {:.2}, data rate A/B {:.2}",
-                        iops_ratio(n),
-                        rate_ratio(n)
-                    ),
-                ),
-                _ => (
-                    total(n) < 0.5 * FOUR_K_ALONE_GBPS,
-                    format!(
-                        "aggregate {:.1} of {FOUR_K_ALONE_GBPS:.1} Gbit/s for 4 KB writes alone",
-                        total(n)
-                    ),
-                ),
-            };
-            o.directions.push(Check {
-                what: case.claim.to_string(),
-                met: holds,
-                detail: format!("native: {figure}"),
-            });
         }
         o.tables.push(Table {
             caption: format!(
@@ -222,10 +189,27 @@ fn aaas_observations(runner: &mut Runner) -> anyhow::Result<Outcome> {
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
         .map(|(l, n)| format!("{l} (best in {n} of {} cases)", CASES.len()));
     o.figures.push(draw::ratios(&ratios));
-    o.notes.push(
-        "the simulator's DMA model is full duplex with independent directions and round-robins TLPs across transfers \
-         in flight; it has no NIC buffer or cache contention"
-            .into(),
-    );
+    observe::observations(runner, &mut o, 0.5)?;
+    for note in [
+        "model: isola_sim::pcie on a Gen3 x8 link (63 Gbit/s each way, 24 B per TLP), with posted/non-posted \
+         credits, the root complex's in-order write pipeline, 32 tags and 16 KiB of completion buffer, ACK/UpdateFC \
+         DLLPs; the NIC cases (obs. 4-6) add the ring protocol (64 B descriptor read, 64 B completion entry per \
+         transfer) and round-robin per transfer; the FPGA cases (obs. 7-10) round-robin per tenant and pay 240 ns per \
+         partial-line write at the root complex",
+        "differences from the paper and what they could move: (1) the paper's NIC ran RDMA over a ConnectX-6 (its \
+         obs. 4 aggregate, ~78 Gbit/s, is more than Gen3 x8 carries): ratios, not Gbit/s, are comparable; (2) the read \
+         latency (500 ns, pcie-bench's order) sets obs. 5's spread: at 1 us it spans 0.67x-11.0x (500 ns: \
+         0.73x-8.89x); obs. 6's ratio barely moves with it (256 B: 1.87x at 1 us, 1.80x at 500 ns); (3) the FPGA tenants' depth (16 in flight) is \
+         ours: at 4 in flight reads are latency-bound and obs. 7's 1K+4K pair gets A/B 0.30 instead of 1.00; (4) the \
+         root-complex cost is fitted to the 16 B case: it moves obs. 10's 16 B and 32 B figures together, not the 64 B \
+         one; (5) no NIC caches or on-NIC buffers, and RDMA's own request/response on the NIC is not modelled; (6) the \
+         model is deterministic: same-size closed-loop transfers stay in phase (2 QPs of 4 KB writes alone reach \
+         39 Gbit/s, not the link's 57.6), which can hide a direction's advantage from 4 KB up (obs. 6)",
+        "Isola's runs keep 16 fragments of 256 B in flight; on the NIC link each fragment is a transfer with its own \
+         descriptor round trip, so a tenant with one queue pair cannot fill its share (the scheduler can only give \
+         what a tenant submits): per-tenant scheduling restores byte-fairness only where the tenants stay backlogged",
+    ] {
+        o.notes.push(note.into());
+    }
     Ok(o)
 }

@@ -537,6 +537,7 @@ fn live_overhead() -> f64 {
         tlp_overhead: 8,
         tlp_rate: None,
         request_overhead: LIVE_SETUP_NS,
+        pcie: None,
     };
     let alone = |bytes| isola_sim::device::DmaLink::alone(&spec, Direction::Write, bytes);
     1.0 - alone(4096) / (8.0 * alone(FRAGMENT))
@@ -569,6 +570,7 @@ mod tests {
             tlp_overhead: 8,
             tlp_rate: None,
             request_overhead: c.round() as u64,
+            pcie: None,
         };
         let alone = |bytes| isola_sim::device::DmaLink::alone(&spec, Direction::Write, bytes);
         let overhead = 1.0 - alone(4096) / (8.0 * alone(FRAGMENT));

@@ -369,7 +369,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
     }
     use EngineKind::*;
     type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
-    let kind_keys: [KindKey; 10] = [
+    let kind_keys: [KindKey; 11] = [
         ("queue_depth", at(&raw.queue_depth), &[Accelerator]),
         ("service", at(&raw.service), &[Accelerator, ProcessingUnits]),
         ("clock", at(&raw.clock), &[ProcessingUnits]),
@@ -379,6 +379,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         ("tlp_overhead", at(&raw.tlp_overhead), &[Dma]),
         ("tlp_rate", at(&raw.tlp_rate), &[Dma]),
         ("request_overhead", at(&raw.request_overhead), &[Dma]),
+        ("pcie", at(&raw.pcie), &[Dma]),
         ("packet_overhead", at(&raw.packet_overhead), &[Egress]),
     ];
     for (key, span, kinds) in kind_keys {
@@ -462,6 +463,26 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
                     None => Ok(default),
                 }
             };
+            let max_payload = size(raw.max_payload, "max_payload", 256)?;
+            let max_read_request = size(raw.max_read_request, "max_read_request", 512)?;
+            let pcie = match (raw.pcie, &raw.tlp_rate) {
+                (Some(_), Some(r)) => {
+                    return Err(src.at(
+                        r.span(),
+                        Some("tlp_rate"),
+                        "does not combine with [engine.pcie], whose posted credits and root-complex costs replace it",
+                    ))
+                }
+                (Some(p), None) => Some(super::pcie::check_pcie(src, p, max_payload, max_read_request)?),
+                (None, _) => None,
+            };
+            if let (Some(_), Some(r)) = (&pcie, &raw.request_overhead) {
+                return Err(src.at(
+                    r.span(),
+                    Some("request_overhead"),
+                    "does not combine with [engine.pcie], whose descriptor and completion entry are a request's setup there",
+                ));
+            }
             let tlp_rate = match raw.tlp_rate {
                 Some(r) if r.get_ref().0.unit() != RateUnit::OpsPerSec => {
                     return Err(src.at(
@@ -474,11 +495,12 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
             };
             DeviceSpec::Dma(DmaSpec {
                 bytes_per_sec: bytes_rate(raw.bandwidth, "bandwidth")?,
-                max_payload: size(raw.max_payload, "max_payload", 256)?,
-                max_read_request: size(raw.max_read_request, "max_read_request", 512)?,
+                max_payload,
+                max_read_request,
                 tlp_overhead: size(raw.tlp_overhead, "tlp_overhead", 24)?,
                 tlp_rate,
                 request_overhead: raw.request_overhead.map_or(0, |d| d.into_inner().0),
+                pcie,
             })
         }
         Egress => DeviceSpec::Egress {

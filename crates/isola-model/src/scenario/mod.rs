@@ -19,6 +19,7 @@
 //! `tenant`) and error positions (`source`).
 
 mod check;
+mod pcie;
 mod per_engine;
 mod raw;
 mod service;
@@ -26,6 +27,7 @@ pub mod slo;
 pub mod source;
 mod tenant;
 
+pub use pcie::{Arbitration, PcieSpec, CREDIT_BYTES};
 pub use service::ServiceCost;
 
 use isola_core::{EngineKind, Nanos, Slo};
@@ -276,6 +278,9 @@ pub struct DmaSpec {
     /// dispatch on the link is one request, so a transfer cut into N
     /// fragments pays it N times. Default 0 (see docs/scenario-format.md).
     pub request_overhead: u64,
+    /// Credits, root complex, device read limits and ring protocol: the
+    /// transaction-level model (`[engine.pcie]`; absent: the link above).
+    pub pcie: Option<PcieSpec>,
 }
 
 /// An engine: scheduler view and device model.

@@ -116,6 +116,7 @@ pub(super) struct RawEngine {
     pub(super) tlp_overhead: Option<Spanned<Size>>,
     pub(super) tlp_rate: Option<Spanned<RateValue>>,
     pub(super) request_overhead: Option<Spanned<Duration>>,
+    pub(super) pcie: Option<Spanned<super::pcie::RawPcie>>,
     pub(super) packet_overhead: Option<Spanned<Size>>,
 }
 

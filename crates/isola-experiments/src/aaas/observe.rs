@@ -1,0 +1,359 @@
+//! AaaS' observations 4-8 and 10 as the paper ran them, natively (the
+//! device alone) on the PCIe model: the QP-ratio sweep (obs. 4), the
+//! size-mix sweep (obs. 5), writes against reads over sizes (obs. 6), the
+//! two Fig. 3(a) pairs (obs. 7), the MTU table (obs. 8, Table 2, reads and
+//! writes) and small writes beside 4 KB writes (obs. 10, Fig. 3(c)). Each
+//! gives a table and a verdict against the paper's figures.
+
+use super::scenario::{flow, link_scenario, Flow, Link, FPGA, FPGA_DEPTH};
+use crate::experiment::{Check, Outcome};
+use crate::judge::tenant;
+use crate::runner::{every_policy, Runner};
+use isola_report::Table;
+
+/// One native run's figures: A and B in Gbit/s and Mops/s.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    gbps: [f64; 2],
+    mops: [f64; 2],
+}
+
+impl Pair {
+    fn rate(&self) -> f64 {
+        self.gbps[0] / self.gbps[1]
+    }
+    fn iops(&self) -> f64 {
+        self.mops[0] / self.mops[1]
+    }
+    fn total(&self) -> f64 {
+        self.gbps[0] + self.gbps[1]
+    }
+}
+
+/// Runs `flows` natively on `link` (1 ms) and reads tenants `a` and `b`.
+fn run(runner: &mut Runner, title: &str, link: Link, flows: &[Flow], at: f64) -> anyhow::Result<Pair> {
+    let text = link_scenario(title, link, 64, "1ms", flows, &[]);
+    let native = every_policy(None).remove(0);
+    let out = runner.simulate(&format!("aaas-{title}.toml"), &text, &[native], (at, 0.0))?;
+    let r = match out.into_iter().next().map(|o| o.result) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => anyhow::bail!("{title}: {e}"),
+        None => anyhow::bail!("{title}: no run"),
+    };
+    let get = |i: usize| tenant(&r, flows.get(i).map_or("", |f| f.name));
+    let gbps = |i: usize| get(i).map_or(0.0, |t| t.throughput_bps * 8e-9);
+    let mops = |i: usize| get(i).map_or(0.0, |t| t.throughput_ops * 1e-6);
+    Ok(Pair {
+        gbps: [gbps(0), gbps(1)],
+        mops: [mops(0), mops(1)],
+    })
+}
+
+/// Whether `x` is within a factor `f` of `paper`.
+fn near(x: f64, paper: f64, f: f64) -> bool {
+    x >= paper / f && x <= paper * f
+}
+
+fn verdict(met: bool, conditional: &str) -> &'static str {
+    match (met, conditional.is_empty()) {
+        (true, true) => "reproduced",
+        (true, false) => "reproduced under stated conditions",
+        (false, _) => "not reproduced",
+    }
+}
+
+fn table(caption: &str, header: &[&str], rows: Vec<Vec<String>>) -> Table {
+    Table {
+        caption: caption.into(),
+        header: header.iter().map(|h| h.to_string()).collect(),
+        highlight_row: None,
+        rows,
+    }
+}
+
+fn f2(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// Every observation's sweep; tables and verdicts go to `o`. `span` is
+/// where the experiment's progress stands.
+pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+    let nic = Link::Nic;
+    // Obs. 4: 4 KB writes, QP ratios 1 to 16.
+    let mut rows = Vec::new();
+    let mut worst: f64 = 0.0;
+    for (qa, qb) in [(1, 1), (2, 1), (4, 1), (8, 4), (16, 8), (16, 1), (1, 16)] {
+        let flows = [flow("a", 4096, "write", qa), flow("b", 4096, "write", qb)];
+        let p = run(runner, &format!("obs4-{qa}v{qb}"), nic, &flows, at)?;
+        let want = qa as f64 / qb as f64;
+        worst = worst.max((p.rate() / want - 1.0).abs());
+        rows.push(vec![
+            format!("{qa} vs {qb}"),
+            format!("{:.1}", p.gbps[0]),
+            format!("{:.1}", p.gbps[1]),
+            f2(p.rate()),
+            f2(want),
+        ]);
+    }
+    o.tables.push(table(
+        "obs. 4 sweep (NIC link, 4 KB writes): Gbit/s per tenant, A/B against the QP ratio",
+        &["QPs A vs B", "A Gbit/s", "B Gbit/s", "A/B", "QP ratio"],
+        rows,
+    ));
+    let met = worst <= 0.1;
+    o.directions.push(Check {
+        what: "obs. 4: the throughput ratio equals the QP ratio (QPs 1-16 per tenant)".into(),
+        met,
+        detail: format!(
+            "{}: every pair within {:.1}% of its QP ratio (round-robin TLP arbitration across queues)",
+            verdict(met, ""),
+            worst * 100.0
+        ),
+    });
+
+    // Obs. 5: 4 KB writes against B's sizes, one QP each.
+    let mut rows = Vec::new();
+    let mut ratios = Vec::new();
+    for size in [256, 512, 1024, 2048, 4096, 8192] {
+        let flows = [flow("a", 4096, "write", 1), flow("b", size, "write", 1)];
+        let p = run(runner, &format!("obs5-4k-{size}"), nic, &flows, at)?;
+        ratios.push(p.rate());
+        rows.push(vec![
+            format!("{size}"),
+            format!("{:.1}", p.gbps[0]),
+            format!("{:.1}", p.gbps[1]),
+            f2(p.rate()),
+            f2(4096.0 / size as f64),
+        ]);
+    }
+    o.tables.push(table(
+        "obs. 5 sweep (NIC link, 1 QP each, writes): A sends 4 KB, B varies; A/B data rate (paper: 0.83x to 10.5x)",
+        &["B bytes", "A Gbit/s", "B Gbit/s", "A/B", "size ratio"],
+        rows,
+    ));
+    let (lo, hi) = ratios
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
+    let met = near(lo, 0.83, 1.25) && near(hi, 10.5, 1.25);
+    o.directions.push(Check {
+        what: "obs. 5: A/B data rate over B's sizes 256 B-8 KB spans 0.83x-10.5x, non-linear in the size ratio".into(),
+        met,
+        detail: format!(
+            "{}: {lo:.2}x-{hi:.2}x; the spread comes from each transfer's ring round trip (descriptor read, 64 B \
+             completion entry) with one transfer per QP in flight",
+            verdict(met, "ring")
+        ),
+    });
+
+    // Obs. 6: writes with reads (and with writes), 2 QPs each, over sizes.
+    let mut rows = Vec::new();
+    let (mut hetero, mut homo) = (Vec::new(), Vec::new());
+    for size in [256, 1024, 4096, 8192] {
+        let wr = [flow("a", size, "write", 2), flow("b", size, "read", 2)];
+        let ww = [flow("a", size, "write", 2), flow("b", size, "write", 2)];
+        let p = run(runner, &format!("obs6-wr-{size}"), nic, &wr, at)?;
+        let q = run(runner, &format!("obs6-ww-{size}"), nic, &ww, at)?;
+        hetero.push(p.rate());
+        homo.push(q.rate());
+        rows.push(vec![
+            format!("{size}"),
+            format!("{:.1}", p.gbps[0]),
+            format!("{:.1}", p.gbps[1]),
+            f2(p.rate()),
+            f2(q.rate()),
+        ]);
+    }
+    o.tables.push(table(
+        "obs. 6 (NIC link, 2 QPs each): writes (AtH) against reads (HtA), and writes against writes (paper: AtH steals 1.08-3.39x; homogeneous even)",
+        &["bytes", "write Gbit/s", "read Gbit/s", "write/read", "write/write"],
+        rows,
+    ));
+    let (lo, hi) = hetero
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
+    let even = homo.iter().all(|r| (r - 1.0).abs() <= 0.1);
+    let met = even && lo >= 1.0 && near(lo, 1.08, 1.25) && near(hi, 3.39, 1.25);
+    o.directions.push(Check {
+        what: "obs. 6: writes steal 1.08-3.39x from reads (2 QPs, 256 B-8 KB); writes with writes share evenly".into(),
+        met,
+        detail: format!(
+            "{}: write/read {lo:.2}x-{hi:.2}x, write/write within 10% of 1: {even}. The direction holds where a read \
+             pays a round trip more than a posted write (small transfers); from 4 KB both directions run at line rate \
+             (full duplex) and the ratio is 1. The paper's 3.39x needs a coupling between directions it does not \
+             describe (RDMA read responses sharing the NIC's write path, or a per-QP limit on outstanding RDMA \
+             reads): with credits, ordering and DLLPs alone the ratio stays under 2x",
+            verdict(met, "ring")
+        ),
+    });
+
+    // Obs. 7: Fig. 3(a)'s pairs, reads on the FPGA link, 4 in flight each.
+    let a = run(
+        runner,
+        "obs7-512-64",
+        FPGA,
+        &[
+            flow("a", 512, "read", FPGA_DEPTH),
+            flow("b", 64, "read", FPGA_DEPTH),
+        ],
+        at,
+    )?;
+    let b = run(
+        runner,
+        "obs7-1k-4k",
+        FPGA,
+        &[
+            flow("a", 1024, "read", FPGA_DEPTH),
+            flow("b", 4096, "read", FPGA_DEPTH),
+        ],
+        at,
+    )?;
+    o.tables.push(table(
+        "obs. 7 (FPGA link, reads, 16 in flight each): A/B IOPS and data rate (paper: 512+64 IOPS-fair, 1K+4K data-rate-fair)",
+        &["pair", "A Gbit/s", "B Gbit/s", "A/B IOPS", "A/B rate"],
+        [("512 B + 64 B", a), ("1 KB + 4 KB", b)]
+            .iter()
+            .map(|(n, p)| {
+                vec![
+                    n.to_string(),
+                    format!("{:.1}", p.gbps[0]),
+                    format!("{:.1}", p.gbps[1]),
+                    f2(p.iops()),
+                    f2(p.rate()),
+                ]
+            })
+            .collect(),
+    ));
+    let met = (a.iops() - 1.0).abs() <= 0.1
+        && a.rate() > 2.0
+        && (b.rate() - 1.0).abs() <= 0.1
+        && (b.iops() - 1.0).abs() > 0.5;
+    o.directions.push(Check {
+        what: "obs. 7: 512 B + 64 B reads IOPS-fair and data-rate-unfair; 1 KB + 4 KB data-rate-fair, IOPS-unfair".into(),
+        met,
+        detail: format!(
+            "{}: 512+64 IOPS {:.2} rate {:.2}; 1K+4K rate {:.2} IOPS {:.2} (16 transfers in flight per tenant: the \
+             paper does not give the FPGA tenants' depth)",
+            verdict(met, "depth"),
+            a.iops(),
+            a.rate(),
+            b.rate(),
+            b.iops()
+        ),
+    });
+
+    // Obs. 8: Table 2 for reads (MaxReadReqSize) and writes (MaxPayloadSize).
+    let mut rows = Vec::new();
+    let (mut cells, mut matched) = (0, 0);
+    for (direction, mtus) in [("read", [256u64, 512, 1024]), ("write", [128, 256, 512])] {
+        for mtu in mtus {
+            let link = match direction {
+                "read" => Link::Fpga {
+                    max_payload: 256,
+                    max_read_request: mtu,
+                },
+                _ => Link::Fpga {
+                    max_payload: mtu,
+                    max_read_request: 512,
+                },
+            };
+            for (kind, s1, s2, want) in [
+                ("both <= MTU", mtu / 4, mtu / 2, "IOPS fair"),
+                ("both > MTU", 2 * mtu, 8 * mtu, "Gbps fair"),
+                ("mixed", mtu / 2, 4 * mtu, "neither"),
+            ] {
+                let flows = [
+                    flow("a", s1, direction, FPGA_DEPTH),
+                    flow("b", s2, direction, FPGA_DEPTH),
+                ];
+                let p = run(
+                    runner,
+                    &format!("obs8-{direction}-{mtu}-{s1}-{s2}"),
+                    link,
+                    &flows,
+                    at,
+                )?;
+                let got = match ((p.iops() - 1.0).abs() <= 0.1, (p.rate() - 1.0).abs() <= 0.1) {
+                    (true, _) => "IOPS fair",
+                    (_, true) => "Gbps fair",
+                    _ => "neither",
+                };
+                cells += 1;
+                matched += usize::from(got == want);
+                rows.push(vec![
+                    direction.to_string(),
+                    format!("{mtu}"),
+                    format!("{kind}: {s1} + {s2}"),
+                    f2(p.iops()),
+                    f2(p.rate()),
+                    got.to_string(),
+                    want.to_string(),
+                ]);
+            }
+        }
+    }
+    o.tables.push(table(
+        "obs. 8, Table 2 (FPGA link, 16 in flight each): the MTU is MaxReadReqSize for reads, MaxPayloadSize for writes",
+        &["direction", "MTU", "sizes", "A/B IOPS", "A/B rate", "ours", "Table 2"],
+        rows,
+    ));
+    let met = matched == cells;
+    o.directions.push(Check {
+        what: "obs. 8: below the MTU IOPS-fair, above it data-rate-fair, mixed neither (reads and writes)"
+            .into(),
+        met,
+        detail: format!("{}: {matched} of {cells} cells as Table 2", verdict(met, "")),
+    });
+
+    // Obs. 10: 4 KB writes with small writes, 4 QPs each (Fig. 3(c)).
+    let ideal = run(runner, "obs10-4k-alone", FPGA, &[flow("a", 4096, "write", 4)], at)?;
+    let ideal = ideal.gbps[0];
+    let mut rows = vec![vec![
+        "4 KB alone".into(),
+        format!("{ideal:.1}"),
+        "100%".into(),
+        "100%".into(),
+    ]];
+    let mut drops = Vec::new();
+    for (x, paper) in [(64, 94.0), (32, 72.0), (16, 15.0)] {
+        let flows = [flow("a", 4096, "write", 4), flow("b", x, "write", 4)];
+        let p = run(runner, &format!("obs10-4k-{x}"), FPGA, &flows, at)?;
+        let pct = p.total() / ideal * 100.0;
+        drops.push((x, pct, paper));
+        rows.push(vec![
+            format!("4 KB + {x} B"),
+            format!("{:.1}", p.total()),
+            format!("{pct:.0}%"),
+            format!("{paper:.0}%"),
+        ]);
+    }
+    o.tables.push(table(
+        "obs. 10, Fig. 3(c) (FPGA link, 4 QPs each, writes): aggregate against 4 KB writes alone",
+        &["case", "total Gbit/s", "of ideal", "paper"],
+        rows,
+    ));
+    let within = |x: u64| {
+        drops
+            .iter()
+            .find(|d| d.0 == x)
+            .is_some_and(|d| (d.1 - d.2).abs() <= 5.0)
+    };
+    let met = within(64) && within(16);
+    o.directions.push(Check {
+        what: "obs. 10: 4 KB + 64 B keeps 94% of ideal; 32 B and 16 B writes cut the aggregate by 28% and 85%".into(),
+        met: met && within(32),
+        detail: format!(
+            "{}: {}. 64 B writes are whole cache lines (no read-modify-write): their cost is TLP overhead alone. \
+             The 16 B figure is fitted (root-complex read-modify-write {} ns per partial-line write); with one such \
+             cost per partial write, 32 B costs as much as 16 B. The paper's -28% at 32 B needs the root complex's \
+             cost per sub-line size (e.g. 32 B merged or handled without a full read-modify-write), which it does not give",
+            if within(32) { verdict(met, "fit") } else { "64 B and 16 B reproduced (16 B by a fitted cost); 32 B not" },
+            drops
+                .iter()
+                .map(|d| format!("{} B {:.0}% (paper {:.0}%)", d.0, d.1, d.2))
+                .collect::<Vec<_>>()
+                .join(", "),
+            super::scenario::FPGA_RMW_NS
+        ),
+    });
+    Ok(())
+}
