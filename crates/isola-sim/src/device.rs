@@ -55,6 +55,9 @@ pub struct DeviceWork {
     pub budget: Option<Nanos>,
     /// DMA direction.
     pub direction: Direction,
+    /// The RSS hash of the packet's 5-tuple ([`crate::rss`]; devices that
+    /// do not steer by flow ignore it).
+    pub flow_hash: u64,
 }
 
 /// Work the device is done with.
@@ -260,6 +263,8 @@ pub enum Device {
     Lanes(FifoLanes),
     /// PCIe/DMA link.
     Dma(DmaLink),
+    /// Cores fed by RSS-steered receive rings ([`crate::rss`]).
+    Rss(crate::rss::RssCores),
 }
 
 impl Device {
@@ -268,6 +273,17 @@ impl Device {
         match self {
             Device::Lanes(d) => d.start(now, work, timers),
             Device::Dma(d) => d.start(now, work, timers),
+            Device::Rss(d) => d.start(now, work, timers),
+        }
+    }
+
+    /// Whether `work` finds room: only an RSS core's full ring refuses it
+    /// (the NIC drops the packet); the other devices queue whatever the
+    /// scheduler dispatches.
+    pub fn admits(&self, work: &DeviceWork) -> bool {
+        match self {
+            Device::Rss(d) => d.admits(work.flow_hash),
+            _ => true,
         }
     }
 
@@ -276,6 +292,7 @@ impl Device {
         match self {
             Device::Lanes(d) => d.fire(now, token, done, timers),
             Device::Dma(d) => d.fire(now, token, done, timers),
+            Device::Rss(d) => d.fire(now, token, done, timers),
         }
     }
 }
@@ -293,6 +310,7 @@ mod tests {
             service,
             budget: None,
             direction,
+            flow_hash: 0,
         }
     }
 

@@ -18,6 +18,7 @@
 pub mod device;
 pub mod limits;
 pub mod rng;
+pub mod rss;
 pub mod sim;
 pub mod workload;
 

@@ -79,6 +79,11 @@ const PARAMS: &[ParamSpec] = &[
         description: "CREDIT of eq. 7, the total amount of credits; `auto` = 300 per slot",
     },
     ParamSpec {
+        name: "requests",
+        default: "period",
+        description: "Req_i of eq. 7: `period` = requests dispatched in the credit period plus those queued, `queued` = those in the virtual channel now (Algorithm 2's req[N])",
+    },
+    ParamSpec {
         name: "cores",
         default: "auto",
         description: "CM of eq. 7, the processors the credits abstract (each tenant's CM_i is its weighted allotment of them); `auto` = the engine's slots",
@@ -100,7 +105,11 @@ fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyE
     let period = p.u64_in("period", 1..=u64::MAX / 2)?;
     let credits = p.auto_or_positive("credits")?.unwrap_or(300.0 * s.slots as f64);
     let cores = p.auto_or_positive("cores")?.unwrap_or(s.slots as f64);
-    Ok(Box::new(Mtda::new(s, period, credits, cores)))
+    let requests = p.choice(
+        "requests",
+        &[("period", Requests::Period), ("queued", Requests::Queued)],
+    )?;
+    Ok(Box::new(Mtda::new(s, period, credits, cores).counting(requests)))
 }
 
 /// Eq. 7 for every tenant: `req[i]` requests, `acc[i]` = sum over
@@ -121,9 +130,24 @@ pub fn credit_allocation(
         .collect()
 }
 
+/// What `Req_i` of eq. 7 counts (the paper: "the number of requests from
+/// Tenant_i's virtual channel").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requests {
+    /// Those dispatched since the credit period began plus those queued:
+    /// what the tenant asked of the engine in the period. It feeds back
+    /// what a tenant was already served: a tenant that dispatched more in
+    /// the period is allotted more at the next reallocation.
+    Period,
+    /// Those in the channel now (Algorithm 2's input `req[N]`, which its
+    /// steps 2-5 count down as they dispatch).
+    Queued,
+}
+
 /// MTDA state for one engine.
 #[derive(Debug, Clone)]
 pub struct Mtda {
+    requests: Requests,
     period: Nanos,
     total: f64,
     cores: f64,
@@ -153,6 +177,7 @@ impl Mtda {
     pub fn new(setup: &PolicySetup<'_>, period: Nanos, total: f64, cores: f64) -> Self {
         let n = setup.tenants.len();
         Mtda {
+            requests: Requests::Period,
             period,
             total,
             cores,
@@ -168,6 +193,12 @@ impl Mtda {
             dispatched: vec![0; n],
             reallocations: 0,
         }
+    }
+
+    /// This policy with eq. 7's `Req_i` counting `requests`.
+    pub fn counting(mut self, requests: Requests) -> Self {
+        self.requests = requests;
+        self
     }
 
     /// The last allocation (eq. 7), per tenant.
@@ -206,7 +237,10 @@ impl Mtda {
     /// was observed in this credit period.
     fn reallocate(&mut self, cx: &PolicyContext<'_>) {
         let req: Vec<f64> = (0..self.credit.len())
-            .map(|i| (self.dispatched[i] + cx.queued[i]) as f64)
+            .map(|i| match self.requests {
+                Requests::Period => (self.dispatched[i] + cx.queued[i]) as f64,
+                Requests::Queued => cx.queued[i] as f64,
+            })
             .collect();
         let acc: Vec<f64> = req.iter().map(|&r| if r > 0.0 { 1.0 } else { 0.0 }).collect();
         let active_weight: f64 = (0..acc.len())
@@ -383,6 +417,92 @@ mod tests {
         let order = serve_one_slot(&mut s, 40);
         assert_eq!(runs(&order)[..5], [(0, 8), (1, 4), (0, 8), (1, 4), (0, 8)]);
         assert_eq!(order.len(), 40);
+    }
+
+    /// The same queues with `Req_i` read as the requests queued now
+    /// (`requests = "queued"`): eq. 7 by hand, CM_i = 0.5 each, CREDIT = 10.
+    /// * Req = (30, 10): (7.276, 3.056): tenant 0 dispatches 8;
+    /// * Req = (22, 10): (6.723, 3.677): tenant 1 dispatches 4;
+    /// * Req = (22, 6): (7.483, 2.962): tenant 0 dispatches 8;
+    /// * Req = (14, 6): (6.748, 3.829): tenant 1 dispatches 4;
+    /// * Req = (14, 2): (7.902, 2.772): tenant 0 dispatches 8;
+    /// * Req = (6, 2): (6.811, 4.212): tenant 1 sends its last 2, then
+    ///   tenant 0 its last 6 (fewer than its credits).
+    ///
+    /// (Read as the period's requests, Req stays (30, 10) and the turns
+    /// happen to be the same: `the_readings_differ_after_a_dispatch`.)
+    #[test]
+    fn queued_reading_counts_only_the_channels_contents() {
+        let run = |requests: &str| {
+            let mut s = scheduler(
+                2,
+                1,
+                &[
+                    ("credits", "10"),
+                    ("period", "1000000000"),
+                    ("requests", requests),
+                ],
+            );
+            let mut id = 0;
+            for (t, n) in [(0, 30), (1, 10)] {
+                for _ in 0..n {
+                    submit(&mut s, 0, id, t, 1_000);
+                    id += 1;
+                }
+            }
+            runs(&serve_one_slot(&mut s, 40))
+        };
+        let queued = run("queued");
+        assert_eq!(queued, [(0, 8), (1, 4), (0, 8), (1, 4), (0, 8), (1, 2), (0, 6)]);
+    }
+
+    /// One slot, CREDIT = 1, tenant 0 alone with 5 queued: it is allotted
+    /// the core (CM_0 = 1) and 1 credit, dispatches one request and
+    /// exhausts. Reallocated with 4 queued, the idle tenant 1 gets
+    /// `e^0 e^0 / (e^1 e^1 + Req)`: 1 / (e^2 + 4) read as queued requests,
+    /// 1 / (e^2 + 1 + 4) read as the period's (the dispatched one counts).
+    #[test]
+    fn the_readings_differ_after_a_dispatch() {
+        let tenants = [crate::policy::TenantShare {
+            weight: 1.0,
+            class: crate::TenantClass::BestEffort,
+            latency: None,
+        }; 2];
+        let setup = PolicySetup {
+            tenants: &tenants,
+            slots: 1,
+        };
+        let head = HeadInfo {
+            seq: 0,
+            arrival: 0,
+            bytes: 1,
+            cost: 100,
+            remaining_cost: 100,
+            task_cost: 100,
+            deadline: None,
+        };
+        for (requests, req) in [(Requests::Queued, 4.0), (Requests::Period, 5.0)] {
+            let mut p = Mtda::new(&setup, 1_000_000, 1.0, 1.0).counting(requests);
+            let in_flight = [0u32; 2];
+            let cx = |queued: &'static [u64; 2]| PolicyContext {
+                tenants: &tenants,
+                slots: 1,
+                in_flight: &in_flight,
+                queued,
+            };
+            p.on_ready(0, 0, &head, &cx(&[5, 0]));
+            assert_eq!(p.pick(0, &cx(&[5, 0])), Some(0));
+            p.on_dispatch(0, 0, &head, Some(&head), &cx(&[4, 0]));
+            p.on_complete(100, 0, &head, 100, &cx(&[4, 0]));
+            assert_eq!(p.pick(100, &cx(&[4, 0])), Some(0));
+            assert_eq!(p.reallocations(), 2, "{requests:?}");
+            let want = 1.0 / (2f64.exp() + req);
+            assert!(
+                (p.credits()[1] - want).abs() < 1e-12,
+                "{requests:?}: {:?}",
+                p.credits()
+            );
+        }
     }
 
     /// Same start, but the credit period ends at 9.5 us, in tenant 1's turn

@@ -116,6 +116,8 @@ pub(super) struct RawEngine {
     pub(super) tlp_overhead: Option<Spanned<Size>>,
     pub(super) tlp_rate: Option<Spanned<RateValue>>,
     pub(super) packet_overhead: Option<Spanned<Size>>,
+    pub(super) steering: Option<Spanned<String>>,
+    pub(super) ring: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -165,6 +167,7 @@ pub(super) struct RawWorkload {
     pub(super) service: Option<Spanned<toml::Value>>,
     pub(super) direction: Option<Spanned<Direction>>,
     pub(super) flow: Option<FlowMatch>,
+    pub(super) flows: Option<Spanned<u32>>,
 }
 
 pub(super) enum RawSize {
