@@ -390,8 +390,23 @@ fn bad_steering_and_flows() {
             .replace("slots = 1", line);
         Scenario::parse(&text, "bad.toml").expect_err(line)
     };
-    check(&pu(r#"steering = "hash""#), 9, "steering", "unknown steering `hash`");
+    check(
+        &pu(r#"steering = "hash""#),
+        9,
+        "steering",
+        "unknown steering `hash`",
+    );
     check(&pu("ring = 8"), 9, "ring", "only applies with steering = \"rss\"");
-    check(&pu("steering = \"rss\"\nring = 0"), 10, "ring", "must be at least 1");
-    check(&with_line(17, "size = \"64B\"\nflows = 0"), 18, "flows", "must be at least 1");
+    check(
+        &pu("steering = \"rss\"\nring = 0"),
+        10,
+        "ring",
+        "must be at least 1",
+    );
+    check(
+        &with_line(17, "size = \"64B\"\nflows = 0"),
+        18,
+        "flows",
+        "must be at least 1",
+    );
 }

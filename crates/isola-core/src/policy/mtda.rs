@@ -20,7 +20,8 @@
 //! The paper's terms, as one engine's policy observes them:
 //! * `Req_i`: requests of tenant `i`'s virtual channel in the current credit
 //!   period: those dispatched since the period began plus those still queued
-//!   (one per dispatch: a fragmented task counts once per fragment).
+//!   (one per dispatch: a fragmented task counts once per fragment); with
+//!   `requests = "queued"`, only those queued now ([`Requests`]).
 //! * `CM_i`, the tenant's "multicore processor occupancy": the cores it is
 //!   allotted, its weighted share of `cores` among the tenants with
 //!   requests in the period (`w_i x CM / sum w`). Algorithm 2 takes
@@ -60,6 +61,8 @@
 //!   traversal; EXPIRED is checked before EXHAUSTED, as in Algorithm 1.
 //! * Periods are rolled forward lazily at each hook: renewal only changes
 //!   which requests may go, and decisions are only taken at hooks.
+//! * What credits buy: turns on every slot by default; with `allot =
+//!   "cores"` also a cap on the slots a tenant holds ([`Allot`]).
 
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
@@ -82,6 +85,11 @@ const PARAMS: &[ParamSpec] = &[
         name: "requests",
         default: "period",
         description: "Req_i of eq. 7: `period` = requests dispatched in the credit period plus those queued, `queued` = those in the virtual channel now (Algorithm 2's req[N])",
+    },
+    ParamSpec {
+        name: "allot",
+        default: "time",
+        description: "what the credits buy: `time` = turns on every slot (each request one credit), `cores` = also a cap on the tenant's slots in use, its credit share of them, reset at each reallocation (§III-C: \"we allocate certain amounts of cores to each tenant\")",
     },
     ParamSpec {
         name: "cores",
@@ -109,7 +117,12 @@ fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyE
         "requests",
         &[("period", Requests::Period), ("queued", Requests::Queued)],
     )?;
-    Ok(Box::new(Mtda::new(s, period, credits, cores).counting(requests)))
+    let allot = p.choice("allot", &[("time", Allot::Time), ("cores", Allot::Cores)])?;
+    Ok(Box::new(
+        Mtda::new(s, period, credits, cores)
+            .counting(requests)
+            .allotting(allot),
+    ))
 }
 
 /// Eq. 7 for every tenant: `req[i]` requests, `acc[i]` = sum over
@@ -144,10 +157,29 @@ pub enum Requests {
     Queued,
 }
 
+/// What a tenant's credits buy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allot {
+    /// Turns: while its credits last, a tenant's requests take every slot
+    /// that frees (time division of the whole engine).
+    Time,
+    /// Turns as with `Time`, and at most its share of the slots at once:
+    /// `slots x credit_i / sum credit_j` over the tenants with requests
+    /// (largest remainders, at least one each), recomputed at each
+    /// reallocation. §III-C: "if the available multicore processors can
+    /// satisfy the tenant demands, we allocate certain amounts of cores to
+    /// each tenant to avoid frequent context switching". A tenant at its
+    /// share waits even when another's slot is idle (not work-conserving).
+    Cores,
+}
+
 /// MTDA state for one engine.
 #[derive(Debug, Clone)]
 pub struct Mtda {
     requests: Requests,
+    allot: Allot,
+    /// Slots each tenant may hold at once (`Allot::Cores`; else unbounded).
+    cap: Vec<u32>,
     period: Nanos,
     total: f64,
     cores: f64,
@@ -178,6 +210,8 @@ impl Mtda {
         let n = setup.tenants.len();
         Mtda {
             requests: Requests::Period,
+            allot: Allot::Time,
+            cap: vec![u32::MAX; n],
             period,
             total,
             cores,
@@ -199,6 +233,52 @@ impl Mtda {
     pub fn counting(mut self, requests: Requests) -> Self {
         self.requests = requests;
         self
+    }
+
+    /// This policy with its credits buying `allot`.
+    pub fn allotting(mut self, allot: Allot) -> Self {
+        self.allot = allot;
+        self
+    }
+
+    /// Slots each tenant may hold at once (`u32::MAX`: no cap).
+    pub fn caps(&self) -> &[u32] {
+        &self.cap
+    }
+
+    /// `Allot::Cores`: each tenant with requests gets its credit share of
+    /// `slots`, largest remainders first, at least one.
+    fn allot_cores(&mut self, req: &[f64], slots: u32) {
+        let active: Vec<usize> = (0..req.len()).filter(|&i| req[i] > 0.0).collect();
+        let total: f64 = active.iter().map(|&i| self.credit[i]).sum();
+        self.cap.iter_mut().for_each(|c| *c = 1);
+        if active.is_empty() || !(total.is_finite() && total > 0.0) {
+            return;
+        }
+        let exact: Vec<(usize, f64)> = active
+            .iter()
+            .map(|&i| (i, slots as f64 * self.credit[i] / total))
+            .collect();
+        let mut given = 0u32;
+        for &(i, x) in &exact {
+            self.cap[i] = (x.floor() as u32).max(1);
+            given += self.cap[i];
+        }
+        let mut by_remainder = exact.clone();
+        by_remainder.sort_by(|a, b| (b.1 - b.1.floor()).total_cmp(&(a.1 - a.1.floor())));
+        for &(i, _) in by_remainder.iter().cycle().take(active.len()) {
+            if given >= slots {
+                break;
+            }
+            self.cap[i] += 1;
+            given += 1;
+        }
+    }
+
+    /// Whether tenant `i` may take a slot now: ready, with requests left in
+    /// this traversal, and under its cap.
+    fn eligible(&self, i: usize, cx: &PolicyContext<'_>) -> bool {
+        self.ready[i] && self.snapshot[i] > 0 && cx.in_flight[i] < self.cap[i]
     }
 
     /// The last allocation (eq. 7), per tenant.
@@ -265,6 +345,9 @@ impl Mtda {
             }
         }
         self.current.clone_from(&self.credit);
+        if self.allot == Allot::Cores {
+            self.allot_cores(&req, cx.slots);
+        }
         self.reallocations += 1;
     }
 
@@ -289,6 +372,10 @@ impl Policy for Mtda {
             self.reallocate(cx);
         }
         let n = self.snapshot.len();
+        if self.allot == Allot::Cores && !(0..n).any(|i| self.ready[i] && cx.in_flight[i] < self.cap[i]) {
+            // Every tenant with work holds its share of the slots.
+            return None;
+        }
         // At most: finish this traversal, a fresh one up to an exhausted
         // tenant, and a fresh one after the reallocation.
         for _ in 0..=3 * (n + 1) {
@@ -300,7 +387,7 @@ impl Policy for Mtda {
                 }
             }
             let i = (self.start + self.step) % n;
-            if self.ready[i] && self.snapshot[i] > 0 {
+            if self.eligible(i, cx) {
                 if self.current[i] > 0.0 {
                     return Some(i);
                 }
@@ -311,7 +398,10 @@ impl Policy for Mtda {
             }
             self.step += 1;
         }
-        debug_assert!(false, "mtda: no pick although a tenant is ready");
+        debug_assert!(
+            self.allot == Allot::Cores,
+            "mtda: no pick although a tenant is ready"
+        );
         None
     }
 
@@ -503,6 +593,49 @@ mod tests {
                 p.credits()
             );
         }
+    }
+
+    /// `allot = "cores"`, 4 slots, CREDIT 10, Req read as queued: tenant 0
+    /// queues 60, tenant 1 one. Eq. 7 (CM = 4, CM_i = 2 each, M = 1):
+    /// numerators e^3 + 60 = 80.09 and e^3 + 1 = 21.09 over e^5 + 61 =
+    /// 209.41: credits 3.825 and 1.007, so slot shares 4 x 3.825 / 4.832 =
+    /// 3.17 and 0.83: caps 3 and 1. Tenant 0 takes 3 slots, tenant 1 the
+    /// fourth; when tenant 1's request completes its slot stays idle (tenant
+    /// 0 is at its cap until the next reallocation). Allotting time instead,
+    /// tenant 0's 3.825 credits take all four slots.
+    #[test]
+    fn cores_are_capped_at_the_credit_share() {
+        let run = |allot: &str| {
+            let mut s = scheduler(
+                2,
+                4,
+                &[("credits", "10"), ("requests", "queued"), ("allot", allot)],
+            );
+            let mut id = 0;
+            for (t, n) in [(0, 60), (1, 1)] {
+                for _ in 0..n {
+                    submit(&mut s, 0, id, t, 1_000);
+                    id += 1;
+                }
+            }
+            let mut first = Vec::new();
+            while let Some(d) = s.next(0, EngineId(0)) {
+                first.push(d);
+            }
+            (s, first)
+        };
+        let (_, time) = run("time");
+        assert_eq!(
+            time.iter().map(|d| d.task.tenant.index()).collect::<Vec<_>>(),
+            [0, 0, 0, 0]
+        );
+        let (mut s, cores) = run("cores");
+        assert_eq!(
+            cores.iter().map(|d| d.task.tenant.index()).collect::<Vec<_>>(),
+            [0, 0, 0, 1]
+        );
+        s.complete(500, cores[3].id, 500).unwrap();
+        assert!(s.next(500, EngineId(0)).is_none(), "tenant 0 is at its cap of 3");
     }
 
     /// Same start, but the credit period ends at 9.5 us, in tenant 1's turn
