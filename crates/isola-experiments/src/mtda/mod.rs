@@ -336,7 +336,11 @@ fn mtda_table_iv(runner: &mut Runner, experiment: &Experiment, balanced: bool) -
          per k: another placement moves Fair1 and throughput by about as much as k does). `mtda` reads eq. 7's \
          Req_i as the requests of the credit period (dispatched + queued) and time-shares every core; \
          `mtda/queued` reads it as the requests queued now; `mtda/cores` also caps each tenant's cores at its \
-         credit share (§III-C), the reading that reproduces the paper's directions at the paper's costs"
+         credit share (§III-C), the reading that reproduces the paper's directions at the paper's costs. Where \
+         this differs from the paper and by how much: the per-packet costs are a model (the paper gives none; the \
+         two sets bracket it and move mtda/cores' Fair1 from 0.072 to 0.0003), DPDK's flows per tenant are unknown \
+         (dpdk-rss's Fair1 goes from 1.0 at 1 flow to 0.02 at 64, measured costs), arrivals are Poisson where \
+         pktgen's are paced, and iPipe has no host migration (the paper gives its cost nowhere)"
             .into()
     });
     Ok(o)
@@ -546,7 +550,11 @@ fn mtda_burst(runner: &mut Runner) -> anyhow::Result<Outcome> {
     o.figures.push(draw::burst(&ok));
     o.notes.push(format!(
         "requests are batches of 32 packets of 1 KiB; the analytics tenant goes from 10% to 60% of the cores at {} \
-         (the others stay at 10% each)",
+         (the others stay at 10% each). Where this differs from Fig. 13: 12 s, not 30 s; \
+         batches make each analytics request hold a core 326 us, 32x a packet, so every \
+         work-conserving policy's victims' p99 is up to 32x what per-packet requests would give; `dpdk-rss/4` \
+         spreads each tenant's batches over 4 flows (its victims' p99 depends on which cores they share with the \
+         burst); the measured costs (analytics 10-20x the others), under which only a partition protects",
         Timeline::secs(t.burst_at)
     ));
     if runner.live() {
