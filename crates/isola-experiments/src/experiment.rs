@@ -34,6 +34,8 @@ pub static ALL: &[Experiment] = &[
     mtda::BALANCED,
     mtda::UNBALANCED,
     mtda::BURST,
+    mtda::SIZES,
+    mtda::STABILITY,
     aaas::EXPERIMENT,
 ];
 

@@ -379,3 +379,40 @@ fn runs_are_selected_by_exact_label_then_by_policy_or_alias() {
         "{err}"
     );
 }
+
+/// RSS steering: only on processing units, only the two known forms, a
+/// ring only with it, and at least one descriptor and one flow.
+#[test]
+fn bad_steering_and_flows() {
+    check(
+        &with_line(9, r#"steering = "rss""#),
+        9,
+        "steering",
+        "only applies to pu engines",
+    );
+    let pu = |line: &str| {
+        let text = BASE
+            .replace("kind = \"accelerator\"", "kind = \"pu\"")
+            .replace("slots = 1", line);
+        Scenario::parse(&text, "bad.toml").expect_err(line)
+    };
+    check(
+        &pu(r#"steering = "hash""#),
+        9,
+        "steering",
+        "unknown steering `hash`",
+    );
+    check(&pu("ring = 8"), 9, "ring", "only applies with steering = \"rss\"");
+    check(
+        &pu("steering = \"rss\"\nring = 0"),
+        10,
+        "ring",
+        "must be at least 1",
+    );
+    check(
+        &with_line(17, "size = \"64B\"\nflows = 0"),
+        18,
+        "flows",
+        "must be at least 1",
+    );
+}

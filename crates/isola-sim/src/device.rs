@@ -58,6 +58,9 @@ pub struct DeviceWork {
     /// The hardware queue it arrives on (its tenant's), for links that
     /// arbitrate per queue (`isola_sim::pcie`).
     pub queue: u32,
+    /// The RSS hash of the packet's 5-tuple ([`crate::rss`]; devices that
+    /// do not steer by flow ignore it).
+    pub flow_hash: u64,
 }
 
 /// Work the device is done with.
@@ -280,6 +283,8 @@ pub enum Device {
     Dma(DmaLink),
     /// PCIe link with credits, root complex and device limits.
     Pcie(crate::pcie::PcieLink),
+    /// Cores fed by RSS-steered receive rings ([`crate::rss`]).
+    Rss(crate::rss::RssCores),
 }
 
 impl Device {
@@ -289,6 +294,17 @@ impl Device {
             Device::Lanes(d) => d.start(now, work, timers),
             Device::Dma(d) => d.start(now, work, timers),
             Device::Pcie(d) => d.start(now, work, timers),
+            Device::Rss(d) => d.start(now, work, timers),
+        }
+    }
+
+    /// Whether `work` finds room: only an RSS core's full ring refuses it
+    /// (the NIC drops the packet); the other devices queue whatever the
+    /// scheduler dispatches.
+    pub fn admits(&self, work: &DeviceWork) -> bool {
+        match self {
+            Device::Rss(d) => d.admits(work.flow_hash),
+            _ => true,
         }
     }
 
@@ -298,6 +314,7 @@ impl Device {
             Device::Lanes(d) => d.fire(now, token, done, timers),
             Device::Dma(d) => d.fire(now, token, done, timers),
             Device::Pcie(d) => d.fire(now, token, done, timers),
+            Device::Rss(d) => d.fire(now, token, done, timers),
         }
     }
 }
@@ -316,6 +333,7 @@ mod tests {
             budget: None,
             direction,
             queue: 0,
+            flow_hash: 0,
         }
     }
 

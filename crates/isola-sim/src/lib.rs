@@ -19,6 +19,7 @@ pub mod device;
 pub mod limits;
 pub mod pcie;
 pub mod rng;
+pub mod rss;
 pub mod sim;
 pub mod workload;
 

@@ -11,6 +11,7 @@
 use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, ServiceModel, Timer};
 use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
 use crate::rng::{stream, Purpose};
+use crate::rss::{rss_hash, RssCores};
 use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
     BuildError, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, RejectReason, SchedulerBuilder,
@@ -19,7 +20,7 @@ use isola_core::{
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
 use isola_model::scenario::{
-    ArrivalSpec, DeviceSpec, Direction, DmaSpec, EngineModel, PolicyRun, Scenario, ServiceSpec,
+    ArrivalSpec, DeviceSpec, Direction, DmaSpec, EngineModel, PolicyRun, Scenario, ServiceSpec, Steering,
 };
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
@@ -176,6 +177,8 @@ struct Request {
     op: Arc<OpSpec>,
     /// Exp(1) draw per stage for exponential service models.
     unit_exp: f64,
+    /// The RSS hash of its 5-tuple (what an RSS-steered engine hashes).
+    flow_hash: u64,
     predicted_total: f64,
 }
 
@@ -278,11 +281,12 @@ impl<'a> Sim<'a> {
         let devices = scenario
             .engines
             .iter()
-            .map(|e| match &e.device {
-                DeviceSpec::Dma(spec) => match spec.pcie {
+            .map(|e| match (&e.device, e.steering) {
+                (DeviceSpec::Dma(spec), _) => match spec.pcie {
                     Some(pcie) => Device::Pcie(crate::pcie::PcieLink::new(*spec, pcie)),
                     None => Device::Dma(DmaLink::new(*spec)),
                 },
+                (_, Steering::Rss { ring }) => Device::Rss(RssCores::new(e.slots, ring)),
                 _ => Device::Lanes(FifoLanes::new(e.slots)),
             })
             .collect();
@@ -409,30 +413,32 @@ impl<'a> Sim<'a> {
         };
         let unit_exp: f64 = Exp1.sample(&mut run.service_rng);
         let closed = run.closed;
-        let seq = run.issued;
+        // The packet's 5-tuple: its flow is its source port's turn among the
+        // workload's `flows` (a new port per packet without it).
+        let workload = &self.scenario.tenants[source].workload;
+        let flow_seq = workload.flows.map_or(run.issued, |k| run.issued % u64::from(k));
+        let tuple = packet_tuple(workload.flow.as_ref(), source, flow_seq);
+        let flow_hash = rss_hash(&tuple);
         let t = match &self.matching {
             None => source,
-            Some(m) => {
-                let flow = self.scenario.tenants[source].workload.flow.as_ref();
-                match m.classify(&packet_tuple(flow, source, seq)) {
-                    Some(owner) => owner.index(),
-                    None => {
-                        self.results.task(TaskRecord {
-                            tenant: TenantId(source as u32),
-                            bytes,
-                            arrival: self.now,
-                            end: self.now,
-                            predicted: 0,
-                            outcome: Outcome::Unmatched,
-                        });
-                        self.request_ended(source);
-                        if !closed {
-                            self.schedule_next_arrival(source);
-                        }
-                        return;
+            Some(m) => match m.classify(&tuple) {
+                Some(owner) => owner.index(),
+                None => {
+                    self.results.task(TaskRecord {
+                        tenant: TenantId(source as u32),
+                        bytes,
+                        arrival: self.now,
+                        end: self.now,
+                        predicted: 0,
+                        outcome: Outcome::Unmatched,
+                    });
+                    self.request_ended(source);
+                    if !closed {
+                        self.schedule_next_arrival(source);
                     }
+                    return;
                 }
-            }
+            },
         };
         let w = &self.scenario.tenants[t].workload;
         let predicted_total = self.tenants[t]
@@ -449,6 +455,7 @@ impl<'a> Sim<'a> {
             stage_bytes: bytes,
             op,
             unit_exp,
+            flow_hash,
             predicted_total,
         };
         let key = self.requests.insert(request);
@@ -506,21 +513,36 @@ impl<'a> Sim<'a> {
             let w = &self.scenario.tenants[t].workload;
             let bytes = d.subtask.map_or(d.task.bytes, |f| f.bytes);
             let service = self.tenants[t].stages[request.stage].sample(bytes, request.unit_exp, w.direction);
-            self.devices[e].start(
-                self.now,
-                DeviceWork {
-                    dispatch: d.id,
-                    bytes,
-                    service,
-                    budget: self.sched.service_budget(EngineId(e as u32), TenantId(t as u32)),
-                    direction: w.direction,
-                    queue: t as u32,
-                },
-                &mut self.timers,
-            );
+            let work = DeviceWork {
+                dispatch: d.id,
+                bytes,
+                service,
+                budget: self.sched.service_budget(EngineId(e as u32), TenantId(t as u32)),
+                direction: w.direction,
+                queue: t as u32,
+                flow_hash: request.flow_hash,
+            };
+            if !self.devices[e].admits(&work) {
+                self.drop_at_device(d.id, key);
+                continue;
+            }
+            self.devices[e].start(self.now, work, &mut self.timers);
             self.flush_timers(e);
         }
         self.arm_wakeup();
+    }
+
+    /// The device refused dispatch `id` of request `key` (an RSS core's full
+    /// ring: the NIC drops the packet): it leaves the core unserved and the
+    /// request ends as rejected, as at a full channel.
+    fn drop_at_device(&mut self, id: isola_core::DispatchId, key: usize) {
+        if let Err(e) = self.sched.complete(self.now, id, 0) {
+            unreachable!("the core just handed out this dispatch: {e}");
+        }
+        if let Some(request) = self.requests.try_remove(key) {
+            self.record_request(&request, Outcome::Rejected);
+            self.request_ended(request.source);
+        }
     }
 
     fn flush_timers(&mut self, e: usize) {

@@ -20,7 +20,8 @@
 //! The paper's terms, as one engine's policy observes them:
 //! * `Req_i`: requests of tenant `i`'s virtual channel in the current credit
 //!   period: those dispatched since the period began plus those still queued
-//!   (one per dispatch: a fragmented task counts once per fragment).
+//!   (one per dispatch: a fragmented task counts once per fragment); with
+//!   `requests = "queued"`, only those queued now ([`Requests`]).
 //! * `CM_i`, the tenant's "multicore processor occupancy": the cores it is
 //!   allotted, its weighted share of `cores` among the tenants with
 //!   requests in the period (`w_i x CM / sum w`). Algorithm 2 takes
@@ -60,6 +61,8 @@
 //!   traversal; EXPIRED is checked before EXHAUSTED, as in Algorithm 1.
 //! * Periods are rolled forward lazily at each hook: renewal only changes
 //!   which requests may go, and decisions are only taken at hooks.
+//! * What credits buy: turns on every slot by default; with `allot =
+//!   "cores"` also a cap on the slots a tenant holds ([`Allot`]).
 
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
@@ -77,6 +80,16 @@ const PARAMS: &[ParamSpec] = &[
         name: "credits",
         default: "auto",
         description: "CREDIT of eq. 7, the total amount of credits; `auto` = 300 per slot",
+    },
+    ParamSpec {
+        name: "requests",
+        default: "period",
+        description: "Req_i of eq. 7: `period` = requests dispatched in the credit period plus those queued, `queued` = those in the virtual channel now (Algorithm 2's req[N])",
+    },
+    ParamSpec {
+        name: "allot",
+        default: "time",
+        description: "what the credits buy: `time` = turns on every slot (each request one credit), `cores` = also a cap on the tenant's slots in use, its credit share of them, reset at each reallocation (§III-C: \"we allocate certain amounts of cores to each tenant\")",
     },
     ParamSpec {
         name: "cores",
@@ -100,7 +113,16 @@ fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyE
     let period = p.u64_in("period", 1..=u64::MAX / 2)?;
     let credits = p.auto_or_positive("credits")?.unwrap_or(300.0 * s.slots as f64);
     let cores = p.auto_or_positive("cores")?.unwrap_or(s.slots as f64);
-    Ok(Box::new(Mtda::new(s, period, credits, cores)))
+    let requests = p.choice(
+        "requests",
+        &[("period", Requests::Period), ("queued", Requests::Queued)],
+    )?;
+    let allot = p.choice("allot", &[("time", Allot::Time), ("cores", Allot::Cores)])?;
+    Ok(Box::new(
+        Mtda::new(s, period, credits, cores)
+            .counting(requests)
+            .allotting(allot),
+    ))
 }
 
 /// Eq. 7 for every tenant: `req[i]` requests, `acc[i]` = sum over
@@ -121,9 +143,43 @@ pub fn credit_allocation(
         .collect()
 }
 
+/// What `Req_i` of eq. 7 counts (the paper: "the number of requests from
+/// Tenant_i's virtual channel").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requests {
+    /// Those dispatched since the credit period began plus those queued:
+    /// what the tenant asked of the engine in the period. It feeds back
+    /// what a tenant was already served: a tenant that dispatched more in
+    /// the period is allotted more at the next reallocation.
+    Period,
+    /// Those in the channel now (Algorithm 2's input `req[N]`, which its
+    /// steps 2-5 count down as they dispatch).
+    Queued,
+}
+
+/// What a tenant's credits buy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allot {
+    /// Turns: while its credits last, a tenant's requests take every slot
+    /// that frees (time division of the whole engine).
+    Time,
+    /// Turns as with `Time`, and at most its share of the slots at once:
+    /// `slots x credit_i / sum credit_j` over the tenants with requests
+    /// (largest remainders, at least one each), recomputed at each
+    /// reallocation. §III-C: "if the available multicore processors can
+    /// satisfy the tenant demands, we allocate certain amounts of cores to
+    /// each tenant to avoid frequent context switching". A tenant at its
+    /// share waits even when another's slot is idle (not work-conserving).
+    Cores,
+}
+
 /// MTDA state for one engine.
 #[derive(Debug, Clone)]
 pub struct Mtda {
+    requests: Requests,
+    allot: Allot,
+    /// Slots each tenant may hold at once (`Allot::Cores`; else unbounded).
+    cap: Vec<u32>,
     period: Nanos,
     total: f64,
     cores: f64,
@@ -153,6 +209,9 @@ impl Mtda {
     pub fn new(setup: &PolicySetup<'_>, period: Nanos, total: f64, cores: f64) -> Self {
         let n = setup.tenants.len();
         Mtda {
+            requests: Requests::Period,
+            allot: Allot::Time,
+            cap: vec![u32::MAX; n],
             period,
             total,
             cores,
@@ -168,6 +227,58 @@ impl Mtda {
             dispatched: vec![0; n],
             reallocations: 0,
         }
+    }
+
+    /// This policy with eq. 7's `Req_i` counting `requests`.
+    pub fn counting(mut self, requests: Requests) -> Self {
+        self.requests = requests;
+        self
+    }
+
+    /// This policy with its credits buying `allot`.
+    pub fn allotting(mut self, allot: Allot) -> Self {
+        self.allot = allot;
+        self
+    }
+
+    /// Slots each tenant may hold at once (`u32::MAX`: no cap).
+    pub fn caps(&self) -> &[u32] {
+        &self.cap
+    }
+
+    /// `Allot::Cores`: each tenant with requests gets its credit share of
+    /// `slots`, largest remainders first, at least one.
+    fn allot_cores(&mut self, req: &[f64], slots: u32) {
+        let active: Vec<usize> = (0..req.len()).filter(|&i| req[i] > 0.0).collect();
+        let total: f64 = active.iter().map(|&i| self.credit[i]).sum();
+        self.cap.iter_mut().for_each(|c| *c = 1);
+        if active.is_empty() || !(total.is_finite() && total > 0.0) {
+            return;
+        }
+        let exact: Vec<(usize, f64)> = active
+            .iter()
+            .map(|&i| (i, slots as f64 * self.credit[i] / total))
+            .collect();
+        let mut given = 0u32;
+        for &(i, x) in &exact {
+            self.cap[i] = (x.floor() as u32).max(1);
+            given += self.cap[i];
+        }
+        let mut by_remainder = exact.clone();
+        by_remainder.sort_by(|a, b| (b.1 - b.1.floor()).total_cmp(&(a.1 - a.1.floor())));
+        for &(i, _) in by_remainder.iter().cycle().take(active.len()) {
+            if given >= slots {
+                break;
+            }
+            self.cap[i] += 1;
+            given += 1;
+        }
+    }
+
+    /// Whether tenant `i` may take a slot now: ready, with requests left in
+    /// this traversal, and under its cap.
+    fn eligible(&self, i: usize, cx: &PolicyContext<'_>) -> bool {
+        self.ready[i] && self.snapshot[i] > 0 && cx.in_flight[i] < self.cap[i]
     }
 
     /// The last allocation (eq. 7), per tenant.
@@ -206,7 +317,10 @@ impl Mtda {
     /// was observed in this credit period.
     fn reallocate(&mut self, cx: &PolicyContext<'_>) {
         let req: Vec<f64> = (0..self.credit.len())
-            .map(|i| (self.dispatched[i] + cx.queued[i]) as f64)
+            .map(|i| match self.requests {
+                Requests::Period => (self.dispatched[i] + cx.queued[i]) as f64,
+                Requests::Queued => cx.queued[i] as f64,
+            })
             .collect();
         let acc: Vec<f64> = req.iter().map(|&r| if r > 0.0 { 1.0 } else { 0.0 }).collect();
         let active_weight: f64 = (0..acc.len())
@@ -231,6 +345,9 @@ impl Mtda {
             }
         }
         self.current.clone_from(&self.credit);
+        if self.allot == Allot::Cores {
+            self.allot_cores(&req, cx.slots);
+        }
         self.reallocations += 1;
     }
 
@@ -255,6 +372,10 @@ impl Policy for Mtda {
             self.reallocate(cx);
         }
         let n = self.snapshot.len();
+        if self.allot == Allot::Cores && !(0..n).any(|i| self.ready[i] && cx.in_flight[i] < self.cap[i]) {
+            // Every tenant with work holds its share of the slots.
+            return None;
+        }
         // At most: finish this traversal, a fresh one up to an exhausted
         // tenant, and a fresh one after the reallocation.
         for _ in 0..=3 * (n + 1) {
@@ -266,7 +387,7 @@ impl Policy for Mtda {
                 }
             }
             let i = (self.start + self.step) % n;
-            if self.ready[i] && self.snapshot[i] > 0 {
+            if self.eligible(i, cx) {
                 if self.current[i] > 0.0 {
                     return Some(i);
                 }
@@ -277,7 +398,10 @@ impl Policy for Mtda {
             }
             self.step += 1;
         }
-        debug_assert!(false, "mtda: no pick although a tenant is ready");
+        debug_assert!(
+            self.allot == Allot::Cores,
+            "mtda: no pick although a tenant is ready"
+        );
         None
     }
 
@@ -383,6 +507,135 @@ mod tests {
         let order = serve_one_slot(&mut s, 40);
         assert_eq!(runs(&order)[..5], [(0, 8), (1, 4), (0, 8), (1, 4), (0, 8)]);
         assert_eq!(order.len(), 40);
+    }
+
+    /// The same queues with `Req_i` read as the requests queued now
+    /// (`requests = "queued"`): eq. 7 by hand, CM_i = 0.5 each, CREDIT = 10.
+    /// * Req = (30, 10): (7.276, 3.056): tenant 0 dispatches 8;
+    /// * Req = (22, 10): (6.723, 3.677): tenant 1 dispatches 4;
+    /// * Req = (22, 6): (7.483, 2.962): tenant 0 dispatches 8;
+    /// * Req = (14, 6): (6.748, 3.829): tenant 1 dispatches 4;
+    /// * Req = (14, 2): (7.902, 2.772): tenant 0 dispatches 8;
+    /// * Req = (6, 2): (6.811, 4.212): tenant 1 sends its last 2, then
+    ///   tenant 0 its last 6 (fewer than its credits).
+    ///
+    /// (Read as the period's requests, Req stays (30, 10) and the turns
+    /// happen to be the same: `the_readings_differ_after_a_dispatch`.)
+    #[test]
+    fn queued_reading_counts_only_the_channels_contents() {
+        let run = |requests: &str| {
+            let mut s = scheduler(
+                2,
+                1,
+                &[
+                    ("credits", "10"),
+                    ("period", "1000000000"),
+                    ("requests", requests),
+                ],
+            );
+            let mut id = 0;
+            for (t, n) in [(0, 30), (1, 10)] {
+                for _ in 0..n {
+                    submit(&mut s, 0, id, t, 1_000);
+                    id += 1;
+                }
+            }
+            runs(&serve_one_slot(&mut s, 40))
+        };
+        let queued = run("queued");
+        assert_eq!(queued, [(0, 8), (1, 4), (0, 8), (1, 4), (0, 8), (1, 2), (0, 6)]);
+    }
+
+    /// One slot, CREDIT = 1, tenant 0 alone with 5 queued: it is allotted
+    /// the core (CM_0 = 1) and 1 credit, dispatches one request and
+    /// exhausts. Reallocated with 4 queued, the idle tenant 1 gets
+    /// `e^0 e^0 / (e^1 e^1 + Req)`: 1 / (e^2 + 4) read as queued requests,
+    /// 1 / (e^2 + 1 + 4) read as the period's (the dispatched one counts).
+    #[test]
+    fn the_readings_differ_after_a_dispatch() {
+        let tenants = [crate::policy::TenantShare {
+            weight: 1.0,
+            class: crate::TenantClass::BestEffort,
+            latency: None,
+        }; 2];
+        let setup = PolicySetup {
+            tenants: &tenants,
+            slots: 1,
+        };
+        let head = HeadInfo {
+            seq: 0,
+            arrival: 0,
+            bytes: 1,
+            cost: 100,
+            remaining_cost: 100,
+            task_cost: 100,
+            deadline: None,
+        };
+        for (requests, req) in [(Requests::Queued, 4.0), (Requests::Period, 5.0)] {
+            let mut p = Mtda::new(&setup, 1_000_000, 1.0, 1.0).counting(requests);
+            let in_flight = [0u32; 2];
+            let cx = |queued: &'static [u64; 2]| PolicyContext {
+                tenants: &tenants,
+                slots: 1,
+                in_flight: &in_flight,
+                queued,
+            };
+            p.on_ready(0, 0, &head, &cx(&[5, 0]));
+            assert_eq!(p.pick(0, &cx(&[5, 0])), Some(0));
+            p.on_dispatch(0, 0, &head, Some(&head), &cx(&[4, 0]));
+            p.on_complete(100, 0, &head, 100, &cx(&[4, 0]));
+            assert_eq!(p.pick(100, &cx(&[4, 0])), Some(0));
+            assert_eq!(p.reallocations(), 2, "{requests:?}");
+            let want = 1.0 / (2f64.exp() + req);
+            assert!(
+                (p.credits()[1] - want).abs() < 1e-12,
+                "{requests:?}: {:?}",
+                p.credits()
+            );
+        }
+    }
+
+    /// `allot = "cores"`, 4 slots, CREDIT 10, Req read as queued: tenant 0
+    /// queues 60, tenant 1 one. Eq. 7 (CM = 4, CM_i = 2 each, M = 1):
+    /// numerators e^3 + 60 = 80.09 and e^3 + 1 = 21.09 over e^5 + 61 =
+    /// 209.41: credits 3.825 and 1.007, so slot shares 4 x 3.825 / 4.832 =
+    /// 3.17 and 0.83: caps 3 and 1. Tenant 0 takes 3 slots, tenant 1 the
+    /// fourth; when tenant 1's request completes its slot stays idle (tenant
+    /// 0 is at its cap until the next reallocation). Allotting time instead,
+    /// tenant 0's 3.825 credits take all four slots.
+    #[test]
+    fn cores_are_capped_at_the_credit_share() {
+        let run = |allot: &str| {
+            let mut s = scheduler(
+                2,
+                4,
+                &[("credits", "10"), ("requests", "queued"), ("allot", allot)],
+            );
+            let mut id = 0;
+            for (t, n) in [(0, 60), (1, 1)] {
+                for _ in 0..n {
+                    submit(&mut s, 0, id, t, 1_000);
+                    id += 1;
+                }
+            }
+            let mut first = Vec::new();
+            while let Some(d) = s.next(0, EngineId(0)) {
+                first.push(d);
+            }
+            (s, first)
+        };
+        let (_, time) = run("time");
+        assert_eq!(
+            time.iter().map(|d| d.task.tenant.index()).collect::<Vec<_>>(),
+            [0, 0, 0, 0]
+        );
+        let (mut s, cores) = run("cores");
+        assert_eq!(
+            cores.iter().map(|d| d.task.tenant.index()).collect::<Vec<_>>(),
+            [0, 0, 0, 1]
+        );
+        s.complete(500, cores[3].id, 500).unwrap();
+        assert!(s.next(500, EngineId(0)).is_none(), "tenant 0 is at its cap of 3");
     }
 
     /// Same start, but the credit period ends at 9.5 us, in tenant 1's turn

@@ -8,6 +8,7 @@ use super::source::Source;
 use super::{per_engine, tenant};
 use super::{
     DeviceSpec, DmaSpec, EngineModel, PolicyRun, RunSpec, Scenario, ScenarioError, ServiceSpec, SizeDist,
+    Steering,
 };
 use crate::quantity::{Duration, RateValue, Size};
 use isola_core::params::Params;
@@ -369,7 +370,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
     }
     use EngineKind::*;
     type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
-    let kind_keys: [KindKey; 11] = [
+    let kind_keys: [KindKey; 12] = [
         ("queue_depth", at(&raw.queue_depth), &[Accelerator]),
         ("service", at(&raw.service), &[Accelerator, ProcessingUnits]),
         ("clock", at(&raw.clock), &[ProcessingUnits]),
@@ -381,6 +382,7 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         ("request_overhead", at(&raw.request_overhead), &[Dma]),
         ("pcie", at(&raw.pcie), &[Dma]),
         ("packet_overhead", at(&raw.packet_overhead), &[Egress]),
+        ("steering", at(&raw.steering), &[ProcessingUnits]),
     ];
     for (key, span, kinds) in kind_keys {
         if let Some(span) = span.filter(|_| !kinds.contains(&kind)) {
@@ -508,8 +510,32 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
             packet_overhead: raw.packet_overhead.map_or(24, |s| s.into_inner().0),
         },
     };
+    let steering = match (raw.steering.as_ref().map(|s| s.get_ref().as_str()), raw.ring) {
+        (None | Some("scheduler"), None) => Steering::Scheduler,
+        (Some("rss"), ring) => Steering::Rss {
+            ring: match ring {
+                Some(r) if *r.get_ref() == 0 => {
+                    return Err(src.at(r.span(), Some("ring"), "must be at least 1"))
+                }
+                Some(r) => r.into_inner(),
+                None => super::DEFAULT_RSS_RING,
+            },
+        },
+        (Some("scheduler") | None, Some(r)) => {
+            return Err(src.at(r.span(), Some("ring"), "only applies with steering = \"rss\""));
+        }
+        (Some(other), _) => {
+            let span = raw.steering.as_ref().map_or(0..0, Spanned::span);
+            return Err(src.at(
+                span,
+                Some("steering"),
+                format!("unknown steering `{other}`: use \"scheduler\" or \"rss\""),
+            ));
+        }
+    };
     Ok(EngineModel {
         name: raw.name.into_inner(),
+        steering,
         kind,
         slots,
         queue_depth,

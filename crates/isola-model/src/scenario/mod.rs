@@ -300,14 +300,46 @@ pub struct EngineModel {
     pub split_when: SplitWhen,
     /// The device model.
     pub device: DeviceSpec,
+    /// Which of the engine's slots a dispatch waits for.
+    pub steering: Steering,
 }
+
+/// How an engine's work reaches its slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Steering {
+    /// One queue per tenant in the scheduler, whose policy hands the next
+    /// dispatch to whichever slot frees first (every other engine here).
+    #[default]
+    Scheduler,
+    /// Receive-side scaling, as a DPDK application runs on a multicore
+    /// SmartNIC (MTDA's and FairNIC's native baseline): the NIC hashes each
+    /// packet's 5-tuple to one slot's (core's) receive ring on arrival, and
+    /// each core serves its own ring first come first served, each packet
+    /// to completion. A packet that finds its ring full is dropped. The
+    /// scheduler holds nothing: its policy has nothing left to choose.
+    Rss {
+        /// Descriptors per core's ring.
+        ring: u32,
+    },
+}
+
+/// DPDK's usual receive ring, descriptors per queue (`nb_rxd` in DPDK's
+/// l2fwd/l3fwd examples, `RTE_TEST_RX_DESC_DEFAULT` = 1024).
+pub const DEFAULT_RSS_RING: u32 = 1024;
 
 impl EngineModel {
     /// Dispatches the core may have in service on it at once: an
-    /// accelerator's queue depth (its hardware queue), else its slots.
+    /// accelerator's queue depth (its hardware queue), else its slots; with
+    /// RSS steering, one more than its cores and their rings hold, so that
+    /// the core never holds a packet back: each reaches its core's ring or
+    /// is dropped there.
     pub fn core_slots(&self) -> u32 {
-        match self.kind {
-            EngineKind::Accelerator => self.queue_depth,
+        match (self.kind, self.steering) {
+            (_, Steering::Rss { ring }) => self
+                .slots
+                .saturating_mul(ring.saturating_add(1))
+                .saturating_add(1),
+            (EngineKind::Accelerator, _) => self.queue_depth,
             _ => self.slots,
         }
     }
@@ -445,6 +477,10 @@ pub struct WorkloadSpec {
     pub direction: Direction,
     /// The 5-tuple its packets carry (matched at ingress).
     pub flow: Option<FlowMatch>,
+    /// How many flows its packets cycle over (source ports `1024..1024 +
+    /// flows`, unless `flow` fixes the port); `None`: a new source port per
+    /// packet, as a flow's sockets would. What RSS steering hashes.
+    pub flows: Option<u32>,
 }
 
 /// A tenant.

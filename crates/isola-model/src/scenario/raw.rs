@@ -118,6 +118,8 @@ pub(super) struct RawEngine {
     pub(super) request_overhead: Option<Spanned<Duration>>,
     pub(super) pcie: Option<Spanned<super::pcie::RawPcie>>,
     pub(super) packet_overhead: Option<Spanned<Size>>,
+    pub(super) steering: Option<Spanned<String>>,
+    pub(super) ring: Option<Spanned<u32>>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -167,6 +169,7 @@ pub(super) struct RawWorkload {
     pub(super) service: Option<Spanned<toml::Value>>,
     pub(super) direction: Option<Spanned<Direction>>,
     pub(super) flow: Option<FlowMatch>,
+    pub(super) flows: Option<Spanned<u32>>,
 }
 
 pub(super) enum RawSize {

@@ -262,6 +262,10 @@ pub(super) fn check_tenant(
             ArrivalSpec::Trace(load_trace(src, arrival_span.clone(), base, &file, &name)?)
         }
     };
+    let flows = match w.flows {
+        Some(f) if *f.get_ref() == 0 => return Err(src.at(f.span(), Some("flows"), "must be at least 1")),
+        f => f.map(Spanned::into_inner),
+    };
     let count = w.count.map(|c| c.into_inner());
     let finite = count.is_some() || matches!(arrival, ArrivalSpec::Trace(_));
     if !finite && !bounded_by_duration {
@@ -287,6 +291,7 @@ pub(super) fn check_tenant(
             service,
             direction: w.direction.map(Spanned::into_inner).unwrap_or_default(),
             flow: w.flow,
+            flows,
         },
     })
 }
