@@ -9,12 +9,17 @@
 //!
 //! `static` needs a slot per tenant, so it gets max(slots, tenants) slots.
 //!
+//! `next_ref` and `cycle_ref` time the implementations a policy replaced,
+//! under the policy's name, in the same run: WLBVT's sequential scan
+//! ([`isola_core::policy::wlbvt::reference`], issue 17).
+//!
 //! Run: `cargo bench -p isola-core --bench scheduler_next`
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use isola_core::policy::wlbvt;
 use isola_core::{
-    AffineCost, EngineId, EngineKind, EngineSpec, OpSpec, Scheduler, SchedulerBuilder, Slo, Task, TaskId,
-    TenantId, POLICIES,
+    AffineCost, EngineId, EngineKind, EngineSpec, OpSpec, PolicyInfo, Scheduler, SchedulerBuilder, Slo, Task,
+    TaskId, TenantId, POLICIES,
 };
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,9 +29,21 @@ const TENANTS: [usize; 4] = [2, 8, 128, 1024];
 const COST: u64 = 1_000;
 const BATCH_SLOTS: u32 = 64;
 
+/// Replaced implementations, each with the name of the policy it was.
+const REFERENCES: [(&str, PolicyInfo); 1] = [("wlbvt", wlbvt::reference::INFO)];
+
+/// What a benchmark group runs: (benchmark name, policy).
+fn policies(reference: bool) -> Vec<(&'static str, PolicyInfo)> {
+    if reference {
+        REFERENCES.to_vec()
+    } else {
+        POLICIES.iter().map(|p| (p.name, *p)).collect()
+    }
+}
+
 /// A scheduler with `n` tenants of mixed weights, each with `backlog` tasks queued.
-fn backlogged(policy: &str, n: usize, slots: u32, backlog: usize) -> (Scheduler, EngineId) {
-    let slots = if policy == "static" {
+fn backlogged(policy: &PolicyInfo, n: usize, slots: u32, backlog: usize) -> (Scheduler, EngineId) {
+    let slots = if policy.name == "static" {
         slots.max(n as u32)
     } else {
         slots
@@ -42,7 +59,10 @@ fn backlogged(policy: &str, n: usize, slots: u32, backlog: usize) -> (Scheduler,
         // Unequal weights so weighted policies do real work.
         b.tenant(format!("t{t}"), Slo::weighted(1.0 + (t % 4) as f64));
     }
-    b.policy(policy, Default::default());
+    if !POLICIES.iter().any(|p| p.name == policy.name) {
+        b.register_policy(*policy);
+    }
+    b.policy(policy.name, Default::default());
     let mut s = b.build().expect("benchmark setup is valid");
     let op = OpSpec::named("generic");
     for t in 0..n {
@@ -65,19 +85,24 @@ fn backlogged(policy: &str, n: usize, slots: u32, backlog: usize) -> (Scheduler,
 }
 
 fn next_only(c: &mut Criterion) {
-    let mut group = c.benchmark_group("next");
+    next_group(c, "next", false);
+    next_group(c, "next_ref", true);
+}
+
+fn next_group(c: &mut Criterion, name: &str, reference: bool) {
+    let mut group = c.benchmark_group(name);
     group
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(1500))
         .sample_size(20);
-    for info in POLICIES {
+    for (name, info) in policies(reference) {
         for &n in &TENANTS {
             // Enough backlog that 64 dispatches in a row never empty a tenant.
             let backlog = (BATCH_SLOTS as usize).div_ceil(n) + 2;
-            let (mut s, e) = backlogged(info.name, n, BATCH_SLOTS, backlog);
+            let (mut s, e) = backlogged(&info, n, BATCH_SLOTS, backlog);
             let mut now = 0u64;
             let mut batch = Vec::with_capacity(n.max(BATCH_SLOTS as usize));
-            group.bench_function(BenchmarkId::new(info.name, n), |bench| {
+            group.bench_function(BenchmarkId::new(name, n), |bench| {
                 bench.iter_custom(|iters| {
                     let mut timed = Duration::ZERO;
                     let mut done = 0;
@@ -106,16 +131,21 @@ fn next_only(c: &mut Criterion) {
 }
 
 fn cycle(c: &mut Criterion) {
-    let mut group = c.benchmark_group("cycle");
+    cycle_group(c, "cycle", false);
+    cycle_group(c, "cycle_ref", true);
+}
+
+fn cycle_group(c: &mut Criterion, name: &str, reference: bool) {
+    let mut group = c.benchmark_group(name);
     group
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(1200))
         .sample_size(20);
-    for info in POLICIES {
+    for (name, info) in policies(reference) {
         for &n in &TENANTS {
-            let (mut s, e) = backlogged(info.name, n, 1, 2);
+            let (mut s, e) = backlogged(&info, n, 1, 2);
             let mut now = 0u64;
-            group.bench_function(BenchmarkId::new(info.name, n), |bench| {
+            group.bench_function(BenchmarkId::new(name, n), |bench| {
                 bench.iter(|| {
                     let d = s.next(now, e).expect("a tenant is always backlogged");
                     now += COST;
