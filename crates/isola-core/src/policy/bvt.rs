@@ -50,8 +50,9 @@ pub struct BorrowedVirtualTime {
     head_seq: Vec<u64>,
     /// Ready tenants by effective virtual time.
     by_effective: IndexedHeap,
-    /// Ready tenants by actual virtual time (for SVT).
-    by_actual: IndexedHeap,
+    /// Ready tenants by actual virtual time (for SVT); `None` when no tenant
+    /// warps, as `by_effective` then holds the same keys.
+    by_actual: Option<IndexedHeap>,
     svt: f64,
 }
 
@@ -59,23 +60,24 @@ impl BorrowedVirtualTime {
     /// BVT for `setup`'s tenants; latency-sensitive ones warp by `warp`.
     pub fn new(setup: &PolicySetup<'_>, warp: f64) -> Self {
         let n = setup.tenants.len();
+        let warp: Vec<f64> = setup
+            .tenants
+            .iter()
+            .map(|t| {
+                if t.class == TenantClass::LatencySensitive {
+                    warp
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         BorrowedVirtualTime {
             weight: setup.tenants.iter().map(|t| t.weight).collect(),
-            warp: setup
-                .tenants
-                .iter()
-                .map(|t| {
-                    if t.class == TenantClass::LatencySensitive {
-                        warp
-                    } else {
-                        0.0
-                    }
-                })
-                .collect(),
+            by_actual: warp.iter().any(|&w| w != 0.0).then(|| IndexedHeap::new(n)),
+            warp,
             actual: vec![0.0; n],
             head_seq: vec![0; n],
             by_effective: IndexedHeap::new(n),
-            by_actual: IndexedHeap::new(n),
             svt: 0.0,
         }
     }
@@ -85,13 +87,25 @@ impl BorrowedVirtualTime {
         let seq = self.head_seq[t];
         self.by_effective
             .set(t, HeapKey::new(self.actual[t] - self.warp[t], seq));
-        self.by_actual.set(t, HeapKey::new(self.actual[t], seq));
+        if let Some(h) = &mut self.by_actual {
+            h.set(t, HeapKey::new(self.actual[t], seq));
+        }
+    }
+
+    /// The smallest actual virtual time among ready tenants.
+    fn min_actual(&self) -> Option<f64> {
+        self.by_actual.as_ref().unwrap_or(&self.by_effective).min_tag()
+    }
+
+    /// Whether ready tenant `t` is keyed.
+    fn is_ready(&self, t: usize) -> bool {
+        self.by_effective.contains(t)
     }
 }
 
 impl Policy for BorrowedVirtualTime {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let svt = self.by_actual.min_tag().unwrap_or(self.svt);
+        let svt = self.min_actual().unwrap_or(self.svt);
         self.actual[tenant] = self.actual[tenant].max(svt);
         self.head_seq[tenant] = head.seq;
         self.key(tenant);
@@ -109,7 +123,7 @@ impl Policy for BorrowedVirtualTime {
         next: Option<&HeadInfo>,
         _: &PolicyContext<'_>,
     ) {
-        self.svt = self.by_actual.min_tag().map_or(self.svt, |t| self.svt.max(t));
+        self.svt = self.min_actual().map_or(self.svt, |t| self.svt.max(t));
         self.actual[tenant] += served.cost as f64 / self.weight[tenant];
         match next {
             Some(h) => {
@@ -117,7 +131,9 @@ impl Policy for BorrowedVirtualTime {
                 self.key(tenant);
             }
             None => {
-                self.by_actual.remove(tenant);
+                if let Some(h) = &mut self.by_actual {
+                    h.remove(tenant);
+                }
                 self.by_effective.remove(tenant);
             }
         }
@@ -132,7 +148,7 @@ impl Policy for BorrowedVirtualTime {
         _: &PolicyContext<'_>,
     ) {
         self.actual[tenant] += (measured as f64 - served.cost as f64) / self.weight[tenant];
-        if self.by_actual.contains(tenant) {
+        if self.is_ready(tenant) {
             self.key(tenant);
         }
     }
