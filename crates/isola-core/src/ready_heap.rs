@@ -146,6 +146,7 @@ impl IndexedHeap {
             // Put the last entry in the hole and restore order from there.
             self.heap[p] = last;
             self.sift_down(p);
+            self.sift_up(p);
         }
     }
 
@@ -172,20 +173,14 @@ impl IndexedHeap {
         self.pos[entry.1 as usize] = p as u32;
     }
 
-    /// Moves the entry at `p` to its place, down or up (Floyd's bottom-up
-    /// sift): the hole it leaves goes down to a leaf along the smaller
-    /// children, one key compare per level and no data-dependent branch
-    /// (the smaller child's index is computed, not branched on), then the
-    /// entry rises from that leaf to its place. An entry whose key grew (a
-    /// served tenant's tag) belongs near the bottom, so the rise is short,
-    /// where the top-down sift pays two compares and an unpredictable
-    /// branch per level.
-    fn sift_down(&mut self, p: usize) {
+    /// Moves the entry at `p` down to its place (hole technique). The
+    /// smaller child's index is computed, not branched on; the only branch
+    /// per level is whether to go on, which is predictable.
+    fn sift_down(&mut self, mut p: usize) {
         let n = self.heap.len();
         let entry = self.heap[p];
-        let mut hole = p;
         loop {
-            let l = 2 * hole + 1;
+            let l = 2 * p + 1;
             let c = if l + 1 < n {
                 l + usize::from(self.heap[l + 1].0.less(&self.heap[l].0))
             } else if l < n {
@@ -193,12 +188,15 @@ impl IndexedHeap {
             } else {
                 break;
             };
-            self.heap[hole] = self.heap[c];
-            self.pos[self.heap[hole].1 as usize] = hole as u32;
-            hole = c;
+            if !self.heap[c].0.less(&entry.0) {
+                break;
+            }
+            self.heap[p] = self.heap[c];
+            self.pos[self.heap[p].1 as usize] = p as u32;
+            p = c;
         }
-        self.heap[hole] = entry;
-        self.sift_up(hole);
+        self.heap[p] = entry;
+        self.pos[entry.1 as usize] = p as u32;
     }
 }
 
