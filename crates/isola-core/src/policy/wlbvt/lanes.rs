@@ -8,7 +8,8 @@
 //! turns the loop into SIMD on the baseline x86-64 target (SSE2, two `f64`
 //! lanes). The same code is also compiled for AVX2 and AVX-512 and chosen at
 //! run time where the CPU has them: the divisions in pass 1 bound the scan,
-//! and wider registers divide more lanes at once.
+//! and wider registers divide more lanes at once. No fused multiply-add is
+//! enabled, so every version computes the same keys.
 //!
 //! The decision is made in passes over L1-resident arrays:
 //! 1. each ready tenant's key: its `tput / w` if it is under its slot limit,
@@ -19,9 +20,14 @@
 //!    sequence number; the tie rule of [`super`]), again as a minimum;
 //!    then the one lane with that sequence number, eight lanes a step.
 //!
-//! Each key is the correctly rounded quotient `occupancy / (active x w)`,
-//! computed from the same operands, rounded the same way, as the sequential
-//! scan ([`super::reference`]) computes them. That scan compares cross
+//! Below sixteen ready tenants (less than one round of the vector passes)
+//! one scalar pass keeps the smallest (key, sequence number) instead: the
+//! same keys and order, so the same decision, without the passes' fixed cost.
+//!
+//! Each key is one correctly rounded division of the numerator (occupancy
+//! up to now) by the denominator (active time up to now, times `w`), both
+//! computed with the same operations, so rounded the same way, as in the
+//! sequential scan ([`super::reference`]). That scan compares cross
 //! products instead of quotients; both orders are the exact order of the
 //! true ratios except where two ratios differ by less than one rounding
 //! step, and they agree wherever the arithmetic is exact (integer times and
@@ -149,6 +155,9 @@ impl ReadyLanes {
     /// `running < share x w` (`share` = slots / sum of ready weights), ties
     /// to the oldest head; `None` if every ready tenant is at its limit.
     pub(super) fn pick(&mut self, now: Nanos, share: f64) -> Option<usize> {
+        if self.len() < ACCUMULATORS {
+            return self.pick_few(now as f64, share);
+        }
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
@@ -201,8 +210,7 @@ impl ReadyLanes {
         Some(self.tenant[chunk * SEARCH_CHUNK + at] as usize)
     }
 
-    /// Pass 1: every lane's key into `self.key`: `tput / w`, or `+inf` for a
-    /// tenant at its slot limit.
+    /// Pass 1: every lane's key into `self.key`.
     #[inline(always)]
     fn fill_keys(&mut self, now: f64, share: f64) {
         let n = self.len();
@@ -215,24 +223,62 @@ impl ReadyLanes {
             .zip(&self.running[..n])
             .zip(&self.weight[..n]);
         for (k, ((((&updated, &occupancy), &active_time), &running), &weight)) in keys.iter_mut().zip(lanes) {
-            // The same operations, in the same order, as the sequential
-            // scan: integrate from `updated` to `now` (a ready tenant is
-            // active throughout), then `tput / w`; zero before any active time.
-            let dt = now - updated;
-            let dt = if dt > 0.0 { dt } else { 0.0 };
-            let active = active_time + dt;
-            let num = occupancy + running * dt;
-            let ratio = if active > 0.0 {
-                num / (active * weight)
-            } else {
-                0.0
-            };
-            *k = if running + LIMIT_EPSILON < share * weight {
-                ratio
-            } else {
-                f64::INFINITY
-            };
+            *k = key(now, share, updated, occupancy, active_time, running, weight);
         }
+    }
+
+    /// [`Self::pick`] for fewer tenants than one round of the vector passes
+    /// needs: one scalar pass keeping the smallest (key, sequence number),
+    /// from the same keys, so the same decision.
+    #[inline(always)]
+    fn pick_few(&self, now: f64, share: f64) -> Option<usize> {
+        let mut best = (f64::INFINITY, f64::INFINITY, usize::MAX);
+        for i in 0..self.len() {
+            let k = key(
+                now,
+                share,
+                self.updated[i],
+                self.occupancy[i],
+                self.active_time[i],
+                self.running[i],
+                self.weight[i],
+            );
+            let s = self.head_seq[i];
+            if k < best.0 || (k == best.0 && s < best.1) {
+                best = (k, s, i);
+            }
+        }
+        (best.0 < f64::INFINITY).then(|| self.tenant[best.2] as usize)
+    }
+}
+
+/// A ready tenant's key at `now`: its `tput / w` if it is under its slot
+/// limit (`running < share x w`), else `+inf`. The same operations, in the
+/// same order, as the sequential scan: integrate from `updated` to `now` (a
+/// ready tenant is active throughout), zero before any active time.
+#[inline(always)]
+fn key(
+    now: f64,
+    share: f64,
+    updated: f64,
+    occupancy: f64,
+    active_time: f64,
+    running: f64,
+    weight: f64,
+) -> f64 {
+    let dt = now - updated;
+    let dt = if dt > 0.0 { dt } else { 0.0 };
+    let active = active_time + dt;
+    let num = occupancy + running * dt;
+    let ratio = if active > 0.0 {
+        num / (active * weight)
+    } else {
+        0.0
+    };
+    if running + LIMIT_EPSILON < share * weight {
+        ratio
+    } else {
+        f64::INFINITY
     }
 }
 
