@@ -50,8 +50,9 @@ pub struct BorrowedVirtualTime {
     head_seq: Vec<u64>,
     /// Ready tenants by effective virtual time.
     by_effective: IndexedHeap,
-    /// Ready tenants by actual virtual time (for SVT).
-    by_actual: IndexedHeap,
+    /// Ready tenants by actual virtual time (for SVT); `None` when no tenant
+    /// warps, as `by_effective` then holds the same keys.
+    by_actual: Option<IndexedHeap>,
     svt: f64,
 }
 
@@ -59,23 +60,24 @@ impl BorrowedVirtualTime {
     /// BVT for `setup`'s tenants; latency-sensitive ones warp by `warp`.
     pub fn new(setup: &PolicySetup<'_>, warp: f64) -> Self {
         let n = setup.tenants.len();
+        let warp: Vec<f64> = setup
+            .tenants
+            .iter()
+            .map(|t| {
+                if t.class == TenantClass::LatencySensitive {
+                    warp
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         BorrowedVirtualTime {
             weight: setup.tenants.iter().map(|t| t.weight).collect(),
-            warp: setup
-                .tenants
-                .iter()
-                .map(|t| {
-                    if t.class == TenantClass::LatencySensitive {
-                        warp
-                    } else {
-                        0.0
-                    }
-                })
-                .collect(),
+            by_actual: warp.iter().any(|&w| w != 0.0).then(|| IndexedHeap::new(n)),
+            warp,
             actual: vec![0.0; n],
             head_seq: vec![0; n],
             by_effective: IndexedHeap::new(n),
-            by_actual: IndexedHeap::new(n),
             svt: 0.0,
         }
     }
@@ -85,13 +87,25 @@ impl BorrowedVirtualTime {
         let seq = self.head_seq[t];
         self.by_effective
             .set(t, HeapKey::new(self.actual[t] - self.warp[t], seq));
-        self.by_actual.set(t, HeapKey::new(self.actual[t], seq));
+        if let Some(h) = &mut self.by_actual {
+            h.set(t, HeapKey::new(self.actual[t], seq));
+        }
+    }
+
+    /// The smallest actual virtual time among ready tenants.
+    fn min_actual(&self) -> Option<f64> {
+        self.by_actual.as_ref().unwrap_or(&self.by_effective).min_tag()
+    }
+
+    /// Whether ready tenant `t` is keyed.
+    fn is_ready(&self, t: usize) -> bool {
+        self.by_effective.contains(t)
     }
 }
 
 impl Policy for BorrowedVirtualTime {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let svt = self.by_actual.min_tag().unwrap_or(self.svt);
+        let svt = self.min_actual().unwrap_or(self.svt);
         self.actual[tenant] = self.actual[tenant].max(svt);
         self.head_seq[tenant] = head.seq;
         self.key(tenant);
@@ -109,7 +123,7 @@ impl Policy for BorrowedVirtualTime {
         next: Option<&HeadInfo>,
         _: &PolicyContext<'_>,
     ) {
-        self.svt = self.by_actual.min_tag().map_or(self.svt, |t| self.svt.max(t));
+        self.svt = self.min_actual().map_or(self.svt, |t| self.svt.max(t));
         self.actual[tenant] += served.cost as f64 / self.weight[tenant];
         match next {
             Some(h) => {
@@ -117,7 +131,9 @@ impl Policy for BorrowedVirtualTime {
                 self.key(tenant);
             }
             None => {
-                self.by_actual.remove(tenant);
+                if let Some(h) = &mut self.by_actual {
+                    h.remove(tenant);
+                }
                 self.by_effective.remove(tenant);
             }
         }
@@ -132,8 +148,138 @@ impl Policy for BorrowedVirtualTime {
         _: &PolicyContext<'_>,
     ) {
         self.actual[tenant] += (measured as f64 - served.cost as f64) / self.weight[tenant];
-        if self.by_actual.contains(tenant) {
+        if self.is_ready(tenant) {
             self.key(tenant);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::TenantShare;
+    use proptest::prelude::*;
+
+    /// BVT's rule with every minimum found by scanning the ready tenants:
+    /// the reference for the heaps (one when no tenant warps, two otherwise).
+    struct Scan {
+        weight: Vec<f64>,
+        warp: Vec<f64>,
+        actual: Vec<f64>,
+        /// Head sequence number of each ready tenant.
+        ready: Vec<Option<u64>>,
+        svt: f64,
+    }
+
+    impl Scan {
+        fn min_actual(&self) -> Option<f64> {
+            self.ready
+                .iter()
+                .zip(&self.actual)
+                .filter_map(|(r, &a)| r.map(|_| a))
+                .min_by(f64::total_cmp)
+        }
+
+        fn pick(&self) -> Option<usize> {
+            (0..self.ready.len())
+                .filter_map(|t| self.ready[t].map(|s| (t, HeapKey::new(self.actual[t] - self.warp[t], s))))
+                .min_by(|a, b| a.1.tag().total_cmp(&b.1.tag()).then(a.1.tie().cmp(&b.1.tie())))
+                .map(|(t, _)| t)
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// A tenant that is not ready becomes ready.
+        Ready(usize),
+        /// The policy's pick is dispatched; it stays ready if `true`.
+        Dispatch(bool, u16),
+        /// The oldest dispatch in service completes after `measured` ns.
+        Complete(u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0usize..12).prop_map(Op::Ready),
+            (any::<bool>(), 1u16..5000).prop_map(|(s, c)| Op::Dispatch(s, c)),
+            (1u16..5000).prop_map(Op::Complete),
+        ]
+    }
+
+    fn head(seq: u64, cost: u16) -> HeadInfo {
+        HeadInfo {
+            seq,
+            arrival: 0,
+            bytes: cost as u64,
+            cost: cost as Nanos,
+            remaining_cost: cost as Nanos,
+            task_cost: cost as Nanos,
+            deadline: None,
+        }
+    }
+
+    proptest! {
+        /// With and without warping tenants, the heaps pick what a scan of
+        /// the ready tenants picks, after any sequence of events.
+        #[test]
+        fn heaps_pick_what_a_scan_picks(
+            classes in prop::collection::vec((1u8..5, any::<bool>()), 12),
+            warp in prop::sample::select(vec![0.0, 500.0, 3000.0]),
+            ops in prop::collection::vec(op(), 0..300),
+        ) {
+            let shares: Vec<TenantShare> = classes
+                .iter()
+                .map(|&(w, ls)| TenantShare {
+                    weight: w as f64 / 2.0,
+                    class: if ls { TenantClass::LatencySensitive } else { TenantClass::BestEffort },
+                    latency: None,
+                })
+                .collect();
+            let n = shares.len();
+            let mut bvt = BorrowedVirtualTime::new(&PolicySetup { tenants: &shares, slots: 1 }, warp);
+            prop_assert_eq!(bvt.by_actual.is_some(), warp > 0.0 && classes.iter().any(|c| c.1));
+            let mut scan = Scan {
+                weight: shares.iter().map(|s| s.weight).collect(),
+                warp: bvt.warp.clone(),
+                actual: vec![0.0; n],
+                ready: vec![None; n],
+                svt: 0.0,
+            };
+            let (in_flight, queued) = (vec![0; n], vec![0; n]);
+            let cx = PolicyContext { tenants: &shares, slots: 1, in_flight: &in_flight, queued: &queued };
+            let mut seq = 0u64;
+            let mut service: std::collections::VecDeque<(usize, HeadInfo)> = Default::default();
+            for o in ops {
+                match o {
+                    Op::Ready(t) if scan.ready[t].is_none() => {
+                        seq += 1;
+                        bvt.on_ready(0, t, &head(seq, 1000), &cx);
+                        let svt = scan.min_actual().unwrap_or(scan.svt);
+                        scan.actual[t] = scan.actual[t].max(svt);
+                        scan.ready[t] = Some(seq);
+                    }
+                    Op::Ready(_) => {}
+                    Op::Dispatch(stays, cost) => {
+                        let t = bvt.pick(0, &cx);
+                        prop_assert_eq!(t, scan.pick());
+                        let Some(t) = t else { continue };
+                        let served = head(scan.ready[t].expect("picked a ready tenant"), cost);
+                        seq += 1;
+                        let next = stays.then(|| head(seq, 1000));
+                        bvt.on_dispatch(0, t, &served, next.as_ref(), &cx);
+                        scan.svt = scan.min_actual().map_or(scan.svt, |m| scan.svt.max(m));
+                        scan.actual[t] += served.cost as f64 / scan.weight[t];
+                        scan.ready[t] = next.map(|h| h.seq);
+                        service.push_back((t, served));
+                    }
+                    Op::Complete(measured) => {
+                        let Some((t, served)) = service.pop_front() else { continue };
+                        bvt.on_complete(0, t, &served, measured as Nanos, &cx);
+                        scan.actual[t] += (measured as f64 - served.cost as f64) / scan.weight[t];
+                    }
+                }
+            }
+            prop_assert_eq!(bvt.pick(0, &cx), scan.pick());
         }
     }
 }

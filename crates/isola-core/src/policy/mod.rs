@@ -23,6 +23,8 @@ pub mod drr;
 pub mod fcfs;
 pub mod ipipe;
 pub mod mclock;
+#[cfg(test)]
+mod memory_tests;
 pub mod mtda;
 pub mod registry;
 pub mod sfq;

@@ -23,14 +23,20 @@
 //!   the lowest index, an artefact of hardware order we do not copy.
 //! * Finding the minimum scans the ready tenants: every tenant's `tput` moves
 //!   with time, so no precomputed order stays valid between events. The
-//!   hardware does the same scan with a comparator tree; cost is O(ready
-//!   tenants) per decision (see docs/perf.md).
+//!   hardware compares every FMQ in a comparator tree; here the ready
+//!   tenants' values are kept as a structure of arrays and scanned
+//!   data-parallel ([`lanes`]), O(ready tenants) per decision at a few
+//!   tenths of a nanosecond each (see docs/perf.md, issue 17).
+
+mod lanes;
+pub mod reference;
 
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
 use super::{HeadInfo, Policy, PolicyContext};
 use crate::params::Params;
 use crate::units::Nanos;
+use lanes::{Lane, ReadyLanes, LIMIT_EPSILON};
 
 /// Registry entry.
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -49,7 +55,8 @@ fn build(_: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyE
 
 const NOT_LISTED: u32 = u32::MAX;
 
-/// One tenant's WLBVT state, kept together so the scan reads one cache line.
+/// One tenant's WLBVT accounting (the source of truth; a ready tenant's
+/// [`Lane`] is a copy the scan reads).
 #[derive(Debug, Clone, Copy, Default)]
 struct Fmq {
     weight: f64,
@@ -63,8 +70,26 @@ struct Fmq {
     head_seq: u64,
     /// Dispatches in service.
     running: u32,
-    /// Position in the ready list, or `NOT_LISTED`.
+    /// Position in the ready lanes, or `NOT_LISTED`.
     ready_pos: u32,
+}
+
+impl Fmq {
+    /// The scan's copy of this tenant's state.
+    fn lane(&self, tenant: usize) -> Lane {
+        Lane {
+            tenant: tenant as u32,
+            updated: self.updated as f64,
+            occupancy: self.occupancy,
+            active_time: self.active_time,
+            running: self.running as f64,
+            weight: self.weight,
+            head_seq: {
+                debug_assert!(self.head_seq < 1 << 53, "sequence numbers stay exact as f64");
+                self.head_seq as f64
+            },
+        }
+    }
 }
 
 /// WLBVT state for one engine.
@@ -72,8 +97,8 @@ struct Fmq {
 pub struct WeightLimitedBvt {
     slots: f64,
     fmqs: Vec<Fmq>,
-    /// Ready tenants, densely.
-    ready: Vec<u32>,
+    /// Ready tenants, densely, as the scan reads them.
+    ready: ReadyLanes,
     /// Sum of the weights of ready tenants.
     ready_weight: f64,
 }
@@ -92,7 +117,7 @@ impl WeightLimitedBvt {
                     ..Fmq::default()
                 })
                 .collect(),
-            ready: Vec::with_capacity(setup.tenants.len()),
+            ready: ReadyLanes::with_capacity(setup.tenants.len()),
             ready_weight: 0.0,
         }
     }
@@ -109,10 +134,18 @@ impl WeightLimitedBvt {
         f.updated = now;
     }
 
+    /// Copies tenant `t`'s accounting into its lane, if it is ready.
+    #[inline]
+    fn sync_lane(&mut self, t: usize) {
+        let f = &self.fmqs[t];
+        if f.ready_pos != NOT_LISTED {
+            self.ready.set(f.ready_pos as usize, f.lane(t));
+        }
+    }
+
     fn unlist(&mut self, t: usize) {
         let p = self.fmqs[t].ready_pos as usize;
-        self.ready.swap_remove(p);
-        if let Some(&moved) = self.ready.get(p) {
+        if let Some(moved) = self.ready.swap_remove(p) {
             self.fmqs[moved as usize].ready_pos = p as u32;
         }
         self.fmqs[t].ready_pos = NOT_LISTED;
@@ -122,6 +155,14 @@ impl WeightLimitedBvt {
             self.ready_weight - self.fmqs[t].weight
         };
     }
+
+    /// `running < ceil(slots x w / W)` is `running < slots x w / W` for an
+    /// integer `running`; the epsilon absorbs rounding of an exact integer.
+    /// Returns `slots / W`, the factor of `w` in the limit.
+    #[inline]
+    fn share(&self) -> f64 {
+        self.slots / self.ready_weight
+    }
 }
 
 impl Policy for WeightLimitedBvt {
@@ -129,43 +170,19 @@ impl Policy for WeightLimitedBvt {
         self.advance(tenant, now);
         let f = &mut self.fmqs[tenant];
         f.head_seq = head.seq;
-        f.ready_pos = self.ready.len() as u32;
-        self.ready.push(tenant as u32);
+        let lane = f.lane(tenant);
+        f.ready_pos = self.ready.push(lane) as u32;
         self.ready_weight += f.weight;
     }
 
     fn admits(&self, tenant: usize, _: &PolicyContext<'_>) -> bool {
         let f = &self.fmqs[tenant];
-        f.running as f64 + 1e-9 < self.slots * f.weight / self.ready_weight
+        f.running as f64 + LIMIT_EPSILON < self.share() * f.weight
     }
 
     fn pick(&mut self, now: Nanos, _: &PolicyContext<'_>) -> Option<usize> {
-        // `running < ceil(slots x w / W)` is `running < slots x w / W` for an
-        // integer `running`; the epsilon absorbs rounding of an exact integer.
-        let share = self.slots / self.ready_weight;
-        let mut best: Option<usize> = None;
-        let (mut best_num, mut best_den, mut best_seq) = (0.0, 1.0, 0);
-        for &t in &self.ready {
-            let f = &self.fmqs[t as usize];
-            let running = f.running as f64;
-            if running + 1e-9 >= share * f.weight {
-                continue;
-            }
-            let dt = now.saturating_sub(f.updated) as f64;
-            let active = f.active_time + dt;
-            let (num, den) = if active > 0.0 {
-                (f.occupancy + running * dt, active * f.weight)
-            } else {
-                (0.0, 1.0)
-            };
-            // num/den < best_num/best_den, without dividing.
-            let (lhs, rhs) = (num * best_den, best_num * den);
-            if best.is_none() || lhs < rhs || (lhs == rhs && f.head_seq < best_seq) {
-                best = Some(t as usize);
-                (best_num, best_den, best_seq) = (num, den, f.head_seq);
-            }
-        }
-        best
+        let share = self.share();
+        self.ready.pick(now, share)
     }
 
     fn on_dispatch(
@@ -179,7 +196,10 @@ impl Policy for WeightLimitedBvt {
         self.advance(tenant, now);
         self.fmqs[tenant].running += 1;
         match next {
-            Some(h) => self.fmqs[tenant].head_seq = h.seq,
+            Some(h) => {
+                self.fmqs[tenant].head_seq = h.seq;
+                self.sync_lane(tenant);
+            }
             None => self.unlist(tenant),
         }
     }
@@ -188,5 +208,9 @@ impl Policy for WeightLimitedBvt {
         self.advance(tenant, now);
         let f = &mut self.fmqs[tenant];
         f.running = f.running.saturating_sub(1);
+        self.sync_lane(tenant);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,304 @@
+//! WLBVT's ready tenants as a structure of arrays, and the decision over them
+//! as a data-parallel scan.
+//!
+//! OSMOSIS' hardware compares every FMQ in one comparator tree each cycle
+//! (the WLBVT section and Listing 1 of the paper). The software equivalent is
+//! a scan without loop-carried dependencies: one contiguous array per value
+//! the rule reads, indexed by position in the ready set, so the compiler
+//! turns the loop into SIMD on the baseline x86-64 target (SSE2, two `f64`
+//! lanes). The same code is also compiled for AVX2 and AVX-512 and chosen at
+//! run time where the CPU has them: the divisions in pass 1 bound the scan,
+//! and wider registers divide more lanes at once. No fused multiply-add is
+//! enabled, so every version computes the same keys.
+//!
+//! The decision is made in passes over L1-resident arrays:
+//! 1. each ready tenant's key: its `tput / w` if it is under its slot limit,
+//!    else `+inf` (branch-free, no data-dependent control flow);
+//! 2. the smallest key, with independent accumulators so the reduction
+//!    vectorises too (`min` over non-NaN `f64` is exact and associative);
+//! 3. among the keys equal to it, the oldest head (smallest submission
+//!    sequence number; the tie rule of [`super`]), again as a minimum;
+//!    then the one lane with that sequence number, eight lanes a step.
+//!
+//! Below sixteen ready tenants (less than one round of the vector passes)
+//! one scalar pass keeps the smallest (key, sequence number) instead: the
+//! same keys and order, so the same decision, without the passes' fixed cost.
+//!
+//! Each key is one correctly rounded division of the numerator (occupancy
+//! up to now) by the denominator (active time up to now, times `w`), both
+//! computed with the same operations, so rounded the same way, as in the
+//! sequential scan ([`super::reference`]). That scan compares cross
+//! products instead of quotients; both orders are the exact order of the
+//! true ratios except where two ratios differ by less than one rounding
+//! step, and they agree wherever the arithmetic is exact (integer times and
+//! occupancies below 2^53, weights with short binary expansions), which the
+//! equivalence test checks on random histories.
+
+use crate::units::Nanos;
+
+/// Slack in the slot-limit comparison, absorbing the rounding of
+/// `slots x w / W` when it is an exact integer (see [`super`]).
+pub(super) const LIMIT_EPSILON: f64 = 1e-9;
+
+/// Width of the independent accumulators in the minimum reductions: sixteen
+/// `f64`s are two AVX-512 registers (four AVX2, eight of SSE2's sixteen),
+/// enough independent `minpd` chains to hide their latency (3-4 cycles).
+/// Measured against four: 0.77x per decision at 1,024 tenants, 0.95x at
+/// 128 (`SCHEDULER_NEXT_MIN`, docs/perf.md).
+const ACCUMULATORS: usize = 16;
+
+/// What the scan needs of one ready tenant, copied from its accounting
+/// whenever that changes (see [`ReadyLanes::set`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Lane {
+    /// The tenant's index.
+    pub(super) tenant: u32,
+    /// When `occupancy` and `active_time` were last brought up to date (ns).
+    pub(super) updated: f64,
+    /// Integral of slots occupied over time (slot x ns) up to `updated`.
+    pub(super) occupancy: f64,
+    /// Time with queued work or work in service (ns) up to `updated`.
+    pub(super) active_time: f64,
+    /// Dispatches in service.
+    pub(super) running: f64,
+    /// The tenant's weight.
+    pub(super) weight: f64,
+    /// Submission sequence number of its head task (ties: smaller wins),
+    /// as an `f64` so the tie pass vectorises like the others (exact below
+    /// 2^53 tasks, i.e. always in practice; checked in debug builds).
+    pub(super) head_seq: f64,
+}
+
+/// Ready tenants, densely, one array per field of [`Lane`].
+#[derive(Debug, Clone, Default)]
+pub(super) struct ReadyLanes {
+    tenant: Vec<u32>,
+    updated: Vec<f64>,
+    occupancy: Vec<f64>,
+    active_time: Vec<f64>,
+    running: Vec<f64>,
+    weight: Vec<f64>,
+    head_seq: Vec<f64>,
+    /// Scratch for pass 1: each lane's key.
+    key: Vec<f64>,
+}
+
+impl ReadyLanes {
+    /// Room for `n` ready tenants without reallocating.
+    pub(super) fn with_capacity(n: usize) -> Self {
+        ReadyLanes {
+            tenant: Vec::with_capacity(n),
+            updated: Vec::with_capacity(n),
+            occupancy: Vec::with_capacity(n),
+            active_time: Vec::with_capacity(n),
+            running: Vec::with_capacity(n),
+            weight: Vec::with_capacity(n),
+            head_seq: Vec::with_capacity(n),
+            key: Vec::with_capacity(n),
+        }
+    }
+
+    /// Number of ready tenants.
+    pub(super) fn len(&self) -> usize {
+        self.tenant.len()
+    }
+
+    /// The ready tenants, in lane order.
+    pub(super) fn tenants(&self) -> &[u32] {
+        &self.tenant
+    }
+
+    /// Whether no tenant is ready.
+    pub(super) fn is_empty(&self) -> bool {
+        self.tenant.is_empty()
+    }
+
+    /// Appends `lane`; returns its position.
+    pub(super) fn push(&mut self, lane: Lane) -> usize {
+        self.tenant.push(lane.tenant);
+        self.updated.push(lane.updated);
+        self.occupancy.push(lane.occupancy);
+        self.active_time.push(lane.active_time);
+        self.running.push(lane.running);
+        self.weight.push(lane.weight);
+        self.head_seq.push(lane.head_seq);
+        self.key.push(0.0);
+        self.len() - 1
+    }
+
+    /// Overwrites the lane at `pos`.
+    pub(super) fn set(&mut self, pos: usize, lane: Lane) {
+        self.tenant[pos] = lane.tenant;
+        self.updated[pos] = lane.updated;
+        self.occupancy[pos] = lane.occupancy;
+        self.active_time[pos] = lane.active_time;
+        self.running[pos] = lane.running;
+        self.weight[pos] = lane.weight;
+        self.head_seq[pos] = lane.head_seq;
+    }
+
+    /// Removes the lane at `pos`, moving the last lane into its place;
+    /// returns the tenant of the moved lane, if one moved.
+    pub(super) fn swap_remove(&mut self, pos: usize) -> Option<u32> {
+        self.tenant.swap_remove(pos);
+        self.updated.swap_remove(pos);
+        self.occupancy.swap_remove(pos);
+        self.active_time.swap_remove(pos);
+        self.running.swap_remove(pos);
+        self.weight.swap_remove(pos);
+        self.head_seq.swap_remove(pos);
+        self.key.swap_remove(pos);
+        self.tenant.get(pos).copied()
+    }
+
+    /// The ready tenant with the lowest `tput / w` at `now` among those with
+    /// `running < share x w` (`share` = slots / sum of ready weights), ties
+    /// to the oldest head; `None` if every ready tenant is at its limit.
+    pub(super) fn pick(&mut self, now: Nanos, share: f64) -> Option<usize> {
+        if self.len() < ACCUMULATORS {
+            return self.pick_few(now as f64, share);
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU has the features the function is compiled for.
+                return unsafe { self.pick_avx512(now, share) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: as above.
+                return unsafe { self.pick_avx2(now, share) };
+            }
+        }
+        self.pick_portable(now, share)
+    }
+
+    /// [`Self::pick`] compiled for AVX-512 (eight `f64` lanes).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn pick_avx512(&mut self, now: Nanos, share: f64) -> Option<usize> {
+        self.pick_portable(now, share)
+    }
+
+    /// [`Self::pick`] compiled for AVX2 (four `f64` lanes).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn pick_avx2(&mut self, now: Nanos, share: f64) -> Option<usize> {
+        self.pick_portable(now, share)
+    }
+
+    /// [`Self::pick`] for the build's target (SSE2 on baseline x86-64). The
+    /// wider versions are this same code compiled with more features; every
+    /// operation in it is correctly rounded IEEE 754 (no fused multiply-add),
+    /// so all of them compute the same keys and make the same decision.
+    #[inline(always)]
+    pub(super) fn pick_portable(&mut self, now: Nanos, share: f64) -> Option<usize> {
+        self.fill_keys(now as f64, share);
+        let n = self.len();
+        let (keys, seqs) = (&self.key[..n], &self.head_seq[..n]);
+        // Pass 2: the smallest key.
+        let min = lane_min(keys, keys, |k, _| k);
+        if min == f64::INFINITY {
+            return None;
+        }
+        // Pass 3: the oldest head among the smallest keys.
+        let oldest = lane_min(keys, seqs, |k, s| if k == min { s } else { f64::INFINITY });
+        // Sequence numbers are distinct: find the one lane that has it.
+        let chunk = seqs
+            .chunks(SEARCH_CHUNK)
+            .position(|c| c.iter().fold(false, |hit, &s| hit | (s == oldest)))?;
+        let at = seqs[chunk * SEARCH_CHUNK..].iter().position(|&s| s == oldest)?;
+        Some(self.tenant[chunk * SEARCH_CHUNK + at] as usize)
+    }
+
+    /// Pass 1: every lane's key into `self.key`.
+    #[inline(always)]
+    fn fill_keys(&mut self, now: f64, share: f64) {
+        let n = self.len();
+        // Equal-length slices let the compiler drop bounds checks and vectorise.
+        let keys = &mut self.key[..n];
+        let lanes = self.updated[..n]
+            .iter()
+            .zip(&self.occupancy[..n])
+            .zip(&self.active_time[..n])
+            .zip(&self.running[..n])
+            .zip(&self.weight[..n]);
+        for (k, ((((&updated, &occupancy), &active_time), &running), &weight)) in keys.iter_mut().zip(lanes) {
+            *k = key(now, share, updated, occupancy, active_time, running, weight);
+        }
+    }
+
+    /// [`Self::pick`] for fewer tenants than one round of the vector passes
+    /// needs: one scalar pass keeping the smallest (key, sequence number),
+    /// from the same keys, so the same decision.
+    #[inline(always)]
+    fn pick_few(&self, now: f64, share: f64) -> Option<usize> {
+        let mut best = (f64::INFINITY, f64::INFINITY, usize::MAX);
+        for i in 0..self.len() {
+            let k = key(
+                now,
+                share,
+                self.updated[i],
+                self.occupancy[i],
+                self.active_time[i],
+                self.running[i],
+                self.weight[i],
+            );
+            let s = self.head_seq[i];
+            if k < best.0 || (k == best.0 && s < best.1) {
+                best = (k, s, i);
+            }
+        }
+        (best.0 < f64::INFINITY).then(|| self.tenant[best.2] as usize)
+    }
+}
+
+/// A ready tenant's key at `now`: its `tput / w` if it is under its slot
+/// limit (`running < share x w`), else `+inf`. The same operations, in the
+/// same order, as the sequential scan: integrate from `updated` to `now` (a
+/// ready tenant is active throughout), zero before any active time.
+#[inline(always)]
+fn key(
+    now: f64,
+    share: f64,
+    updated: f64,
+    occupancy: f64,
+    active_time: f64,
+    running: f64,
+    weight: f64,
+) -> f64 {
+    let dt = now - updated;
+    let dt = if dt > 0.0 { dt } else { 0.0 };
+    let active = active_time + dt;
+    let num = occupancy + running * dt;
+    let ratio = if active > 0.0 {
+        num / (active * weight)
+    } else {
+        0.0
+    };
+    if running + LIMIT_EPSILON < share * weight {
+        ratio
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Lanes compared at once when searching for a value: one branch per chunk
+/// instead of per lane.
+const SEARCH_CHUNK: usize = 8;
+
+/// The smallest `f(a[i], b[i])` (`+inf` if none), with [`ACCUMULATORS`]
+/// independent minima so the loop vectorises: `min` over non-NaN `f64` is
+/// exact and associative, so the grouping does not change the result.
+#[inline(always)]
+fn lane_min(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> f64 {
+    let min = |m: f64, v: f64| if v < m { v } else { m };
+    let mut acc = [f64::INFINITY; ACCUMULATORS];
+    let (ca, cb) = (a.chunks_exact(ACCUMULATORS), b.chunks_exact(ACCUMULATORS));
+    let tail = ca.remainder().iter().zip(cb.remainder()).map(|(&x, &y)| f(x, y));
+    for (xa, xb) in ca.zip(cb) {
+        for ((m, &x), &y) in acc.iter_mut().zip(xa).zip(xb) {
+            *m = min(*m, f(x, y));
+        }
+    }
+    tail.chain(acc).fold(f64::INFINITY, min)
+}
