@@ -20,6 +20,7 @@ pub mod limits;
 pub mod queue;
 pub mod rng;
 pub mod sim;
+pub mod speed;
 pub mod workload;
 
 use isola_model::scenario::PolicyRun;
