@@ -66,6 +66,9 @@ struct SimPoint {
     seconds: f64,
     events_per_s: f64,
     ns_per_event: f64,
+    /// Events per second of this thread's CPU time: on a shared machine,
+    /// what the simulator would do with a core to itself.
+    events_per_cpu_s: Option<f64>,
     cannot_run: Option<String>,
 }
 
@@ -248,14 +251,19 @@ fn run_sim(args: &SimArgs) -> anyhow::Result<()> {
                 seconds: 0.0,
                 events_per_s: 0.0,
                 ns_per_event: 0.0,
+                events_per_cpu_s: None,
                 cannot_run: None,
             };
             // The policy and the count were checked above: what fails here
             // is the policy refusing the setup.
+            let cpu_before = isola_runtime::host::thread_cpu_ns();
             let speed = isola_sim::speed::contention_scenario(n, p).and_then(|scenario| {
                 isola_sim::speed::measure(&scenario, scenario.run.seed, args.seconds)
                     .map_err(|e| e.to_string())
             });
+            let cpu = isola_runtime::host::thread_cpu_ns()
+                .zip(cpu_before)
+                .map(|(after, before)| after.saturating_sub(before));
             match speed {
                 Ok(speed) => {
                     point.events_per_run = speed.events;
@@ -263,6 +271,11 @@ fn run_sim(args: &SimArgs) -> anyhow::Result<()> {
                     point.seconds = speed.seconds;
                     point.events_per_s = speed.events_per_sec();
                     point.ns_per_event = speed.ns_per_event();
+                    // The CPU time includes building the scenario (small
+                    // beside the runs), so this is a slight underestimate.
+                    point.events_per_cpu_s = cpu
+                        .filter(|&ns| ns > 0)
+                        .map(|ns| (speed.events * u64::from(speed.runs)) as f64 / (ns as f64 / 1e9));
                 }
                 Err(e) => point.cannot_run = Some(e),
             }
@@ -287,6 +300,8 @@ fn run_sim(args: &SimArgs) -> anyhow::Result<()> {
                 p.runs.to_string(),
                 format!("{:.2}", p.events_per_s / 1e6),
                 format!("{:.0}", p.ns_per_event),
+                p.events_per_cpu_s
+                    .map_or("-".into(), |e| format!("{:.2}", e / 1e6)),
             ]
         })
         .collect();
@@ -297,6 +312,7 @@ fn run_sim(args: &SimArgs) -> anyhow::Result<()> {
         "runs",
         "M events/s",
         "ns/event",
+        "M events/CPU-s",
     ];
     write!(out, "{}", table_with(&header, &rows, 1))?;
     for p in &points {
