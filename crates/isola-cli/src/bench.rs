@@ -1,6 +1,7 @@
 //! `isola bench ops`: DPUBench's operator sweep. Throughput (MB/s and
 //! operations/s) of every operator for every input size and thread count,
-//! as a table, JSON, CSV and one SVG plot per operator.
+//! as a table, JSON, CSV and one SVG plot per operator. `isola bench sim`:
+//! the simulator's events per second for each policy and tenant count.
 
 use crate::format::table_with;
 use crate::progress::Bar;
@@ -27,6 +28,48 @@ enum What {
     /// compressible text payload of the given size, compressed for
     /// decompressors, signed for verifiers, packetised for packet operators.
     Ops(OpsArgs),
+    /// The simulator's speed: events per second of wall time for each
+    /// policy and tenant count on OSMOSIS' PU contention scaled up (32
+    /// PUs, every tenant backlogged; issue 17's goal: >= 5 M events/s at
+    /// 128 tenants for every policy).
+    Sim(SimArgs),
+}
+
+/// Arguments of `isola bench sim`.
+#[derive(Debug, clap::Args)]
+pub struct SimArgs {
+    /// Policies to measure, comma-separated (default: every registered one;
+    /// see `isola policies`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    policies: Vec<String>,
+    /// Tenant counts, comma-separated (1 to 65536).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "128,1024")]
+    tenants: Vec<usize>,
+    /// Seconds of measurement per policy and tenant count (at least one run).
+    #[arg(long, value_name = "S", default_value_t = 0.5)]
+    seconds: f64,
+    /// Print one JSON object with every point to stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One policy and tenant count of `isola bench sim`: its speed, or why
+/// the policy cannot run the setup (a static partition with more tenants
+/// than slots).
+#[derive(Debug, Clone, Serialize)]
+struct SimPoint {
+    policy: String,
+    tenants: usize,
+    /// Events one run processes (2 ms simulated).
+    events_per_run: u64,
+    runs: u32,
+    seconds: f64,
+    events_per_s: f64,
+    ns_per_event: f64,
+    /// Events per second of this thread's CPU time: on a shared machine,
+    /// what the simulator would do with a core to itself.
+    events_per_cpu_s: Option<f64>,
+    cannot_run: Option<String>,
 }
 
 /// Arguments of `isola bench ops`.
@@ -104,6 +147,7 @@ struct Sweep {
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match &args.what {
         What::Ops(a) => run_ops(a),
+        What::Sim(a) => run_sim(a),
     }
 }
 
@@ -176,6 +220,104 @@ fn run_ops(args: &OpsArgs) -> anyhow::Result<()> {
         write!(out, "{}", render_table(&sweep.points))?;
         if let Some(dir) = &args.out {
             writeln!(out, "results and plots written to {}", dir.display())?;
+        }
+    }
+    Ok(())
+}
+
+fn run_sim(args: &SimArgs) -> anyhow::Result<()> {
+    crate::args::seconds(args.seconds)?;
+    let policies: Vec<String> = if args.policies.is_empty() {
+        isola_core::POLICIES.iter().map(|p| p.name.to_string()).collect()
+    } else {
+        args.policies.clone()
+    };
+    for p in &policies {
+        isola_core::policy::registry::find_policy(p).map_err(|e| anyhow::anyhow!("--policies: {e}"))?;
+    }
+    if let Some(n) = args.tenants.iter().find(|&&n| !(1..=65_536).contains(&n)) {
+        bail!("--tenants: {n} is not a tenant count from 1 to 65536");
+    }
+    let mut progress = Bar::new((policies.len() * args.tenants.len()) as u64);
+    let mut points = Vec::new();
+    for p in &policies {
+        for &n in &args.tenants {
+            progress.update(points.len() as u64, format!("{p} x{n}"));
+            let mut point = SimPoint {
+                policy: p.clone(),
+                tenants: n,
+                events_per_run: 0,
+                runs: 0,
+                seconds: 0.0,
+                events_per_s: 0.0,
+                ns_per_event: 0.0,
+                events_per_cpu_s: None,
+                cannot_run: None,
+            };
+            // The policy and the count were checked above: what fails here
+            // is the policy refusing the setup.
+            let cpu_before = isola_runtime::host::thread_cpu_ns();
+            let speed = isola_sim::speed::contention_scenario(n, p).and_then(|scenario| {
+                isola_sim::speed::measure(&scenario, scenario.run.seed, args.seconds)
+                    .map_err(|e| e.to_string())
+            });
+            let cpu = isola_runtime::host::thread_cpu_ns()
+                .zip(cpu_before)
+                .map(|(after, before)| after.saturating_sub(before));
+            match speed {
+                Ok(speed) => {
+                    point.events_per_run = speed.events;
+                    point.runs = speed.runs;
+                    point.seconds = speed.seconds;
+                    point.events_per_s = speed.events_per_sec();
+                    point.ns_per_event = speed.ns_per_event();
+                    // The CPU time includes building the scenario (small
+                    // beside the runs), so this is a slight underestimate.
+                    point.events_per_cpu_s = cpu
+                        .filter(|&ns| ns > 0)
+                        .map(|ns| (speed.events * u64::from(speed.runs)) as f64 / (ns as f64 / 1e9));
+                }
+                Err(e) => point.cannot_run = Some(e),
+            }
+            points.push(point);
+        }
+    }
+    drop(progress);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &points)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .filter(|p| p.cannot_run.is_none())
+        .map(|p| {
+            vec![
+                p.policy.clone(),
+                p.tenants.to_string(),
+                p.events_per_run.to_string(),
+                p.runs.to_string(),
+                format!("{:.2}", p.events_per_s / 1e6),
+                format!("{:.0}", p.ns_per_event),
+                p.events_per_cpu_s
+                    .map_or("-".into(), |e| format!("{:.2}", e / 1e6)),
+            ]
+        })
+        .collect();
+    let header = [
+        "policy",
+        "tenants",
+        "events/run",
+        "runs",
+        "M events/s",
+        "ns/event",
+        "M events/CPU-s",
+    ];
+    write!(out, "{}", table_with(&header, &rows, 1))?;
+    for p in &points {
+        if let Some(why) = &p.cannot_run {
+            writeln!(out, "{} with {} tenants cannot run: {why}", p.policy, p.tenants)?;
         }
     }
     Ok(())

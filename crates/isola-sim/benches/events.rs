@@ -4,9 +4,11 @@
 //! * `osmosis/<policy>/<tenants>`: the OSMOSIS PU-contention setup scaled to
 //!   N tenants (half Victims, half 2x-cost Congestors) on 32 PUs, offered
 //!   enough packets to saturate them, so every event goes through the
-//!   scheduler with N backlogged channels.
+//!   scheduler with N backlogged channels
+//!   ([`isola_sim::speed::contention_scenario`]).
 //!
-//! Run: `cargo bench -p isola-sim --bench events`
+//! Run: `cargo bench -p isola-sim --bench events`. Every registered policy
+//! at 128 and 1,024 tenants, as a table: `isola bench sim`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use isola_model::Scenario;
@@ -34,36 +36,7 @@ fn mm1() -> Scenario {
 }
 
 fn osmosis(tenants: usize, policy: &str) -> Scenario {
-    let mut text = format!(
-        r#"
-        [run]
-        duration = "2ms"
-        window = "100us"
-        policies = ["{policy}"]
-        [[engine]]
-        name = "pu"
-        kind = "pu"
-        slots = 32
-        "#
-    );
-    // 32 PUs of ~0.75/1.5 us kernels serve ~28M packets/s; offer 1.5x that.
-    let rate = 42e6 / tenants as f64;
-    for t in 0..tenants {
-        let base = if t % 2 == 0 { 500 } else { 1000 };
-        text.push_str(&format!(
-            r#"
-            [[tenant]]
-            name = "t{t}"
-            queue_cap = 16
-            [tenant.workload]
-            engine = "pu"
-            size = "1KiB"
-            arrival = {{ poisson = "{rate}/s" }}
-            service = {{ dist = "cycles", base = {base}, per_byte = 0.25 }}
-            "#
-        ));
-    }
-    Scenario::parse(&text, "osmosis-n.toml").expect("valid")
+    isola_sim::speed::contention_scenario(tenants, policy).expect("valid")
 }
 
 fn bench_run(c: &mut Criterion, group: &str, id: BenchmarkId, s: &Scenario) {

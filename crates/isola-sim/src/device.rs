@@ -38,7 +38,7 @@ impl ServiceModel {
     pub fn sample(&self, bytes: u64, unit_exp: f64) -> Nanos {
         let mean = self.mean(bytes);
         let ns = if self.exponential { mean * unit_exp } else { mean };
-        ns.round().max(0.0) as Nanos
+        crate::round_ns(ns)
     }
 }
 
@@ -235,7 +235,7 @@ impl DmaLink {
         }
         self.on_wire[dir] = Some((k, size));
         // At least 1 ns per TLP, so time always advances.
-        timers.push((now.saturating_add((ns.round() as Nanos).max(1)), dir as u64));
+        timers.push((now.saturating_add(crate::round_ns(ns).max(1)), dir as u64));
     }
 
     fn start(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {

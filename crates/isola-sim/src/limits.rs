@@ -109,15 +109,16 @@ impl RunGuard {
     /// stays within its limits.
     pub(crate) fn check(&self, scenario: &Scenario, horizon: Option<Nanos>) -> Result<(), SimError> {
         let run = &scenario.run;
-        let windows = self.now / run.window;
+        // `now / window < max_windows`, without a division per event.
         let within = self.events <= run.max_events
             && self.at_this_instant <= MAX_EVENTS_AT_ONE_INSTANT
             && self.too_costly.is_none()
             && self.overrun.is_none()
-            && (horizon.is_some() || windows < run.max_windows);
+            && (horizon.is_some() || self.now < run.window.saturating_mul(run.max_windows));
         if within {
             return Ok(());
         }
+        let windows = self.now / run.window;
         let at = format_duration(self.now);
         let (limit, message) = if self.events > run.max_events {
             (

@@ -3,13 +3,14 @@
 //! recorder (`isola_model::results::RunRecorder`) what each tenant got.
 //!
 //! Events happen in time order; simultaneous events in the order they were
-//! scheduled (a sequence number breaks ties), so a scenario and a seed give
+//! scheduled (the event queue, [`crate::queue`], keeps them so), so a scenario and a seed give
 //! the same run every time. A tenant's request goes through the
 //! engines of its workload's pipeline one after another; it counts as
 //! completed when the last stage finishes.
 
 use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, ServiceModel, Timer};
 use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
+use crate::queue::EventQueue;
 use crate::rng::{stream, Purpose};
 use crate::rss::{rss_hash, RssCores};
 use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
@@ -25,7 +26,6 @@ use isola_model::scenario::{
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
 use slab::Slab;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 /// Why a run could not start.
@@ -67,7 +67,7 @@ impl CostModel for EngineCost {
                 (bytes.saturating_add(*packet_overhead) as f64 * NANOS_PER_SEC as f64 / bytes_per_sec)
                     as Nanos,
             ),
-            DeviceSpec::Compute { .. } => self.default.as_ref().map(|m| m.mean(bytes).round() as Nanos),
+            DeviceSpec::Compute { .. } => self.default.as_ref().map(|m| crate::round_ns(m.mean(bytes))),
         }
     }
 }
@@ -115,7 +115,7 @@ impl StageModel {
     fn sample(&self, bytes: u64, unit_exp: f64, direction: Direction) -> Nanos {
         match self {
             StageModel::Compute(m) => m.sample(bytes, unit_exp),
-            other => other.predict(bytes, direction).round() as Nanos,
+            other => crate::round_ns(other.predict(bytes, direction)),
         }
     }
 }
@@ -125,43 +125,6 @@ enum Event {
     Arrival { tenant: u32 },
     Device { engine: u32, token: u64 },
     Wakeup,
-}
-
-/// A scheduled event. Ordered by one `u128` key, time then insertion
-/// sequence, so simultaneous events keep the order they were scheduled in
-/// and a comparison is a single integer compare (the event queue is the
-/// simulator's hottest structure).
-#[derive(Debug, Clone, Copy)]
-struct Scheduled {
-    key: u128,
-    event: Event,
-}
-
-impl Scheduled {
-    fn at(&self) -> Nanos {
-        (self.key >> 64) as Nanos
-    }
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-
-impl Eq for Scheduled {}
-
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Scheduled {
-    /// Reversed, so `BinaryHeap` (a max-heap) pops the earliest event.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        other.key.cmp(&self.key)
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -174,7 +137,11 @@ struct Request {
     bytes: u64,
     stage: usize,
     stage_bytes: u64,
-    op: Arc<OpSpec>,
+    /// The current stage's predicted service time.
+    stage_predicted: f64,
+    /// Its operator when not its workload's (a trace row's); the workload's
+    /// is shared from [`WorkloadState::op`] at each submission.
+    op: Option<Arc<OpSpec>>,
     /// Exp(1) draw per stage for exponential service models.
     unit_exp: f64,
     /// The RSS hash of its 5-tuple (what an RSS-steered engine hashes).
@@ -253,8 +220,8 @@ struct Sim<'a> {
     devices: Vec<Device>,
     tenants: Vec<WorkloadState>,
     requests: Slab<Request>,
-    events: BinaryHeap<Scheduled>,
-    seq: u64,
+    /// Pending events by time; simultaneous ones in scheduling order.
+    events: EventQueue<Event>,
     now: Nanos,
     horizon: Option<Nanos>,
     wakeup_at: Option<Nanos>,
@@ -333,8 +300,7 @@ impl<'a> Sim<'a> {
             devices,
             tenants,
             requests: Slab::new(),
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: EventQueue::new(),
             now: 0,
             horizon: scenario.run.duration,
             wakeup_at: None,
@@ -372,11 +338,7 @@ impl<'a> Sim<'a> {
             }
             _ => {}
         }
-        self.seq += 1;
-        self.events.push(Scheduled {
-            key: (at as u128) << 64 | self.seq as u128,
-            event,
-        });
+        self.events.push(at, event);
     }
 
     fn schedule_next_arrival(&mut self, t: usize) {
@@ -407,9 +369,9 @@ impl<'a> Sim<'a> {
             run.pending.take().and_then(|p| p.traced)
         };
         let (bytes, op) = match traced {
-            Some((bytes, name)) if name == run.op.name => (bytes, run.op.clone()),
-            Some((bytes, name)) => (bytes, OpSpec::named(name)),
-            None => (run.sizes.sample(), run.op.clone()),
+            Some((bytes, name)) if name == run.op.name => (bytes, None),
+            Some((bytes, name)) => (bytes, Some(OpSpec::named(name))),
+            None => (run.sizes.sample(), None),
         };
         let unit_exp: f64 = Exp1.sample(&mut run.service_rng);
         let closed = run.closed;
@@ -441,11 +403,13 @@ impl<'a> Sim<'a> {
             },
         };
         let w = &self.scenario.tenants[t].workload;
-        let predicted_total = self.tenants[t]
+        let mut stages = self.tenants[t]
             .stages
             .iter()
-            .map(|s| s.predict(bytes, w.direction))
-            .sum();
+            .map(|s| s.predict(bytes, w.direction));
+        // A workload has at least one stage (the scenario checked).
+        let stage_predicted = stages.next().unwrap_or(0.0);
+        let predicted_total = stages.fold(stage_predicted, |total, p| total + p);
         let request = Request {
             tenant: t,
             source,
@@ -453,6 +417,7 @@ impl<'a> Sim<'a> {
             bytes,
             stage: 0,
             stage_bytes: bytes,
+            stage_predicted,
             op,
             unit_exp,
             flow_hash,
@@ -470,16 +435,19 @@ impl<'a> Sim<'a> {
         let t = request.tenant;
         let w = &self.scenario.tenants[t].workload;
         let engine = w.stages[request.stage];
-        let predicted = self.tenants[t].stages[request.stage].predict(request.stage_bytes, w.direction);
+        let op = match &request.op {
+            Some(op) => op.clone(),
+            None => self.tenants[request.source].op.clone(),
+        };
         let task = Task {
             id: TaskId(key as u64),
             tenant: TenantId(t as u32),
             engine: EngineId(engine as u32),
-            op: request.op.clone(),
+            op,
             bytes: request.stage_bytes,
             arrival: self.now,
             deadline: None,
-            predicted_cost: Some(predicted.round() as Nanos),
+            predicted_cost: Some(crate::round_ns(request.stage_predicted)),
             planner: None,
         };
         if let Err(rejection) = self.sched.submit(self.now, task) {
@@ -617,7 +585,9 @@ impl<'a> Sim<'a> {
         let w = &self.scenario.tenants[c.tenant.index()].workload;
         if request.stage < w.stages.len() {
             let ratio = self.scenario.engines[e].egress_ratio;
-            request.stage_bytes = ((request.stage_bytes as f64 * ratio).round() as u64).max(1);
+            request.stage_bytes = crate::round_ns(request.stage_bytes as f64 * ratio).max(1);
+            request.stage_predicted = self.tenants[c.tenant.index()].stages[request.stage]
+                .predict(request.stage_bytes, w.direction);
             self.submit_stage(key);
             return;
         }
@@ -633,7 +603,7 @@ impl<'a> Sim<'a> {
             bytes: request.bytes,
             arrival: request.arrival,
             end: self.now,
-            predicted: request.predicted_total.round() as Nanos,
+            predicted: crate::round_ns(request.predicted_total),
             outcome,
         });
     }
@@ -649,8 +619,7 @@ impl<'a> Sim<'a> {
     }
 
     fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
-        while let Some(next) = self.events.pop() {
-            let (at, ev) = (next.at(), next.event);
+        while let Some((at, ev)) = self.events.pop() {
             if self.horizon.is_some_and(|h| at > h) {
                 break;
             }

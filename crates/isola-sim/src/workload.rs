@@ -58,7 +58,7 @@ impl SizeSampler {
         match &self.dist {
             SizeKind::Fixed(b) => *b,
             SizeKind::Uniform(lo, hi) => self.rng.random_range(*lo..=*hi),
-            SizeKind::LogNormal(d, lo, hi) => (d.sample(&mut self.rng).round() as u64).clamp(*lo, *hi),
+            SizeKind::LogNormal(d, lo, hi) => crate::round_ns(d.sample(&mut self.rng)).clamp(*lo, *hi),
             SizeKind::Empirical(sizes, w) => sizes[w.sample(&mut self.rng)],
         }
     }
@@ -192,7 +192,7 @@ impl ArrivalProcess {
         };
         self.last = at;
         Some(NextArrival {
-            at: at.round() as Nanos,
+            at: crate::round_ns(at),
             traced: None,
         })
     }
