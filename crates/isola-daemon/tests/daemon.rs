@@ -199,10 +199,15 @@ fn configuration_mistakes_name_their_line_and_key() {
     assert_eq!(e.key.as_deref(), Some("params"), "{e}");
     let e = bad(&base.replace("name = \"e\"", "name = \"e\"\nprofile = \"/nonexistent/p.json\""));
     assert_eq!((e.line, e.key.as_deref()), (5, Some("profile")), "{e}");
-    let e = bad(&base
-        .replace("[daemon]\n", "[daemon]\nspare_tenants = 4\n")
-        .replace("name = \"e\"", "name = \"e\"\npolicy = \"static\""));
+    // A static partition in slots mode needs a worker per tenant slot;
+    // by default it time-slices an engine with fewer.
+    let static_engine = |extra: &str| {
+        base.replace("[daemon]\n", "[daemon]\nspare_tenants = 4\n")
+            .replace("name = \"e\"", &format!("name = \"e\"\npolicy = \"static\"{extra}"))
+    };
+    let e = bad(&static_engine("\nparams = { mode = \"slots\" }"));
     assert_eq!(e.key.as_deref(), Some("spare_tenants"), "{e}");
+    assert!(DaemonConfig::parse(&static_engine(""), Path::new("d.toml")).is_ok());
     // No workers: the dispatcher runs the engine, one task as the core
     // picks it, so it has no queue to size.
     let e = bad(&base.replace("name = \"e\"", "name = \"e\"\nworkers = 0\nqueue_depth = 8"));

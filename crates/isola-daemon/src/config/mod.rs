@@ -281,16 +281,19 @@ impl DaemonConfig {
             Some(n) => n.into_inner(),
             None => 8,
         };
-        // A static partition gives every tenant slot, spare ones too, a
-        // worker of its own.
-        for e in engines.iter().filter(|e| e.policy == "static") {
+        // A static partition in slots mode gives every tenant slot, spare
+        // ones too, a worker of its own; otherwise (`mode` "auto" or
+        // "slices") an engine with fewer places than tenant slots is
+        // time-sliced among them (FairNIC's form on a shared accelerator).
+        let slots_mode = |e: &EngineConfig| e.params.get("mode").is_some_and(|m| m == "slots");
+        for e in engines.iter().filter(|e| e.policy == "static" && slots_mode(e)) {
             let slots = tenants.len() + spare_tenants;
             if e.workers.max(1) + e.queue_depth < slots {
                 return Err(src.at(
                     0..0,
                     Some("spare_tenants"),
                     format!(
-                        "engine `{}` runs a static partition, which needs a worker for each of the {slots} tenant slots ({} tenants + spare_tenants); lower spare_tenants or add workers",
+                        "engine `{}` runs a static partition with mode = \"slots\", which needs a worker for each of the {slots} tenant slots ({} tenants + spare_tenants); lower spare_tenants, add workers, or leave mode out to time-slice the engine",
                         e.name,
                         tenants.len()
                     ),
