@@ -54,8 +54,8 @@ pub struct SimArgs {
 }
 
 /// One policy and tenant count of `isola bench sim`: its speed, or why
-/// the policy cannot run the setup (a static partition with more tenants
-/// than slots).
+/// the policy cannot run the setup (its builder's refusal, e.g. a static
+/// partition in `mode = "slots"` with more tenants than slots).
 #[derive(Debug, Clone, Serialize)]
 struct SimPoint {
     policy: String,
