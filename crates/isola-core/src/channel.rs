@@ -111,4 +111,15 @@ mod tests {
         assert_eq!(c.drain().collect::<Vec<_>>(), vec![2, 3]);
         assert!(c.is_empty());
     }
+
+    /// An idle tenant's channel holds no queue memory until work arrives
+    /// (issue 17: 64 entries reserved up front cost 15 KB per tenant).
+    #[test]
+    fn an_idle_channel_allocates_nothing() {
+        let mut c: VirtualChannel<[u64; 8]> = VirtualChannel::new(1024);
+        assert_eq!(c.queue.capacity(), 0);
+        assert!(c.push([0; 8]).is_ok());
+        assert!(c.queue.capacity() >= 1);
+        assert_eq!(c.cap(), 1024);
+    }
 }
