@@ -14,6 +14,7 @@ use crate::task::{Subtask, Task};
 use crate::tenant::Slo;
 use crate::units::{Bytes, Nanos};
 use slab::Slab;
+use std::num::NonZeroU64;
 
 /// Where a tenant's channel on an engine stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,21 +28,70 @@ pub(super) enum ChannelState {
 }
 
 /// A queued task. When its engine splits it, the first `index` subtasks
-/// (`sent` bytes of the task) have been dispatched and `head` describes the
+/// (`sent` bytes of the task) have been dispatched and `next` describes the
 /// next one.
+///
+/// Kept small (192 bytes, was 232): the channels hold these by value and
+/// every decision reads the next head, usually from a cache line not
+/// touched since its submission (issue 17). What the policy sees of the
+/// head ([`Queued::head`]) is rebuilt from `next` and the task.
 #[derive(Debug, Clone)]
 pub(super) struct Queued {
     pub(super) task: Task,
-    pub(super) head: HeadInfo,
+    pub(super) next: NextPiece,
     pub(super) sent: Bytes,
     /// Index of the next dispatch (of `plan.count()`).
     pub(super) index: u32,
     /// How the task is cut into dispatches, and the subtask size it was
     /// planned with (`None`: whole).
     pub(super) plan: Plan,
-    pub(super) split: Option<Bytes>,
+    pub(super) split: Option<NonZeroU64>,
     /// Key of the task's outstanding-subtask counter, once one is dispatched.
     pub(super) group: Option<usize>,
+}
+
+/// The parts of a queued task's next dispatch that are not the task's own
+/// (see [`HeadInfo`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NextPiece {
+    pub(super) seq: u64,
+    pub(super) bytes: Bytes,
+    pub(super) cost: Nanos,
+    pub(super) remaining_cost: Nanos,
+}
+
+impl From<HeadInfo> for NextPiece {
+    #[inline]
+    fn from(h: HeadInfo) -> Self {
+        NextPiece {
+            seq: h.seq,
+            bytes: h.bytes,
+            cost: h.cost,
+            remaining_cost: h.remaining_cost,
+        }
+    }
+}
+
+impl Queued {
+    /// What a policy sees of the next dispatch of this task.
+    #[inline]
+    pub(super) fn head(&self) -> HeadInfo {
+        HeadInfo {
+            seq: self.next.seq,
+            arrival: self.task.arrival,
+            bytes: self.next.bytes,
+            cost: self.next.cost,
+            remaining_cost: self.next.remaining_cost,
+            task_cost: self.task.predicted_cost.unwrap_or(0),
+            deadline: self.task.deadline,
+        }
+    }
+}
+
+/// A subtask size as the queue keeps it (a split size is at least 1).
+#[inline]
+pub(super) fn split_key(split: Option<Bytes>) -> Option<NonZeroU64> {
+    split.and_then(NonZeroU64::new)
 }
 
 pub(super) struct EngineState {
@@ -129,8 +179,9 @@ impl EngineState {
 
     /// Tenant `t`'s channel is non-empty and not ready: make it ready if its
     /// limit lets its head go at `now`, else throttle it until it does.
+    #[inline]
     pub(super) fn admit_head(&mut self, now: Nanos, t: usize) {
-        let Some((head, continues)) = self.channels[t].head().map(|q| (q.head, q.index > 0)) else {
+        let Some((head, continues)) = self.channels[t].head().map(|q| (q.head(), q.index > 0)) else {
             self.state[t] = ChannelState::Empty;
             return;
         };
@@ -148,6 +199,7 @@ impl EngineState {
         }
     }
 
+    #[inline]
     pub(super) fn key_reservation(&mut self, t: usize, seq: u64) {
         if let Some(r) = &self.reservation[t] {
             self.reservation_due
@@ -155,6 +207,7 @@ impl EngineState {
         }
     }
 
+    #[inline]
     pub(super) fn release_throttled(&mut self, now: Nanos) {
         while let Some((t, key)) = self.throttled.peek() {
             if key.tag() > now as f64 {
@@ -166,6 +219,7 @@ impl EngineState {
     }
 
     /// Chooses the tenant a free slot serves at `now`, and why.
+    #[inline]
     pub(super) fn choose(&mut self, now: Nanos) -> Option<(usize, DispatchReason)> {
         self.release_throttled(now);
         if self.policy.next_tick().is_some_and(|t| t <= now) {
@@ -190,7 +244,7 @@ impl EngineState {
             if let Some((t, _)) = self.throttled.pop() {
                 // Serve it as if it were ready: the policy sees it arrive and leave.
                 self.state[t] = ChannelState::Ready;
-                let head = self.channels[t].head().map(|q| q.head)?;
+                let head = self.channels[t].head().map(Queued::head)?;
                 self.policy.on_ready(now, t, &head, &cx!(self));
                 return Some((t, DispatchReason::LimitBreak));
             }
@@ -239,7 +293,12 @@ impl EngineState {
     /// possibly long before, when the engine may have been uncontended or
     /// the policy wanted another size. Called when a task becomes its
     /// channel's head and again right before it is dispatched.
+    #[inline]
     pub(super) fn replan_head(&mut self, now: Nanos, t: usize) {
+        if self.spec.split.is_none() {
+            // Never split here: every task was planned whole and stays so.
+            return;
+        }
         let Some(q) = self.channels[t].head() else {
             return;
         };
@@ -247,24 +306,25 @@ impl EngineState {
             return;
         }
         let split = self.split_size(now, t, q.task.bytes);
-        if split == q.split {
+        if split_key(split) == q.split {
             return;
         }
         let plan = Plan::new(&q.task, split, self.spec.cost.as_ref());
-        let head = plan.head(&q.task, q.head.seq, 0, 0);
-        let (old_count, old_cost, count) = (q.plan.count(), q.head.remaining_cost, plan.count());
+        let head = plan.head(&q.task, q.next.seq, 0, 0);
+        let (old_count, old_cost, count) = (q.plan.count(), q.next.remaining_cost, plan.count());
         let Some(q) = self.channels[t].head_mut() else {
             unreachable!("the head was just read");
         };
         q.plan = plan;
-        q.split = split;
-        q.head = head;
+        q.split = split_key(split);
+        q.next = head.into();
         self.queued[t] = self.queued[t] - old_count as u64 + count as u64;
         self.queued_cost[t] = self.queued_cost[t] - old_cost + head.remaining_cost;
     }
 
     /// Takes the head of ready tenant `t` (a whole task or its next
     /// subtask) and updates shapers, state and policy.
+    #[inline]
     pub(super) fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Taken {
         debug_assert_eq!(
             self.state[t],
@@ -274,28 +334,31 @@ impl EngineState {
         let q = self.channels[t]
             .head_mut()
             .expect("a ready tenant's channel has a head");
-        let head = q.head;
+        let head = q.head();
         let first = q.index == 0;
         let count = q.plan.count();
         let subtask = q.plan.piece(&q.task, q.index, q.sent).subtask;
         let blocks = q.plan.ordered();
         let taken = if q.index + 1 >= count {
-            let q = self.channels[t]
-                .pop()
-                .expect("a ready tenant's channel has a head");
             debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
+            let group = q.group;
+            // Only the task is moved out, not the whole entry (issue 17).
+            let task = self.channels[t]
+                .pop()
+                .map(|q| q.task)
+                .expect("a ready tenant's channel has a head");
             self.replan_head(now, t);
             Taken {
-                task: q.task,
+                task,
                 head,
                 subtask,
-                group: q.group,
+                group,
             }
         } else {
             let group = *q.group.get_or_insert_with(|| self.subtasks_left.insert(count));
             q.sent += head.bytes;
             q.index += 1;
-            q.head = q.plan.head(&q.task, head.seq, q.index, q.sent);
+            q.next = q.plan.head(&q.task, head.seq, q.index, q.sent).into();
             Taken {
                 task: q.task.clone(),
                 head,
@@ -324,7 +387,7 @@ impl EngineState {
         // The new head, and whether it continues a task already started.
         let (next, continues) = self.channels[t]
             .head()
-            .map_or((None, false), |q| (Some(q.head), q.index > 0));
+            .map_or((None, false), |q| (Some(q.head()), q.index > 0));
         // An ordered task's next subtask waits for this one to complete.
         let blocked = continues && blocks;
         let stays_ready = match (&next, &self.limit[t]) {
@@ -377,5 +440,64 @@ impl EngineState {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::AffineCost;
+    use crate::engine::EngineId;
+    use crate::task::{OpSpec, TaskId};
+    use crate::tenant::TenantId;
+
+    /// What a policy sees of a queued task's head, rebuilt from the queue
+    /// entry, is what the plan says of that dispatch, at every step of a
+    /// split task and for a whole one.
+    #[test]
+    fn the_rebuilt_head_is_the_plans() {
+        let task = Task {
+            id: TaskId(3),
+            tenant: TenantId(1),
+            engine: EngineId(0),
+            op: OpSpec::named("generic"),
+            bytes: 10_000,
+            arrival: 1_234,
+            deadline: Some(99_000),
+            predicted_cost: Some(20_000),
+            planner: None,
+        };
+        let model = AffineCost::new(100.0, 2.0).unwrap();
+        for split in [None, Some(3_000)] {
+            let plan = Plan::new(&task, split, &model);
+            let mut q = Queued {
+                task: task.clone(),
+                next: plan.head(&task, 42, 0, 0).into(),
+                sent: 0,
+                index: 0,
+                plan: plan.clone(),
+                split: split_key(split),
+                group: None,
+            };
+            for index in 0..plan.count() {
+                let want = plan.head(&task, 42, index, q.sent);
+                assert_eq!(q.head(), want, "dispatch {index} of split {split:?}");
+                q.sent += want.bytes;
+                q.index += 1;
+                if q.index < plan.count() {
+                    q.next = plan.head(&task, 42, q.index, q.sent).into();
+                }
+            }
+            assert_eq!(q.sent, task.bytes);
+        }
+    }
+
+    /// The queue entry stays small: every decision reads one, and the
+    /// channels hold them by value (232 bytes before issue 17's pass).
+    #[test]
+    fn a_queue_entry_stays_small() {
+        let size = std::mem::size_of::<Queued>();
+        println!("Queued: {size} bytes");
+        assert!(size <= 192, "{size}");
     }
 }

@@ -161,7 +161,7 @@ impl Scheduler {
             for q in withdrawn {
                 debug_assert!(q.group.is_none(), "only the head may be partly dispatched");
                 e.queued[t] -= q.plan.count() as u64;
-                e.queued_cost[t] -= q.head.remaining_cost;
+                e.queued_cost[t] -= q.next.remaining_cost;
                 self.held[t] -= u128::from(q.task.bytes);
                 out.push(q.task);
             }
@@ -224,7 +224,7 @@ impl EngineState {
             if self.state[u] != ChannelState::Ready {
                 continue;
             }
-            if let Some(head) = self.channels[u].head().map(|q| q.head) {
+            if let Some(head) = self.channels[u].head().map(super::engine::Queued::head) {
                 self.policy.on_ready(now, u, &head, &cx!(self));
             }
         }

@@ -175,11 +175,11 @@ impl Scheduler {
         let count = plan.count();
         let queued = Queued {
             task,
-            head,
+            next: head.into(),
             sent: 0,
             index: 0,
             plan,
-            split,
+            split: engine::split_key(split),
             group: None,
         };
         e.last_submit[t] = Some(now);
@@ -253,11 +253,12 @@ impl Scheduler {
         measured: Nanos,
     ) -> Result<Completed, SchedulerError> {
         let slot = id.slot as usize;
-        match self.in_service.get(slot) {
-            Some(s) if s.generation == id.generation => {}
+        // Read in place and freed at the end: moving the entry out first
+        // copied it to the stack and stalled on reading it back (issue 17).
+        let s = match self.in_service.get(slot) {
+            Some(s) if s.generation == id.generation => s,
             _ => return Err(SchedulerError::UnknownDispatch(id)),
-        }
-        let s = self.in_service.remove(slot);
+        };
         let t = s.tenant.index();
         let e = &mut self.engines[s.engine.index()];
         debug_assert!(
@@ -299,7 +300,7 @@ impl Scheduler {
         st.bytes_completed += s.head.bytes;
         st.busy_ns = st.busy_ns.saturating_add(measured);
         st.over_budget += over_budget as u64;
-        Ok(Completed {
+        let completed = Completed {
             task: s.task,
             tenant: s.tenant,
             engine: s.engine,
@@ -313,7 +314,9 @@ impl Scheduler {
             over_budget,
             subtask: s.subtask,
             task_done,
-        })
+        };
+        self.in_service.remove(slot);
+        Ok(completed)
     }
 
     /// The earliest time `next` may return work although nothing was

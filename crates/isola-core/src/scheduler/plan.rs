@@ -110,6 +110,7 @@ impl Plan {
     }
 
     /// How many dispatches the task takes.
+    #[inline]
     pub(super) fn count(&self) -> u32 {
         match self {
             Plan::Whole { .. } => 1,
@@ -125,6 +126,7 @@ impl Plan {
 
     /// Dispatch `index` of `task`, `sent` bytes of which were charged to
     /// the dispatches before it.
+    #[inline(always)]
     pub(super) fn piece(&self, task: &Task, index: u32, sent: Bytes) -> Piece {
         debug_assert!(
             index < self.count(),
@@ -177,6 +179,7 @@ impl Plan {
     }
 
     /// What a policy sees of dispatch `index` of `task` (see [`Plan::piece`]).
+    #[inline]
     pub(super) fn head(&self, task: &Task, seq: u64, index: u32, sent: Bytes) -> HeadInfo {
         let piece = self.piece(task, index, sent);
         HeadInfo {
