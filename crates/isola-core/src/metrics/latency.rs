@@ -6,6 +6,35 @@
 use crate::units::Nanos;
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use std::sync::OnceLock;
+
+/// Significant decimal digits the histograms keep: every percentile within
+/// 1% of the exact order statistic (the figures the papers report are read
+/// to 2-3 digits).
+const SIGNIFICANT_DIGITS: u8 = 2;
+
+/// An empty histogram at [`SIGNIFICANT_DIGITS`]: what every histogram here
+/// is, so that `LatencySamples` can ask it which bucket a value falls in.
+fn resolution() -> &'static Histogram<u64> {
+    static RESOLUTION: OnceLock<Histogram<u64>> = OnceLock::new();
+    RESOLUTION.get_or_init(new_histogram)
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // 2 significant digits is a constant the crate always accepts.
+    Histogram::new(SIGNIFICANT_DIGITS).expect("2 significant figures is within 0..=5")
+}
+
+/// What a histogram here reports at quantile `q` when the sample at the
+/// quantile's rank is `ns`: the highest value of `ns`'s bucket (the lowest
+/// for `q` = 0), as `hdrhistogram`'s `value_at_quantile` reports it.
+pub(super) fn reported_at(q: f64, ns: Nanos) -> Nanos {
+    if q == 0.0 {
+        resolution().lowest_equivalent(ns)
+    } else {
+        resolution().highest_equivalent(ns)
+    }
+}
 
 /// A latency histogram in nanoseconds.
 #[derive(Debug, Clone)]
@@ -43,9 +72,11 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     /// An empty histogram that grows to any value.
     pub fn new() -> Self {
-        // 2 significant digits is a constant the crate always accepts.
-        let hist = Histogram::new(2).expect("2 significant figures is within 0..=5");
-        LatencyHistogram { hist, sum: 0, max: 0 }
+        LatencyHistogram {
+            hist: new_histogram(),
+            sum: 0,
+            max: 0,
+        }
     }
 
     /// Forgets every sample, keeping the buckets allocated.

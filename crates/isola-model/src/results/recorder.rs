@@ -24,7 +24,7 @@
 use super::sla::SlaRule;
 use super::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
 use crate::scenario::Scenario;
-use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram, WindowedService};
+use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram, LatencySamples, WindowedService};
 use isola_core::{EngineId, Nanos, TenantId, NANOS_PER_SEC};
 use std::collections::BTreeMap;
 
@@ -147,8 +147,13 @@ pub struct RunRecorder {
     backlogs: bool,
     /// Per window, per tenant: bytes of the tasks completed in it.
     bytes_done: Vec<Vec<f64>>,
-    /// Per tenant: latencies of the tasks completed in `latency_window`.
-    window_latency: Vec<LatencyHistogram>,
+    /// Per tenant: latencies of the tasks completed in `latency_window`
+    /// (kept as samples: a window holds few per tenant, and reading a
+    /// histogram's p99 scans all its buckets).
+    window_latency: Vec<LatencySamples>,
+    /// The tenants with a latency in `latency_window`, each once: the only
+    /// ones whose p99 is read and whose samples are cleared when it is kept.
+    window_tenants: Vec<usize>,
     latency_window: usize,
     /// Per kept window, per tenant: the 99th-percentile latency.
     window_p99: Vec<Vec<Nanos>>,
@@ -185,7 +190,8 @@ impl RunRecorder {
             next_window_end: 0,
             backlogs: false,
             bytes_done: Vec::new(),
-            window_latency: vec![LatencyHistogram::new(); n],
+            window_latency: vec![LatencySamples::new(); n],
+            window_tenants: Vec::new(),
             latency_window: 0,
             window_p99: Vec::new(),
             last_completion: 0,
@@ -287,7 +293,11 @@ impl RunRecorder {
                     self.latency_window = w;
                 }
                 if w == self.latency_window {
-                    self.window_latency[t].record(latency);
+                    let samples = &mut self.window_latency[t];
+                    if samples.count() == 0 {
+                        self.window_tenants.push(t);
+                    }
+                    samples.record(latency);
                 }
             }
         }
@@ -351,16 +361,21 @@ impl RunRecorder {
         served / (slots.max(1) as f64 * to.saturating_sub(from).max(1) as f64)
     }
 
-    /// Keeps the current latency window's per-tenant p99s and starts afresh.
+    /// Keeps the current latency window's per-tenant p99s (0 for a tenant
+    /// with no latency in it) and starts afresh.
     fn keep_latency_window(&mut self) {
         let w = self.latency_window;
         if self.window_p99.len() <= w {
             self.window_p99.resize(w + 1, Vec::new());
         }
-        self.window_p99[w] = self.window_latency.iter().map(|h| h.quantile(0.99)).collect();
-        for h in &mut self.window_latency {
-            h.clear();
+        let mut p99 = vec![0; self.window_latency.len()];
+        for &t in &self.window_tenants {
+            let samples = &mut self.window_latency[t];
+            p99[t] = samples.quantile(0.99);
+            samples.clear();
         }
+        self.window_tenants.clear();
+        self.window_p99[w] = p99;
     }
 
     /// The run's result.
