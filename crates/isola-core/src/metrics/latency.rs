@@ -111,6 +111,21 @@ impl LatencyHistogram {
         }
     }
 
+    /// The latency at each quantile of `qs`, as [`LatencyHistogram::quantile`]
+    /// reads each (0s when empty): in one scan of the buckets when `qs`
+    /// ascend (a read is a scan up to its quantile, so a tenant's summary
+    /// and CDF, 54 quantiles, cost one scan, not 54), else one per quantile.
+    pub fn quantiles(&self, qs: &[f64]) -> Vec<Nanos> {
+        if self.hist.is_empty() {
+            return vec![0; qs.len()];
+        }
+        if qs.windows(2).all(|w| w[0] <= w[1]) {
+            self.hist.value_at_quantiles(qs.iter().copied()).collect()
+        } else {
+            qs.iter().map(|&q| self.quantile(q)).collect()
+        }
+    }
+
     /// The distribution as `(latency, fraction of samples at or below it)`
     /// points, for CDF plots: every 2% of the samples, then the tail (99%,
     /// 99.9%) and the maximum. Empty when there are no samples.
@@ -118,12 +133,14 @@ impl LatencyHistogram {
         if self.hist.is_empty() {
             return Vec::new();
         }
-        let mut points: Vec<(Nanos, f64)> = (1..50)
-            .map(|i| i as f64 / 50.0)
-            .chain([0.99, 0.999])
+        let qs: Vec<f64> = (1..50).map(|i| i as f64 / 50.0).chain([0.99, 0.999]).collect();
+        let mut points: Vec<(Nanos, f64)> = self
+            .quantiles(&qs)
+            .into_iter()
+            .zip(qs)
             // A bucket's upper bound can pass the exact maximum: clamp, so
             // the points never step backwards.
-            .map(|q| (self.hist.value_at_quantile(q).min(self.max), q))
+            .map(|(ns, q)| (ns.min(self.max), q))
             .collect();
         points.push((self.max, 1.0));
         points
@@ -134,12 +151,15 @@ impl LatencyHistogram {
         if self.hist.is_empty() {
             return LatencySummary::default();
         }
+        let [p50, p99, p999] = self.quantiles(&[0.5, 0.99, 0.999])[..] else {
+            unreachable!("one value per quantile asked for")
+        };
         LatencySummary {
             count: self.hist.len(),
             mean: self.sum as f64 / self.hist.len() as f64,
-            p50: self.quantile(0.5),
-            p99: self.quantile(0.99),
-            p999: self.quantile(0.999),
+            p50,
+            p99,
+            p999,
             max: self.max,
         }
     }
@@ -171,6 +191,27 @@ mod tests {
         assert_eq!(h.summary(), LatencySummary::default());
         h.record(7);
         assert_eq!((h.count(), h.summary().max), (1, 7));
+    }
+
+    proptest::proptest! {
+        /// One scan for ascending quantiles reads what a read per quantile
+        /// reads (hdrhistogram's `value_at_quantile`); any order is served.
+        #[test]
+        fn quantiles_in_one_scan_are_each_quantile(
+            values in proptest::collection::vec(0u64..5_000_000, 0..400),
+            mut qs in proptest::collection::vec(-0.1f64..1.1, 0..60),
+        ) {
+            let mut h = LatencyHistogram::new();
+            for &v in &values {
+                h.record(v);
+            }
+            let each = |qs: &[f64]| qs.iter().map(|&q| h.quantile(q)).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(h.quantiles(&qs), each(&qs));
+            qs.sort_by(f64::total_cmp);
+            qs.extend([0.0, 0.5, 0.99, 0.999, 1.0]);
+            qs.sort_by(f64::total_cmp);
+            proptest::prop_assert_eq!(h.quantiles(&qs), each(&qs));
+        }
     }
 
     #[test]
