@@ -130,38 +130,56 @@ impl LatencyHistogram {
     /// points, for CDF plots: every 2% of the samples, then the tail (99%,
     /// 99.9%) and the maximum. Empty when there are no samples.
     pub fn cdf(&self) -> Vec<(Nanos, f64)> {
-        if self.hist.is_empty() {
-            return Vec::new();
-        }
-        let qs: Vec<f64> = (1..50).map(|i| i as f64 / 50.0).chain([0.99, 0.999]).collect();
-        let mut points: Vec<(Nanos, f64)> = self
-            .quantiles(&qs)
-            .into_iter()
-            .zip(qs)
-            // A bucket's upper bound can pass the exact maximum: clamp, so
-            // the points never step backwards.
-            .map(|(ns, q)| (ns.min(self.max), q))
-            .collect();
-        points.push((self.max, 1.0));
-        points
+        cdf_of(self.count(), self.max, |qs| self.quantiles(qs))
     }
 
     /// Count, mean, p50, p99, p99.9 and max.
     pub fn summary(&self) -> LatencySummary {
-        if self.hist.is_empty() {
-            return LatencySummary::default();
-        }
-        let [p50, p99, p999] = self.quantiles(&[0.5, 0.99, 0.999])[..] else {
-            unreachable!("one value per quantile asked for")
-        };
-        LatencySummary {
-            count: self.hist.len(),
-            mean: self.sum as f64 / self.hist.len() as f64,
-            p50,
-            p99,
-            p999,
-            max: self.max,
-        }
+        summary_of(self.count(), self.sum, self.max, |qs| self.quantiles(qs))
+    }
+}
+
+/// The quantiles a CDF is drawn at ([`LatencyHistogram::cdf`]).
+fn cdf_quantiles() -> Vec<f64> {
+    (1..50).map(|i| i as f64 / 50.0).chain([0.99, 0.999]).collect()
+}
+
+/// The CDF of `count` samples up to `max`, whose quantiles `read` gives
+/// (see [`LatencyHistogram::cdf`]).
+pub(super) fn cdf_of(count: u64, max: Nanos, read: impl FnOnce(&[f64]) -> Vec<Nanos>) -> Vec<(Nanos, f64)> {
+    if count == 0 {
+        return Vec::new();
+    }
+    let qs = cdf_quantiles();
+    let mut points = Vec::with_capacity(qs.len() + 1);
+    // A bucket's upper bound can pass the exact maximum: clamp, so the
+    // points never step backwards.
+    points.extend(read(&qs).into_iter().zip(qs).map(|(ns, q)| (ns.min(max), q)));
+    points.push((max, 1.0));
+    points
+}
+
+/// The summary of `count` samples adding up to `sum`, up to `max`, whose
+/// quantiles `read` gives (see [`LatencyHistogram::summary`]).
+pub(super) fn summary_of(
+    count: u64,
+    sum: u128,
+    max: Nanos,
+    read: impl FnOnce(&[f64]) -> Vec<Nanos>,
+) -> LatencySummary {
+    if count == 0 {
+        return LatencySummary::default();
+    }
+    let [p50, p99, p999] = read(&[0.5, 0.99, 0.999])[..] else {
+        unreachable!("one value per quantile asked for")
+    };
+    LatencySummary {
+        count,
+        mean: sum as f64 / count as f64,
+        p50,
+        p99,
+        p999,
+        max,
     }
 }
 

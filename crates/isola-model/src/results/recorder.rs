@@ -24,7 +24,7 @@
 use super::sla::SlaRule;
 use super::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
 use crate::scenario::Scenario;
-use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram, LatencySamples, WindowedService};
+use isola_core::metrics::{fair1, jain_normalized, LatencySamples, WindowedService};
 use isola_core::{EngineId, Nanos, TenantId, NANOS_PER_SEC};
 use std::collections::BTreeMap;
 
@@ -117,7 +117,10 @@ pub struct RunEnd {
 /// What one tenant got so far.
 #[derive(Debug, Clone)]
 struct TenantTally {
-    latency: LatencyHistogram,
+    /// Latencies of its completed tasks (kept as samples while they are
+    /// few: a tenant among many completes a few dozen in a short run,
+    /// where a histogram's buckets take 13-22 KiB).
+    latency: LatencySamples,
     completed: u64,
     bytes: u64,
     violations: u64,
@@ -169,7 +172,7 @@ impl RunRecorder {
         let window = window.max(1);
         let (n, e) = (tenants.len(), engines.len());
         let tally = TenantTally {
-            latency: LatencyHistogram::new(),
+            latency: LatencySamples::new(),
             completed: 0,
             bytes: 0,
             violations: 0,
@@ -411,7 +414,9 @@ impl RunRecorder {
     }
 
     /// Tenant `i`'s result over a run of `secs` seconds.
-    fn tenant_result(&self, i: usize, secs: f64, total_busy: u64) -> TenantResult {
+    fn tenant_result(&mut self, i: usize, secs: f64, total_busy: u64) -> TenantResult {
+        let latency = &mut self.tally[i].latency;
+        let (latency_ns, latency_cdf) = (LatencyStats::from(latency.summary()), latency.cdf());
         let (spec, t) = (&self.tenants[i], &self.tally[i]);
         let busy: u64 = t.busy.iter().sum();
         let engine_shares = self
@@ -438,8 +443,8 @@ impl RunRecorder {
             incomplete: t.in_flight,
             throughput_ops: t.completed as f64 / secs,
             throughput_bps: t.bytes as f64 / secs,
-            latency_ns: LatencyStats::from(t.latency.summary()),
-            latency_cdf: t.latency.cdf(),
+            latency_ns,
+            latency_cdf,
             sla_violation_rate: if t.completed == 0 {
                 0.0
             } else {
