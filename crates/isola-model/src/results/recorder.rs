@@ -389,7 +389,13 @@ impl RunRecorder {
         let n = self.tenants.len();
         let busy: Vec<u64> = self.tally.iter().map(|t| t.busy.iter().sum()).collect();
         let total_busy: u64 = busy.iter().sum();
-        let tenants: Vec<TenantResult> = (0..n).map(|i| self.tenant_result(i, secs, total_busy)).collect();
+        // Engine time per engine, over every tenant (once, not per tenant).
+        let engine_busy: Vec<u64> = (0..self.engines.len())
+            .map(|e| self.tally.iter().map(|t| t.busy[e]).sum())
+            .collect();
+        let tenants: Vec<TenantResult> = (0..n)
+            .map(|i| self.tenant_result(i, secs, total_busy, &engine_busy))
+            .collect();
         let active: Vec<usize> = (0..n).filter(|&i| self.tenants[i].active).collect();
         let active_busy: Vec<f64> = active.iter().map(|&i| busy[i] as f64).collect();
         let weights: Vec<f64> = active.iter().map(|&i| self.tenants[i].weight).collect();
@@ -413,8 +419,10 @@ impl RunRecorder {
         }
     }
 
-    /// Tenant `i`'s result over a run of `secs` seconds.
-    fn tenant_result(&mut self, i: usize, secs: f64, total_busy: u64) -> TenantResult {
+    /// Tenant `i`'s result over a run of `secs` seconds, with `total_busy`
+    /// the engine time of every tenant on every engine and `engine_busy`
+    /// that on each engine.
+    fn tenant_result(&mut self, i: usize, secs: f64, total_busy: u64, engine_busy: &[u64]) -> TenantResult {
         let latency = &mut self.tally[i].latency;
         let (latency_ns, latency_cdf) = (LatencyStats::from(latency.summary()), latency.cdf());
         let (spec, t) = (&self.tenants[i], &self.tally[i]);
@@ -424,7 +432,7 @@ impl RunRecorder {
             .iter()
             .enumerate()
             .map(|(e, m)| {
-                let all: u64 = self.tally.iter().map(|t| t.busy[e]).sum();
+                let all = engine_busy[e];
                 let share = if all == 0 {
                     0.0
                 } else {
