@@ -113,8 +113,8 @@ impl LatencyHistogram {
 
     /// The latency at each quantile of `qs`, as [`LatencyHistogram::quantile`]
     /// reads each (0s when empty): in one scan of the buckets when `qs`
-    /// ascend (a read is a scan up to its quantile, so a tenant's summary
-    /// and CDF, 54 quantiles, cost one scan, not 54), else one per quantile.
+    /// ascend (a read is a scan up to its quantile, so a CDF's 51
+    /// quantiles cost one scan, not 51), else one per quantile.
     pub fn quantiles(&self, qs: &[f64]) -> Vec<Nanos> {
         if self.hist.is_empty() {
             return vec![0; qs.len()];
