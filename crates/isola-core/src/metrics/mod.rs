@@ -5,8 +5,10 @@
 
 pub mod fairness;
 pub mod latency;
+pub mod samples;
 pub mod window;
 
 pub use fairness::{fair1, fair2, jain_index, jain_normalized, jain_of_demand, max_min_fair, FairnessError};
 pub use latency::{LatencyHistogram, LatencySummary};
+pub use samples::LatencySamples;
 pub use window::WindowedService;

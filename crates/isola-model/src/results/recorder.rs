@@ -24,7 +24,7 @@
 use super::sla::SlaRule;
 use super::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
 use crate::scenario::Scenario;
-use isola_core::metrics::{fair1, jain_normalized, LatencyHistogram, WindowedService};
+use isola_core::metrics::{fair1, jain_normalized, LatencySamples, WindowedService};
 use isola_core::{EngineId, Nanos, TenantId, NANOS_PER_SEC};
 use std::collections::BTreeMap;
 
@@ -117,7 +117,10 @@ pub struct RunEnd {
 /// What one tenant got so far.
 #[derive(Debug, Clone)]
 struct TenantTally {
-    latency: LatencyHistogram,
+    /// Latencies of its completed tasks (kept as samples while they are
+    /// few: a tenant among many completes a few dozen in a short run,
+    /// where a histogram's buckets take 13-22 KiB).
+    latency: LatencySamples,
     completed: u64,
     bytes: u64,
     violations: u64,
@@ -147,8 +150,13 @@ pub struct RunRecorder {
     backlogs: bool,
     /// Per window, per tenant: bytes of the tasks completed in it.
     bytes_done: Vec<Vec<f64>>,
-    /// Per tenant: latencies of the tasks completed in `latency_window`.
-    window_latency: Vec<LatencyHistogram>,
+    /// Per tenant: latencies of the tasks completed in `latency_window`
+    /// (kept as samples: a window holds few per tenant, and reading a
+    /// histogram's p99 scans all its buckets).
+    window_latency: Vec<LatencySamples>,
+    /// The tenants with a latency in `latency_window`, each once: the only
+    /// ones whose p99 is read and whose samples are cleared when it is kept.
+    window_tenants: Vec<usize>,
     latency_window: usize,
     /// Per kept window, per tenant: the 99th-percentile latency.
     window_p99: Vec<Vec<Nanos>>,
@@ -164,7 +172,7 @@ impl RunRecorder {
         let window = window.max(1);
         let (n, e) = (tenants.len(), engines.len());
         let tally = TenantTally {
-            latency: LatencyHistogram::new(),
+            latency: LatencySamples::new(),
             completed: 0,
             bytes: 0,
             violations: 0,
@@ -185,7 +193,8 @@ impl RunRecorder {
             next_window_end: 0,
             backlogs: false,
             bytes_done: Vec::new(),
-            window_latency: vec![LatencyHistogram::new(); n],
+            window_latency: vec![LatencySamples::new(); n],
+            window_tenants: Vec::new(),
             latency_window: 0,
             window_p99: Vec::new(),
             last_completion: 0,
@@ -287,7 +296,11 @@ impl RunRecorder {
                     self.latency_window = w;
                 }
                 if w == self.latency_window {
-                    self.window_latency[t].record(latency);
+                    let samples = &mut self.window_latency[t];
+                    if samples.count() == 0 {
+                        self.window_tenants.push(t);
+                    }
+                    samples.record(latency);
                 }
             }
         }
@@ -351,16 +364,21 @@ impl RunRecorder {
         served / (slots.max(1) as f64 * to.saturating_sub(from).max(1) as f64)
     }
 
-    /// Keeps the current latency window's per-tenant p99s and starts afresh.
+    /// Keeps the current latency window's per-tenant p99s (0 for a tenant
+    /// with no latency in it) and starts afresh.
     fn keep_latency_window(&mut self) {
         let w = self.latency_window;
         if self.window_p99.len() <= w {
             self.window_p99.resize(w + 1, Vec::new());
         }
-        self.window_p99[w] = self.window_latency.iter().map(|h| h.quantile(0.99)).collect();
-        for h in &mut self.window_latency {
-            h.clear();
+        let mut p99 = vec![0; self.window_latency.len()];
+        for &t in &self.window_tenants {
+            let samples = &mut self.window_latency[t];
+            p99[t] = samples.quantile(0.99);
+            samples.clear();
         }
+        self.window_tenants.clear();
+        self.window_p99[w] = p99;
     }
 
     /// The run's result.
@@ -371,7 +389,13 @@ impl RunRecorder {
         let n = self.tenants.len();
         let busy: Vec<u64> = self.tally.iter().map(|t| t.busy.iter().sum()).collect();
         let total_busy: u64 = busy.iter().sum();
-        let tenants: Vec<TenantResult> = (0..n).map(|i| self.tenant_result(i, secs, total_busy)).collect();
+        // Engine time per engine, over every tenant (once, not per tenant).
+        let engine_busy: Vec<u64> = (0..self.engines.len())
+            .map(|e| self.tally.iter().map(|t| t.busy[e]).sum())
+            .collect();
+        let tenants: Vec<TenantResult> = (0..n)
+            .map(|i| self.tenant_result(i, secs, total_busy, &engine_busy))
+            .collect();
         let active: Vec<usize> = (0..n).filter(|&i| self.tenants[i].active).collect();
         let active_busy: Vec<f64> = active.iter().map(|&i| busy[i] as f64).collect();
         let weights: Vec<f64> = active.iter().map(|&i| self.tenants[i].weight).collect();
@@ -395,8 +419,12 @@ impl RunRecorder {
         }
     }
 
-    /// Tenant `i`'s result over a run of `secs` seconds.
-    fn tenant_result(&self, i: usize, secs: f64, total_busy: u64) -> TenantResult {
+    /// Tenant `i`'s result over a run of `secs` seconds, with `total_busy`
+    /// the engine time of every tenant on every engine and `engine_busy`
+    /// that on each engine.
+    fn tenant_result(&mut self, i: usize, secs: f64, total_busy: u64, engine_busy: &[u64]) -> TenantResult {
+        let latency = &mut self.tally[i].latency;
+        let (latency_ns, latency_cdf) = (LatencyStats::from(latency.summary()), latency.cdf());
         let (spec, t) = (&self.tenants[i], &self.tally[i]);
         let busy: u64 = t.busy.iter().sum();
         let engine_shares = self
@@ -404,7 +432,7 @@ impl RunRecorder {
             .iter()
             .enumerate()
             .map(|(e, m)| {
-                let all: u64 = self.tally.iter().map(|t| t.busy[e]).sum();
+                let all = engine_busy[e];
                 let share = if all == 0 {
                     0.0
                 } else {
@@ -423,8 +451,8 @@ impl RunRecorder {
             incomplete: t.in_flight,
             throughput_ops: t.completed as f64 / secs,
             throughput_bps: t.bytes as f64 / secs,
-            latency_ns: LatencyStats::from(t.latency.summary()),
-            latency_cdf: t.latency.cdf(),
+            latency_ns,
+            latency_cdf,
             sla_violation_rate: if t.completed == 0 {
                 0.0
             } else {
