@@ -203,7 +203,10 @@ fn configuration_mistakes_name_their_line_and_key() {
     // by default it time-slices an engine with fewer.
     let static_engine = |extra: &str| {
         base.replace("[daemon]\n", "[daemon]\nspare_tenants = 4\n")
-            .replace("name = \"e\"", &format!("name = \"e\"\npolicy = \"static\"{extra}"))
+            .replace(
+                "name = \"e\"",
+                &format!("name = \"e\"\npolicy = \"static\"{extra}"),
+            )
     };
     let e = bad(&static_engine("\nparams = { mode = \"slots\" }"));
     assert_eq!(e.key.as_deref(), Some("spare_tenants"), "{e}");

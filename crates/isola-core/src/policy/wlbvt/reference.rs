@@ -1,5 +1,5 @@
 //! WLBVT's decision as a sequential scan: the implementation before issue 17,
-//! kept as the reference the data-parallel scan ([`super::lanes`]) is tested
+//! kept as the reference the data-parallel scan (`lanes.rs`) is tested
 //! and benchmarked against (`next_ref/wlbvt/N` in `benches/scheduler_next.rs`).
 //!
 //! It walks the ready tenants in order and keeps the best so far, comparing
