@@ -25,7 +25,7 @@
 //!   with time, so no precomputed order stays valid between events. The
 //!   hardware compares every FMQ in a comparator tree; here the ready
 //!   tenants' values are kept as a structure of arrays and scanned
-//!   data-parallel ([`lanes`]), O(ready tenants) per decision at a few
+//!   data-parallel (`lanes.rs`), O(ready tenants) per decision at a few
 //!   tenths of a nanosecond each (see docs/perf.md, issue 17).
 
 mod lanes;
