@@ -186,7 +186,7 @@ pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> any
         ),
     });
 
-    // Obs. 7: Fig. 3(a)'s pairs, reads on the FPGA link, 4 in flight each.
+    // Obs. 7: Fig. 3(a)'s pairs, reads on the FPGA link, FPGA_DEPTH in flight each.
     let a = run(
         runner,
         "obs7-512-64",
