@@ -83,7 +83,7 @@ impl ReplyGroup {
     /// Takes the completion of a packet's task: a reply to send (if its
     /// flow replies and its kernel gave one), or the reason it has none.
     pub(crate) fn settle(&self, to: &ReplyTo, c: Completion) {
-        self.shared.keep(&c);
+        self.shared.settle_packet_task(&c);
         match c.result {
             Ok(out) => self.answer(to, out),
             Err(TaskError::Rejected(_)) => self.count(PacketOutcome::Dropped, 1),
@@ -152,7 +152,7 @@ impl ReplyGroup {
         };
         let (shared, tenant) = (Arc::clone(&self.shared), self.tenant);
         let on_done: isola_runtime::OnCompletion = Arc::new(move |c| {
-            shared.keep(&c);
+            shared.settle_packet_task(&c);
             let outcome = match c.result {
                 Ok(_) => PacketOutcome::Replied,
                 Err(_) => PacketOutcome::Dropped,

@@ -246,7 +246,7 @@ pub(crate) fn carry_out(
                 }
                 Err(_) => told.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE),
             }
-            told.keep(&c);
+            told.settle_packet_task(&c);
         });
         let write = vec![dma_stage(engine, Direction::Write, offset)];
         if handle.submit_stages_calling(write, bytes, on_done).is_err() {

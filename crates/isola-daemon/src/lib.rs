@@ -126,6 +126,17 @@ impl Shared {
         }
     }
 
+    /// Takes a completed task the daemon submitted on a tenant's behalf
+    /// (the packet path's kernels, replies and kernels' DMA writes): kept
+    /// as [`Shared::keep`] keeps it, and its service counted as the
+    /// tenant's busy time on its engine (a socket task's is counted when
+    /// its answer is, `Metrics::answered`).
+    pub(crate) fn settle_packet_task(&self, c: &isola_runtime::Completion) {
+        self.keep(c);
+        self.metrics
+            .served(c.tenant.index(), c.engine.index(), c.service_ns);
+    }
+
     /// The daemon's first engine of `kind`, if any: its DMA engine (which
     /// carries kernels' DMA writes) or its egress engine (which sends the
     /// packet path's replies).

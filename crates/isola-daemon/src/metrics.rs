@@ -501,6 +501,15 @@ impl Metrics {
         });
     }
 
+    /// Counts `service_ns` of engine time that a task `tenant`'s packets
+    /// caused took on `engine` (a kernel, a reply, a kernel's DMA write):
+    /// busy time, as [`Metrics::answered`] counts a socket task's.
+    pub(crate) fn served(&self, tenant: usize, engine: usize, service_ns: u64) {
+        self.with_series(tenant, Some(engine), |s, _| {
+            s.busy.inc_by(service_ns as f64 * 1e-9);
+        });
+    }
+
     /// Counts `n` packets of `tenant`'s flows by `outcome`.
     pub(crate) fn packets(&self, tenant: usize, outcome: PacketOutcome, n: u64) {
         if let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) {

@@ -102,6 +102,18 @@ fn datagrams_go_to_their_tenants_kernel_and_the_reply_carries_its_output() {
     ] {
         assert!(scrape.lines().any(|l| l == line), "{line} not in:\n{scrape}");
     }
+    // The kernels' engine time is the tenants' busy time, as a socket
+    // task's is.
+    for tenant in ["a", "b"] {
+        let series = format!("isola_engine_busy_seconds_total{{tenant=\"{tenant}\",engine=\"pu\"}} ");
+        let busy: f64 = scrape
+            .lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .unwrap_or_else(|| panic!("{series} not in:\n{scrape}"))
+            .parse()
+            .unwrap();
+        assert!(busy > 0.0, "{series}{busy}");
+    }
     // A flow added live (tenant c, taking the stranger's packets).
     let admin = control::connect(d.admin_socket()).unwrap();
     let ps = stranger.local_addr().unwrap().port();
