@@ -196,15 +196,16 @@ fn aaas_observations(runner: &mut Runner) -> anyhow::Result<Outcome> {
          DLLPs; the NIC cases (obs. 4-6) add the ring protocol (64 B descriptor read, 64 B completion entry per \
          transfer) and round-robin per transfer; the FPGA cases (obs. 7-10) round-robin per tenant and pay 240 ns per \
          partial-line write at the root complex",
-        "differences from the paper and what they could move: (1) the paper's NIC ran RDMA over a ConnectX-6 (its \
-         obs. 4 aggregate, ~78 Gbit/s, is more than Gen3 x8 carries): ratios, not Gbit/s, are comparable; (2) the read \
-         latency (500 ns, pcie-bench's order) sets obs. 5's spread: at 1 us it spans 0.67x-11.0x (500 ns: \
-         0.73x-8.89x); obs. 6's ratio barely moves with it (256 B: 1.87x at 1 us, 1.80x at 500 ns); (3) the FPGA tenants' depth (16 in flight) is \
-         ours: at 4 in flight reads are latency-bound and obs. 7's 1K+4K pair gets A/B 0.30 instead of 1.00; (4) the \
-         root-complex cost is fitted to the 16 B case: it moves obs. 10's 16 B and 32 B figures together, not the 64 B \
-         one; (5) no NIC caches or on-NIC buffers, and RDMA's own request/response on the NIC is not modelled; (6) the \
-         model is deterministic: same-size closed-loop transfers stay in phase (2 QPs of 4 KB writes alone reach \
-         39 Gbit/s, not the link's 57.6), which can hide a direction's advantage from 4 KB up (obs. 6)",
+        "differences from the paper and what they could move (the sensitivities below were measured once by hand \
+         and are in docs/results.md, not rerun here): (1) the paper's NIC ran RDMA over a ConnectX-6 (its obs. 4 \
+         aggregate, ~78 Gbit/s, is more than Gen3 x8 carries): ratios, not Gbit/s, are comparable; (2) the read \
+         latency (500 ns, pcie-bench's order) sets obs. 5's spread: a longer one widens it, while obs. 6's ratio \
+         barely moves with it; (3) the FPGA tenants' depth (16 in flight) is ours: with a few in flight reads are \
+         latency-bound and obs. 7's 1K+4K pair is no longer data-rate-fair; (4) the root-complex cost is fitted to \
+         the 16 B case: it moves obs. 10's 16 B and 32 B figures together, not the 64 B one; (5) no NIC caches or \
+         on-NIC buffers, and RDMA's own request/response on the NIC is not modelled; (6) the model is \
+         deterministic: same-size closed-loop transfers stay in phase (2 QPs of 4 KB writes alone stay below the \
+         link's rate), which can hide a direction's advantage from 4 KB up (obs. 6)",
         "Isola's runs keep 16 fragments of 256 B in flight; on the NIC link each fragment is a transfer with its own \
          descriptor round trip, so a tenant with one queue pair cannot fill its share (the scheduler can only give \
          what a tenant submits): per-tenant scheduling restores byte-fairness only where the tenants stay backlogged",
