@@ -79,7 +79,11 @@ fn mtda_unbalanced(runner: &mut Runner) -> anyhow::Result<Outcome> {
 
 /// `v` to three significant figures (21.0, 1.23, 0.0123).
 fn three_figures(v: f64) -> String {
-    let decimals = if v == 0.0 { 1 } else { (2 - v.abs().log10().floor() as i32).clamp(1, 9) };
+    let decimals = if v == 0.0 {
+        1
+    } else {
+        (2 - v.abs().log10().floor() as i32).clamp(1, 9)
+    };
     format!("{v:.*}", decimals as usize)
 }
 
