@@ -8,7 +8,7 @@
 //! The experiments are `isola_experiments`'; this command picks them, shows
 //! their progress, prints their outcomes and writes the files.
 
-use crate::format::table;
+use crate::format::{table, table_with};
 use crate::progress::Bar;
 use anyhow::Context;
 use isola_experiments::{run_experiments, select, Outcome, ALL};
@@ -56,7 +56,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         writeln!(
             std::io::stdout().lock(),
             "{}",
-            table(&["experiment", "paper", "what"], &rows)
+            table_with(&["experiment", "paper", "what"], &rows, 3)
         )?;
         return Ok(());
     }

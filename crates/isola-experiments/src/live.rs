@@ -50,6 +50,13 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
                 e.kind
             ),
         }
+        if e.steering != isola_model::scenario::Steering::Scheduler {
+            bail!(
+                "engine `{}` steers by RSS (`steering = \"rss\"`), a NIC's per-core receive rings that only \
+                 the simulator models; the live runtime schedules every engine through its policy",
+                e.name
+            );
+        }
     }
     if crate::live_packets::uses_packets(scenario) {
         return crate::live_packets::check(scenario);

@@ -137,6 +137,17 @@ fn what_has_no_live_model_is_refused() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("no real implementation"), "mm1.toml: {err}");
+    // RSS steering exists only in the simulator: refused, not ignored.
+    let rss = Scenario::parse(
+        "[[engine]]\nname = \"cores\"\nkind = \"pu\"\nslots = 2\nsteering = \"rss\"\n\
+         service = { dist = \"exponential\", mean = \"1us\" }\n\
+         [[tenant]]\nname = \"t\"\n[tenant.workload]\nengine = \"cores\"\nop = \"crc32c\"\n\
+         arrival = { poisson = \"1k/s\" }\ncount = 10\n",
+        "rss.toml",
+    )
+    .unwrap();
+    let err = isola_experiments::live::check_live(&rss).unwrap_err().to_string();
+    assert!(err.contains("steering"), "rss.toml: {err}");
 }
 
 /// `isola sim` and `isola run` of one scenario go through the same

@@ -653,7 +653,7 @@ pub static OPERATORS: &[OperatorInfo] = &[
     OperatorInfo {
         name: "flow-table",
         category: "network",
-        description: "bounded 5-tuple flow table kept across packets (DPUBench's flow-table program);                       per IPv4 packet: the flow's packets and bytes (u64 each) and the table's entries (u32)",
+        description: "bounded 5-tuple flow table kept across packets (DPUBench's flow-table program); per IPv4 packet: the flow's packets and bytes (u64 each) and the table's entries (u32)",
         splittable: false,
         inverse: None,
         params: crate::apps::flow_table::PARAMS,
