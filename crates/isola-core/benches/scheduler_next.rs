@@ -66,24 +66,38 @@ fn backlogged(policy: &PolicyInfo, n: usize, slots: u32, backlog: usize) -> (Sch
     }
     b.policy(policy.name, Default::default());
     let mut s = b.build().expect("benchmark setup is valid");
-    let op = OpSpec::named("generic");
     for t in 0..n {
         for k in 0..backlog {
-            let task = Task {
-                id: TaskId((t * backlog + k) as u64),
-                tenant: TenantId(t as u32),
-                engine: e,
-                op: op.clone(),
-                bytes: 4096,
-                arrival: 0,
-                deadline: None,
-                predicted_cost: None,
-                planner: None,
-            };
-            s.submit(0, task).expect("backlog fits the channel");
+            let id = TaskId((t * backlog + k) as u64);
+            s.submit(0, task(id, TenantId(t as u32), e, 0))
+                .expect("backlog fits the channel");
         }
     }
     (s, e)
+}
+
+/// A 4 KiB task of `tenant`'s for engine `e`, submitted at `arrival`.
+fn task(id: TaskId, tenant: TenantId, e: EngineId, arrival: u64) -> Task {
+    thread_local! {
+        static OP: Arc<OpSpec> = OpSpec::named("generic");
+    }
+    Task {
+        id,
+        tenant,
+        engine: e,
+        op: OP.with(Arc::clone),
+        bytes: 4096,
+        arrival,
+        deadline: None,
+        predicted_cost: None,
+        planner: None,
+    }
+}
+
+/// Submits again at `now` the task dispatch `d` served.
+fn resubmit(s: &mut Scheduler, e: EngineId, now: u64, d: &isola_core::Dispatch) {
+    s.submit(now, black_box(task(d.task.id, d.task.tenant, e, now)))
+        .expect("channel has room");
 }
 
 fn next_only(c: &mut Criterion) {
@@ -150,11 +164,7 @@ impl Batches {
         self.now += COST;
         for d in self.batch.drain(..) {
             self.s.complete(self.now, d.id, COST).expect("in service");
-            let mut task = d.task;
-            task.arrival = self.now;
-            self.s
-                .submit(self.now, black_box(task))
-                .expect("channel has room");
+            resubmit(&mut self.s, self.e, self.now, &d);
         }
         (timed, done)
     }
@@ -217,9 +227,7 @@ fn cycle_group(c: &mut Criterion, name: &str, reference: bool) {
                     let d = s.next(now, e).expect("a tenant is always backlogged");
                     now += COST;
                     s.complete(now, d.id, COST).expect("in service");
-                    let mut task = d.task;
-                    task.arrival = now;
-                    s.submit(now, black_box(task)).expect("channel has room");
+                    resubmit(&mut s, e, now, &d);
                 })
             });
         }

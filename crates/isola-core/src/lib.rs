@@ -56,8 +56,9 @@ pub use cost::{AffineCost, CostModel, CostModelError, PerOpCost, PiecewiseLinear
 pub use engine::{EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
 pub use policy::{AtLimit, Charge, Policy, PolicyError, PolicyInfo, POLICIES};
 pub use scheduler::{
-    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, EnginePolicy, RejectReason,
-    Rejection, Scheduler, SchedulerBuilder, SchedulerError, SloChangeError, MAX_SUBTASKS_PER_TASK,
+    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, DispatchedTask, EnginePolicy,
+    RejectReason, Rejection, Scheduler, SchedulerBuilder, SchedulerError, SloChangeError,
+    MAX_SUBTASKS_PER_TASK,
 };
 pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{

@@ -57,7 +57,7 @@ fn cost_is_predicted_completion_is_once_and_budget_is_checked() {
     let mut s = scheduler();
     s.submit(0, task(1, 0, 0, "crc")).unwrap();
     let d = s.next(0, EngineId(0)).unwrap();
-    assert_eq!(d.task.predicted_cost, Some(110));
+    assert_eq!(d.task.predicted_cost, 110);
     assert!(s.next(0, EngineId(0)).is_none(), "one slot only");
     let c = s.complete(900, d.id, 900).unwrap();
     assert!(c.over_budget);

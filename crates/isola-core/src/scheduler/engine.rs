@@ -138,7 +138,7 @@ pub(super) fn latency_sensitive(slo: &Slo) -> bool {
 
 /// What `take_head` took off a channel: a whole task or one subtask of it.
 pub(super) struct Taken {
-    pub(super) task: Task,
+    pub(super) task: super::DispatchedTask,
     pub(super) head: HeadInfo,
     pub(super) subtask: Option<Subtask>,
     pub(super) group: Option<usize>,
@@ -342,11 +342,9 @@ impl EngineState {
         let taken = if q.index + 1 >= count {
             debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
             let group = q.group;
-            // Only the task is moved out, not the whole entry (issue 17).
-            let task = self.channels[t]
-                .pop()
-                .map(|q| q.task)
-                .expect("a ready tenant's channel has a head");
+            let task = super::DispatchedTask::of(&q.task);
+            // The entry is dropped where it lies, not moved out (issue 17).
+            self.channels[t].discard_head();
             self.replan_head(now, t);
             Taken {
                 task,
@@ -360,7 +358,7 @@ impl EngineState {
             q.index += 1;
             q.next = q.plan.head(&q.task, head.seq, q.index, q.sent).into();
             Taken {
-                task: q.task.clone(),
+                task: super::DispatchedTask::of(&q.task),
                 head,
                 subtask,
                 group: Some(group),

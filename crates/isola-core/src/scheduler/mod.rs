@@ -42,15 +42,15 @@ mod types;
 
 pub use builder::{EnginePolicy, SchedulerBuilder};
 pub use types::{
-    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, RejectReason, Rejection,
-    SchedulerError,
+    BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, DispatchedTask, RejectReason,
+    Rejection, SchedulerError,
 };
 
 use crate::channel::VirtualChannel;
 use crate::engine::{EngineId, EngineSpec};
 use crate::policy::HeadInfo;
 use crate::ready_heap::IndexedHeap;
-use crate::task::{Subtask, Task, TaskId};
+use crate::task::{Subtask, Task};
 use crate::tenant::{Tenant, TenantId};
 use crate::units::{Bytes, Nanos};
 use engine::{ChannelState, EngineState, Queued};
@@ -60,15 +60,12 @@ use slab::Slab;
 struct InService {
     generation: u32,
     engine: EngineId,
-    tenant: TenantId,
-    task: TaskId,
+    /// The task; its size is held against the memory quota until it is done.
+    task: DispatchedTask,
     head: HeadInfo,
     dispatched: Nanos,
     subtask: Option<Subtask>,
     group: Option<usize>,
-    task_predicted: Nanos,
-    /// The whole task's size (held against the memory quota until it is done).
-    task_bytes: Bytes,
 }
 
 /// Channels + policy + shapers + accounting for a set of engines and tenants.
@@ -226,14 +223,11 @@ impl Scheduler {
         let slot = self.in_service.insert(InService {
             generation,
             engine,
-            tenant: taken.task.tenant,
-            task: taken.task.id,
+            task: taken.task,
             head: taken.head,
             dispatched: now,
             subtask: taken.subtask,
             group: taken.group,
-            task_predicted: taken.task.predicted_cost.unwrap_or(taken.head.cost),
-            task_bytes: taken.task.bytes,
         }) as u32;
         Some(Dispatch {
             id: DispatchId { slot, generation },
@@ -259,7 +253,7 @@ impl Scheduler {
             Some(s) if s.generation == id.generation => s,
             _ => return Err(SchedulerError::UnknownDispatch(id)),
         };
-        let t = s.tenant.index();
+        let t = s.task.tenant.index();
         let e = &mut self.engines[s.engine.index()];
         debug_assert!(
             e.busy > 0 && e.in_flight[t] > 0,
@@ -286,10 +280,10 @@ impl Scheduler {
         };
         if task_done {
             debug_assert!(
-                self.held[t] >= u128::from(s.task_bytes),
+                self.held[t] >= u128::from(s.task.bytes),
                 "a task's bytes are held until it is done"
             );
-            self.held[t] -= u128::from(s.task_bytes);
+            self.held[t] -= u128::from(s.task.bytes);
         }
         if !task_done && s.subtask.is_some_and(|st| st.ordered) {
             e.unblock(now, t);
@@ -301,15 +295,15 @@ impl Scheduler {
         st.busy_ns = st.busy_ns.saturating_add(measured);
         st.over_budget += over_budget as u64;
         let completed = Completed {
-            task: s.task,
-            tenant: s.tenant,
+            task: s.task.id,
+            tenant: s.task.tenant,
             engine: s.engine,
             bytes: s.head.bytes,
             arrival: s.head.arrival,
             dispatched: s.dispatched,
             completed: now,
             predicted: s.head.cost,
-            task_predicted: s.task_predicted,
+            task_predicted: s.task.predicted_cost,
             measured,
             over_budget,
             subtask: s.subtask,

@@ -233,11 +233,7 @@ pub fn run(setup: &Setup) -> Outcome {
             while total < setup.max_dispatches {
                 let Some(d) = s.next(now, e) else { break };
                 let t = d.task.tenant.index();
-                let cost = setup
-                    .actual
-                    .get(t)
-                    .copied()
-                    .unwrap_or(d.task.predicted_cost.unwrap());
+                let cost = setup.actual.get(t).copied().unwrap_or(d.task.predicted_cost);
                 total += 1;
                 out.dispatched[t] += 1;
                 out.dispatch_times[t].push(now);

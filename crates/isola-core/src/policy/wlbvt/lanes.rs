@@ -7,22 +7,25 @@
 //! the rule reads, indexed by position in the ready set, so the compiler
 //! turns the loop into SIMD on the baseline x86-64 target (SSE2, two `f64`
 //! lanes). The same code is also compiled for AVX2 and AVX-512 and chosen at
-//! run time where the CPU has them: the divisions in pass 1 bound the scan,
+//! run time where the CPU has them: the divisions bound the scan,
 //! and wider registers divide more lanes at once. No fused multiply-add is
 //! enabled, so every version computes the same keys.
 //!
-//! The decision is made in passes over L1-resident arrays:
-//! 1. each ready tenant's key: its `tput / w` if it is under its slot limit,
-//!    else `+inf` (branch-free, no data-dependent control flow);
-//! 2. the smallest key, with independent accumulators so the reduction
-//!    vectorises too (`min` over non-NaN `f64` is exact and associative);
-//! 3. among the keys equal to it, the oldest head (smallest submission
-//!    sequence number; the tie rule of [`super`]), again as a minimum;
-//!    then the one lane with that sequence number, eight lanes a step.
+//! The decision is one pass over L1-resident arrays: each ready tenant's
+//! key, its `tput / w` if it is under its slot limit, else `+inf` (branch-free,
+//! no data-dependent control flow), folded into the smallest (key, head
+//! sequence number) pair of one of sixteen independent accumulators, so the
+//! loop vectorises into divisions and blends (the lexicographic minimum over
+//! non-NaN keys is exact, associative and commutative, so the grouping does
+//! not change the result). The accumulators are then combined pairwise, and
+//! the one lane with the winning sequence number found eight lanes a step.
+//! An earlier form stored the keys and made two more passes for the minimum
+//! and the tie; the single pass takes 0.88x its time at 128 tenants and
+//! 0.82x at 1,024 (`SCHEDULER_NEXT_MIN`, docs/perf.md).
 //!
-//! Below sixteen ready tenants (less than one round of the vector passes)
+//! Below sixteen ready tenants (less than one round of the vector pass)
 //! one scalar pass keeps the smallest (key, sequence number) instead: the
-//! same keys and order, so the same decision, without the passes' fixed cost.
+//! same keys and order, so the same decision, without the accumulators' fixed cost.
 //!
 //! Each key is one correctly rounded division of the numerator (occupancy
 //! up to now) by the denominator (active time up to now, times `w`), both
@@ -40,11 +43,12 @@ use crate::units::Nanos;
 /// `slots x w / W` when it is an exact integer (see [`super`]).
 pub(super) const LIMIT_EPSILON: f64 = 1e-9;
 
-/// Width of the independent accumulators in the minimum reductions: sixteen
-/// `f64`s are two AVX-512 registers (four AVX2, eight of SSE2's sixteen),
-/// enough independent `minpd` chains to hide their latency (3-4 cycles).
-/// Measured against four: 0.77x per decision at 1,024 tenants, 0.95x at
-/// 128 (`SCHEDULER_NEXT_MIN`, docs/perf.md).
+/// Width of the independent accumulators of the minimum: sixteen `f64`s are
+/// two AVX-512 registers (four AVX2, eight of SSE2's sixteen), enough
+/// independent compare-and-blend chains to hide their latency. Measured
+/// against eight: 0.96x per decision at 128 tenants, 0.82x at 1,024; an
+/// earlier form against four: 0.77x at 1,024 (`SCHEDULER_NEXT_MIN`,
+/// docs/perf.md).
 const ACCUMULATORS: usize = 16;
 
 /// What the scan needs of one ready tenant, copied from its accounting
@@ -64,7 +68,7 @@ pub(super) struct Lane {
     /// The tenant's weight.
     pub(super) weight: f64,
     /// Submission sequence number of its head task (ties: smaller wins),
-    /// as an `f64` so the tie pass vectorises like the others (exact below
+    /// as an `f64` so the tie vectorises like the keys (exact below
     /// 2^53 tasks, i.e. always in practice; checked in debug builds).
     pub(super) head_seq: f64,
 }
@@ -79,8 +83,6 @@ pub(super) struct ReadyLanes {
     running: Vec<f64>,
     weight: Vec<f64>,
     head_seq: Vec<f64>,
-    /// Scratch for pass 1: each lane's key.
-    key: Vec<f64>,
 }
 
 impl ReadyLanes {
@@ -94,7 +96,6 @@ impl ReadyLanes {
             running: Vec::with_capacity(n),
             weight: Vec::with_capacity(n),
             head_seq: Vec::with_capacity(n),
-            key: Vec::with_capacity(n),
         }
     }
 
@@ -122,7 +123,6 @@ impl ReadyLanes {
         self.running.push(lane.running);
         self.weight.push(lane.weight);
         self.head_seq.push(lane.head_seq);
-        self.key.push(0.0);
         self.len() - 1
     }
 
@@ -147,7 +147,6 @@ impl ReadyLanes {
         self.running.swap_remove(pos);
         self.weight.swap_remove(pos);
         self.head_seq.swap_remove(pos);
-        self.key.swap_remove(pos);
         self.tenant.get(pos).copied()
     }
 
@@ -192,42 +191,70 @@ impl ReadyLanes {
     /// so all of them compute the same keys and make the same decision.
     #[inline(always)]
     pub(super) fn pick_portable(&mut self, now: Nanos, share: f64) -> Option<usize> {
-        self.fill_keys(now as f64, share);
-        let n = self.len();
-        let (keys, seqs) = (&self.key[..n], &self.head_seq[..n]);
-        // Pass 2: the smallest key.
-        let min = lane_min(keys, keys, |k, _| k);
-        if min == f64::INFINITY {
+        let (now, n) = (now as f64, self.len());
+        // One pass: each lane's key, folded into the smallest (key, head
+        // sequence number) of its accumulator. Lexicographic minimum is
+        // associative and commutative, so the grouping into accumulators
+        // does not change the result; NaN keys are never smaller nor equal,
+        // so never chosen (as in a comparison scan).
+        let mut best_key = [f64::INFINITY; ACCUMULATORS];
+        let mut best_seq = [f64::INFINITY; ACCUMULATORS];
+        let lanes = self.updated[..n]
+            .chunks_exact(ACCUMULATORS)
+            .zip(self.occupancy[..n].chunks_exact(ACCUMULATORS))
+            .zip(self.active_time[..n].chunks_exact(ACCUMULATORS))
+            .zip(self.running[..n].chunks_exact(ACCUMULATORS))
+            .zip(self.weight[..n].chunks_exact(ACCUMULATORS))
+            .zip(self.head_seq[..n].chunks_exact(ACCUMULATORS));
+        for (((((updated, occupancy), active_time), running), weight), seq) in lanes {
+            for j in 0..ACCUMULATORS {
+                let k = key(
+                    now,
+                    share,
+                    updated[j],
+                    occupancy[j],
+                    active_time[j],
+                    running[j],
+                    weight[j],
+                );
+                fold(&mut best_key[j], &mut best_seq[j], k, seq[j]);
+            }
+        }
+        // The accumulators pairwise, as a tree: four dependent steps.
+        let mut width = ACCUMULATORS / 2;
+        while width > 0 {
+            for j in 0..width {
+                let (k, s) = (best_key[j + width], best_seq[j + width]);
+                fold(&mut best_key[j], &mut best_seq[j], k, s);
+            }
+            width /= 2;
+        }
+        let (mut min_key, mut min_seq) = (best_key[0], best_seq[0]);
+        for i in n - n % ACCUMULATORS..n {
+            let k = key(
+                now,
+                share,
+                self.updated[i],
+                self.occupancy[i],
+                self.active_time[i],
+                self.running[i],
+                self.weight[i],
+            );
+            fold(&mut min_key, &mut min_seq, k, self.head_seq[i]);
+        }
+        if min_key == f64::INFINITY {
             return None;
         }
-        // Pass 3: the oldest head among the smallest keys.
-        let oldest = lane_min(keys, seqs, |k, s| if k == min { s } else { f64::INFINITY });
         // Sequence numbers are distinct: find the one lane that has it.
+        let seqs = &self.head_seq[..n];
         let chunk = seqs
             .chunks(SEARCH_CHUNK)
-            .position(|c| c.iter().fold(false, |hit, &s| hit | (s == oldest)))?;
-        let at = seqs[chunk * SEARCH_CHUNK..].iter().position(|&s| s == oldest)?;
+            .position(|c| c.iter().fold(false, |hit, &s| hit | (s == min_seq)))?;
+        let at = seqs[chunk * SEARCH_CHUNK..].iter().position(|&s| s == min_seq)?;
         Some(self.tenant[chunk * SEARCH_CHUNK + at] as usize)
     }
 
-    /// Pass 1: every lane's key into `self.key`.
-    #[inline(always)]
-    fn fill_keys(&mut self, now: f64, share: f64) {
-        let n = self.len();
-        // Equal-length slices let the compiler drop bounds checks and vectorise.
-        let keys = &mut self.key[..n];
-        let lanes = self.updated[..n]
-            .iter()
-            .zip(&self.occupancy[..n])
-            .zip(&self.active_time[..n])
-            .zip(&self.running[..n])
-            .zip(&self.weight[..n]);
-        for (k, ((((&updated, &occupancy), &active_time), &running), &weight)) in keys.iter_mut().zip(lanes) {
-            *k = key(now, share, updated, occupancy, active_time, running, weight);
-        }
-    }
-
-    /// [`Self::pick`] for fewer tenants than one round of the vector passes
+    /// [`Self::pick`] for fewer tenants than one round of the vector pass
     /// needs: one scalar pass keeping the smallest (key, sequence number),
     /// from the same keys, so the same decision.
     #[inline(always)]
@@ -286,19 +313,18 @@ fn key(
 /// instead of per lane.
 const SEARCH_CHUNK: usize = 8;
 
-/// The smallest `f(a[i], b[i])` (`+inf` if none), with [`ACCUMULATORS`]
-/// independent minima so the loop vectorises: `min` over non-NaN `f64` is
-/// exact and associative, so the grouping does not change the result.
+/// Folds `(k, s)` into the smallest `(key, seq)` so far, lexicographically
+/// and without branches (the loop vectorises into blends).
 #[inline(always)]
-fn lane_min(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> f64 {
-    let min = |m: f64, v: f64| if v < m { v } else { m };
-    let mut acc = [f64::INFINITY; ACCUMULATORS];
-    let (ca, cb) = (a.chunks_exact(ACCUMULATORS), b.chunks_exact(ACCUMULATORS));
-    let tail = ca.remainder().iter().zip(cb.remainder()).map(|(&x, &y)| f(x, y));
-    for (xa, xb) in ca.zip(cb) {
-        for ((m, &x), &y) in acc.iter_mut().zip(xa).zip(xb) {
-            *m = min(*m, f(x, y));
-        }
-    }
-    tail.chain(acc).fold(f64::INFINITY, min)
+fn fold(key: &mut f64, seq: &mut f64, k: f64, s: f64) {
+    let smaller = k < *key;
+    let tied = k == *key;
+    *seq = if smaller {
+        s
+    } else if tied && s < *seq {
+        s
+    } else {
+        *seq
+    };
+    *key = if smaller { k } else { *key };
 }
