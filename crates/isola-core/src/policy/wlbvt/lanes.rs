@@ -319,12 +319,16 @@ const SEARCH_CHUNK: usize = 8;
 fn fold(key: &mut f64, seq: &mut f64, k: f64, s: f64) {
     let smaller = k < *key;
     let tied = k == *key;
-    *seq = if smaller {
+    // Two selects, as the compiler blends them (one `||` condition
+    // measured 1.1x slower at 128 tenants).
+    #[allow(clippy::if_same_then_else)]
+    let next_seq = if smaller {
         s
     } else if tied && s < *seq {
         s
     } else {
         *seq
     };
+    *seq = next_seq;
     *key = if smaller { k } else { *key };
 }
