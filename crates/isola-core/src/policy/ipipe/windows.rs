@@ -1,0 +1,192 @@
+//! What iPipe's decisions read of each tenant's last `window` completions,
+//! and the incremental way of keeping it (issue 17).
+//!
+//! The decisions ask three things: is an FCFS tenant's tail latency above
+//! `tail_threshold`, is a DRR tenant's below `return_threshold`, and which
+//! FCFS tenant has the largest tail service time. The tail is the
+//! nearest-rank percentile: the `k`-th smallest of the window's `len`
+//! samples, `k = ceil(percentile / 100 x len)` clamped to `1..=len`.
+//!
+//! [`TailCounts`] answers the first two without the samples' order. The
+//! comparison `x as f64 > tail_threshold` is monotone in the sample `x`
+//! (integer to float conversion rounds to nearest and never inverts an
+//! order), so the samples above the threshold are the window's largest
+//! ones, and the `k`-th smallest is above it exactly when fewer than `k`
+//! samples are not: `len - above < k`. Likewise the `k`-th smallest is
+//! below `return_threshold` exactly when at least `k` samples are:
+//! `below >= k`. Each sample is compared once, when it enters; the counts
+//! change when it enters and when it leaves. No float is summed, so the
+//! answers are the percentile's, exactly.
+//!
+//! The service tail is only read of FCFS tenants (a tenant that moves
+//! between groups starts with empty windows), so only they keep service
+//! samples, in completion order and sorted: the `k`-th smallest is an index.
+//! "Clear the windows of every FCFS tenant" starts a new epoch; an FCFS
+//! tenant whose windows are of an older epoch counts as empty and is
+//! emptied at its next completion.
+
+use super::{nearest_rank, IpipeParams};
+use crate::units::Nanos;
+use std::collections::VecDeque;
+
+/// Each tenant's latency and service-time windows, as iPipe's decisions
+/// read them. Every method but [`TailWindows::new`] concerns tenants by
+/// index; `in_drr` is each tenant's group now.
+pub trait TailWindows: Send {
+    /// Empty windows for `tenants` tenants under `params`.
+    fn new(tenants: usize, params: &IpipeParams) -> Self
+    where
+        Self: Sized;
+
+    /// Records a completion of `tenant` (in the DRR group if `in_drr`):
+    /// its latency and measured service time, the oldest sample dropped
+    /// from a full window. Returns the samples now in its latency window.
+    fn record(&mut self, tenant: usize, in_drr: bool, latency: Nanos, service: Nanos) -> usize;
+
+    /// Whether `tenant`'s tail latency is above `tail_threshold` (asked
+    /// right after [`TailWindows::record`], of a tenant with samples).
+    fn tail_above_threshold(&mut self, tenant: usize) -> bool;
+
+    /// Whether `tenant`'s tail latency is below `return_threshold` (asked
+    /// right after [`TailWindows::record`], of a tenant with samples).
+    fn tail_below_return(&mut self, tenant: usize) -> bool;
+
+    /// The FCFS tenant with service samples whose tail service time is the
+    /// largest, the lowest index among equals; `None` if there is none.
+    fn culprit(&mut self, in_drr: &[bool]) -> Option<usize>;
+
+    /// Empties `tenant`'s windows.
+    fn clear(&mut self, tenant: usize);
+
+    /// Empties the windows of every FCFS tenant.
+    fn clear_fcfs(&mut self, in_drr: &[bool]);
+}
+
+/// Per latency sample: above `tail_threshold`.
+const ABOVE: u8 = 1;
+/// Per latency sample: below `return_threshold`.
+const BELOW: u8 = 2;
+
+/// One tenant's windows.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    /// Per latency sample, oldest first: [`ABOVE`] and [`BELOW`] flags.
+    flags: VecDeque<u8>,
+    /// Samples with [`ABOVE`].
+    above: usize,
+    /// Samples with [`BELOW`].
+    below: usize,
+    /// Service times, oldest first (FCFS tenants only).
+    service: VecDeque<Nanos>,
+    /// The same, in increasing order.
+    sorted: Vec<Nanos>,
+    /// The epoch the windows belong to (see the module documentation).
+    epoch: u64,
+}
+
+impl Window {
+    fn clear(&mut self, epoch: u64) {
+        self.flags.clear();
+        self.above = 0;
+        self.below = 0;
+        self.service.clear();
+        self.sorted.clear();
+        self.epoch = epoch;
+    }
+}
+
+/// Counts of latency samples on either side of the thresholds, and sorted
+/// service windows for the FCFS tenants (see the module documentation):
+/// O(1) per completion for a DRR tenant, O(log window) plus moving up to
+/// `window` sorted samples by one place for an FCFS tenant.
+#[derive(Debug, Clone)]
+pub struct TailCounts {
+    window: usize,
+    percentile: f64,
+    tail_threshold: f64,
+    return_threshold: f64,
+    tenants: Vec<Window>,
+    /// Advanced when every FCFS tenant's windows are cleared.
+    epoch: u64,
+}
+
+impl TailCounts {
+    /// `tenant`'s tail-rank among its latency samples.
+    fn rank(&self, tenant: usize) -> usize {
+        nearest_rank(self.percentile, self.tenants[tenant].flags.len())
+    }
+}
+
+impl TailWindows for TailCounts {
+    fn new(tenants: usize, params: &IpipeParams) -> Self {
+        TailCounts {
+            window: params.window,
+            percentile: params.percentile,
+            tail_threshold: params.tail_threshold,
+            return_threshold: params.return_threshold,
+            tenants: vec![Window::default(); tenants],
+            epoch: 0,
+        }
+    }
+
+    fn record(&mut self, tenant: usize, in_drr: bool, latency: Nanos, service: Nanos) -> usize {
+        let w = &mut self.tenants[tenant];
+        if !in_drr && w.epoch != self.epoch {
+            w.clear(self.epoch);
+        }
+        if w.flags.len() == self.window {
+            if let Some(f) = w.flags.pop_front() {
+                w.above -= usize::from(f & ABOVE != 0);
+                w.below -= usize::from(f & BELOW != 0);
+            }
+        }
+        let x = latency as f64;
+        let f = (u8::from(x > self.tail_threshold) * ABOVE) | (u8::from(x < self.return_threshold) * BELOW);
+        w.above += usize::from(f & ABOVE != 0);
+        w.below += usize::from(f & BELOW != 0);
+        w.flags.push_back(f);
+        if !in_drr {
+            if w.service.len() == self.window {
+                if let Some(old) = w.service.pop_front() {
+                    let at = w.sorted.partition_point(|&s| s < old);
+                    w.sorted.remove(at);
+                }
+            }
+            w.service.push_back(service);
+            let at = w.sorted.partition_point(|&s| s <= service);
+            w.sorted.insert(at, service);
+        }
+        w.flags.len()
+    }
+
+    fn tail_above_threshold(&mut self, tenant: usize) -> bool {
+        let w = &self.tenants[tenant];
+        w.flags.len() - w.above < self.rank(tenant)
+    }
+
+    fn tail_below_return(&mut self, tenant: usize) -> bool {
+        self.tenants[tenant].below >= self.rank(tenant)
+    }
+
+    fn culprit(&mut self, in_drr: &[bool]) -> Option<usize> {
+        let mut culprit: Option<(usize, Nanos)> = None;
+        for (t, w) in self.tenants.iter().enumerate() {
+            if in_drr[t] || w.epoch != self.epoch || w.sorted.is_empty() {
+                continue;
+            }
+            let s = w.sorted[nearest_rank(self.percentile, w.sorted.len()) - 1];
+            if culprit.is_none_or(|(_, b)| s > b) {
+                culprit = Some((t, s));
+            }
+        }
+        culprit.map(|(t, _)| t)
+    }
+
+    fn clear(&mut self, tenant: usize) {
+        self.tenants[tenant].clear(self.epoch);
+    }
+
+    fn clear_fcfs(&mut self, _: &[bool]) {
+        self.epoch += 1;
+    }
+}
