@@ -43,9 +43,10 @@
 //! above or below a fixed threshold, so [`windows::TailCounts`] counts the
 //! samples on each side as they come and go instead of selecting the
 //! percentile from the window on every completion; the culprit's dispersion
-//! is read from service windows kept sorted, and "clear every FCFS
-//! tenant's windows" is an epoch. [`reference`] keeps the windows and
-//! percentile selections they replaced, which the tests check them against.
+//! is still selected from the windows, but only when a tenant is moved, and
+//! "clear every FCFS tenant's windows" is an epoch. [`reference`] keeps the
+//! windows and percentile selections they replaced, which the tests check
+//! them against.
 
 pub mod reference;
 #[cfg(test)]

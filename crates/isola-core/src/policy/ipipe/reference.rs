@@ -6,8 +6,8 @@
 //! the FCFS tenants' windows walks every tenant. The groups, turns and
 //! moves are [`Ipipe`]'s own; only the windows differ.
 
-use super::windows::TailWindows;
-use super::{nearest_rank, Ipipe, IpipeParams};
+use super::windows::{percentile, TailWindows};
+use super::{Ipipe, IpipeParams};
 use crate::policy::registry::{PolicyInfo, PolicySetup};
 use crate::policy::{Params, Policy, PolicyError};
 use crate::units::Nanos;
@@ -30,18 +30,6 @@ fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyE
     Ok(Box::new(Ipipe::<PercentileWindows>::new(s, super::params(p)?)))
 }
 
-/// The `p`-th percentile (nearest rank) of `samples`; 0 if there are none.
-/// `scratch` is reused between calls.
-pub(super) fn percentile(samples: &VecDeque<Nanos>, p: f64, scratch: &mut Vec<Nanos>) -> Nanos {
-    if samples.is_empty() {
-        return 0;
-    }
-    scratch.clear();
-    scratch.extend(samples.iter().copied());
-    let rank = nearest_rank(p, scratch.len());
-    *scratch.select_nth_unstable(rank - 1).1
-}
-
 /// Every tenant's last `window` samples, the percentile selected per question.
 #[derive(Debug, Clone)]
 pub struct PercentileWindows {
@@ -53,7 +41,11 @@ pub struct PercentileWindows {
 
 impl PercentileWindows {
     fn tail_latency(&mut self, tenant: usize) -> f64 {
-        percentile(&self.latency[tenant], self.params.percentile, &mut self.scratch) as f64
+        percentile(
+            self.latency[tenant].iter().copied(),
+            self.params.percentile,
+            &mut self.scratch,
+        ) as f64
     }
 }
 
@@ -95,7 +87,7 @@ impl TailWindows for PercentileWindows {
             if drr || self.service[t].is_empty() {
                 continue;
             }
-            let s = percentile(&self.service[t], p, &mut self.scratch);
+            let s = percentile(self.service[t].iter().copied(), p, &mut self.scratch);
             if culprit.is_none_or(|(_, b)| s > b) {
                 culprit = Some((t, s));
             }

@@ -18,12 +18,14 @@
 //! change when it enters and when it leaves. No float is summed, so the
 //! answers are the percentile's, exactly.
 //!
-//! The service tail is only read of FCFS tenants (a tenant that moves
-//! between groups starts with empty windows), so only they keep service
-//! samples, in completion order and sorted: the `k`-th smallest is an index.
-//! "Clear the windows of every FCFS tenant" starts a new epoch; an FCFS
-//! tenant whose windows are of an older epoch counts as empty and is
-//! emptied at its next completion.
+//! The service tail is only read when an FCFS tenant's tail latency is
+//! too high, of every FCFS tenant, and is then selected from its window as
+//! before. That decision moves a tenant to DRR and clears every FCFS
+//! tenant's windows, so the FCFS windows read at the next one hold only
+//! samples recorded since: the selections cost O(1) per completion,
+//! amortized, plus a pass over the tenants per move. "Clear the windows of
+//! every FCFS tenant" starts a new epoch; an FCFS tenant whose windows are
+//! of an older epoch counts as empty and is emptied at its next completion.
 
 use super::{nearest_rank, IpipeParams};
 use crate::units::Nanos;
@@ -62,43 +64,57 @@ pub trait TailWindows: Send {
     fn clear_fcfs(&mut self, in_drr: &[bool]);
 }
 
+/// The `p`-th percentile (nearest rank) of `samples`; 0 if there are none.
+/// `scratch` is reused between calls.
+pub(super) fn percentile(samples: impl Iterator<Item = Nanos>, p: f64, scratch: &mut Vec<Nanos>) -> Nanos {
+    scratch.clear();
+    scratch.extend(samples);
+    if scratch.is_empty() {
+        return 0;
+    }
+    let rank = nearest_rank(p, scratch.len());
+    *scratch.select_nth_unstable(rank - 1).1
+}
+
 /// Per latency sample: above `tail_threshold`.
 const ABOVE: u8 = 1;
 /// Per latency sample: below `return_threshold`.
 const BELOW: u8 = 2;
 
+/// One completion as [`TailCounts`] keeps it.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    /// Measured service time.
+    service: Nanos,
+    /// Its latency's [`ABOVE`] and [`BELOW`] flags.
+    flags: u8,
+}
+
 /// One tenant's windows.
 #[derive(Debug, Clone, Default)]
 struct Window {
-    /// Per latency sample, oldest first: [`ABOVE`] and [`BELOW`] flags.
-    flags: VecDeque<u8>,
+    /// The last `window` completions, oldest first.
+    samples: VecDeque<Sample>,
     /// Samples with [`ABOVE`].
     above: usize,
     /// Samples with [`BELOW`].
     below: usize,
-    /// Service times, oldest first (FCFS tenants only).
-    service: VecDeque<Nanos>,
-    /// The same, in increasing order.
-    sorted: Vec<Nanos>,
     /// The epoch the windows belong to (see the module documentation).
     epoch: u64,
 }
 
 impl Window {
     fn clear(&mut self, epoch: u64) {
-        self.flags.clear();
+        self.samples.clear();
         self.above = 0;
         self.below = 0;
-        self.service.clear();
-        self.sorted.clear();
         self.epoch = epoch;
     }
 }
 
-/// Counts of latency samples on either side of the thresholds, and sorted
-/// service windows for the FCFS tenants (see the module documentation):
-/// O(1) per completion for a DRR tenant, O(log window) plus moving up to
-/// `window` sorted samples by one place for an FCFS tenant.
+/// Counts of latency samples on either side of the thresholds, and the
+/// service tail selected only when a culprit is sought (see the module
+/// documentation): O(1) per completion.
 #[derive(Debug, Clone)]
 pub struct TailCounts {
     window: usize,
@@ -108,12 +124,13 @@ pub struct TailCounts {
     tenants: Vec<Window>,
     /// Advanced when every FCFS tenant's windows are cleared.
     epoch: u64,
+    scratch: Vec<Nanos>,
 }
 
 impl TailCounts {
-    /// `tenant`'s tail-rank among its latency samples.
+    /// `tenant`'s tail rank among its latency samples.
     fn rank(&self, tenant: usize) -> usize {
-        nearest_rank(self.percentile, self.tenants[tenant].flags.len())
+        nearest_rank(self.percentile, self.tenants[tenant].samples.len())
     }
 }
 
@@ -126,6 +143,7 @@ impl TailWindows for TailCounts {
             return_threshold: params.return_threshold,
             tenants: vec![Window::default(); tenants],
             epoch: 0,
+            scratch: Vec::with_capacity(params.window),
         }
     }
 
@@ -134,34 +152,24 @@ impl TailWindows for TailCounts {
         if !in_drr && w.epoch != self.epoch {
             w.clear(self.epoch);
         }
-        if w.flags.len() == self.window {
-            if let Some(f) = w.flags.pop_front() {
-                w.above -= usize::from(f & ABOVE != 0);
-                w.below -= usize::from(f & BELOW != 0);
+        if w.samples.len() == self.window {
+            if let Some(old) = w.samples.pop_front() {
+                w.above -= usize::from(old.flags & ABOVE != 0);
+                w.below -= usize::from(old.flags & BELOW != 0);
             }
         }
         let x = latency as f64;
-        let f = (u8::from(x > self.tail_threshold) * ABOVE) | (u8::from(x < self.return_threshold) * BELOW);
-        w.above += usize::from(f & ABOVE != 0);
-        w.below += usize::from(f & BELOW != 0);
-        w.flags.push_back(f);
-        if !in_drr {
-            if w.service.len() == self.window {
-                if let Some(old) = w.service.pop_front() {
-                    let at = w.sorted.partition_point(|&s| s < old);
-                    w.sorted.remove(at);
-                }
-            }
-            w.service.push_back(service);
-            let at = w.sorted.partition_point(|&s| s <= service);
-            w.sorted.insert(at, service);
-        }
-        w.flags.len()
+        let flags =
+            (u8::from(x > self.tail_threshold) * ABOVE) | (u8::from(x < self.return_threshold) * BELOW);
+        w.above += usize::from(flags & ABOVE != 0);
+        w.below += usize::from(flags & BELOW != 0);
+        w.samples.push_back(Sample { service, flags });
+        w.samples.len()
     }
 
     fn tail_above_threshold(&mut self, tenant: usize) -> bool {
         let w = &self.tenants[tenant];
-        w.flags.len() - w.above < self.rank(tenant)
+        w.samples.len() - w.above < self.rank(tenant)
     }
 
     fn tail_below_return(&mut self, tenant: usize) -> bool {
@@ -171,10 +179,11 @@ impl TailWindows for TailCounts {
     fn culprit(&mut self, in_drr: &[bool]) -> Option<usize> {
         let mut culprit: Option<(usize, Nanos)> = None;
         for (t, w) in self.tenants.iter().enumerate() {
-            if in_drr[t] || w.epoch != self.epoch || w.sorted.is_empty() {
+            if in_drr[t] || w.epoch != self.epoch || w.samples.is_empty() {
                 continue;
             }
-            let s = w.sorted[nearest_rank(self.percentile, w.sorted.len()) - 1];
+            let service = w.samples.iter().map(|x| x.service);
+            let s = percentile(service, self.percentile, &mut self.scratch);
             if culprit.is_none_or(|(_, b)| s > b) {
                 culprit = Some((t, s));
             }
