@@ -83,9 +83,9 @@
 //!   policy is work-conserving, so no decision waits for a period boundary.
 //!
 //! Implementation (issue 17): the ready tenants are kept in heaps by their
-//! order of service ([`index`]), refiled when a hook changes their state and
+//! order of service (`index.rs`), refiled when a hook changes their state and
 //! all at once when a period starts, so a decision costs O(1) and a hook
-//! O(log n) in the tenants, not a scan of them all; [`reference`] keeps the
+//! O(log n) in the tenants, not a scan of them all; [`mod@reference`] keeps the
 //! scan, which the tests check the heaps against.
 
 #[cfg(test)]

@@ -44,7 +44,7 @@
 //! samples on each side as they come and go instead of selecting the
 //! percentile from the window on every completion; the culprit's dispersion
 //! is still selected from the windows, but only when a tenant is moved, and
-//! "clear every FCFS tenant's windows" is an epoch. [`reference`] keeps the
+//! "clear every FCFS tenant's windows" is an epoch. [`mod@reference`] keeps the
 //! windows and percentile selections they replaced, which the tests check
 //! them against.
 
