@@ -29,7 +29,6 @@
 
 use super::{nearest_rank, IpipeParams};
 use crate::units::Nanos;
-use std::collections::VecDeque;
 
 /// Each tenant's latency and service-time windows, as iPipe's decisions
 /// read them. Every method but [`TailWindows::new`] concerns tenants by
@@ -77,24 +76,28 @@ pub(super) fn percentile(samples: impl Iterator<Item = Nanos>, p: f64, scratch: 
 }
 
 /// Per latency sample: above `tail_threshold`.
-const ABOVE: u8 = 1;
+const ABOVE: u64 = 1;
 /// Per latency sample: below `return_threshold`.
-const BELOW: u8 = 2;
+const BELOW: u64 = 2;
+/// Samples per word of flags (two bits each).
+const PER_WORD: usize = 32;
 
-/// One completion as [`TailCounts`] keeps it.
-#[derive(Debug, Clone, Copy)]
-struct Sample {
-    /// Measured service time.
-    service: Nanos,
-    /// Its latency's [`ABOVE`] and [`BELOW`] flags.
-    flags: u8,
-}
-
-/// One tenant's windows.
+/// One tenant's windows: a ring of `window` slots, filled from slot 0
+/// after a clear and then overwritten oldest first, so the samples are
+/// always the slots `0..len` (a percentile needs no order). The leaving
+/// sample's flags are read when a full window takes a new one; two bits
+/// per sample keep every tenant's flags in a few cache lines (the service
+/// times, read only when a culprit is sought, are only written here).
 #[derive(Debug, Clone, Default)]
 struct Window {
-    /// The last `window` completions, oldest first.
-    samples: VecDeque<Sample>,
+    /// Samples in the window.
+    len: usize,
+    /// The oldest sample's slot once the window is full (0 before).
+    oldest: usize,
+    /// Per slot: its latency's [`ABOVE`] and [`BELOW`] flags, two bits.
+    flags: Vec<u64>,
+    /// Per slot: the measured service time.
+    service: Vec<Nanos>,
     /// Samples with [`ABOVE`].
     above: usize,
     /// Samples with [`BELOW`].
@@ -105,10 +108,43 @@ struct Window {
 
 impl Window {
     fn clear(&mut self, epoch: u64) {
-        self.samples.clear();
+        self.len = 0;
+        self.oldest = 0;
+        self.service.clear();
         self.above = 0;
         self.below = 0;
         self.epoch = epoch;
+    }
+
+    /// The flags of `slot`.
+    fn flags_at(&self, slot: usize) -> u64 {
+        (self.flags[slot / PER_WORD] >> (slot % PER_WORD * 2)) & 3
+    }
+
+    /// Adds a sample with `flags` and `service`, the oldest leaving a
+    /// window of `window` samples that is full.
+    fn push(&mut self, window: usize, flags: u64, service: Nanos) {
+        let slot = if self.len == window {
+            let slot = self.oldest;
+            let old = self.flags_at(slot);
+            self.above -= usize::from(old & ABOVE != 0);
+            self.below -= usize::from(old & BELOW != 0);
+            self.oldest = if slot + 1 == window { 0 } else { slot + 1 };
+            self.service[slot] = service;
+            slot
+        } else {
+            let slot = self.len;
+            self.len += 1;
+            self.service.push(service);
+            if slot / PER_WORD == self.flags.len() {
+                self.flags.push(0);
+            }
+            slot
+        };
+        let (word, shift) = (slot / PER_WORD, slot % PER_WORD * 2);
+        self.flags[word] = (self.flags[word] & !(3 << shift)) | (flags << shift);
+        self.above += usize::from(flags & ABOVE != 0);
+        self.below += usize::from(flags & BELOW != 0);
     }
 }
 
@@ -130,7 +166,7 @@ pub struct TailCounts {
 impl TailCounts {
     /// `tenant`'s tail rank among its latency samples.
     fn rank(&self, tenant: usize) -> usize {
-        nearest_rank(self.percentile, self.tenants[tenant].samples.len())
+        nearest_rank(self.percentile, self.tenants[tenant].len)
     }
 }
 
@@ -152,24 +188,16 @@ impl TailWindows for TailCounts {
         if !in_drr && w.epoch != self.epoch {
             w.clear(self.epoch);
         }
-        if w.samples.len() == self.window {
-            if let Some(old) = w.samples.pop_front() {
-                w.above -= usize::from(old.flags & ABOVE != 0);
-                w.below -= usize::from(old.flags & BELOW != 0);
-            }
-        }
         let x = latency as f64;
         let flags =
-            (u8::from(x > self.tail_threshold) * ABOVE) | (u8::from(x < self.return_threshold) * BELOW);
-        w.above += usize::from(flags & ABOVE != 0);
-        w.below += usize::from(flags & BELOW != 0);
-        w.samples.push_back(Sample { service, flags });
-        w.samples.len()
+            (u64::from(x > self.tail_threshold) * ABOVE) | (u64::from(x < self.return_threshold) * BELOW);
+        w.push(self.window, flags, service);
+        w.len
     }
 
     fn tail_above_threshold(&mut self, tenant: usize) -> bool {
         let w = &self.tenants[tenant];
-        w.samples.len() - w.above < self.rank(tenant)
+        w.len - w.above < self.rank(tenant)
     }
 
     fn tail_below_return(&mut self, tenant: usize) -> bool {
@@ -179,11 +207,10 @@ impl TailWindows for TailCounts {
     fn culprit(&mut self, in_drr: &[bool]) -> Option<usize> {
         let mut culprit: Option<(usize, Nanos)> = None;
         for (t, w) in self.tenants.iter().enumerate() {
-            if in_drr[t] || w.epoch != self.epoch || w.samples.is_empty() {
+            if in_drr[t] || w.epoch != self.epoch || w.len == 0 {
                 continue;
             }
-            let service = w.samples.iter().map(|x| x.service);
-            let s = percentile(service, self.percentile, &mut self.scratch);
+            let s = percentile(w.service.iter().copied(), self.percentile, &mut self.scratch);
             if culprit.is_none_or(|(_, b)| s > b) {
                 culprit = Some((t, s));
             }
