@@ -32,7 +32,11 @@ const COST: u64 = 1_000;
 const BATCH_SLOTS: u32 = 64;
 
 /// Replaced implementations, each with the name of the policy it was.
-const REFERENCES: [(&str, PolicyInfo); 1] = [("wlbvt", wlbvt::reference::INFO)];
+const REFERENCES: [(&str, PolicyInfo); 3] = [
+    ("wlbvt", wlbvt::reference::INFO),
+    ("astraea", isola_core::policy::astraea::reference::INFO),
+    ("ipipe", isola_core::policy::ipipe::reference::INFO),
+];
 
 /// What a benchmark group runs: (benchmark name, policy).
 fn policies(reference: bool) -> Vec<(&'static str, PolicyInfo)> {
