@@ -319,8 +319,8 @@ const SEARCH_CHUNK: usize = 8;
 fn fold(key: &mut f64, seq: &mut f64, k: f64, s: f64) {
     let smaller = k < *key;
     let tied = k == *key;
-    // Two selects, as the compiler blends them (one `||` condition
-    // measured 1.1x slower at 128 tenants).
+    // Two selects, as the compiler blends them (one combined condition
+    // measured 1.15x slower at 128 tenants).
     #[allow(clippy::if_same_then_else)]
     let next_seq = if smaller {
         s
