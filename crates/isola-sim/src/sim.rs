@@ -229,6 +229,9 @@ struct Sim<'a> {
     results: RunRecorder,
     /// Ingress rules (OSMOSIS' matching engine), if any tenant declares one.
     matching: Option<RuleSet<TenantId>>,
+    /// Whether an engine steers by flow hash (RSS): only then is each
+    /// packet's 5-tuple hashed.
+    hashes_flows: bool,
     /// The run's limits and what they judge (events done among them).
     guard: RunGuard,
     timers: Vec<Timer>,
@@ -296,6 +299,7 @@ impl<'a> Sim<'a> {
             policy: policy.name.clone(),
             results: RunRecorder::for_scenario(scenario, |i| solo.is_none_or(|s| s == i)),
             matching: ingress_rules(&scenario.tenants),
+            hashes_flows: scenario.engines.iter().any(|e| matches!(e.steering, Steering::Rss { .. })),
             sched,
             devices,
             tenants,
@@ -379,11 +383,15 @@ impl<'a> Sim<'a> {
         // workload's `flows` (a new port per packet without it).
         let workload = &self.scenario.tenants[source].workload;
         let flow_seq = workload.flows.map_or(run.issued, |k| run.issued % u64::from(k));
-        let tuple = packet_tuple(workload.flow.as_ref(), source, flow_seq);
-        let flow_hash = rss_hash(&tuple);
-        let t = match &self.matching {
-            None => source,
-            Some(m) => match m.classify(&tuple) {
+        // Built only for what reads it: ingress rules and RSS steering.
+        let tuple = (self.matching.is_some() || self.hashes_flows)
+            .then(|| packet_tuple(workload.flow.as_ref(), source, flow_seq));
+        let flow_hash = match &tuple {
+            Some(tuple) if self.hashes_flows => rss_hash(tuple),
+            _ => 0,
+        };
+        let t = match (&self.matching, &tuple) {
+            (Some(m), Some(tuple)) => match m.classify(tuple) {
                 Some(owner) => owner.index(),
                 None => {
                     self.results.task(TaskRecord {
@@ -401,6 +409,7 @@ impl<'a> Sim<'a> {
                     return;
                 }
             },
+            _ => source,
         };
         let w = &self.scenario.tenants[t].workload;
         let mut stages = self.tenants[t]
@@ -545,14 +554,17 @@ impl<'a> Sim<'a> {
         let mut finished = std::mem::take(&mut self.finished);
         self.devices[e].fire(self.now, token, &mut finished, &mut self.timers);
         self.flush_timers(e);
-        for f in finished.drain(..) {
+        // By reference: copying each out of the vector just written stalled
+        // on store forwarding (issue 17).
+        for f in &finished {
             self.finish(e, f);
         }
+        finished.clear();
         self.finished = finished;
         self.dispatch(e);
     }
 
-    fn finish(&mut self, e: usize, f: Finished) {
+    fn finish(&mut self, e: usize, f: &Finished) {
         let c = match self.sched.complete(self.now, f.dispatch, f.service) {
             Ok(c) => c,
             // Every device work item is a dispatch the core handed out and

@@ -11,4 +11,4 @@ pub mod window;
 pub use fairness::{fair1, fair2, jain_index, jain_normalized, jain_of_demand, max_min_fair, FairnessError};
 pub use latency::{LatencyHistogram, LatencySummary};
 pub use samples::LatencySamples;
-pub use window::WindowedService;
+pub use window::{WindowIndex, WindowedService};

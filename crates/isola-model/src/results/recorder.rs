@@ -24,7 +24,7 @@
 use super::sla::SlaRule;
 use super::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
 use crate::scenario::Scenario;
-use isola_core::metrics::{fair1, jain_normalized, LatencySamples, WindowedService};
+use isola_core::metrics::{fair1, jain_normalized, LatencySamples, WindowIndex, WindowedService};
 use isola_core::{EngineId, Nanos, TenantId, NANOS_PER_SEC};
 use std::collections::BTreeMap;
 
@@ -140,6 +140,8 @@ pub struct RunRecorder {
     tenants: Vec<RecordedTenant>,
     engines: Vec<RecordedEngine>,
     window: Nanos,
+    /// The window of a completion.
+    completion_window: WindowIndex,
     tally: Vec<TenantTally>,
     /// Per engine: service per tenant per window, and the backlogs.
     engine_service: Vec<WindowedService>,
@@ -188,6 +190,7 @@ impl RunRecorder {
             tenants,
             engines,
             window,
+            completion_window: WindowIndex::new(window),
             tally: vec![tally; n],
             engine_service: vec![WindowedService::new(window, n); e],
             next_window_end: 0,
@@ -286,7 +289,7 @@ impl RunRecorder {
                 tally.first_arrival = Some(tally.first_arrival.map_or(r.arrival, |f| f.min(r.arrival)));
                 tally.last_completion = Some(tally.last_completion.map_or(r.end, |l| l.max(r.end)));
                 self.last_completion = self.last_completion.max(r.end);
-                let w = (r.end / self.window) as usize;
+                let w = self.completion_window.of(r.end) as usize;
                 while self.bytes_done.len() <= w {
                     self.bytes_done.push(vec![0.0; n]);
                 }
