@@ -1,11 +1,11 @@
-//! A fixed-size set of tenant indices as `u64` words, for MTDA's traversal:
-//! which tenants are ready, which still have requests in the traversal's
-//! snapshot, and which had requests at the last reallocation.
+//! A fixed-size set of tenant indices as `u64` words, for MTDA: which
+//! tenants are ready, and which had requests at the last reallocation.
 
 /// A set of indices `0..n`, 64 to a word.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Bits {
     words: Vec<u64>,
+    len: usize,
 }
 
 impl Bits {
@@ -13,6 +13,7 @@ impl Bits {
     pub(super) fn new(n: usize) -> Self {
         Bits {
             words: vec![0; n.div_ceil(64)],
+            len: n,
         }
     }
 
@@ -35,32 +36,27 @@ impl Bits {
         was
     }
 
-    /// Makes the set `{i : keep(values[i])}` (`values` has one entry per
-    /// index) and returns whether it changed. A word at a time, so the
-    /// comparisons vectorise.
-    #[inline]
-    pub(super) fn fill_from(&mut self, values: &[u64], keep: impl Fn(u64) -> bool) -> bool {
+    /// Makes the set `{i : member(i)}` and returns whether it changed.
+    pub(super) fn fill_with(&mut self, member: impl Fn(usize) -> bool) -> bool {
         let mut changed = false;
-        for (w, chunk) in self.words.iter_mut().zip(values.chunks(64)) {
-            let word = chunk
-                .iter()
-                .enumerate()
-                .fold(0u64, |acc, (k, &v)| acc | u64::from(keep(v)) << k);
-            changed |= *w != word;
-            *w = word;
+        let n = self.len;
+        for (w, word) in self.words.iter_mut().enumerate() {
+            let new =
+                (w * 64..n.min(w * 64 + 64)).fold(0u64, |acc, i| acc | u64::from(member(i)) << (i % 64));
+            changed |= *word != new;
+            *word = new;
         }
         changed
     }
 
-    /// The smallest index at or after `from`, and before `end`, that is in
-    /// both `self` and `other`.
+    /// The smallest index in the set at or after `from` and before `end`.
     #[inline]
-    pub(super) fn next_common(&self, other: &Bits, from: usize, end: usize) -> Option<usize> {
+    pub(super) fn next(&self, from: usize, end: usize) -> Option<usize> {
         if from >= end {
             return None;
         }
         let mut w = from / 64;
-        let mut word = (self.words[w] & other.words[w]) & (u64::MAX << (from % 64));
+        let mut word = self.words[w] & (u64::MAX << (from % 64));
         loop {
             if word != 0 {
                 let i = w * 64 + word.trailing_zeros() as usize;
@@ -70,7 +66,7 @@ impl Bits {
             if w * 64 >= end {
                 return None;
             }
-            word = self.words[w] & other.words[w];
+            word = self.words[w];
         }
     }
 
@@ -99,30 +95,24 @@ mod tests {
         #[test]
         fn matches_a_vector_of_flags(
             a in prop::collection::vec(any::<bool>(), 1..300),
-            b_seed in any::<u64>(),
             from in 0usize..320,
             end in 0usize..320,
         ) {
             let n = a.len();
-            let b: Vec<bool> = (0..n).map(|i| (b_seed.rotate_left(i as u32 % 64) ^ i as u64) & 1 == 0).collect();
-            let (mut x, mut y) = (Bits::new(n), Bits::new(n));
-            for i in 0..n {
-                prop_assert!(!x.set(i, a[i]));
-                y.set(i, b[i]);
+            let mut x = Bits::new(n);
+            for (i, &on) in a.iter().enumerate() {
+                prop_assert!(!x.set(i, on));
             }
-            prop_assert_eq!(x.iter().collect::<Vec<_>>(), (0..n).filter(|&i| a[i]).collect::<Vec<_>>());
-            let end = end.min(n);
-            let want = (from..end).find(|&i| a[i] && b[i]);
-            prop_assert_eq!(x.next_common(&y, from, end), want);
-            let values: Vec<u64> = (0..n).map(|i| u64::from(a[i]) * i as u64).collect();
-            let mut z = Bits::new(n);
-            let changed = z.fill_from(&values, |v| v > 0);
-            prop_assert_eq!(changed, (1..n).any(|i| a[i]));
-            prop_assert_eq!(z.iter().collect::<Vec<_>>(), (1..n).filter(|&i| a[i]).collect::<Vec<_>>());
-            prop_assert!(!z.clone().fill_from(&values, |v| v > 0));
             for (i, &on) in a.iter().enumerate() {
                 prop_assert_eq!(x.get(i), on);
             }
+            prop_assert_eq!(x.iter().collect::<Vec<_>>(), (0..n).filter(|&i| a[i]).collect::<Vec<_>>());
+            let end = end.min(n);
+            prop_assert_eq!(x.next(from, end), (from..end).find(|&i| a[i]));
+            let mut y = Bits::new(n);
+            prop_assert_eq!(y.fill_with(|i| a[i]), a.iter().any(|&on| on));
+            prop_assert_eq!(&y, &x);
+            prop_assert!(!y.fill_with(|i| a[i]));
         }
     }
 }

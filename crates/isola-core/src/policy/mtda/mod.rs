@@ -252,18 +252,18 @@ pub enum Allot {
 /// What a decision costs: a reallocation reads every channel's request
 /// count (eq. 7's `sum_j Req_j` and the next traversal's `req[N]`; the
 /// scheduler reports submissions to a ready channel to no policy, so the
-/// counts must be read) in one pass of integer adds and copies, and
-/// computes no tenant's credits: a tenant's are computed from the recorded
-/// `Req_i` when the traversal next reaches it ([`Mtda::settle`]). The
-/// traversal skips tenants that cannot go with a bit set (ready and with
-/// requests left in the snapshot), a word of 64 tenants at a time.
-/// Decisions are those of [`reference::ReferenceMtda`], bit for bit:
-/// `sum_j Req_j` is added up in integers, which is exact and equal to the
-/// floating-point sum the reference forms while the total is below 2^53
-/// (every partial sum is then an integer a `f64` holds exactly; above, the
-/// reference's sum is formed); `sum w` over the tenants with requests is
-/// formed as the reference does, again whenever that set changes; the rest
-/// are the same expressions on the same values.
+/// counts must be read) in one pass that copies and adds them, and computes
+/// no tenant's credits: a tenant's are computed from its `Req_i`, still in
+/// the traversal's snapshot, when the traversal reaches it
+/// ([`Mtda::settle`]). The traversal skips tenants that are not ready with a
+/// bit set, a word of 64 tenants at a time. Decisions are those of
+/// [`reference::ReferenceMtda`], bit for bit: `sum_j Req_j` is added up in
+/// integers, which is exact and equal to the floating-point sum the
+/// reference forms while the total is below 2^53 (every partial sum is
+/// then an integer a `f64` holds exactly; above, the reference's sum is
+/// formed); `sum w` over the tenants with requests is formed as the
+/// reference does, again whenever that set changes; the rest are the same
+/// expressions on the same values.
 #[derive(Debug, Clone)]
 pub struct Mtda {
     requests: Requests,
@@ -283,35 +283,39 @@ pub struct Mtda {
     /// tenants of generation `factor_of[i]`.
     factor: Vec<f64>,
     factor_of: Vec<u64>,
-    /// Tenants with requests at the last reallocation, the sum of their
-    /// weights, and how many times that set changed.
+    /// Tenants with requests at the last reallocation, how many had none,
+    /// the sum of the weights of those with, and how many times that set
+    /// changed.
     active: Bits,
+    idle: usize,
     active_weight: f64,
     generation: u64,
-    /// `Req_i` at the last reallocation.
-    req: Vec<u64>,
     /// Eq. 7's denominator at the last reallocation.
     denominator: f64,
     /// Last allocation (`credit` in Algorithm 1), and credits left
     /// (`currentCredit`), of each tenant whose `settled` is the current
-    /// reallocation; the others' are computed when first needed.
+    /// reallocation (`settled_count` of them); the others' are computed when
+    /// first needed.
     credit: Vec<f64>,
     current: Vec<f64>,
     settled: Vec<u64>,
+    settled_count: usize,
     ready: Bits,
     ready_count: usize,
-    /// Requests each tenant may still dispatch in this traversal (`req[i]`),
-    /// and the tenants with some left.
+    /// Requests each tenant may still dispatch in this traversal
+    /// (`req[i]`). An unsettled tenant's is its channel's count at the
+    /// last reallocation: a tenant is settled before it dispatches and
+    /// before a traversal copies the counts again.
     snapshot: Vec<u64>,
-    pending: Bits,
     /// The traversal visits tenants `start, start + 1, ...` (mod n); `step`
     /// of them have had their turn.
     start: usize,
     step: usize,
     started: bool,
     period_end: Nanos,
-    /// Dispatches in this credit period.
+    /// Dispatches in this credit period, and their sum.
     dispatched: Vec<u64>,
+    dispatched_total: u64,
     reallocations: u64,
 }
 
@@ -333,22 +337,23 @@ impl Mtda {
             factor: vec![0.0; n],
             factor_of: vec![0; n],
             active: Bits::new(n),
+            idle: usize::MAX,
             active_weight: 0.0,
             generation: 0,
-            req: vec![0; n],
             denominator: 1.0,
             credit: vec![0.0; n],
             current: vec![0.0; n],
             settled: vec![0; n],
+            settled_count: n,
             ready: Bits::new(n),
             ready_count: 0,
             snapshot: vec![0; n],
-            pending: Bits::new(n),
             start: 0,
             step: n,
             started: false,
             period_end: 0,
             dispatched: vec![0; n],
+            dispatched_total: 0,
             reallocations: 0,
         }
     }
@@ -389,10 +394,20 @@ impl Mtda {
         self.reallocations
     }
 
-    /// Tenant `i`'s `e^(ACC_i) x e^(CM_i)` at the last reallocation.
+    /// Unsettled tenant `i`'s `Req_i` at the last reallocation.
     #[inline]
-    fn factor(&self, i: usize) -> f64 {
-        if self.req[i] == 0 {
+    fn requests_of(&self, i: usize) -> u64 {
+        match self.requests {
+            Requests::Period => self.snapshot[i] + self.dispatched[i],
+            Requests::Queued => self.snapshot[i],
+        }
+    }
+
+    /// Tenant `i`'s `e^(ACC_i) x e^(CM_i)` at the last reallocation, with
+    /// `req` requests then.
+    #[inline]
+    fn factor(&self, i: usize, req: u64) -> f64 {
+        if req == 0 {
             self.idle_factor
         } else if self.factor_of[i] == self.generation {
             self.factor[i]
@@ -406,9 +421,10 @@ impl Mtda {
         if self.settled[i] == self.reallocations {
             return (self.credit[i], self.current[i]);
         }
+        let req = self.requests_of(i);
         let c = usable(credit_share(
-            self.factor(i),
-            self.req[i] as f64,
+            self.factor(i, req),
+            req as f64,
             self.denominator,
             self.total,
         ));
@@ -416,22 +432,32 @@ impl Mtda {
     }
 
     /// Brings tenant `i`'s credits up to the last reallocation: eq. 7 with
-    /// the `Req_i` recorded then, `currentCredit = credit`. Until then
-    /// nothing changed them: every hook that spends or renews a tenant's
-    /// credits settles it first.
+    /// its `Req_i` then, `currentCredit = credit`. Every hook that spends,
+    /// renews or recounts a tenant's credits or requests settles it first.
     #[inline]
     fn settle(&mut self, i: usize) {
         if self.settled[i] == self.reallocations {
             return;
         }
-        if self.req[i] > 0 && self.factor_of[i] != self.generation {
-            self.factor[i] = self.factor(i);
+        let req = self.requests_of(i);
+        if req > 0 && self.factor_of[i] != self.generation {
+            self.factor[i] = self.factor(i, req);
             self.factor_of[i] = self.generation;
         }
         let (c, _) = self.credit_and_current(i);
         self.credit[i] = c;
         self.current[i] = c;
         self.settled[i] = self.reallocations;
+        self.settled_count += 1;
+    }
+
+    /// Settles every tenant (before what settling reads changes for all).
+    fn settle_all(&mut self) {
+        if self.settled_count < self.credit.len() {
+            for i in 0..self.credit.len() {
+                self.settle(i);
+            }
+        }
     }
 
     #[inline]
@@ -464,68 +490,84 @@ impl Mtda {
         }
         let ended = (now - self.period_end) / self.period + 1;
         self.period_end = self.period_end.saturating_add(ended.saturating_mul(self.period));
+        self.settle_all();
         self.dispatched.iter_mut().for_each(|d| *d = 0);
-        // Unsettled tenants already hold `current = credit`.
-        for i in 0..self.credit.len() {
-            if self.settled[i] == self.reallocations {
-                self.current[i] = self.credit[i];
-            }
-        }
+        self.dispatched_total = 0;
+        self.current.clone_from(&self.credit);
     }
 
     /// Algorithm 1, EXHAUSTED (and the first allocation): eq. 7 from what
-    /// was observed in this credit period, computed per tenant when needed.
-    fn reallocate(&mut self, cx: &PolicyContext<'_>) {
+    /// was observed in this credit period, computed per tenant when needed;
+    /// then a traversal begins at tenant `start` with these counts.
+    fn reallocate(&mut self, start: usize, cx: &PolicyContext<'_>) {
+        // Every tenant's credits are replaced: those not settled since the
+        // last reallocation never will be.
         self.reallocations += 1;
-        let (mut sum, mut overflow) = (0u64, false);
-        match self.requests {
-            Requests::Period => {
-                for ((r, &q), &d) in self.req.iter_mut().zip(cx.queued).zip(&self.dispatched) {
-                    *r = q + d;
-                    let (s, o) = sum.overflowing_add(*r);
-                    (sum, overflow) = (s, overflow | o);
-                }
-            }
-            Requests::Queued => {
-                for (r, &q) in self.req.iter_mut().zip(cx.queued) {
-                    *r = q;
-                    let (s, o) = sum.overflowing_add(q);
-                    (sum, overflow) = (s, overflow | o);
-                }
+        self.settled_count = 0;
+        let (queued, overflow) = self.begin_traversal(start, cx);
+        // One pass over the counts; the tenants without requests.
+        let idle = match self.requests {
+            Requests::Period => self
+                .snapshot
+                .iter()
+                .zip(&self.dispatched)
+                .map(|(&q, &d)| usize::from(q == 0 && d == 0))
+                .sum(),
+            Requests::Queued => self.snapshot.iter().map(|&q| usize::from(q == 0)).sum(),
+        };
+        // The set of tenants with requests changed unless all had some
+        // then and have some now.
+        if idle != 0 || self.idle != 0 {
+            let changed = match self.requests {
+                Requests::Period => self
+                    .active
+                    .fill_with(|i| self.snapshot[i] + self.dispatched[i] > 0),
+                Requests::Queued => self.active.fill_with(|i| self.snapshot[i] > 0),
+            };
+            if changed || self.reallocations == 1 {
+                self.active_weight = self.active.iter().map(|i| self.weights[i]).sum();
+                self.generation += 1;
             }
         }
-        if self.active.fill_from(&self.req, |r| r > 0) || self.reallocations == 1 {
-            self.active_weight = self.active.iter().map(|i| self.weights[i]).sum();
-            self.generation += 1;
-        }
-        let requests = if !overflow && sum < 1 << 53 {
-            sum as f64
-        } else {
-            self.req.iter().map(|&r| r as f64).sum::<f64>()
+        self.idle = idle;
+        let dispatched = match self.requests {
+            Requests::Period => self.dispatched_total,
+            Requests::Queued => 0,
+        };
+        let requests = match queued.checked_add(dispatched) {
+            Some(sum) if !overflow && sum < 1 << 53 => sum as f64,
+            _ => (0..self.snapshot.len())
+                .map(|i| self.requests_of(i) as f64)
+                .sum::<f64>(),
         };
         self.denominator = self.base + requests;
         if self.allot == Allot::Cores {
-            for i in 0..self.credit.len() {
-                self.settle(i);
-            }
-            let req: Vec<f64> = self.req.iter().map(|&r| r as f64).collect();
+            self.settle_all();
+            let req: Vec<f64> = (0..self.snapshot.len())
+                .map(|i| self.requests_of(i) as f64)
+                .collect();
             allot_cores(&self.credit, &req, cx.slots, &mut self.cap);
         }
     }
 
-    /// Begins a traversal at tenant `start` with the channels' request counts.
-    fn begin_traversal(&mut self, start: usize, cx: &PolicyContext<'_>) {
+    /// Begins a traversal at tenant `start` with the channels' request
+    /// counts; returns their sum and whether it overflowed.
+    fn begin_traversal(&mut self, start: usize, cx: &PolicyContext<'_>) -> (u64, bool) {
         self.start = start % self.snapshot.len();
         self.step = 0;
-        self.snapshot.copy_from_slice(cx.queued);
-        self.pending.fill_from(&self.snapshot, |q| q > 0);
+        let (mut sum, mut overflow) = (0u64, false);
+        for (s, &q) in self.snapshot.iter_mut().zip(cx.queued) {
+            *s = q;
+            let (t, o) = sum.overflowing_add(q);
+            (sum, overflow) = (t, overflow | o);
+        }
+        (sum, overflow)
     }
 
-    /// The traversal step of the next tenant after step `from` that is ready
-    /// with requests left in the snapshot, or `n` if none is before the
-    /// traversal's end.
+    /// The traversal step of the next ready tenant at or after step `from`,
+    /// or `n` if none is before the traversal's end.
     #[inline]
-    fn next_candidate(&self, from: usize) -> usize {
+    fn next_ready(&self, from: usize) -> usize {
         let n = self.snapshot.len();
         if from >= n {
             return n;
@@ -533,11 +575,11 @@ impl Mtda {
         // Steps `from..n` are tenants `p..n` then `0..wrap`.
         let p = (self.start + from) % n;
         let first = (n - p).min(n - from);
-        if let Some(i) = self.ready.next_common(&self.pending, p, p + first) {
+        if let Some(i) = self.ready.next(p, p + first) {
             return from + (i - p);
         }
         let wrap = n - from - first;
-        match self.ready.next_common(&self.pending, 0, wrap) {
+        match self.ready.next(0, wrap) {
             Some(i) => from + first + i,
             None => n,
         }
@@ -552,13 +594,16 @@ impl Policy for Mtda {
 
     fn pick(&mut self, now: Nanos, cx: &PolicyContext<'_>) -> Option<usize> {
         self.roll(now);
-        if self.reallocations == 0 {
-            // The first allocation, when scheduling begins.
-            self.reallocate(cx);
-        }
         let n = self.snapshot.len();
         if n == 0 {
             return None;
+        }
+        if self.reallocations == 0 {
+            // The first allocation, when scheduling begins. Its traversal
+            // begins below, as a fresh one: the counts are copied again,
+            // after the cap check (which may end this decision first).
+            self.reallocate(0, cx);
+            self.step = n;
         }
         if self.allot == Allot::Cores && !self.ready.iter().any(|i| cx.in_flight[i] < self.cap[i]) {
             // Every tenant with work holds its share of the slots.
@@ -566,13 +611,15 @@ impl Policy for Mtda {
         }
         // The reference's bound on its loop, in turns: at most finish this
         // traversal, a fresh one up to an exhausted tenant, and a fresh one
-        // after the reallocation. Tenants that cannot go are skipped
+        // after the reallocation. Tenants that are not ready are skipped
         // together, each counted as the turn it would have taken.
         let mut turns = 3 * (n + 1) + 1;
         while turns > 0 {
             turns -= 1;
             if self.step >= n {
                 let next = self.start + n;
+                // The counts are read again: settle the tenants first.
+                self.settle_all();
                 self.begin_traversal(next, cx);
                 if self.ready_count == 0 {
                     return None;
@@ -585,11 +632,10 @@ impl Policy for Mtda {
                     return Some(i);
                 }
                 // EXHAUSTED: reallocate, then the next round.
-                self.reallocate(cx);
-                self.begin_traversal(i + 1, cx);
+                self.reallocate(i + 1, cx);
                 continue;
             }
-            let skipped = self.next_candidate(self.step + 1) - self.step - 1;
+            let skipped = self.next_ready(self.step + 1) - self.step - 1;
             if skipped > turns {
                 self.step += 1 + turns;
                 break;
@@ -615,12 +661,9 @@ impl Policy for Mtda {
         self.roll(now);
         self.settle(tenant);
         self.current[tenant] -= 1.0;
-        let left = self.snapshot[tenant].saturating_sub(1);
-        self.snapshot[tenant] = left;
-        if left == 0 {
-            self.pending.set(tenant, false);
-        }
+        self.snapshot[tenant] = self.snapshot[tenant].saturating_sub(1);
         self.dispatched[tenant] += 1;
+        self.dispatched_total += 1;
         self.set_ready(tenant, next.is_some());
     }
 

@@ -341,7 +341,7 @@ mod against_the_reference {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(1024))]
 
         /// Whole histories through the scheduler: the same dispatches, in
         /// the same order, as the implementation it replaced.

@@ -180,7 +180,7 @@ mod against_the_reference {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig::with_cases(1024))]
 
         /// Whole histories through the scheduler (latency-sensitive and
         /// other tenants, objectives and explicit deadlines, service longer
