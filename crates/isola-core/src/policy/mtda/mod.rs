@@ -504,17 +504,28 @@ impl Mtda {
         // last reallocation never will be.
         self.reallocations += 1;
         self.settled_count = 0;
-        let (queued, overflow) = self.begin_traversal(start, cx);
-        // One pass over the counts; the tenants without requests.
-        let idle = match self.requests {
-            Requests::Period => self
-                .snapshot
-                .iter()
-                .zip(&self.dispatched)
-                .map(|(&q, &d)| usize::from(q == 0 && d == 0))
-                .sum(),
-            Requests::Queued => self.snapshot.iter().map(|&q| usize::from(q == 0)).sum(),
-        };
+        self.begin_traversal(start);
+        // One pass: the counts copied, their sum, a bound on each, and the
+        // tenants without requests.
+        let (mut queued, mut any, mut idle) = (0u64, 0u64, 0usize);
+        match self.requests {
+            Requests::Period => {
+                for ((s, &q), &d) in self.snapshot.iter_mut().zip(cx.queued).zip(&self.dispatched) {
+                    *s = q;
+                    queued = queued.wrapping_add(q);
+                    any |= q;
+                    idle += usize::from((q | d) == 0);
+                }
+            }
+            Requests::Queued => {
+                for (s, &q) in self.snapshot.iter_mut().zip(cx.queued) {
+                    *s = q;
+                    queued = queued.wrapping_add(q);
+                    any |= q;
+                    idle += usize::from(q == 0);
+                }
+            }
+        }
         // The set of tenants with requests changed unless all had some
         // then and have some now.
         if idle != 0 || self.idle != 0 {
@@ -534,8 +545,12 @@ impl Mtda {
             Requests::Period => self.dispatched_total,
             Requests::Queued => 0,
         };
+        // Every count is at most `any`, so the sum did not wrap and is
+        // below 2^53 if `n x any + dispatched` is.
+        let n = self.snapshot.len() as u128;
+        let exact = n * u128::from(any) + u128::from(dispatched) < 1 << 53;
         let requests = match queued.checked_add(dispatched) {
-            Some(sum) if !overflow && sum < 1 << 53 => sum as f64,
+            Some(sum) if exact => sum as f64,
             _ => (0..self.snapshot.len())
                 .map(|i| self.requests_of(i) as f64)
                 .sum::<f64>(),
@@ -550,18 +565,11 @@ impl Mtda {
         }
     }
 
-    /// Begins a traversal at tenant `start` with the channels' request
-    /// counts; returns their sum and whether it overflowed.
-    fn begin_traversal(&mut self, start: usize, cx: &PolicyContext<'_>) -> (u64, bool) {
+    /// Begins a traversal at tenant `start`; the caller copies the
+    /// channels' request counts into the snapshot.
+    fn begin_traversal(&mut self, start: usize) {
         self.start = start % self.snapshot.len();
         self.step = 0;
-        let (mut sum, mut overflow) = (0u64, false);
-        for (s, &q) in self.snapshot.iter_mut().zip(cx.queued) {
-            *s = q;
-            let (t, o) = sum.overflowing_add(q);
-            (sum, overflow) = (t, overflow | o);
-        }
-        (sum, overflow)
     }
 
     /// The traversal step of the next ready tenant at or after step `from`,
@@ -620,7 +628,8 @@ impl Policy for Mtda {
                 let next = self.start + n;
                 // The counts are read again: settle the tenants first.
                 self.settle_all();
-                self.begin_traversal(next, cx);
+                self.begin_traversal(next);
+                self.snapshot.copy_from_slice(cx.queued);
                 if self.ready_count == 0 {
                     return None;
                 }

@@ -194,8 +194,11 @@ pub struct SlackStealing {
     /// Ready tenants whose head has a deadline, by (latest start, head
     /// sequence).
     deadlines: IndexedHeap,
-    /// Ready tenants by (minus the expected head cost, index).
+    /// Ready tenants by (minus the expected head cost, index), once a
+    /// deadline may occur (`deadlines_seen`): a tenant has an objective, or
+    /// a head had one. Until then no decision needs it.
     longest: IndexedHeap,
+    deadlines_seen: bool,
     /// Some key could not be ordered as the reference orders it.
     unordered: bool,
     /// The urgent tenants taken off `deadlines` during a decision.
@@ -215,6 +218,7 @@ impl SlackStealing {
             deferring: IndexedHeap::new(n),
             deadlines: IndexedHeap::new(n),
             longest: IndexedHeap::new(n),
+            deadlines_seen: setup.tenants.iter().any(|t| t.latency.is_some()),
             unordered: false,
             urgent: Vec::new(),
         }
@@ -247,7 +251,17 @@ impl SlackStealing {
             Some(ls) => self.deadlines.set(i, HeapKey::new(ls, h.seq)),
             None => self.deadlines.remove(i),
         }
-        self.longest.set(i, HeapKey::new(-cost, i as u64));
+        if self.deadlines_seen {
+            self.longest.set(i, HeapKey::new(-cost, i as u64));
+        } else if latest_start.is_some() {
+            // The first deadline: every ready tenant's head from now on.
+            self.deadlines_seen = true;
+            for (j, t) in self.tenants.iter().enumerate() {
+                if let Some(h) = t.head {
+                    self.longest.set(j, HeapKey::new(-t.expected_cost(&h), j as u64));
+                }
+            }
+        }
     }
 
     /// The smallest virtual time among the ready tenants.
