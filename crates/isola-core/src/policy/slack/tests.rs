@@ -196,3 +196,61 @@ mod against_the_reference {
         }
     }
 }
+
+/// A latest start that is NaN (an objective of infinitely many service
+/// times on a task predicted to cost nothing: infinity x 0) cannot be
+/// ordered in a heap as the reference's comparisons order it (on x86 the
+/// NaN is negative and heads the latest-start order, hiding the urgent
+/// tenant behind it): the policy notices and decides by the reference's
+/// scan, so both serve the urgent tenant first.
+#[test]
+fn an_unordered_latest_start_falls_back_to_the_reference_scan() {
+    use crate::policy::{PolicyContext, TenantShare};
+    let share = |class, latency| TenantShare {
+        weight: 1.0,
+        class,
+        latency,
+    };
+    let tenants = [
+        share(
+            TenantClass::LatencySensitive,
+            Some(LatencyObjective::ServiceMultiple(f64::INFINITY)),
+        ),
+        share(
+            TenantClass::LatencySensitive,
+            Some(LatencyObjective::Absolute(100)),
+        ),
+        share(TenantClass::BestEffort, None),
+    ];
+    let setup = PolicySetup {
+        tenants: &tenants,
+        slots: 1,
+    };
+    let mut fast = SlackStealing::new(&setup, 0.1);
+    let mut scan = reference::ReferenceSlack::new(&setup, 0.1);
+    let (in_flight, queued) = ([0u32; 3], [1u64; 3]);
+    let cx = PolicyContext {
+        tenants: &tenants,
+        slots: 1,
+        in_flight: &in_flight,
+        queued: &queued,
+    };
+    // Tenant 0's task costs nothing, tenant 1's 50 ns (due by 100 ns:
+    // latest start 40 ns), tenant 2's 500 ns: tenant 1 cannot wait.
+    for (t, cost) in [(0, 0), (1, 50), (2, 500)] {
+        let h = HeadInfo {
+            seq: t as u64,
+            arrival: 0,
+            bytes: cost,
+            cost,
+            remaining_cost: cost,
+            task_cost: cost,
+            deadline: None,
+        };
+        fast.on_ready(0, t, &h, &cx);
+        scan.on_ready(0, t, &h, &cx);
+    }
+    assert!(fast.unordered, "a NaN latest start was seen");
+    assert_eq!(scan.pick(0, &cx), Some(1));
+    assert_eq!(fast.pick(0, &cx), Some(1));
+}
