@@ -507,25 +507,8 @@ impl Mtda {
         self.begin_traversal(start);
         // One pass: the counts copied, their sum, a bound on each, and the
         // tenants without requests.
-        let (mut queued, mut any, mut idle) = (0u64, 0u64, 0usize);
-        match self.requests {
-            Requests::Period => {
-                for ((s, &q), &d) in self.snapshot.iter_mut().zip(cx.queued).zip(&self.dispatched) {
-                    *s = q;
-                    queued = queued.wrapping_add(q);
-                    any |= q;
-                    idle += usize::from((q | d) == 0);
-                }
-            }
-            Requests::Queued => {
-                for (s, &q) in self.snapshot.iter_mut().zip(cx.queued) {
-                    *s = q;
-                    queued = queued.wrapping_add(q);
-                    any |= q;
-                    idle += usize::from(q == 0);
-                }
-            }
-        }
+        let dispatched = (self.requests == Requests::Period).then_some(&self.dispatched[..]);
+        let Counts { queued, any, idle } = copy_and_count(&mut self.snapshot, cx.queued, dispatched);
         // The set of tenants with requests changed unless all had some
         // then and have some now.
         if idle != 0 || self.idle != 0 {
@@ -682,6 +665,7 @@ impl Policy for Mtda {
 }
 
 mod bits;
+mod counts;
 pub mod reference;
 #[cfg(test)]
 pub(crate) mod replay;
@@ -689,3 +673,4 @@ pub(crate) mod replay;
 mod tests;
 
 use bits::Bits;
+use counts::{copy_and_count, Counts};
