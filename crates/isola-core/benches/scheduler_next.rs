@@ -11,14 +11,20 @@
 //!
 //! `next_ref` and `cycle_ref` time the implementations a policy replaced,
 //! under the policy's name, in the same run: WLBVT's sequential scan
-//! ([`isola_core::policy::wlbvt::reference`], issue 17).
+//! ([`isola_core::policy::wlbvt::reference`]), ASTRAEA's, MTDA's and slack
+//! stealing's scans over every tenant
+//! ([`isola_core::policy::astraea::reference`],
+//! [`isola_core::policy::mtda::reference`],
+//! [`isola_core::policy::slack::reference`]) and iPipe's percentile
+//! selection per completion ([`isola_core::policy::ipipe::reference`]), all
+//! issue 17.
 //!
 //! Run: `cargo bench -p isola-core --bench scheduler_next`; or, for the
 //! fastest and median batch of chosen ids (see [`min_of_batches`]),
 //! `SCHEDULER_NEXT_MIN=sfq/1024,ref:wlbvt/128 cargo bench -p isola-core --bench scheduler_next`.
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
-use isola_core::policy::wlbvt;
+use isola_core::policy::{astraea, ipipe, mtda, slack, wlbvt};
 use isola_core::{
     AffineCost, EngineId, EngineKind, EngineSpec, OpSpec, PolicyInfo, Scheduler, SchedulerBuilder, Slo, Task,
     TaskId, TenantId, POLICIES,
@@ -32,10 +38,12 @@ const COST: u64 = 1_000;
 const BATCH_SLOTS: u32 = 64;
 
 /// Replaced implementations, each with the name of the policy it was.
-const REFERENCES: [(&str, PolicyInfo); 3] = [
+const REFERENCES: [(&str, PolicyInfo); 5] = [
     ("wlbvt", wlbvt::reference::INFO),
-    ("astraea", isola_core::policy::astraea::reference::INFO),
-    ("ipipe", isola_core::policy::ipipe::reference::INFO),
+    ("astraea", astraea::reference::INFO),
+    ("ipipe", ipipe::reference::INFO),
+    ("mtda", mtda::reference::INFO),
+    ("slack", slack::reference::INFO),
 ];
 
 /// What a benchmark group runs: (benchmark name, policy).
