@@ -220,15 +220,12 @@ impl ReadyLanes {
                 fold(&mut best_key[j], &mut best_seq[j], k, seq[j]);
             }
         }
-        // The accumulators pairwise, as a tree: four dependent steps.
-        let mut width = ACCUMULATORS / 2;
-        while width > 0 {
-            for j in 0..width {
-                let (k, s) = (best_key[j + width], best_seq[j + width]);
-                fold(&mut best_key[j], &mut best_seq[j], k, s);
-            }
-            width /= 2;
-        }
+        // The accumulators pairwise, as a tree: four dependent steps, each
+        // of a fixed width so that it is one vector operation.
+        fold_half::<8>(&mut best_key, &mut best_seq);
+        fold_half::<4>(&mut best_key, &mut best_seq);
+        fold_half::<2>(&mut best_key, &mut best_seq);
+        fold_half::<1>(&mut best_key, &mut best_seq);
         let (mut min_key, mut min_seq) = (best_key[0], best_seq[0]);
         for i in n - n % ACCUMULATORS..n {
             let k = key(
@@ -312,6 +309,15 @@ fn key(
 /// Lanes compared at once when searching for a value: one branch per chunk
 /// instead of per lane.
 const SEARCH_CHUNK: usize = 8;
+
+/// Folds accumulators `W..2W` into `0..W`.
+#[inline(always)]
+fn fold_half<const W: usize>(keys: &mut [f64; ACCUMULATORS], seqs: &mut [f64; ACCUMULATORS]) {
+    for j in 0..W {
+        let (k, s) = (keys[j + W], seqs[j + W]);
+        fold(&mut keys[j], &mut seqs[j], k, s);
+    }
+}
 
 /// Folds `(k, s)` into the smallest `(key, seq)` so far, lexicographically
 /// and without branches (the loop vectorises into blends).
