@@ -27,6 +27,8 @@ pub mod mclock;
 mod memory_tests;
 pub mod mtda;
 pub mod registry;
+#[cfg(test)]
+pub(crate) mod replay;
 pub mod sfq;
 pub mod slack;
 pub mod static_partition;

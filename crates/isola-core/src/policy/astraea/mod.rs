@@ -88,8 +88,6 @@
 //! O(log n) in the tenants, not a scan of them all; [`mod@reference`] keeps the
 //! scan, which the tests check the heaps against.
 
-#[cfg(test)]
-pub(crate) mod history;
 mod index;
 pub mod reference;
 #[cfg(test)]

@@ -310,7 +310,9 @@ fn a_lone_tenant_is_served_at_once_even_after_idle_periods() {
 
 mod equivalence {
     use super::super::index::ReadyIndex;
-    use super::super::{history, reference, Tenant};
+    use super::super::{reference, Tenant};
+    use crate::engine::EngineKind;
+    use crate::policy::replay;
     use proptest::prelude::*;
 
     /// A tenant's state as the decision reads it: budgets not in proportion
@@ -380,29 +382,23 @@ mod equivalence {
         /// the pool and the fall-back order all come into play).
         #[test]
         fn decides_as_the_scan(
-            slos in prop::collection::vec(history::slo(), 1..300),
-            slots in 1u32..9,
-            fragment in prop::option::of(300u64..3_000),
+            setup in replay::setup(300, 0.0),
             (period, ops) in (200u64..30_000)
-                .prop_flat_map(|period| (Just(period), history::ops(period / 3 + 2, 1..600))),
+                .prop_flat_map(|period| (Just(period), replay::ops(period / 3 + 2, 1..600))),
             alpha in prop::sample::select(vec!["0.2", "1", "0.05", "0.7"]),
             reserve in prop::sample::select(vec!["0.1", "0", "0.6"]),
             ls_idle in prop::sample::select(vec!["0.01", "0", "0.3"]),
             substantial in prop::sample::select(vec!["0.5", "0", "0.05"]),
         ) {
-            let params = [
+            let params = replay::params([
                 ("period", period.to_string()),
                 ("alpha", alpha.to_string()),
                 ("reserve", reserve.to_string()),
                 ("ls_idle", ls_idle.to_string()),
                 ("substantial", substantial.to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-            let build = |name| history::scheduler(name, reference::INFO, &params, &slos, slots, fragment);
-            let (mut fast, mut scan) = (build("astraea"), build(reference::INFO.name));
-            history::replay(&mut fast, &mut scan, slos.len(), &ops)?;
+            ]);
+            let kind = EngineKind::Accelerator;
+            replay::same_dispatches("astraea", reference::INFO, kind, &params, &setup, &ops)?;
         }
     }
 }

@@ -166,7 +166,8 @@ fn percentile_is_nearest_rank() {
 mod equivalence {
     use super::super::reference;
     use super::*;
-    use crate::policy::astraea::history;
+    use crate::engine::EngineKind;
+    use crate::policy::replay;
     use proptest::prelude::*;
 
     fn params(window: usize, percentile: f64, tail: u64, back: f64) -> IpipeParams {
@@ -228,30 +229,24 @@ mod equivalence {
         /// windows small enough that tenants move both ways).
         #[test]
         fn decides_as_the_percentile_selection(
-            slos in prop::collection::vec(history::slo(), 1..300),
-            slots in 1u32..9,
-            fragment in prop::option::of(300u64..3_000),
+            setup in replay::setup(300, 0.0),
             tail in 1u64..30_000,
             back in prop::option::of(1u64..30_000),
             window in 1usize..24,
             percentile in prop::sample::select(vec!["50", "90", "99", "100"]),
             quantum in prop::sample::select(vec!["auto", "700"]),
-            ops in history::ops(4_000, 1..500),
+            ops in replay::ops(4_000, 1..500),
         ) {
             let back = back.map_or("auto".to_string(), |b| b.min(tail).to_string());
-            let params = [
+            let params = replay::params([
                 ("tail_threshold", tail.to_string()),
                 ("return_threshold", back),
                 ("window", window.to_string()),
                 ("percentile", percentile.to_string()),
                 ("quantum", quantum.to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-            let build = |name| history::scheduler(name, reference::INFO, &params, &slos, slots, fragment);
-            let (mut fast, mut select) = (build("ipipe"), build(reference::INFO.name));
-            history::replay(&mut fast, &mut select, slos.len(), &ops)?;
+            ]);
+            let kind = EngineKind::Accelerator;
+            replay::same_dispatches("ipipe", reference::INFO, kind, &params, &setup, &ops)?;
         }
     }
 }

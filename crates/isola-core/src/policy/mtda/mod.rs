@@ -668,8 +668,6 @@ mod bits;
 mod counts;
 pub mod reference;
 #[cfg(test)]
-pub(crate) mod replay;
-#[cfg(test)]
 mod tests;
 
 use bits::Bits;

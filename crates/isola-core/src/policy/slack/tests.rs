@@ -176,7 +176,8 @@ fn an_explicit_deadline_makes_a_task_urgent() {
 
 mod against_the_reference {
     use super::super::reference;
-    use crate::policy::mtda::replay;
+    use crate::engine::EngineKind;
+    use crate::policy::replay;
     use proptest::prelude::*;
 
     proptest! {
@@ -188,11 +189,12 @@ mod against_the_reference {
         /// order, as the implementation it replaced.
         #[test]
         fn slack_decides_as_the_reference(
-            setup in replay::setup(300),
+            setup in replay::setup(300, 2.0 / 3.0),
             guard in prop::sample::select(vec!["0", "0.1", "0.5"]),
-            ops in replay::ops(400),
+            ops in replay::ops(4_000, 1..400),
         ) {
-            replay::same_dispatches("slack", reference::INFO, &[("guard", guard)], &setup, &ops)?;
+            let (kind, params) = (EngineKind::ProcessingUnits, replay::params([("guard", guard)]));
+            replay::same_dispatches("slack", reference::INFO, kind, &params, &setup, &ops)?;
         }
     }
 }
