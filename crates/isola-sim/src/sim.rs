@@ -299,7 +299,10 @@ impl<'a> Sim<'a> {
             policy: policy.name.clone(),
             results: RunRecorder::for_scenario(scenario, |i| solo.is_none_or(|s| s == i)),
             matching: ingress_rules(&scenario.tenants),
-            hashes_flows: scenario.engines.iter().any(|e| matches!(e.steering, Steering::Rss { .. })),
+            hashes_flows: scenario
+                .engines
+                .iter()
+                .any(|e| matches!(e.steering, Steering::Rss { .. })),
             sched,
             devices,
             tenants,
