@@ -84,7 +84,9 @@ impl AffineCost {
 
 impl CostModel for AffineCost {
     fn predict(&self, _op: &str, bytes: Bytes) -> Option<Nanos> {
-        Some((self.base_ns + self.per_byte_ns * bytes as f64).round() as Nanos)
+        Some(crate::units::round_ns(
+            self.base_ns + self.per_byte_ns * bytes as f64,
+        ))
     }
 }
 
@@ -146,7 +148,7 @@ impl PiecewiseLinearCost {
 
 impl CostModel for PiecewiseLinearCost {
     fn predict(&self, _op: &str, bytes: Bytes) -> Option<Nanos> {
-        Some(self.interpolate(bytes).max(0.0).round() as Nanos)
+        Some(crate::units::round_ns(self.interpolate(bytes).max(0.0)))
     }
 }
 

@@ -12,6 +12,22 @@ pub type Nanos = u64;
 /// A size in bytes.
 pub type Bytes = u64;
 
+/// `x` rounded to the nearest integer, halves away from zero, as `x.round()
+/// as u64` gives it (negative and NaN: 0; past `u64::MAX`: `u64::MAX`), but
+/// without the C library's `round`, which a baseline x86-64 build calls
+/// for every rounding: cost models and the simulator round a few times
+/// per task.
+#[inline]
+pub fn round_ns(x: f64) -> u64 {
+    // Below 2^52 a double's fraction `x - trunc(x)` is exact.
+    if (0.0..4_503_599_627_370_496.0).contains(&x) {
+        let whole = x as u64;
+        whole + u64::from(x - whole as f64 >= 0.5)
+    } else {
+        x.round() as u64
+    }
+}
+
 /// Nanoseconds in one second.
 pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 
@@ -109,6 +125,30 @@ impl fmt::Display for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_ns_rounds_as_the_standard_library_does() {
+        let edge = [
+            0.0,
+            -0.0,
+            0.5,
+            0.49999999999999994,
+            1.5,
+            2.5,
+            -0.5,
+            -3.7,
+            f64::NAN,
+            f64::INFINITY,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            1e19,
+            1e30,
+        ];
+        let spread = (0..100_000).map(|i| i as f64 * 0.137 + (i % 7) as f64 * 0.5);
+        for x in edge.into_iter().chain(spread) {
+            assert_eq!(round_ns(x), x.round() as u64, "{x}");
+        }
+    }
 
     #[test]
     fn rates_reject_non_positive_and_non_finite_values() {

@@ -29,20 +29,7 @@ use isola_model::scenario::PolicyRun;
 use isola_model::{Scenario, SimReport};
 pub use sim::{run_policy, scheduler_for, SimError};
 
-/// `x` rounded to the nearest integer, halves away from zero, as `x.round()
-/// as u64` gives it (negative and NaN: 0; past `u64::MAX`: `u64::MAX`), but
-/// without the C library's `round`, which a baseline x86-64 build calls
-/// for every rounding: a simulated run rounds a few times per event.
-#[inline]
-pub(crate) fn round_ns(x: f64) -> u64 {
-    // Below 2^52 a double's fraction `x - trunc(x)` is exact.
-    if (0.0..4_503_599_627_370_496.0).contains(&x) {
-        let whole = x as u64;
-        whole + u64::from(x - whole as f64 >= 0.5)
-    } else {
-        x.round() as u64
-    }
-}
+pub(crate) use isola_core::units::round_ns;
 
 /// Runs every policy of `scenario` (or only `policies`, by label or name)
 /// with `seed` (or the scenario's), adding solo runs for slowdowns and Fair2
@@ -101,33 +88,4 @@ pub fn solo_latencies(
             Ok(solo.tenants[t].latency_ns.mean)
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::round_ns;
-
-    #[test]
-    fn round_ns_rounds_as_the_standard_library_does() {
-        let edge = [
-            0.0,
-            -0.0,
-            0.5,
-            0.49999999999999994,
-            1.5,
-            2.5,
-            -0.5,
-            -3.7,
-            f64::NAN,
-            f64::INFINITY,
-            4_503_599_627_370_495.5,
-            4_503_599_627_370_496.0,
-            1e19,
-            1e30,
-        ];
-        let spread = (0..100_000).map(|i| i as f64 * 0.137 + (i % 7) as f64 * 0.5);
-        for x in edge.into_iter().chain(spread) {
-            assert_eq!(round_ns(x), x.round() as u64, "{x}");
-        }
-    }
 }

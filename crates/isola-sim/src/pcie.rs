@@ -126,7 +126,7 @@ impl Wire {
         let start = self.free_at.max(now as f64 - 0.5);
         self.free_at = start + bytes as f64 * ns_per_byte;
         self.busy = true;
-        (self.free_at.round() as Nanos).max(now + 1)
+        crate::round_ns(self.free_at).max(now + 1)
     }
 }
 

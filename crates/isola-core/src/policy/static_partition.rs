@@ -217,7 +217,7 @@ impl TimeSlices {
     /// Length of tenant `t`'s slice (at least 1 ns).
     fn length(&self, t: usize) -> Nanos {
         let base = self.fixed.unwrap_or(self.largest as f64);
-        ((base * self.scale[t]).round() as Nanos).max(1)
+        crate::units::round_ns(base * self.scale[t]).max(1)
     }
 
     /// Moves the slice on to the one holding `now`, or starts the first
