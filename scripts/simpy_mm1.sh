@@ -4,8 +4,13 @@
 # customers, in one sitting: `isola sim scenarios/mm1.toml` (2 M customers
 # at rho 0.8, with its windows and histograms) and scripts/simpy_mm1.py (the
 # same queue written as SimPy's documentation writes one), taking turns for
-# ROUNDS rounds. Prints each run's wall time, customers per second and
-# mean sojourn (theory: 1/(mu - lambda) = 5 us), and each round's ratio.
+# ROUNDS rounds, with the floor under both: the same queue written as the
+# least a simulator does with Isola's event queue, random streams and
+# histogram (crates/isola-sim/examples/mm1_floor.rs: no scheduler, no
+# device model, no per-window statistics). Prints each run's wall time,
+# customers per second and mean sojourn (theory: 1/(mu - lambda) = 5 us),
+# and each round's ratios: SimPy / isola, and SimPy / floor, the most any
+# simulator built on those pieces could reach here.
 #
 # Usage: scripts/simpy_mm1.sh
 # Settings (environment): ROUNDS=3; VENV (default: a scratch folder, removed
@@ -28,7 +33,9 @@ if ! "$venv/bin/python" -c 'import simpy' 2>/dev/null; then
   "$venv/bin/pip" install -q "simpy==$SIMPY_VERSION"
 fi
 cargo build -q --release -p isola-cli
+cargo build -q --release -p isola-sim --example mm1_floor
 isola=${CARGO_TARGET_DIR:-target}/release/isola
+floor=${CARGO_TARGET_DIR:-target}/release/examples/mm1_floor
 customers=$(sed -n 's/^count = \([0-9]*\)$/\1/p' scenarios/mm1.toml)
 
 wall() { # wall OUT COMMAND...: runs it (stdout to OUT), prints its wall time in seconds
@@ -46,9 +53,11 @@ printf '%-6s %-10s %-10s %-14s %-18s\n' round tool "wall (s)" "customers/s" "mea
 for r in $(seq 1 "$ROUNDS"); do
   t_isola=$(wall "$scratch/isola.json" "$isola" sim scenarios/mm1.toml --json)
   t_simpy=$(wall "$scratch/simpy.json" "$venv/bin/python" scripts/simpy_mm1.py "$customers")
+  t_floor=$(wall "$scratch/floor.json" "$floor" "$customers")
   sojourn_isola=$(jq -r '.policies[0].tenants[0].latency_ns.mean / 1000' "$scratch/isola.json")
   sojourn_simpy=$(jq -r '.mean_sojourn_us' "$scratch/simpy.json")
   printf '%-6s %-10s %-10.2f %-14.0f %-18.3f\n' "$r" isola "$t_isola" "$(echo "$customers / $t_isola" | bc -l)" "$sojourn_isola"
   printf '%-6s %-10s %-10.2f %-14.0f %-18.3f\n' "$r" simpy "$t_simpy" "$(echo "$customers / $t_simpy" | bc -l)" "$sojourn_simpy"
-  printf '       simpy / isola: %.1fx\n' "$(echo "$t_simpy / $t_isola" | bc -l)"
+  printf '%-6s %-10s %-10.2f %-14.0f %-18.3f\n' "$r" floor "$t_floor" "$(echo "$customers / $t_floor" | bc -l)" "$(jq -r '.mean_sojourn_us' "$scratch/floor.json")"
+  printf '       simpy / isola: %.1fx   simpy / floor: %.1fx\n' "$(echo "$t_simpy / $t_isola" | bc -l)" "$(echo "$t_simpy / $t_floor" | bc -l)"
 done
