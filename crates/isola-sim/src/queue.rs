@@ -1,45 +1,64 @@
 //! The event queue: events by time, simultaneous ones in the order they
 //! were pushed, so that a scenario and a seed give the same run every time.
 //!
-//! A binary min-heap keyed by one `u128`, time then push sequence, so that
-//! a comparison is a single integer compare. A radix heap over the times
+//! A binary heap keyed by one `u128`, time then push sequence, so that a
+//! comparison is a single integer compare. A radix heap over the times
 //! (monotone in a simulator) was measured against it (issue 17,
 //! docs/perf.md): 4-6% slower on the M/M/1 queue and at 128 tenants, where
 //! a handful to a few hundred events are pending, and 6% faster only at
 //! 1,024 tenants; the heap stays.
-//!
-//! Written here rather than taken from `std::collections::BinaryHeap`:
-//! its `pop` swaps the last element into the root in 8-byte pieces and
-//! reads it back whole, a store-forwarding stall that cost 9-11% of the
-//! M/M/1 run (issue 17). This heap keeps keys and events in two arrays and
-//! moves a hole down from the root ("bottom-up" deletion, as std does
-//! after its swap), so each element is read once and written once.
 
 use isola_core::Nanos;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// A pending event and its key: time in the high 64 bits, push sequence in
+/// the low ones.
+#[derive(Debug, Clone)]
+struct Pending<E> {
+    key: u128,
+    event: E,
+}
+
+impl<E> PartialEq for Pending<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl<E> Eq for Pending<E> {}
+
+impl<E> PartialOrd for Pending<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<E> Ord for Pending<E> {
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.key.cmp(&self.key)
+    }
+}
 
 /// Events by time, simultaneous ones in push order (see the module
 /// documentation).
 #[derive(Debug, Clone)]
 pub struct EventQueue<E> {
-    /// Heap-ordered keys: time in the high 64 bits, push sequence in the
-    /// low ones. `keys[i] <= keys[2i + 1], keys[2i + 2]`.
-    keys: Vec<u128>,
-    /// `events[i]` is the event of `keys[i]`.
-    events: Vec<E>,
+    heap: BinaryHeap<Pending<E>>,
     pushed: u64,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            keys: Vec::new(),
-            events: Vec::new(),
+            heap: BinaryHeap::new(),
             pushed: 0,
         }
     }
 }
 
-impl<E: Copy> EventQueue<E> {
+impl<E> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         Self::default()
@@ -47,78 +66,29 @@ impl<E: Copy> EventQueue<E> {
 
     /// Events queued.
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.heap.len()
     }
 
     /// Whether no event is queued.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.heap.is_empty()
     }
 
     /// Queues `event` at `at`.
     #[inline]
     pub fn push(&mut self, at: Nanos, event: E) {
         self.pushed += 1;
-        let key = u128::from(at) << 64 | u128::from(self.pushed);
-        // Sift up: move parents greater than `key` down into the hole.
-        let mut hole = self.keys.len();
-        self.keys.push(key);
-        self.events.push(event);
-        while hole > 0 {
-            let parent = (hole - 1) / 2;
-            if self.keys[parent] <= key {
-                break;
-            }
-            self.keys[hole] = self.keys[parent];
-            self.events[hole] = self.events[parent];
-            hole = parent;
-        }
-        self.keys[hole] = key;
-        self.events[hole] = event;
-        debug_assert_eq!(self.keys.len(), self.events.len());
+        self.heap.push(Pending {
+            key: u128::from(at) << 64 | u128::from(self.pushed),
+            event,
+        });
     }
 
     /// Takes the earliest event (the first pushed among simultaneous ones)
     /// with its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let first = (*self.keys.first()?, self.events[0]);
-        // The last element fills the hole left at the root.
-        let (Some(key), Some(event)) = (self.keys.pop(), self.events.pop()) else {
-            unreachable!("keys and events have the same length");
-        };
-        let n = self.keys.len();
-        if n > 0 {
-            // Move the hole down along the smaller children to a leaf, then
-            // up to where the last element belongs: fewer comparisons than
-            // stopping on the way down, since it usually belongs low.
-            let mut hole = 0;
-            let mut child = 1;
-            while child + 1 < n {
-                child += usize::from(self.keys[child + 1] < self.keys[child]);
-                self.keys[hole] = self.keys[child];
-                self.events[hole] = self.events[child];
-                hole = child;
-                child = 2 * hole + 1;
-            }
-            if child < n {
-                self.keys[hole] = self.keys[child];
-                self.events[hole] = self.events[child];
-                hole = child;
-            }
-            while hole > 0 {
-                let parent = (hole - 1) / 2;
-                if self.keys[parent] <= key {
-                    break;
-                }
-                self.keys[hole] = self.keys[parent];
-                self.events[hole] = self.events[parent];
-                hole = parent;
-            }
-            self.keys[hole] = key;
-            self.events[hole] = event;
-        }
-        Some(((first.0 >> 64) as Nanos, first.1))
+        self.heap.pop().map(|p| ((p.key >> 64) as Nanos, p.event))
     }
 }
 
