@@ -50,7 +50,10 @@ impl DispatchedTask {
     /// What a dispatch says of `task`, whose cost was predicted at submission.
     #[inline]
     pub(super) fn of(task: &Task) -> Self {
-        debug_assert!(task.predicted_cost.is_some(), "submit fills in the predicted cost");
+        debug_assert!(
+            task.predicted_cost.is_some(),
+            "submit fills in the predicted cost"
+        );
         DispatchedTask {
             id: task.id,
             tenant: task.tenant,

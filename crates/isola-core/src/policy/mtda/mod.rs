@@ -255,7 +255,7 @@ pub enum Allot {
 /// counts must be read) in one pass that copies and adds them, and computes
 /// no tenant's credits: a tenant's are computed from its `Req_i`, still in
 /// the traversal's snapshot, when the traversal reaches it
-/// ([`Mtda::settle`]). The traversal skips tenants that are not ready with a
+/// (`Mtda::settle`). The traversal skips tenants that are not ready with a
 /// bit set, a word of 64 tenants at a time. Decisions are those of
 /// [`reference::ReferenceMtda`], bit for bit: `sum_j Req_j` is added up in
 /// integers, which is exact and equal to the floating-point sum the
