@@ -278,16 +278,21 @@ impl ReadyLanes {
                 fold(&mut best_key[j], &mut best_seq[j], k, b.head_seq[j]);
             }
         }
-        // The accumulators pairwise, as a tree: four dependent steps, each
-        // of a fixed width so that it is one vector operation.
-        fold_half::<8>(&mut best_key, &mut best_seq);
-        fold_half::<4>(&mut best_key, &mut best_seq);
-        fold_half::<2>(&mut best_key, &mut best_seq);
-        fold_half::<1>(&mut best_key, &mut best_seq);
-        let (min_key, min_seq) = (best_key[0], best_seq[0]);
+        // The smallest key over the accumulators, then the smallest
+        // sequence number among those holding it: the lexicographic minimum,
+        // as two reductions of four fixed-width steps each (vector minima
+        // and blends, no data-dependent branch).
+        let min_key = min_of(best_key);
         if min_key == f64::INFINITY {
             return None;
         }
+        let min_seq = min_of(std::array::from_fn(|j| {
+            if best_key[j] == min_key {
+                best_seq[j]
+            } else {
+                f64::INFINITY
+            }
+        }));
         // Sequence numbers are distinct: find the one lane that has it, one
         // branch per chunk.
         for (i, b) in self.blocks.iter().enumerate() {
@@ -361,12 +366,22 @@ fn key(
 /// instead of per lane.
 const SEARCH_CHUNK: usize = 8;
 
-/// Folds accumulators `W..2W` into `0..W`.
+/// The smallest of `v` (none is NaN), pairwise in halves: four dependent
+/// steps, each of a fixed width so that it is one vector operation.
 #[inline(always)]
-fn fold_half<const W: usize>(keys: &mut [f64; ACCUMULATORS], seqs: &mut [f64; ACCUMULATORS]) {
+fn min_of(mut v: [f64; ACCUMULATORS]) -> f64 {
+    min_half::<8>(&mut v);
+    min_half::<4>(&mut v);
+    min_half::<2>(&mut v);
+    min_half::<1>(&mut v);
+    v[0]
+}
+
+/// `v[j] = min(v[j], v[j + W])` for `j < W`.
+#[inline(always)]
+fn min_half<const W: usize>(v: &mut [f64; ACCUMULATORS]) {
     for j in 0..W {
-        let (k, s) = (keys[j + W], seqs[j + W]);
-        fold(&mut keys[j], &mut seqs[j], k, s);
+        v[j] = if v[j + W] < v[j] { v[j + W] } else { v[j] };
     }
 }
 
