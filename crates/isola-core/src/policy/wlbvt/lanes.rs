@@ -1,23 +1,35 @@
-//! WLBVT's ready tenants as a structure of arrays, and the decision over them
-//! as a data-parallel scan.
+//! WLBVT's ready tenants as blocks of structures of arrays, and the decision
+//! over them as a data-parallel scan.
 //!
 //! OSMOSIS' hardware compares every FMQ in one comparator tree each cycle
 //! (the WLBVT section and Listing 1 of the paper). The software equivalent is
-//! a scan without loop-carried dependencies: one contiguous array per value
-//! the rule reads, indexed by position in the ready set, so the compiler
-//! turns the loop into SIMD on the baseline x86-64 target (SSE2, two `f64`
-//! lanes). The same code is also compiled for AVX2 and AVX-512 and chosen at
-//! run time where the CPU has them: the divisions bound the scan,
-//! and wider registers divide more lanes at once. No fused multiply-add is
-//! enabled, so every version computes the same keys.
+//! a scan without loop-carried dependencies over the values the rule reads,
+//! so the compiler turns the loop into SIMD on the baseline x86-64 target
+//! (SSE2, two `f64` lanes). The same code is also compiled for AVX2 and
+//! AVX-512 and chosen at run time where the CPU has them: the divisions
+//! bound the scan, and wider registers divide more lanes at once. No fused
+//! multiply-add is enabled, so every version computes the same keys.
 //!
-//! The decision is one pass over L1-resident arrays: each ready tenant's
+//! The lanes are stored as blocks of sixteen, each field's sixteen values
+//! contiguous (an array of structures of arrays): the scan reads one
+//! sequential stream of adjacent cache lines, which matters in the
+//! simulator, whose own state evicts the lanes from L1 between decisions.
+//! The last block is padded with lanes that can never win, so the pass has
+//! no scalar remainder: with six separate arrays, the up to fifteen lanes
+//! past the last multiple of sixteen took a loop-carried scalar fold that
+//! cost more than the vector pass (`perf annotate` of `isola bench sim` at
+//! 128 tenants, ~122 ready: ~40% of the pick's samples). Measured in
+//! docs/perf.md ("wlbvt's lanes in the simulator").
+//!
+//! The decision is one pass: each ready tenant's
 //! key, its `tput / w` if it is under its slot limit, else `+inf` (branch-free,
 //! no data-dependent control flow), folded into the smallest (key, head
 //! sequence number) pair of one of sixteen independent accumulators, so the
 //! loop vectorises into divisions and blends (the lexicographic minimum over
 //! non-NaN keys is exact, associative and commutative, so the grouping does
-//! not change the result). The accumulators are then combined pairwise, and
+//! not change the result). The accumulators are then combined by two
+//! branch-free reductions (the smallest key, then the smallest sequence
+//! number among those holding it), and
 //! the one lane with the winning sequence number found eight lanes a step.
 //! An earlier form stored the keys and made two more passes for the minimum
 //! and the tie; the single pass takes 0.88x its time at 128 tenants and
@@ -73,16 +85,44 @@ pub(super) struct Lane {
     pub(super) head_seq: f64,
 }
 
-/// Ready tenants, densely, one array per field of [`Lane`].
+/// Lanes in one [`Block`]: one accumulator each, so a block is one round of
+/// the vector pass.
+const BLOCK: usize = ACCUMULATORS;
+
+/// [`BLOCK`] consecutive lanes, each field's values contiguous: the scan
+/// reads one block after another, one sequential stream of adjacent cache
+/// lines (768 B, twelve lines, a block) instead of six separate arrays.
+/// Lanes past the last ready tenant hold [`PADDING`].
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Block {
+    updated: [f64; BLOCK],
+    occupancy: [f64; BLOCK],
+    active_time: [f64; BLOCK],
+    running: [f64; BLOCK],
+    weight: [f64; BLOCK],
+    head_seq: [f64; BLOCK],
+}
+
+/// A block of unused lanes: `running = +inf` fails every slot limit (the
+/// comparison is false even when `share x w` is NaN), so the key is `+inf`,
+/// and a `+inf` sequence number never displaces an accumulator, never
+/// matches a winner's (finite) one.
+const PADDING: Block = Block {
+    updated: [0.0; BLOCK],
+    occupancy: [0.0; BLOCK],
+    active_time: [0.0; BLOCK],
+    running: [f64::INFINITY; BLOCK],
+    weight: [0.0; BLOCK],
+    head_seq: [f64::INFINITY; BLOCK],
+};
+
+/// Ready tenants, densely (lane `i` is lane `i % BLOCK` of block
+/// `i / BLOCK`), as blocks of [`Lane`]s' fields.
 #[derive(Debug, Clone, Default)]
 pub(super) struct ReadyLanes {
     tenant: Vec<u32>,
-    updated: Vec<f64>,
-    occupancy: Vec<f64>,
-    active_time: Vec<f64>,
-    running: Vec<f64>,
-    weight: Vec<f64>,
-    head_seq: Vec<f64>,
+    blocks: Vec<Block>,
 }
 
 impl ReadyLanes {
@@ -90,12 +130,7 @@ impl ReadyLanes {
     pub(super) fn with_capacity(n: usize) -> Self {
         ReadyLanes {
             tenant: Vec::with_capacity(n),
-            updated: Vec::with_capacity(n),
-            occupancy: Vec::with_capacity(n),
-            active_time: Vec::with_capacity(n),
-            running: Vec::with_capacity(n),
-            weight: Vec::with_capacity(n),
-            head_seq: Vec::with_capacity(n),
+            blocks: Vec::with_capacity(n.div_ceil(BLOCK)),
         }
     }
 
@@ -116,38 +151,69 @@ impl ReadyLanes {
 
     /// Appends `lane`; returns its position.
     pub(super) fn push(&mut self, lane: Lane) -> usize {
+        let pos = self.len();
+        if pos % BLOCK == 0 {
+            self.blocks.push(PADDING);
+        }
         self.tenant.push(lane.tenant);
-        self.updated.push(lane.updated);
-        self.occupancy.push(lane.occupancy);
-        self.active_time.push(lane.active_time);
-        self.running.push(lane.running);
-        self.weight.push(lane.weight);
-        self.head_seq.push(lane.head_seq);
-        self.len() - 1
+        self.write(pos, &lane);
+        pos
     }
 
     /// Overwrites the lane at `pos`.
     pub(super) fn set(&mut self, pos: usize, lane: Lane) {
         self.tenant[pos] = lane.tenant;
-        self.updated[pos] = lane.updated;
-        self.occupancy[pos] = lane.occupancy;
-        self.active_time[pos] = lane.active_time;
-        self.running[pos] = lane.running;
-        self.weight[pos] = lane.weight;
-        self.head_seq[pos] = lane.head_seq;
+        self.write(pos, &lane);
     }
 
     /// Removes the lane at `pos`, moving the last lane into its place;
     /// returns the tenant of the moved lane, if one moved.
     pub(super) fn swap_remove(&mut self, pos: usize) -> Option<u32> {
+        let last = self.len() - 1;
+        if pos != last {
+            let moved = self.read(last);
+            self.write(pos, &moved);
+        }
         self.tenant.swap_remove(pos);
-        self.updated.swap_remove(pos);
-        self.occupancy.swap_remove(pos);
-        self.active_time.swap_remove(pos);
-        self.running.swap_remove(pos);
-        self.weight.swap_remove(pos);
-        self.head_seq.swap_remove(pos);
+        let (lb, lj) = (last / BLOCK, last % BLOCK);
+        if lj == 0 {
+            self.blocks.pop();
+        } else {
+            let b = &mut self.blocks[lb];
+            b.updated[lj] = PADDING.updated[lj];
+            b.occupancy[lj] = PADDING.occupancy[lj];
+            b.active_time[lj] = PADDING.active_time[lj];
+            b.running[lj] = PADDING.running[lj];
+            b.weight[lj] = PADDING.weight[lj];
+            b.head_seq[lj] = PADDING.head_seq[lj];
+        }
         self.tenant.get(pos).copied()
+    }
+
+    /// Lane `pos`.
+    fn read(&self, pos: usize) -> Lane {
+        let (b, j) = (&self.blocks[pos / BLOCK], pos % BLOCK);
+        Lane {
+            tenant: self.tenant[pos],
+            updated: b.updated[j],
+            occupancy: b.occupancy[j],
+            active_time: b.active_time[j],
+            running: b.running[j],
+            weight: b.weight[j],
+            head_seq: b.head_seq[j],
+        }
+    }
+
+    /// Writes `lane`'s scanned fields into lane `pos`.
+    #[inline]
+    fn write(&mut self, pos: usize, lane: &Lane) {
+        let (b, j) = (&mut self.blocks[pos / BLOCK], pos % BLOCK);
+        b.updated[j] = lane.updated;
+        b.occupancy[j] = lane.occupancy;
+        b.active_time[j] = lane.active_time;
+        b.running[j] = lane.running;
+        b.weight[j] = lane.weight;
+        b.head_seq[j] = lane.head_seq;
     }
 
     /// The ready tenant with the lowest `tput / w` at `now` among those with
@@ -191,83 +257,75 @@ impl ReadyLanes {
     /// so all of them compute the same keys and make the same decision.
     #[inline(always)]
     pub(super) fn pick_portable(&mut self, now: Nanos, share: f64) -> Option<usize> {
-        let (now, n) = (now as f64, self.len());
+        let now = now as f64;
         // One pass: each lane's key, folded into the smallest (key, head
         // sequence number) of its accumulator. Lexicographic minimum is
         // associative and commutative, so the grouping into accumulators
         // does not change the result; NaN keys are never smaller nor equal,
-        // so never chosen (as in a comparison scan).
+        // so never chosen (as in a comparison scan); padding lanes' keys
+        // and sequence numbers are `+inf`, so they change nothing.
         let mut best_key = [f64::INFINITY; ACCUMULATORS];
         let mut best_seq = [f64::INFINITY; ACCUMULATORS];
-        let lanes = self.updated[..n]
-            .chunks_exact(ACCUMULATORS)
-            .zip(self.occupancy[..n].chunks_exact(ACCUMULATORS))
-            .zip(self.active_time[..n].chunks_exact(ACCUMULATORS))
-            .zip(self.running[..n].chunks_exact(ACCUMULATORS))
-            .zip(self.weight[..n].chunks_exact(ACCUMULATORS))
-            .zip(self.head_seq[..n].chunks_exact(ACCUMULATORS));
-        for (((((updated, occupancy), active_time), running), weight), seq) in lanes {
-            for j in 0..ACCUMULATORS {
+        for b in &self.blocks {
+            for j in 0..BLOCK {
                 let k = key(
                     now,
                     share,
-                    updated[j],
-                    occupancy[j],
-                    active_time[j],
-                    running[j],
-                    weight[j],
+                    b.updated[j],
+                    b.occupancy[j],
+                    b.active_time[j],
+                    b.running[j],
+                    b.weight[j],
                 );
-                fold(&mut best_key[j], &mut best_seq[j], k, seq[j]);
+                fold(&mut best_key[j], &mut best_seq[j], k, b.head_seq[j]);
             }
         }
-        // The accumulators pairwise, as a tree: four dependent steps, each
-        // of a fixed width so that it is one vector operation.
-        fold_half::<8>(&mut best_key, &mut best_seq);
-        fold_half::<4>(&mut best_key, &mut best_seq);
-        fold_half::<2>(&mut best_key, &mut best_seq);
-        fold_half::<1>(&mut best_key, &mut best_seq);
-        let (mut min_key, mut min_seq) = (best_key[0], best_seq[0]);
-        for i in n - n % ACCUMULATORS..n {
-            let k = key(
-                now,
-                share,
-                self.updated[i],
-                self.occupancy[i],
-                self.active_time[i],
-                self.running[i],
-                self.weight[i],
-            );
-            fold(&mut min_key, &mut min_seq, k, self.head_seq[i]);
-        }
+        // The smallest key over the accumulators, then the smallest
+        // sequence number among those holding it: the lexicographic minimum,
+        // as two reductions of four fixed-width steps each (vector minima
+        // and blends, no data-dependent branch).
+        let min_key = min_of(best_key);
         if min_key == f64::INFINITY {
             return None;
         }
-        // Sequence numbers are distinct: find the one lane that has it.
-        let seqs = &self.head_seq[..n];
-        let chunk = seqs
-            .chunks(SEARCH_CHUNK)
-            .position(|c| c.iter().fold(false, |hit, &s| hit | (s == min_seq)))?;
-        let at = seqs[chunk * SEARCH_CHUNK..].iter().position(|&s| s == min_seq)?;
-        Some(self.tenant[chunk * SEARCH_CHUNK + at] as usize)
+        let min_seq = min_of(std::array::from_fn(|j| {
+            if best_key[j] == min_key {
+                best_seq[j]
+            } else {
+                f64::INFINITY
+            }
+        }));
+        // Sequence numbers are distinct: find the one lane that has it, one
+        // branch per chunk.
+        for (i, b) in self.blocks.iter().enumerate() {
+            for (c, seqs) in b.head_seq.chunks_exact(SEARCH_CHUNK).enumerate() {
+                if seqs.iter().fold(false, |hit, &s| hit | (s == min_seq)) {
+                    let at = seqs.iter().position(|&s| s == min_seq)?;
+                    return Some(self.tenant[i * BLOCK + c * SEARCH_CHUNK + at] as usize);
+                }
+            }
+        }
+        None
     }
 
     /// [`Self::pick`] for fewer tenants than one round of the vector pass
-    /// needs: one scalar pass keeping the smallest (key, sequence number),
-    /// from the same keys, so the same decision.
+    /// needs (all in the first block): one scalar pass keeping the smallest
+    /// (key, sequence number), from the same keys, so the same decision.
     #[inline(always)]
     fn pick_few(&self, now: f64, share: f64) -> Option<usize> {
+        let b = self.blocks.first()?;
         let mut best = (f64::INFINITY, f64::INFINITY, usize::MAX);
         for i in 0..self.len() {
             let k = key(
                 now,
                 share,
-                self.updated[i],
-                self.occupancy[i],
-                self.active_time[i],
-                self.running[i],
-                self.weight[i],
+                b.updated[i],
+                b.occupancy[i],
+                b.active_time[i],
+                b.running[i],
+                b.weight[i],
             );
-            let s = self.head_seq[i];
+            let s = b.head_seq[i];
             if k < best.0 || (k == best.0 && s < best.1) {
                 best = (k, s, i);
             }
@@ -310,12 +368,22 @@ fn key(
 /// instead of per lane.
 const SEARCH_CHUNK: usize = 8;
 
-/// Folds accumulators `W..2W` into `0..W`.
+/// The smallest of `v` (none is NaN), pairwise in halves: four dependent
+/// steps, each of a fixed width so that it is one vector operation.
 #[inline(always)]
-fn fold_half<const W: usize>(keys: &mut [f64; ACCUMULATORS], seqs: &mut [f64; ACCUMULATORS]) {
+fn min_of(mut v: [f64; ACCUMULATORS]) -> f64 {
+    min_half::<8>(&mut v);
+    min_half::<4>(&mut v);
+    min_half::<2>(&mut v);
+    min_half::<1>(&mut v);
+    v[0]
+}
+
+/// `v[j] = min(v[j], v[j + W])` for `j < W`.
+#[inline(always)]
+fn min_half<const W: usize>(v: &mut [f64; ACCUMULATORS]) {
     for j in 0..W {
-        let (k, s) = (keys[j + W], seqs[j + W]);
-        fold(&mut keys[j], &mut seqs[j], k, s);
+        v[j] = if v[j + W] < v[j] { v[j + W] } else { v[j] };
     }
 }
 

@@ -24,7 +24,7 @@
 //! * Finding the minimum scans the ready tenants: every tenant's `tput` moves
 //!   with time, so no precomputed order stays valid between events. The
 //!   hardware compares every FMQ in a comparator tree; here the ready
-//!   tenants' values are kept as a structure of arrays and scanned
+//!   tenants' values are kept as blocks of arrays and scanned
 //!   data-parallel (`lanes.rs`), O(ready tenants) per decision at a few
 //!   tenths of a nanosecond each (see docs/perf.md, issue 17).
 

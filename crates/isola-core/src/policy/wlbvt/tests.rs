@@ -232,3 +232,77 @@ proptest! {
         prop_assert_eq!(ready.pick(now, share), portable);
     }
 }
+
+/// A change to the ready lanes: append, overwrite or remove one.
+#[derive(Debug, Clone)]
+enum LaneOp {
+    Push(IntLane),
+    Set(usize, IntLane),
+    Remove(usize),
+}
+
+fn lane_op() -> impl Strategy<Value = LaneOp> {
+    prop_oneof![
+        3 => int_lane().prop_map(LaneOp::Push),
+        1 => (any::<usize>(), int_lane()).prop_map(|(i, l)| LaneOp::Set(i, l)),
+        2 => any::<usize>().prop_map(LaneOp::Remove),
+    ]
+}
+
+/// `l` as tenant `tenant`'s lane, its sequence number made distinct.
+fn as_lane(tenant: u32, l: &IntLane) -> Lane {
+    Lane {
+        tenant,
+        updated: l.updated as f64,
+        occupancy: l.occupancy as f64,
+        active_time: l.active_time as f64,
+        running: l.running as f64,
+        weight: l.weight as f64,
+        head_seq: (l.seq * 256 + u64::from(tenant)) as f64,
+    }
+}
+
+proptest! {
+    /// Appends, overwrites and swap-removals (across block boundaries)
+    /// leave the lanes as a plain list of them would be: same tenants in
+    /// the same order, and the same decision as lanes freshly built from
+    /// that list (so a removed lane leaves nothing behind that could win).
+    #[test]
+    fn changes_keep_the_lanes_a_list(
+        ops in prop::collection::vec(lane_op(), 1..300),
+        now in 0u64..3000,
+        share in 0.01f64..4.0,
+    ) {
+        let (mut ready, mut model) = (ReadyLanes::with_capacity(4), Vec::<Lane>::new());
+        let mut next_tenant = 0u32;
+        for op in ops {
+            match op {
+                LaneOp::Push(l) => {
+                    let lane = as_lane(next_tenant, &l);
+                    next_tenant += 1;
+                    prop_assert_eq!(ready.push(lane), model.len());
+                    model.push(lane);
+                }
+                LaneOp::Set(i, l) if !model.is_empty() => {
+                    let i = i % model.len();
+                    let lane = as_lane(model[i].tenant, &l);
+                    ready.set(i, lane);
+                    model[i] = lane;
+                }
+                LaneOp::Remove(i) if !model.is_empty() => {
+                    let i = i % model.len();
+                    model.swap_remove(i);
+                    prop_assert_eq!(ready.swap_remove(i), model.get(i).map(|l| l.tenant));
+                }
+                _ => {}
+            }
+            let tenants: Vec<u32> = model.iter().map(|l| l.tenant).collect();
+            prop_assert_eq!(ready.tenants(), &tenants[..]);
+            let mut fresh = ReadyLanes::with_capacity(model.len());
+            for l in &model {
+                fresh.push(*l);
+            }
+            prop_assert_eq!(ready.pick(now, share), fresh.pick(now, share));
+        }
+    }
+}
