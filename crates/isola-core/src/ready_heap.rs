@@ -13,8 +13,9 @@ const ABSENT: u32 = u32::MAX;
 /// Stored as one `u128` whose integer order is the key order (the tag's IEEE
 /// bits mapped to a total order in the high half, the tie in the low half),
 /// so comparing two keys is a single integer compare with no data-dependent
-/// branches while sifting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// branches while sifting. `Ord` is that order: tags by `f64::total_cmp`,
+/// then ties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct HeapKey {
     ord: u128,
 }
@@ -50,11 +51,6 @@ impl HeapKey {
     #[inline]
     pub fn tie(self) -> u64 {
         self.ord as u64
-    }
-
-    #[inline]
-    fn less(&self, other: &HeapKey) -> bool {
-        self.ord < other.ord
     }
 }
 
@@ -124,7 +120,7 @@ impl IndexedHeap {
             p => {
                 let p = p as usize;
                 let old = std::mem::replace(&mut self.heap[p].0, key);
-                if key.less(&old) {
+                if key < old {
                     self.sift_up(p);
                 } else {
                     self.sift_down(p);
@@ -162,7 +158,7 @@ impl IndexedHeap {
         let entry = self.heap[p];
         while p > 0 {
             let parent = (p - 1) / 2;
-            if !entry.0.less(&self.heap[parent].0) {
+            if entry.0 >= self.heap[parent].0 {
                 break;
             }
             self.heap[p] = self.heap[parent];
@@ -182,13 +178,13 @@ impl IndexedHeap {
         loop {
             let l = 2 * p + 1;
             let c = if l + 1 < n {
-                l + usize::from(self.heap[l + 1].0.less(&self.heap[l].0))
+                l + usize::from(self.heap[l + 1].0 < self.heap[l].0)
             } else if l < n {
                 l
             } else {
                 break;
             };
-            if !self.heap[c].0.less(&entry.0) {
+            if self.heap[c].0 >= entry.0 {
                 break;
             }
             self.heap[p] = self.heap[c];
@@ -240,9 +236,9 @@ mod tests {
             assert_eq!(HeapKey::new(a, 7).tag().to_bits(), a.to_bits());
             assert_eq!(HeapKey::new(a, 7).tie(), 7);
             for &b in &tags[i + 1..] {
-                assert!(HeapKey::new(a, 9).less(&HeapKey::new(b, 0)), "{a} < {b}");
+                assert!(HeapKey::new(a, 9) < HeapKey::new(b, 0), "{a} < {b}");
             }
-            assert!(HeapKey::new(a, 1).less(&HeapKey::new(a, 2)));
+            assert!(HeapKey::new(a, 1) < HeapKey::new(a, 2));
         }
     }
 

@@ -17,18 +17,16 @@
 //! how often a history has only a few tenants, the engine kind, the
 //! parameters) is a parameter here.
 
-use crate::engine::{EngineId, EngineKind, EngineSpec};
+use crate::engine::{EngineId, EngineKind};
 use crate::policy::PolicyInfo;
-use crate::scheduler::{Dispatch, DispatchId, Scheduler, SchedulerBuilder};
-use crate::task::{OpSpec, Task, TaskId};
+use crate::scheduler::{Dispatch, DispatchId, Scheduler};
+use crate::task::TaskId;
 use crate::tenant::{LatencyObjective, RateSpec, Slo, TenantClass, TenantId};
 use crate::units::Rate;
-use crate::AffineCost;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Tenants and engine of a history.
 #[derive(Debug, Clone)]
@@ -166,15 +164,7 @@ pub(crate) fn ops(max_wait: u64, len: Range<usize>) -> impl Strategy<Value = Vec
     prop::collection::vec(op, len)
 }
 
-/// Parameters of a policy, by name, as a scenario gives them.
-pub(crate) fn params<K: ToString, V: ToString>(
-    pairs: impl IntoIterator<Item = (K, V)>,
-) -> BTreeMap<String, String> {
-    pairs
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+pub(crate) use super::test_support::params;
 
 /// A scheduler running `policy` with `params` on one engine of `kind` as
 /// `setup` describes, `reference` registered.
@@ -185,19 +175,7 @@ fn scheduler(
     params: &BTreeMap<String, String>,
     setup: &Setup,
 ) -> Scheduler {
-    let mut b = SchedulerBuilder::new();
-    b.engine(
-        EngineSpec::new(
-            "e",
-            kind,
-            setup.slots,
-            Arc::new(AffineCost::new(0.0, 1.0).expect("a valid cost model")),
-        )
-        .with_split(setup.split),
-    );
-    for (i, s) in setup.slos.iter().enumerate() {
-        b.tenant(format!("t{i}"), s.clone());
-    }
+    let mut b = super::test_support::builder(kind, setup.slots, setup.split, &setup.slos);
     b.register_policy(reference);
     b.policy(policy, params.clone());
     b.build().expect("a valid setup")
@@ -232,17 +210,7 @@ pub(crate) fn same_dispatches(
             } => {
                 for k in 0..(*count).min(n) {
                     id += 1;
-                    let task = Task {
-                        id: TaskId(id),
-                        tenant: TenantId(((first + k) % n) as u32),
-                        engine: e,
-                        op: OpSpec::named("generic"),
-                        bytes: *bytes,
-                        arrival: now,
-                        deadline: deadline.map(|d| now + d),
-                        predicted_cost: None,
-                        planner: None,
-                    };
+                    let task = super::test_support::task(id, (first + k) % n, *bytes, now, *deadline);
                     let a = fast.submit(now, task.clone()).is_ok();
                     let b = slow.submit(now, task).is_ok();
                     prop_assert_eq!(a, b, "submission of task {} at step {}", id, step);

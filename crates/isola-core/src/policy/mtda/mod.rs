@@ -197,7 +197,7 @@ fn allot_cores(credit: &[f64], req: &[f64], slots: u32, cap: &mut [u32]) {
     if active.is_empty() || !(total.is_finite() && total > 0.0) {
         return;
     }
-    let exact: Vec<(usize, f64)> = active
+    let mut exact: Vec<(usize, f64)> = active
         .iter()
         .map(|&i| (i, slots as f64 * credit[i] / total))
         .collect();
@@ -206,9 +206,10 @@ fn allot_cores(credit: &[f64], req: &[f64], slots: u32, cap: &mut [u32]) {
         cap[i] = (x.floor() as u32).max(1);
         given += cap[i];
     }
-    let mut by_remainder = exact.clone();
-    by_remainder.sort_by(|a, b| (b.1 - b.1.floor()).total_cmp(&(a.1 - a.1.floor())));
-    for &(i, _) in by_remainder.iter().cycle().take(active.len()) {
+    // The leftover slots, one each, largest remainder first (a stable sort:
+    // ties keep the order of `active`).
+    exact.sort_by(|a, b| (b.1 - b.1.floor()).total_cmp(&(a.1 - a.1.floor())));
+    for &(i, _) in &exact {
         if given >= slots {
             break;
         }
@@ -301,7 +302,6 @@ pub struct Mtda {
     settled: Vec<u64>,
     settled_count: usize,
     ready: Bits,
-    ready_count: usize,
     /// Requests each tenant may still dispatch in this traversal
     /// (`req[i]`). An unsettled tenant's is its channel's count at the
     /// last reallocation: a tenant is settled before it dispatches and
@@ -346,7 +346,6 @@ impl Mtda {
             settled: vec![0; n],
             settled_count: n,
             ready: Bits::new(n),
-            ready_count: 0,
             snapshot: vec![0; n],
             start: 0,
             step: n,
@@ -460,16 +459,6 @@ impl Mtda {
         }
     }
 
-    #[inline]
-    fn set_ready(&mut self, i: usize, ready: bool) {
-        let was = self.ready.set(i, ready);
-        match (was, ready) {
-            (false, true) => self.ready_count += 1,
-            (true, false) => self.ready_count -= 1,
-            _ => {}
-        }
-    }
-
     /// Whether tenant `i` may take a slot now: ready, with requests left in
     /// this traversal, and under its cap.
     #[inline]
@@ -580,7 +569,7 @@ impl Mtda {
 impl Policy for Mtda {
     fn on_ready(&mut self, now: Nanos, tenant: usize, _: &HeadInfo, _: &PolicyContext<'_>) {
         self.roll(now);
-        self.set_ready(tenant, true);
+        self.ready.set(tenant, true);
     }
 
     fn pick(&mut self, now: Nanos, cx: &PolicyContext<'_>) -> Option<usize> {
@@ -613,9 +602,8 @@ impl Policy for Mtda {
                 self.settle_all();
                 self.begin_traversal(next);
                 self.snapshot.copy_from_slice(cx.queued);
-                if self.ready_count == 0 {
-                    return None;
-                }
+                // No tenant ready: nothing to traverse.
+                self.ready.next(0, n)?;
             }
             let i = (self.start + self.step) % n;
             if self.eligible(i, cx) {
@@ -656,7 +644,7 @@ impl Policy for Mtda {
         self.snapshot[tenant] = self.snapshot[tenant].saturating_sub(1);
         self.dispatched[tenant] += 1;
         self.dispatched_total += 1;
-        self.set_ready(tenant, next.is_some());
+        self.ready.set(tenant, next.is_some());
     }
 
     fn on_complete(&mut self, now: Nanos, _: usize, _: &HeadInfo, _: Nanos, _: &PolicyContext<'_>) {

@@ -37,6 +37,18 @@ fn serve_one_slot(s: &mut Scheduler, dispatches: usize) -> Vec<usize> {
     order
 }
 
+/// Queues `count` tasks of 1,000 ns for each `(tenant, count)` at time 0,
+/// tenant by tenant, ids from 0.
+fn fill(s: &mut Scheduler, queues: &[(usize, usize)]) {
+    let mut id = 0;
+    for &(t, n) in queues {
+        for _ in 0..n {
+            submit(s, 0, id, t, 1_000);
+            id += 1;
+        }
+    }
+}
+
 /// Lengths of the runs of equal tenants in `order`.
 fn runs(order: &[usize]) -> Vec<(usize, usize)> {
     let mut out: Vec<(usize, usize)> = Vec::new();
@@ -61,13 +73,7 @@ fn runs(order: &[usize]) -> Vec<(usize, usize)> {
 #[test]
 fn credits_follow_eq_7_and_are_reallocated_when_exhausted() {
     let mut s = scheduler(2, 1, &[("credits", "10"), ("period", "1000000000")]);
-    let mut id = 0;
-    for (t, n) in [(0, 30), (1, 10)] {
-        for _ in 0..n {
-            submit(&mut s, 0, id, t, 1_000);
-            id += 1;
-        }
-    }
+    fill(&mut s, &[(0, 30), (1, 10)]);
     let order = serve_one_slot(&mut s, 40);
     assert_eq!(runs(&order)[..5], [(0, 8), (1, 4), (0, 8), (1, 4), (0, 8)]);
     assert_eq!(order.len(), 40);
@@ -83,30 +89,19 @@ fn credits_follow_eq_7_and_are_reallocated_when_exhausted() {
 /// * Req = (6, 2): (6.811, 4.212): tenant 1 sends its last 2, then
 ///   tenant 0 its last 6 (fewer than its credits).
 ///
-/// (Read as the period's requests, Req stays (30, 10) and the turns
-/// happen to be the same: `the_readings_differ_after_a_dispatch`.)
+/// (Read as the period's requests, Req stays (30, 10) and the turns are
+/// those of `credits_follow_eq_7_and_are_reallocated_when_exhausted`; the
+/// readings part after a dispatch: `the_readings_differ_after_a_dispatch`.)
 #[test]
 fn queued_reading_counts_only_the_channels_contents() {
-    let run = |requests: &str| {
-        let mut s = scheduler(
-            2,
-            1,
-            &[
-                ("credits", "10"),
-                ("period", "1000000000"),
-                ("requests", requests),
-            ],
-        );
-        let mut id = 0;
-        for (t, n) in [(0, 30), (1, 10)] {
-            for _ in 0..n {
-                submit(&mut s, 0, id, t, 1_000);
-                id += 1;
-            }
-        }
-        runs(&serve_one_slot(&mut s, 40))
-    };
-    let queued = run("queued");
+    let params = [
+        ("credits", "10"),
+        ("period", "1000000000"),
+        ("requests", "queued"),
+    ];
+    let mut s = scheduler(2, 1, &params);
+    fill(&mut s, &[(0, 30), (1, 10)]);
+    let queued = runs(&serve_one_slot(&mut s, 40));
     assert_eq!(queued, [(0, 8), (1, 4), (0, 8), (1, 4), (0, 8), (1, 2), (0, 6)]);
 }
 
@@ -175,13 +170,7 @@ fn cores_are_capped_at_the_credit_share() {
             4,
             &[("credits", "10"), ("requests", "queued"), ("allot", allot)],
         );
-        let mut id = 0;
-        for (t, n) in [(0, 60), (1, 1)] {
-            for _ in 0..n {
-                submit(&mut s, 0, id, t, 1_000);
-                id += 1;
-            }
-        }
+        fill(&mut s, &[(0, 60), (1, 1)]);
         let mut first = Vec::new();
         while let Some(d) = s.next(0, EngineId(0)) {
             first.push(d);
@@ -209,13 +198,7 @@ fn cores_are_capped_at_the_credit_share() {
 #[test]
 fn credits_are_renewed_when_the_period_expires() {
     let mut s = scheduler(2, 1, &[("credits", "10"), ("period", "9500")]);
-    let mut id = 0;
-    for (t, n) in [(0, 30), (1, 10)] {
-        for _ in 0..n {
-            submit(&mut s, 0, id, t, 1_000);
-            id += 1;
-        }
-    }
+    fill(&mut s, &[(0, 30), (1, 10)]);
     let order = serve_one_slot(&mut s, 14);
     assert_eq!(runs(&order), [(0, 8), (1, 6)]);
 }
@@ -253,7 +236,7 @@ fn renewal_restores_the_last_allocation_without_recomputing_it() {
     assert_eq!(p.pick(0, &cx), Some(0));
     // The first allocation, when scheduling begins: Req = (5, 0), only
     // tenant 0 relies on the engine, so it is allotted the one core.
-    let first = p.credits().to_vec();
+    let first = p.credits();
     assert!((first[0] - 10.0).abs() < 1e-9);
     assert!((first[1] - 10.0 / (2f64.exp() + 5.0)).abs() < 1e-9);
     p.on_dispatch(0, 0, &head, Some(&head), &cx);

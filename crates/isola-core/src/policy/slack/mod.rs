@@ -292,16 +292,12 @@ fn too_late(start: f64, latest_start: f64) -> bool {
     start > latest_start
 }
 
-/// Whether `a` orders before `b` (tag by `f64::total_cmp`, then tie), as the
-/// reference's `better` compares.
-fn before(a: HeapKey, b: HeapKey) -> bool {
-    a.tag().total_cmp(&b.tag()).then(a.tie().cmp(&b.tie())).is_lt()
-}
-
-/// The better of two candidates under [`before`].
+/// The better of two candidates: the smaller key ([`HeapKey`]'s order, tag
+/// by `f64::total_cmp` then tie, as the reference's `better` compares), the
+/// first on equal keys.
 fn best(a: Option<(usize, HeapKey)>, b: Option<(usize, HeapKey)>) -> Option<(usize, HeapKey)> {
     match (a, b) {
-        (Some(x), Some(y)) => Some(if before(y.1, x.1) { y } else { x }),
+        (Some(x), Some(y)) => Some(if y.1 < x.1 { y } else { x }),
         (x, y) => x.or(y),
     }
 }

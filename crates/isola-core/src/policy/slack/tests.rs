@@ -157,17 +157,7 @@ fn an_explicit_deadline_makes_a_task_urgent() {
     let (now, _) = serve(&mut s, 0, 2_000, |_, _| {});
     s.submit(
         now,
-        crate::task::Task {
-            id: crate::task::TaskId(1),
-            tenant: crate::tenant::TenantId(0),
-            engine: EngineId(0),
-            op: crate::task::OpSpec::named("generic"),
-            bytes: 500,
-            arrival: now,
-            deadline: Some(now + 1_000),
-            predicted_cost: None,
-            planner: None,
-        },
+        crate::policy::test_support::task(1, 0, 500, now, Some(1_000)),
     )
     .unwrap();
     let d = s.next(now, EngineId(0)).unwrap();

@@ -104,17 +104,28 @@ struct Block {
     head_seq: [f64; BLOCK],
 }
 
-/// A block of unused lanes: `running = +inf` fails every slot limit (the
-/// comparison is false even when `share x w` is NaN), so the key is `+inf`,
-/// and a `+inf` sequence number never displaces an accumulator, never
-/// matches a winner's (finite) one.
+/// An unused lane: `running = +inf` fails every slot limit (the comparison
+/// is false even when `share x w` is NaN), so the key is `+inf`, and a
+/// `+inf` sequence number never displaces an accumulator, never matches a
+/// winner's (finite) one.
+const PADDING_LANE: Lane = Lane {
+    tenant: 0,
+    updated: 0.0,
+    occupancy: 0.0,
+    active_time: 0.0,
+    running: f64::INFINITY,
+    weight: 0.0,
+    head_seq: f64::INFINITY,
+};
+
+/// A block of unused lanes ([`PADDING_LANE`]).
 const PADDING: Block = Block {
-    updated: [0.0; BLOCK],
-    occupancy: [0.0; BLOCK],
-    active_time: [0.0; BLOCK],
-    running: [f64::INFINITY; BLOCK],
-    weight: [0.0; BLOCK],
-    head_seq: [f64::INFINITY; BLOCK],
+    updated: [PADDING_LANE.updated; BLOCK],
+    occupancy: [PADDING_LANE.occupancy; BLOCK],
+    active_time: [PADDING_LANE.active_time; BLOCK],
+    running: [PADDING_LANE.running; BLOCK],
+    weight: [PADDING_LANE.weight; BLOCK],
+    head_seq: [PADDING_LANE.head_seq; BLOCK],
 };
 
 /// Ready tenants, densely (lane `i` is lane `i % BLOCK` of block
@@ -175,17 +186,10 @@ impl ReadyLanes {
             self.write(pos, &moved);
         }
         self.tenant.swap_remove(pos);
-        let (lb, lj) = (last / BLOCK, last % BLOCK);
-        if lj == 0 {
+        if last % BLOCK == 0 {
             self.blocks.pop();
         } else {
-            let b = &mut self.blocks[lb];
-            b.updated[lj] = PADDING.updated[lj];
-            b.occupancy[lj] = PADDING.occupancy[lj];
-            b.active_time[lj] = PADDING.active_time[lj];
-            b.running[lj] = PADDING.running[lj];
-            b.weight[lj] = PADDING.weight[lj];
-            b.head_seq[lj] = PADDING.head_seq[lj];
+            self.write(last, &PADDING_LANE);
         }
         self.tenant.get(pos).copied()
     }
@@ -219,8 +223,8 @@ impl ReadyLanes {
     /// The ready tenant with the lowest `tput / w` at `now` among those with
     /// `running < share x w` (`share` = slots / sum of ready weights), ties
     /// to the oldest head; `None` if every ready tenant is at its limit.
-    pub(super) fn pick(&mut self, now: Nanos, share: f64) -> Option<usize> {
-        if self.len() < ACCUMULATORS {
+    pub(super) fn pick(&self, now: Nanos, share: f64) -> Option<usize> {
+        if self.len() < BLOCK {
             return self.pick_few(now as f64, share);
         }
         #[cfg(target_arch = "x86_64")]
@@ -240,14 +244,14 @@ impl ReadyLanes {
     /// [`Self::pick`] compiled for AVX-512 (eight `f64` lanes).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    fn pick_avx512(&mut self, now: Nanos, share: f64) -> Option<usize> {
+    fn pick_avx512(&self, now: Nanos, share: f64) -> Option<usize> {
         self.pick_portable(now, share)
     }
 
     /// [`Self::pick`] compiled for AVX2 (four `f64` lanes).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn pick_avx2(&mut self, now: Nanos, share: f64) -> Option<usize> {
+    fn pick_avx2(&self, now: Nanos, share: f64) -> Option<usize> {
         self.pick_portable(now, share)
     }
 
@@ -256,7 +260,7 @@ impl ReadyLanes {
     /// operation in it is correctly rounded IEEE 754 (no fused multiply-add),
     /// so all of them compute the same keys and make the same decision.
     #[inline(always)]
-    pub(super) fn pick_portable(&mut self, now: Nanos, share: f64) -> Option<usize> {
+    pub(super) fn pick_portable(&self, now: Nanos, share: f64) -> Option<usize> {
         let now = now as f64;
         // One pass: each lane's key, folded into the smallest (key, head
         // sequence number) of its accumulator. Lexicographic minimum is

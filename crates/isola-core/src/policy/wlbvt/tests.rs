@@ -228,7 +228,7 @@ proptest! {
                 head_seq: (l.seq * 64 + i as u64) as f64,
             });
         }
-        let portable = ready.clone().pick_portable(now, share);
+        let portable = ready.pick_portable(now, share);
         prop_assert_eq!(ready.pick(now, share), portable);
     }
 }
@@ -258,7 +258,7 @@ fn as_lane(tenant: u32, l: &IntLane) -> Lane {
         active_time: l.active_time as f64,
         running: l.running as f64,
         weight: l.weight as f64,
-        head_seq: (l.seq * 256 + u64::from(tenant)) as f64,
+        head_seq: (l.seq * 512 + u64::from(tenant)) as f64,
     }
 }
 
