@@ -7,10 +7,13 @@
 # ROUNDS rounds, with the floor under both: the same queue written as the
 # least a simulator does with Isola's event queue, random streams and
 # histogram (crates/isola-sim/examples/mm1_floor.rs: no scheduler, no
-# device model, no per-window statistics). Prints each run's wall time,
-# customers per second and mean sojourn (theory: 1/(mu - lambda) = 5 us),
-# and each round's ratios: SimPy / isola, and SimPy / floor, the most any
-# simulator built on those pieces could reach here.
+# device model, no per-window statistics), and the core floor: the same
+# loop with the core scheduler as its waiting line, driven as `isola sim`
+# drives it (`mm1_floor --core`). Prints each run's wall time, customers
+# per second and mean sojourn (theory: 1/(mu - lambda) = 5 us), and each
+# round's ratios: SimPy / isola; SimPy / floor, the most any simulator
+# built on those pieces could reach here; and SimPy / core floor, the most
+# any simulator that drives the core scheduler could reach.
 #
 # Usage: scripts/simpy_mm1.sh
 # Settings (environment): ROUNDS=3; VENV (default: a scratch folder, removed
@@ -54,10 +57,13 @@ for r in $(seq 1 "$ROUNDS"); do
   t_isola=$(wall "$scratch/isola.json" "$isola" sim scenarios/mm1.toml --json)
   t_simpy=$(wall "$scratch/simpy.json" "$venv/bin/python" scripts/simpy_mm1.py "$customers")
   t_floor=$(wall "$scratch/floor.json" "$floor" "$customers")
+  t_core=$(wall "$scratch/core.json" "$floor" --core "$customers")
   sojourn_isola=$(jq -r '.policies[0].tenants[0].latency_ns.mean / 1000' "$scratch/isola.json")
   sojourn_simpy=$(jq -r '.mean_sojourn_us' "$scratch/simpy.json")
   printf '%-6s %-10s %-10.2f %-14.0f %-18.3f\n' "$r" isola "$t_isola" "$(echo "$customers / $t_isola" | bc -l)" "$sojourn_isola"
   printf '%-6s %-10s %-10.2f %-14.0f %-18.3f\n' "$r" simpy "$t_simpy" "$(echo "$customers / $t_simpy" | bc -l)" "$sojourn_simpy"
   printf '%-6s %-10s %-10.2f %-14.0f %-18.3f\n' "$r" floor "$t_floor" "$(echo "$customers / $t_floor" | bc -l)" "$(jq -r '.mean_sojourn_us' "$scratch/floor.json")"
-  printf '       simpy / isola: %.1fx   simpy / floor: %.1fx\n' "$(echo "$t_simpy / $t_isola" | bc -l)" "$(echo "$t_simpy / $t_floor" | bc -l)"
+  printf '%-6s %-10s %-10.2f %-14.0f %-18.3f\n' "$r" "core floor" "$t_core" "$(echo "$customers / $t_core" | bc -l)" "$(jq -r '.mean_sojourn_us' "$scratch/core.json")"
+  printf '       simpy / isola: %.1fx   simpy / floor: %.1fx   simpy / core floor: %.1fx\n' \
+    "$(echo "$t_simpy / $t_isola" | bc -l)" "$(echo "$t_simpy / $t_floor" | bc -l)" "$(echo "$t_simpy / $t_core" | bc -l)"
 done
