@@ -167,11 +167,21 @@ fn main() {
     if core {
         args.remove(0);
     }
-    let customers: u64 = match args.first().map(|a| a.parse()) {
-        None => 2_000_000,
-        Some(Ok(n)) => n,
-        Some(Err(e)) => {
-            eprintln!("error: CUSTOMERS must be a whole number: {e}");
+    let customers: u64 = match args.as_slice() {
+        [] => 2_000_000,
+        [flag, ..] if flag.starts_with('-') => {
+            eprintln!("error: unknown flag `{flag}` (usage: mm1_floor [--core] [CUSTOMERS])");
+            std::process::exit(2);
+        }
+        [n] => match n.parse() {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("error: CUSTOMERS must be a whole number, got `{n}`: {e}");
+                std::process::exit(2);
+            }
+        },
+        [_, extra, ..] => {
+            eprintln!("error: unexpected argument `{extra}` (usage: mm1_floor [--core] [CUSTOMERS])");
             std::process::exit(2);
         }
     };
