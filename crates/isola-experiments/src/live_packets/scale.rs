@@ -168,7 +168,7 @@ fn peak_rate(spec: &ArrivalSpec) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::kernels::{kernels, median, time_kernels};
+    use super::super::kernels::{kernels, time_kernels};
     use super::*;
 
     /// MTDA's Table IV at 2 tenants, balanced: real-time analytics
@@ -182,9 +182,10 @@ mod tests {
     /// The reference is the scenario's own model: 10.2 us against 500 ns,
     /// a ratio of 20.4, and the dilation at which 25 Gbit/s of 1 KiB
     /// packets (3.05 M/s), over the 8 cores' narrowing to this machine's
-    /// workers, fits the packet cap. Timed afresh (not the calibration's
-    /// own figures), in interleaved passes so the machine's load falls on
-    /// both alike; the bounds are generous for a loaded 2-core machine.
+    /// workers, fits the packet cap. The ratio is timed afresh (not the
+    /// calibration's own figures), each payload's least time over the
+    /// passes, so that work sharing the cores is left out; the bounds are
+    /// generous for a loaded 2-core machine.
     #[test]
     fn too_cheap_kernels_are_padded_to_the_model_ratio_and_the_scenarios_load() {
         let scenario = mtda_pair();
@@ -199,28 +200,33 @@ mod tests {
             (pad / expected - 1.0).abs() < 0.15,
             "padded to x{pad}, expected x{expected}"
         );
-        // Calibrated by timing: on a 2-core machine running other tests a
-        // calibration can fall short of the target, so up to three tries
-        // (a run calibrates once).
-        let mut padded = kernels(&scenario, 1, &dir, Some(pad)).unwrap();
-        for _ in 1..3 {
-            if padding(&scenario, &padded).is_none() {
-                break;
+        // The padded kernels load the engine as the scenario does, which
+        // the calibration is timed to reach: their dilation is the
+        // padding's, within what the calibration promises (the reference
+        // chain within 10% of its target, the others' ratios to it within
+        // 3%: 0.873-1.133 of it; not `padding(..).is_none()`, which asks
+        // for 90%), and, timed afresh, analytics costs 20.4 times the flow
+        // monitor as modelled. This VM shares its host's memory: a noisy
+        // neighbour can move a long chain's time by 40% for seconds, over a
+        // calibration or the timing after it, so up to three calibrations,
+        // each afresh (a run calibrates once and reports what it measured).
+        let mut tries = Vec::new();
+        let padded = loop {
+            let padded = kernels(&scenario, 1, &dir, Some(pad)).unwrap();
+            let (dilation, _) = measured_dilation(&scenario, &padded);
+            let times = time_kernels(&padded).unwrap();
+            let ratio = times[0] / times[1];
+            tries.push(format!("dilation x{dilation:.2}, ratio {ratio:.1}"));
+            if (dilation / pad - 1.0).abs() < 0.14 && (ratio / 20.4 - 1.0).abs() < 0.35 {
+                break padded;
             }
-            padded = kernels(&scenario, 1, &dir, Some(pad)).unwrap();
-        }
+            assert!(
+                tries.len() < 3,
+                "padded for x{pad:.2} and a ratio of 20.4: {tries:?}"
+            );
+            super::super::kernels::forget_calibration(&scenario, 1, true);
+        };
         assert!(padded.iter().all(|k| k.op == "firewall" && k.rules.is_some()));
-        let passes = time_kernels(&padded).unwrap();
-        let ratio = median(passes.iter().map(|p| p[0] / p[1]).collect());
-        assert!(
-            (ratio / 20.4 - 1.0).abs() < 0.35,
-            "analytics over flow monitor measured {ratio:.1}, modelled 20.4"
-        );
-        // The padded kernels load the engine as the scenario does: no more
-        // padding is needed, and the dilation they give is the cap's. Timed
-        // afresh, so up to three timings, as for the calibration above (one
-        // fell short twice in full workspace runs on a quiet machine).
-        assert!((0..3).any(|_| padding(&scenario, &padded).is_none()));
         let s = scale(&scenario, &padded);
         let pps = peak_pps(&scenario, s.stretch);
         assert!(pps <= MAX_PACKETS_PER_S * 1.001, "{pps} packets/s");
