@@ -119,9 +119,9 @@ const PASSES: usize = 5;
 /// next), each payload's least time over the passes, their mean. A run
 /// is timed on its own, so that the machine's other work, which only ever
 /// adds time, is left out wherever one pass of that payload ran
-/// undisturbed: timing whole passes, a test thread sharing a core with
-/// two others (a full workspace test run) measured a 20.4 ratio as 9 to
-/// 70. The clock's own cost is taken off each run.
+/// undisturbed (timing whole passes, with two busy loops beside it on a
+/// 2-core machine, measured a 20.4 ratio as anything from 9 to 70). The
+/// clock's own cost is taken off each run.
 pub(super) fn time_kernels(kernels: &[Kernel]) -> anyhow::Result<Vec<f64>> {
     let operators = kernels
         .iter()
