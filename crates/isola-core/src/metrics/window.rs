@@ -51,8 +51,7 @@ impl WindowIndex {
 /// Engine time (or any amount) received by each tenant in fixed windows.
 #[derive(Debug, Clone)]
 pub struct WindowedService {
-    window: Nanos,
-    /// Finds the windows of an interval's ends.
+    /// The window length, and the window of an interval's ends.
     index: WindowIndex,
     tenants: usize,
     /// service[w][t]
@@ -68,7 +67,6 @@ impl WindowedService {
     /// Windows of `window` ns (at least 1) for `tenants` tenants.
     pub fn new(window: Nanos, tenants: usize) -> Self {
         WindowedService {
-            window: window.max(1),
             index: WindowIndex::new(window),
             tenants,
             service: Vec::new(),
@@ -105,7 +103,7 @@ impl WindowedService {
             return;
         }
         if end <= start {
-            let w = (start / self.window) as usize;
+            let w = self.index.of(start) as usize;
             self.grow(w);
             self.service[w][tenant] += amount;
             self.active[w][tenant] = true;
@@ -125,13 +123,14 @@ impl WindowedService {
         if tenant >= self.tenants || to <= from || self.service.is_empty() {
             return 0.0;
         }
-        let first = (from / self.window) as usize;
-        let last = (((to - 1) / self.window) as usize).min(self.service.len() - 1);
+        let window = self.window();
+        let first = (from / window) as usize;
+        let last = (((to - 1) / window) as usize).min(self.service.len() - 1);
         (first..=last)
             .map(|w| {
-                let lo = from.max(w as Nanos * self.window);
-                let hi = to.min((w as Nanos + 1).saturating_mul(self.window));
-                self.service[w][tenant] * hi.saturating_sub(lo) as f64 / self.window as f64
+                let lo = from.max(w as Nanos * window);
+                let hi = to.min((w as Nanos + 1).saturating_mul(window));
+                self.service[w][tenant] * hi.saturating_sub(lo) as f64 / window as f64
             })
             .sum()
     }
@@ -152,7 +151,7 @@ impl WindowedService {
         let Some(first) = parts.first() else {
             return WindowedService::new(1, 0);
         };
-        let mut out = WindowedService::new(first.window, first.tenants);
+        let mut out = WindowedService::new(first.window(), first.tenants);
         for part in parts {
             if part.windows() > 0 {
                 out.grow(part.windows() - 1);
@@ -172,7 +171,7 @@ impl WindowedService {
     /// `now` and has none yet. A driver calls it before anything at `now` changes
     /// the backlog, so the value is the one each window ended with.
     pub fn record_backlog(&mut self, now: Nanos, backlog: &[Nanos]) {
-        let ended = (now / self.window) as usize;
+        let ended = (now / self.window()) as usize;
         while self.backlog.len() < ended {
             self.backlog.push(backlog.iter().map(|&b| b as f64).collect());
         }
@@ -184,12 +183,13 @@ impl WindowedService {
         if end <= start {
             return;
         }
+        let window = self.window();
         let first = self.index.of(start) as usize;
         let last = self.index.of(end - 1) as usize;
         self.grow(last);
         for w in first..=last {
-            let lo = start.max(w as Nanos * self.window);
-            let hi = end.min((w as Nanos + 1).saturating_mul(self.window));
+            let lo = start.max(w as Nanos * window);
+            let hi = end.min((w as Nanos + 1).saturating_mul(window));
             f(self, w, hi - lo);
         }
     }
@@ -201,7 +201,7 @@ impl WindowedService {
 
     /// Window length.
     pub fn window(&self) -> Nanos {
-        self.window
+        self.index.window()
     }
 
     /// Each tenant's share of the service given in window `w` (0 if none).
@@ -247,10 +247,11 @@ impl WindowedService {
         let weights: Vec<f64> = (0..self.tenants)
             .map(|t| weights.get(t).copied().unwrap_or(1.0))
             .collect();
+        let window = self.window();
         (0..self.windows())
             .map(|w| {
-                let start = w as Nanos * self.window;
-                let length = end.min(start.saturating_add(self.window)).saturating_sub(start);
+                let start = w as Nanos * window;
+                let length = end.min(start.saturating_add(window)).saturating_sub(start);
                 let capacity = slots as f64 * length as f64;
                 let served = &self.service[w];
                 let demand: Vec<f64> = (0..self.tenants)

@@ -139,8 +139,7 @@ struct TenantTally {
 pub struct RunRecorder {
     tenants: Vec<RecordedTenant>,
     engines: Vec<RecordedEngine>,
-    window: Nanos,
-    /// The window of a completion.
+    /// The metrics window's length, and the window of a completion.
     completion_window: WindowIndex,
     tally: Vec<TenantTally>,
     /// Per engine: service per tenant per window, and the backlogs.
@@ -189,7 +188,6 @@ impl RunRecorder {
         RunRecorder {
             tenants,
             engines,
-            window,
             completion_window: WindowIndex::new(window),
             tally: vec![tally; n],
             engine_service: vec![WindowedService::new(window, n); e],
@@ -323,7 +321,8 @@ impl RunRecorder {
         if let Some(service) = self.engine_service.get_mut(engine.index()) {
             service.record_backlog(now, queued);
         }
-        self.next_window_end = (now / self.window + 1).saturating_mul(self.window);
+        let window = self.completion_window.window();
+        self.next_window_end = (now / window + 1).saturating_mul(window);
         self.backlogs = true;
     }
 

@@ -4,6 +4,24 @@ use crate::scheduler::Scheduler;
 
 use crate::tenant::Slo;
 
+/// Two best-effort tenants of equal weight, for driving the policy by hand.
+const TWO_TENANTS: [crate::policy::TenantShare; 2] = [crate::policy::TenantShare {
+    weight: 1.0,
+    class: crate::TenantClass::BestEffort,
+    latency: None,
+}; 2];
+
+/// A first, one-byte request predicted at 100 ns.
+const REQUEST: HeadInfo = HeadInfo {
+    seq: 0,
+    arrival: 0,
+    bytes: 1,
+    cost: 100,
+    remaining_cost: 100,
+    task_cost: 100,
+    deadline: None,
+};
+
 #[test]
 fn eq_7_by_hand() {
     // Two tenants on an engine with 2 slots (CM = 2), M = 1:
@@ -112,24 +130,12 @@ fn queued_reading_counts_only_the_channels_contents() {
 /// 1 / (e^2 + 1 + 4) read as the period's (the dispatched one counts).
 #[test]
 fn the_readings_differ_after_a_dispatch() {
-    let tenants = [crate::policy::TenantShare {
-        weight: 1.0,
-        class: crate::TenantClass::BestEffort,
-        latency: None,
-    }; 2];
+    let tenants = TWO_TENANTS;
     let setup = PolicySetup {
         tenants: &tenants,
         slots: 1,
     };
-    let head = HeadInfo {
-        seq: 0,
-        arrival: 0,
-        bytes: 1,
-        cost: 100,
-        remaining_cost: 100,
-        task_cost: 100,
-        deadline: None,
-    };
+    let head = REQUEST;
     for (requests, req) in [(Requests::Queued, 4.0), (Requests::Period, 5.0)] {
         let mut p = Mtda::new(&setup, 1_000_000, 1.0, 1.0).counting(requests);
         let in_flight = [0u32; 2];
@@ -205,11 +211,7 @@ fn credits_are_renewed_when_the_period_expires() {
 
 #[test]
 fn renewal_restores_the_last_allocation_without_recomputing_it() {
-    let tenants = [crate::policy::TenantShare {
-        weight: 1.0,
-        class: crate::TenantClass::BestEffort,
-        latency: None,
-    }; 2];
+    let tenants = TWO_TENANTS;
     let setup = PolicySetup {
         tenants: &tenants,
         slots: 1,
@@ -222,15 +224,7 @@ fn renewal_restores_the_last_allocation_without_recomputing_it() {
         in_flight: &in_flight,
         queued: &queued,
     };
-    let head = HeadInfo {
-        seq: 0,
-        arrival: 0,
-        bytes: 1,
-        cost: 100,
-        remaining_cost: 100,
-        task_cost: 100,
-        deadline: None,
-    };
+    let head = REQUEST;
     p.on_ready(0, 0, &head, &cx);
     assert_eq!(p.reallocations(), 0);
     assert_eq!(p.pick(0, &cx), Some(0));
