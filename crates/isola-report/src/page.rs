@@ -7,7 +7,8 @@
 //!
 //! The page carries a short script that is not needed to display it: on load
 //! it measures each chart as the browser drew it (the box, each line's
-//! length, each bar's height, all inside the plot) and writes the result
+//! length, each bar's height, all inside the plot, each line visible
+//! somewhere rather than under others) and writes the result
 //! into attributes (`data-check="ok"` on each chart, a summary on
 //! `#render-check`), which the tests read from a headless Chromium's dump.
 
@@ -372,6 +373,20 @@ figcaption p { margin: 0.2rem 0; }
 const CHECK_SCRIPT: &str = r#"window.addEventListener('load', function () {
   var charts = document.querySelectorAll('svg.chart');
   var ok = 0;
+  // (x, y) in `el`'s user units as a point in the window (for
+  // elementFromPoint), scrolled into view first if need be.
+  var screenPoint = function (el, x, y) {
+    var at = function () {
+      var m = el.getScreenCTM();
+      return { x: m.a * x + m.c * y + m.e, y: m.b * x + m.d * y + m.f };
+    };
+    var s = at();
+    if (s.x < 0 || s.y < 0 || s.x >= window.innerWidth || s.y >= window.innerHeight) {
+      window.scrollBy(s.x - window.innerWidth / 2, s.y - window.innerHeight / 2);
+      s = at();
+    }
+    return s;
+  };
   charts.forEach(function (svg) {
     var box = svg.getBoundingClientRect();
     var area = svg.querySelector('.plot-area').getBBox();
@@ -381,7 +396,8 @@ const CHECK_SCRIPT: &str = r#"window.addEventListener('load', function () {
     };
     var series = 0, bars = 0, outside = 0;
     svg.querySelectorAll('.series').forEach(function (p) {
-      if (p.getTotalLength() > 0) series++;
+      // A line drawn once for series that coincide stands for them all.
+      if (p.getTotalLength() > 0) series += Number(p.getAttribute('data-count') || 1);
       if (!inside(p.getBBox())) outside++;
     });
     svg.querySelectorAll('.bar').forEach(function (r) {
@@ -414,10 +430,28 @@ const CHECK_SCRIPT: &str = r#"window.addEventListener('load', function () {
     svg.querySelectorAll('.series, .bar').forEach(function (m) {
       if (!legends[m.getAttribute('data-series')]) unlabelled++;
     });
+    // Every drawn series shows: sampled along its line (every 2 px or
+    // so), at least one sample has it (or its dots) as the topmost thing
+    // painted. A line under others is listed.
+    var hidden = [];
+    svg.querySelectorAll('.series').forEach(function (p) {
+      var name = p.getAttribute('data-series'), len = p.getTotalLength();
+      var n = Math.min(400, Math.max(20, Math.ceil(len / 2))), seen = 0;
+      for (var k = 0; k <= n; k++) {
+        var at = p.getPointAtLength(len * k / n);
+        var s = screenPoint(p, at.x, at.y);
+        var top = s && document.elementFromPoint(s.x, s.y);
+        var owner = top && top.closest('[data-series]');
+        if (owner && owner.getAttribute('data-series') === name) seen++;
+      }
+      p.setAttribute('data-visible-samples', seen);
+      if (seen === 0) hidden.push(name);
+    });
     var good = box.width > 0 && box.height > 0 && outside === 0 &&
-      overlaps === 0 && unlabelled === 0 &&
+      overlaps === 0 && unlabelled === 0 && hidden.length === 0 &&
       series === Number(svg.getAttribute('data-expect-series')) &&
       bars === Number(svg.getAttribute('data-expect-bars'));
+    svg.setAttribute('data-hidden-series', hidden.join(' | '));
     svg.setAttribute('data-overlaps', overlaps);
     svg.setAttribute('data-unlabelled', unlabelled);
     if (good) ok++;
@@ -427,6 +461,7 @@ const CHECK_SCRIPT: &str = r#"window.addEventListener('load', function () {
     svg.setAttribute('data-outside', outside);
     svg.setAttribute('data-check', good ? 'ok' : 'fail');
   });
+  window.scrollTo(0, 0);
   var out = document.getElementById('render-check');
   out.setAttribute('data-charts', charts.length);
   out.setAttribute('data-ok', ok);

@@ -1,6 +1,7 @@
 //! What every chart has: the layout, the axes fitted to the marks, title,
-//! grid, ticks, axis labels, legend entries and reference lines. The marks
-//! themselves are drawn by `lines` and `bars`.
+//! grid, ticks, axis labels, legend entries, reference lines and a note
+//! under the chart (which lines coincide). The marks themselves are drawn
+//! by `lines` and `bars`.
 
 use super::axis::{Mapped, Ticks};
 use super::{bars, lines, Axis, Chart, Marks, Reference};
@@ -22,14 +23,35 @@ const LEGEND_CHARS: usize = 17;
 pub(super) const CHAR_W: f64 = 7.0;
 /// Line height of 12 px text.
 const LINE_H: f64 = 14.0;
+/// Left (and right) margin of the note under a chart.
+const NOTE_X: f64 = 10.0;
 /// Colour-blind-safe palette (Okabe and Ito).
 const COLOURS: [&str; 8] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
 ];
 
+/// Dash patterns (SVG `stroke-dasharray`), one per colour, each repeating
+/// within a legend swatch's 18 px: lines that overlap in part stay told
+/// apart by more than their colour.
+const DASHES: [&str; 8] = [
+    "none",
+    "7 3",
+    "2 2",
+    "8 3 2 3",
+    "12 3",
+    "2 5",
+    "5 2 2 2 2 2",
+    "4 4",
+];
+
 /// The colour of the `i`th series.
 pub(super) fn colour(i: usize) -> &'static str {
     COLOURS[i % COLOURS.len()]
+}
+
+/// The dash pattern of the `i`th series' line.
+pub(super) fn dash(i: usize) -> &'static str {
+    DASHES[i % DASHES.len()]
 }
 
 /// `v`'s horizontal position on the plot, if the scale can place it.
@@ -80,8 +102,8 @@ impl Legend {
     }
 }
 
-/// The legend entry of the `i`th series, `name`, in full (wrapped over
-/// lines), at the legend's next place.
+/// The legend entry of the `i`th series (its colour, and its dash for a
+/// line), `name`, in full (wrapped over lines), at the legend's next place.
 pub(super) fn legend(svg: &mut String, at: &mut Legend, i: usize, name: &str, swatch: Swatch) {
     let ly = at.y;
     let lines = wrap(name, LEGEND_CHARS);
@@ -94,8 +116,9 @@ pub(super) fn legend(svg: &mut String, at: &mut Legend, i: usize, name: &str, sw
             ly - 5.0
         ),
         Swatch::Line => format!(
-            r#"<line x1="{lx}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="2"/>"#,
-            lx + 18.0
+            r#"<line x1="{lx}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="2" stroke-dasharray="{}"/>"#,
+            lx + 18.0,
+            dash(i)
         ),
     };
     let tx = lx + 24.0;
@@ -151,10 +174,15 @@ pub(super) fn render(chart: &Chart) -> String {
         }
     };
 
+    // How the lines are drawn: coinciding ones once, each visible.
+    let plan = match &chart.marks {
+        Marks::Lines { series } => Some(lines::Plan::new(&x, &y, series)),
+        Marks::Bars { .. } => None,
+    };
     // What a browser should find drawn (the report's check reads these).
-    let (kind, expect_series, expect_bars) = match &chart.marks {
-        Marks::Lines { series } => ("lines", lines::drawn(&x, &y, series), 0),
-        Marks::Bars { categories, series } => ("bars", 0, bars::drawn(&y, categories.len(), series)),
+    let (kind, expect_series, expect_bars) = match (&chart.marks, &plan) {
+        (Marks::Bars { categories, series }, _) => ("bars", 0, bars::drawn(&y, categories.len(), series)),
+        (Marks::Lines { .. }, plan) => ("lines", plan.as_ref().map_or(0, lines::Plan::drawn), 0),
     };
 
     // Category names that do not fit under their group stand up (rotated a
@@ -168,7 +196,21 @@ pub(super) fn render(chart: &Chart) -> String {
         }
         Marks::Lines { .. } => None,
     };
-    let height = HEIGHT + upright.map_or(0.0, |w| (w + 8.0 - 18.0).max(0.0));
+    let base = HEIGHT + upright.map_or(0.0, |w| (w + 8.0 - 18.0).max(0.0));
+    // A note under the x axis' label, wrapped to the chart's width.
+    let note: Vec<String> = plan
+        .as_ref()
+        .map(lines::Plan::note)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|n| wrap(n, ((WIDTH - 2.0 * NOTE_X) / CHAR_W) as usize))
+        .collect();
+    let height = base
+        + if note.is_empty() {
+            0.0
+        } else {
+            note.len() as f64 * LINE_H + 6.0
+        };
 
     let mut svg = String::new();
     let _ = writeln!(
@@ -265,9 +307,17 @@ pub(super) fn render(chart: &Chart) -> String {
         svg,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + PLOT_W / 2.0,
-        height - 10.0,
+        base - 10.0,
         escape(&chart.x.label)
     );
+    for (k, line) in note.iter().enumerate() {
+        let _ = writeln!(
+            svg,
+            r##"<text class="note" x="{NOTE_X}" y="{:.1}" fill="#333">{}</text>"##,
+            base + 6.0 + k as f64 * LINE_H,
+            escape(line)
+        );
+    }
     let _ = writeln!(
         svg,
         r#"<text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
@@ -275,9 +325,17 @@ pub(super) fn render(chart: &Chart) -> String {
         escape(&chart.y.label)
     );
 
-    // The marks, and a legend entry for each series.
+    // The marks, and a legend entry for each series; reference lines under
+    // lines (a line along one stays in sight) and over bars (which would
+    // hide them), their labels over both.
+    let (ref_lines, ref_labels) = references(chart, &x, &y);
     match &chart.marks {
-        Marks::Lines { series } => lines::draw(&mut svg, &x, &y, series),
+        Marks::Lines { .. } => {
+            svg.push_str(&ref_lines);
+            if let Some(plan) = &plan {
+                plan.draw(&mut svg);
+            }
+        }
         Marks::Bars { categories, series } => {
             // The reference lines' labels, which value labels must not cover.
             let avoid: Vec<bars::TextBox> = chart
@@ -297,19 +355,30 @@ pub(super) fn render(chart: &Chart) -> String {
                     Reference::Vertical { .. } => None,
                 })
                 .collect();
-            bars::draw(&mut svg, &y, chart.y.format, categories, series, &avoid)
+            bars::draw(&mut svg, &y, chart.y.format, categories, series, &avoid);
+            svg.push_str(&ref_lines);
         }
     }
+    svg.push_str(&ref_labels);
+    svg.push_str("</svg>\n");
+    svg
+}
 
-    // Reference lines over the marks.
+/// The chart's reference lines, and their labels, as SVG.
+fn references(chart: &Chart, x: &Mapped, y: &Mapped) -> (String, String) {
+    let (mut lines, mut labels) = (String::new(), String::new());
     for r in &chart.references {
         match r {
             Reference::Horizontal { y: v, label } => {
-                let Some(ry) = py(&y, *v) else { continue };
+                let Some(ry) = py(y, *v) else { continue };
                 let _ = writeln!(
-                    svg,
-                    r##"<line class="reference" x1="{LEFT}" x2="{:.1}" y1="{ry:.1}" y2="{ry:.1}" stroke="#333" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11" fill="#333" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
+                    lines,
+                    r##"<line class="reference" x1="{LEFT}" x2="{:.1}" y1="{ry:.1}" y2="{ry:.1}" stroke="#333" stroke-width="1.5" stroke-dasharray="6 4"/>"##,
                     LEFT + PLOT_W,
+                );
+                let _ = writeln!(
+                    labels,
+                    r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11" fill="#333" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
                     LEFT + PLOT_W - 4.0,
                     (ry - 4.0).max(TOP + 11.0),
                     escape(label)
@@ -319,11 +388,15 @@ pub(super) fn render(chart: &Chart) -> String {
                 if matches!(chart.marks, Marks::Bars { .. }) {
                     continue;
                 }
-                let Some(rx) = px(&x, *v) else { continue };
+                let Some(rx) = px(x, *v) else { continue };
                 let _ = writeln!(
-                    svg,
-                    r##"<line class="reference" x1="{rx:.1}" x2="{rx:.1}" y1="{TOP}" y2="{:.1}" stroke="#333" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="11" fill="#333" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
+                    lines,
+                    r##"<line class="reference" x1="{rx:.1}" x2="{rx:.1}" y1="{TOP}" y2="{:.1}" stroke="#333" stroke-width="1.5" stroke-dasharray="6 4"/>"##,
                     TOP + PLOT_H,
+                );
+                let _ = writeln!(
+                    labels,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#333" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
                     rx + 4.0,
                     TOP + 14.0,
                     escape(label)
@@ -331,6 +404,5 @@ pub(super) fn render(chart: &Chart) -> String {
             }
         }
     }
-    svg.push_str("</svg>\n");
-    svg
+    (lines, labels)
 }

@@ -7,13 +7,15 @@
 //! over time or over sizes, latency CDFs ([`Chart::cdf`]) and bar charts
 //! are the same code with different parameters: `axis` fits axes to the
 //! data, `frame` draws what every chart has (title, grid, ticks, labels,
-//! legend, reference lines), `lines` and `bars` draw the marks.
+//! legend, reference lines), `lines` and `bars` draw the marks; `coincide`
+//! finds lines that would hide one another (drawn once, named together).
 //!
 //! Written by hand: the plotting crates (plotters and friends) pull in font
 //! rasterisers and image back ends to draw what is a few dozen lines of SVG.
 
 mod axis;
 mod bars;
+mod coincide;
 mod frame;
 mod lines;
 mod select;
@@ -113,7 +115,9 @@ pub struct Chart {
     pub y: Axis,
     /// What is drawn.
     pub marks: Marks,
-    /// Reference lines, drawn over the marks; the fitted ranges include them.
+    /// Reference lines, drawn under lines (so that a line along one shows)
+    /// and over bars, their labels over both; the fitted ranges include
+    /// them.
     pub references: Vec<Reference>,
     /// The series (lines) or categories (bars) to draw first when there
     /// are too many to draw all ([`Chart::prefer`]).

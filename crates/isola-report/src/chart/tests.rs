@@ -307,3 +307,107 @@ fn ticks_at_data_follow_the_sweep() {
     .render();
     assert!(auto.contains(">256<") && auto.contains(">1Mi<"), "{auto}");
 }
+
+/// `line` moved down by `dy` pixels.
+fn shifted(line: &[(f64, f64)], dy: f64) -> Vec<(f64, f64)> {
+    line.iter().map(|&(x, y)| (x, y + dy)).collect()
+}
+
+/// Lines that coincide to within the tolerance (identical, or a hair
+/// apart) are one group; a line further off, or one that shares only part
+/// of the way, stays apart; empty series are never grouped.
+#[test]
+fn coinciding_lines_are_grouped_within_the_tolerance() {
+    use super::coincide::{layout, TOLERANCE};
+    let a = vec![(80.0, 300.0), (200.0, 300.0), (400.0, 100.0)];
+    let lines = vec![
+        a.clone(),
+        a.clone(),
+        shifted(&a, TOLERANCE - 0.1),
+        shifted(&a, TOLERANCE + 0.1),
+        // The same start, then apart.
+        vec![(80.0, 300.0), (200.0, 300.0), (400.0, 250.0)],
+        vec![],
+        vec![],
+        // One point on the line: a dot, not a copy of it.
+        vec![(200.0, 300.0)],
+    ];
+    let l = layout(&lines);
+    assert_eq!(
+        l.groups,
+        [vec![0, 1, 2], vec![3], vec![4], vec![5], vec![6], vec![7]]
+    );
+    assert_eq!(l.order, [0, 1, 2, 3, 4, 5], "nothing hidden: the order kept");
+    assert!(l.buried.is_empty());
+}
+
+/// A line lying along part of another (a shorter run) is drawn over it,
+/// wherever it comes in the series; a line that others cover piece by
+/// piece is reported as buried.
+#[test]
+fn lines_along_part_of_another_are_drawn_over_it() {
+    use super::coincide::layout;
+    let long = vec![(80.0, 200.0), (480.0, 200.0)];
+    let start = vec![(80.0, 200.0), (280.0, 200.0)];
+    let end = vec![(280.0, 200.0), (480.0, 200.0)];
+    let l = layout(&[start.clone(), long.clone()]);
+    assert_eq!(l.groups, [vec![0], vec![1]], "not merged: the long one goes on");
+    assert_eq!(l.order, [1, 0], "the short one on top");
+    assert!(l.buried.is_empty());
+    let l = layout(&[long, start, end]);
+    assert_eq!(l.groups.len(), 3);
+    assert_eq!(l.buried, [0], "the long one lies under the two halves");
+}
+
+/// Jain's index as a reproduction draws it: most policies at 1.0 (one a
+/// hair below). They are drawn as one line whose legend entry names them
+/// all, a note under the chart says so, the reference line lies under the
+/// lines, and each drawn line has its own dash pattern.
+#[test]
+fn coinciding_series_are_drawn_once_and_named_together() {
+    let flat = |v: f64| (0..=10).map(|t| (t as f64, v)).collect::<Vec<_>>();
+    let svg = Chart::lines(
+        "jain",
+        Axis::new("t"),
+        Axis::new("J").range(0.0, 1.0),
+        vec![
+            Series::new("fcfs", flat(0.76)),
+            Series::new("rr", flat(1.0)),
+            Series::new("drr", flat(0.9995)),
+            Series::new("wfq", flat(1.0)),
+        ],
+    )
+    .reference_y(1.0, "perfectly fair")
+    .render();
+    let lines = polylines(&svg);
+    assert_eq!(lines.len(), 2, "{svg}");
+    assert!(svg.contains(r#"data-series="rr = drr = wfq" data-count="3""#));
+    assert!(svg.contains(r#"<g class="legend" data-series="rr = drr = wfq">"#));
+    assert_eq!(svg.matches(r#"class="legend""#).count(), 2);
+    assert!(svg.contains(r#"data-expect-series="4""#), "all four drawn");
+    let note = svg.split(r#"class="note""#).nth(1).expect("a note");
+    assert!(
+        note.contains("coincide") && note.contains("rr = drr = wfq."),
+        "{note}"
+    );
+    assert!(attr(note, "y") > HEIGHT - 10.0, "under the x axis' label");
+    let height = attr(&svg, "height");
+    assert!(
+        height > HEIGHT && attr(note, "y") < height,
+        "the chart grows to hold it"
+    );
+    assert!(svg.find(r#"class="reference""#) < svg.find(r#"class="series""#));
+    let dashes: std::collections::HashSet<&str> = svg
+        .split(r#"class="series""#)
+        .skip(1)
+        .map(|rest| {
+            rest.split("stroke-dasharray=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(dashes.len(), 2, "each drawn line its own dashes");
+}

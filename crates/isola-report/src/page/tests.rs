@@ -94,6 +94,7 @@ pub(super) fn sample() -> Report {
             .collect(),
     )
     .reference_x(200e-6, "SLA 200 µs");
+    let (jain_steady, cdfs_light) = coinciding(&mut rng);
     let violations = Chart::bars(
         "SLA violations",
         "policy",
@@ -176,7 +177,7 @@ pub(super) fn sample() -> Report {
                         title: "Jain's fairness index over time".into(),
                         caption: "1 is perfectly fair, 0.5 one tenant takes all.".into(),
                         paper: Some("OSMOSIS Fig. 12: Jain's index stays above 0.95.".into()),
-                        charts: vec![jain],
+                        charts: vec![jain, jain_steady],
                     },
                 ],
             },
@@ -193,7 +194,7 @@ pub(super) fn sample() -> Report {
                         title: "Latency CDF".into(),
                         caption: "5000 requests per policy.".into(),
                         paper: Some("ASTRAEA Fig. 2: FCFS has a long tail.".into()),
-                        charts: vec![cdfs],
+                        charts: vec![cdfs, cdfs_light],
                     },
                     Figure {
                         title: "SLA violations and throughput".into(),
@@ -206,6 +207,60 @@ pub(super) fn sample() -> Report {
             crowded(),
         ],
     }
+}
+
+/// Charts whose lines coincide, as a reproduction draws them: Jain's index
+/// at 1.0 for most of eight policies (one a hair below, one converging,
+/// one unfair), and four latency CDFs a few hundred nanoseconds apart
+/// rising at the same place beside one with a long tail.
+fn coinciding(rng: &mut u64) -> (Chart, Chart) {
+    let names = [
+        "fcfs", "rr", "drr", "wfq", "osmosis", "astraea", "wlbvt", "native",
+    ];
+    let times: Vec<f64> = (0..=50).map(|i| i as f64 * 0.02).collect();
+    let jain = Chart::lines(
+        "Jain's index, steady load",
+        Axis::new("time").format(Format::Seconds),
+        Axis::new("Jain's index").range(0.0, 1.0),
+        names
+            .iter()
+            .map(|&name| {
+                let j = |t: f64| match name {
+                    "fcfs" => 0.76,
+                    "rr" => 0.9995,
+                    "wlbvt" => 1.0 - 0.4 * (-t * 6.0).exp(),
+                    _ => 1.0,
+                };
+                Series::new(name, times.iter().map(|&t| (t, j(t))).collect())
+            })
+            .collect(),
+    )
+    .reference_y(1.0, "perfectly fair");
+    let cdfs = Chart::cdf(
+        "LS latency, light load",
+        Axis::new("latency").log10().format(Format::Seconds),
+        names[..5]
+            .iter()
+            .enumerate()
+            .map(|(p, &name)| {
+                let tail = if p == 0 { 50.0 } else { 0.01 };
+                let mut samples: Vec<f64> = (0..2000)
+                    .map(|_| 20e-6 * (1.0 + tail * noise(rng).powi(6)))
+                    .collect();
+                samples.sort_by(f64::total_cmp);
+                let n = samples.len() as f64;
+                let points = samples
+                    .iter()
+                    .enumerate()
+                    .skip(19)
+                    .step_by(20)
+                    .map(|(i, &x)| (x, (i + 1) as f64 / n))
+                    .collect();
+                Series::new(name, points)
+            })
+            .collect(),
+    );
+    (jain, cdfs)
 }
 
 /// A section with charts too crowded to read drawn whole: 14 latency
@@ -574,8 +629,8 @@ fn dump_dom(browser: &Path, page: &Path, profile: &Path) -> String {
 
 /// The sample report drawn by headless Chromium: the page's own check
 /// (measuring each chart's box, each line's length, each bar's height, all
-/// inside the plot) ran and found every chart drawn, with as many lines
-/// and bars as the data has. Without a browser it passes with a notice,
+/// inside the plot, each line visible somewhere) ran and found every chart
+/// drawn, with as many lines and bars as the data has. Without a browser it passes with a notice,
 /// unless `ISOLA_REQUIRE_CHROMIUM=1` (CI sets it). With
 /// `ISOLA_REPORT_SAMPLE_DIR` set, the sample is written there and kept.
 #[test]
@@ -621,6 +676,10 @@ fn charts_are_drawn_in_chromium() {
         assert_eq!(
             got["data-unlabelled"], "0",
             "series without a legend entry: {context}"
+        );
+        assert_eq!(
+            got["data-hidden-series"], "",
+            "series drawn under others, nowhere visible: {context}"
         );
         let (w, h) = got["data-box"].split_once('x').unwrap();
         assert!(
