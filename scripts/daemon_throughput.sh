@@ -14,7 +14,7 @@
 # CONCURRENCY=32 (per process), DURATION=5s, WARMUP=1s, WORKERS=1 (the
 # engine's worker threads), SPIN (the clients' --spin, e.g. 0s: they sleep
 # at once instead of polling 50 us), KEEP=1 keeps the reports' folder.
-# Builds release binaries into ${CARGO_TARGET_DIR:-target}.
+# Builds the binaries (perf profile: docs/perf.md's) into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROCS=${PROCS:-"1 2 8"}

@@ -1,10 +1,10 @@
 # Sourced by the isolad benchmark scripts (daemon_throughput.sh,
-# udp_throughput.sh): builds the release binaries into
+# udp_throughput.sh): builds the binaries in the perf profile into
 # ${CARGO_TARGET_DIR:-target} ($bin), makes a scratch folder ($dir) that is
 # removed at exit (KEEP=1 keeps it), and defines start_isolad, which runs
 # isolad on "$dir/isolad.toml" until the script exits.
-cargo build -q --release -p isola-cli -p isola-daemon
-bin=${CARGO_TARGET_DIR:-target}/release
+cargo build -q --profile perf -p isola-cli -p isola-daemon
+bin=${CARGO_TARGET_DIR:-target}/perf
 dir=$(mktemp -d)
 daemon=
 cleanup() {

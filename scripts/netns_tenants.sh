@@ -13,7 +13,7 @@
 # Settings (environment): TENANTS=2, RATE=5k/s (each tenant but the
 # first), SIZE=64B, KERNEL=crc32c, POLICY=wlbvt (the engine's),
 # DURATION=5s, WARMUP=1s, QUEUE_DEPTH=8, KEEP=1 keeps the reports' folder.
-# Builds release binaries into ${CARGO_TARGET_DIR:-target}.
+# Builds the binaries (perf profile: docs/perf.md's) into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TENANTS=${TENANTS:-2}

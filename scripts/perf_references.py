@@ -10,7 +10,7 @@ tool here: its reference is crc-fast itself called directly through
 `cargo bench -p isola-ops --bench ops` (see docs/perf.md).
 
 Usage: scripts/perf_references.py [--seconds S] [--sizes 16KiB,1MiB] [--rounds N]
-Needs: a release build (`cargo build --release -p isola-cli`), openssl, lz4, zstd.
+Needs: a build in the perf profile (`cargo build --profile perf -p isola-cli`), openssl, lz4, zstd.
 """
 
 import argparse
@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-ISOLA = os.path.join(os.path.dirname(__file__), "..", "target", "release", "isola")
+ISOLA = os.path.join(os.path.dirname(__file__), "..", "target", "perf", "isola")
 
 
 def run(cmd):
@@ -84,7 +84,7 @@ def main():
                     help="rounds, ours and the reference alternating; medians are reported (the machine is noisy)")
     args = ap.parse_args()
     if not os.path.exists(ISOLA):
-        sys.exit("build first: cargo build --release -p isola-cli")
+        sys.exit("build first: cargo build --profile perf -p isola-cli")
     rounds = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):

@@ -19,7 +19,7 @@
 # Settings (environment): ROUNDS=3; VENV (default: a scratch folder, removed
 # at the end) holds SimPy, installed there with pip from PyPI
 # (SIMPY_VERSION, default 4.1.2) unless it already has it.
-# Builds the release `isola` into ${CARGO_TARGET_DIR:-target}.
+# Builds `isola` in the perf profile (docs/perf.md's) into ${CARGO_TARGET_DIR:-target}/perf.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -35,10 +35,10 @@ if ! "$venv/bin/python" -c 'import simpy' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q "simpy==$SIMPY_VERSION"
 fi
-cargo build -q --release -p isola-cli
-cargo build -q --release -p isola-sim --example mm1_floor
-isola=${CARGO_TARGET_DIR:-target}/release/isola
-floor=${CARGO_TARGET_DIR:-target}/release/examples/mm1_floor
+cargo build -q --profile perf -p isola-cli
+cargo build -q --profile perf -p isola-sim --example mm1_floor
+isola=${CARGO_TARGET_DIR:-target}/perf/isola
+floor=${CARGO_TARGET_DIR:-target}/perf/examples/mm1_floor
 customers=$(sed -n 's/^count = \([0-9]*\)$/\1/p' scenarios/mm1.toml)
 
 wall() { # wall OUT COMMAND...: runs it (stdout to OUT), prints its wall time in seconds

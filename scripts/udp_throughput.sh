@@ -24,7 +24,7 @@
 # (default: a poll's replies leave with one sendmmsg), TENANTS=1 (flow i
 # belongs to tenant i mod TENANTS: FLOWS=64 TENANTS=64 gives 64 tenants
 # of one flow each), KEEP=1 keeps the reports' folder.
-# Builds release binaries into ${CARGO_TARGET_DIR:-target}.
+# Builds the binaries (perf profile: docs/perf.md's) into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}

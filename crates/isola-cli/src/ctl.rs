@@ -208,9 +208,11 @@ fn table(tenants: &[TenantStatus]) -> String {
         "failed",
         "rejected",
         "cancelled",
+        "packets",
+        "pkt replied/dropped/aborted",
         "busy",
     ];
-    let rows: Vec<[String; 14]> = tenants
+    let rows: Vec<[String; 16]> = tenants
         .iter()
         .map(|t| {
             let f = &t.figures;
@@ -228,6 +230,11 @@ fn table(tenants: &[TenantStatus]) -> String {
                 f.failed.to_string(),
                 f.rejected.to_string(),
                 f.cancelled.to_string(),
+                f.packets_received.to_string(),
+                format!(
+                    "{}/{}/{}",
+                    f.packets_replied, f.packets_dropped, f.packets_aborted
+                ),
                 isola_core::quantity::format_duration(f.busy_ns),
             ]
         })

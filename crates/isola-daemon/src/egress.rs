@@ -24,6 +24,7 @@
 //! reply task completes, dropped if the core refuses it or the socket
 //! does.
 
+use crate::aborts::Cause;
 use crate::metrics::PacketOutcome;
 use crate::udp_batch::Outgoing;
 use crate::Shared;
@@ -31,13 +32,13 @@ use isola_core::EngineKind;
 use isola_kernels::KernelOutput;
 use isola_ops::OpError;
 use isola_runtime::{Completion, ReplyRoute, Stage, TaskError};
-use isola_wire::EventKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Where a packet's reply goes and what its flow does with its kernel's
 /// output.
+#[derive(Clone)]
 pub(crate) struct ReplyTo {
     /// The packet's sender.
     pub(crate) from: SocketAddr,
@@ -47,6 +48,9 @@ pub(crate) struct ReplyTo {
     pub(crate) wasm: bool,
     /// The flow sends replies.
     pub(crate) reply: bool,
+    /// The flow tells the sender of a packet it aborts
+    /// ([`crate::aborts::error_reply`]).
+    pub(crate) error_reply: bool,
     /// The ECN field its reply carries: CE where the packet was marked at
     /// ingress, else 0.
     pub(crate) ecn: u8,
@@ -61,6 +65,8 @@ pub(crate) struct ReplyGroup {
     pending: AtomicUsize,
     /// Replies waiting for the group's last outcome.
     replies: Mutex<Vec<Outgoing>>,
+    /// Error replies (`error_reply = true`) to aborted packets, likewise.
+    errors: Mutex<Vec<Outgoing>>,
 }
 
 impl ReplyGroup {
@@ -77,6 +83,7 @@ impl ReplyGroup {
             tenant,
             pending: AtomicUsize::new(packets),
             replies: Mutex::new(Vec::with_capacity(packets)),
+            errors: Mutex::new(Vec::new()),
         }
     }
 
@@ -87,28 +94,40 @@ impl ReplyGroup {
         match c.result {
             Ok(out) => self.answer(to, out),
             Err(TaskError::Rejected(_)) => self.count(PacketOutcome::Dropped, 1),
-            Err(TaskError::Operator(OpError::KernelStopped { cause, .. })) => {
-                self.count(PacketOutcome::Aborted, 1);
-                self.shared.tell_tenant_of(
-                    self.tenant,
-                    EventKind::KernelAborted,
-                    to.flow as u64,
-                    u64::from(cause),
-                );
-            }
-            Err(TaskError::Transfer(_)) => {
-                // An IO flow's DMA stage found no place (its window withdrawn).
-                self.count(PacketOutcome::Aborted, 1);
-                self.shared.tell_tenant_of(
-                    self.tenant,
-                    EventKind::KernelAborted,
-                    to.flow as u64,
-                    crate::host_write::UNPLACED_WRITE,
-                );
-            }
-            Err(_) => self.count(PacketOutcome::Aborted, 1),
+            Err(TaskError::Operator(OpError::KernelStopped { cause, reason, .. })) => self.abort(
+                to,
+                Cause {
+                    code: u64::from(cause),
+                    reason: format!("its kernel was stopped: {reason}"),
+                },
+            ),
+            // An IO flow's DMA stage found no place (its window withdrawn).
+            Err(TaskError::Transfer(e)) => self.abort(to, unplaced(&e.to_string())),
+            Err(e) => self.abort(
+                to,
+                Cause {
+                    code: 0,
+                    reason: format!("its task failed: {e}"),
+                },
+            ),
         }
         self.one_done();
+    }
+
+    /// Packet `to` ends without its reply, for `cause`: counted, its
+    /// tenant told, the log told ([`crate::aborts`]); and its sender
+    /// told, if its flow asks for error replies.
+    fn abort(&self, to: &ReplyTo, cause: Cause) {
+        self.shared.packet_aborted(self.tenant, to.flow, to.from, &cause);
+        if to.error_reply {
+            if let Ok(mut errors) = self.errors.lock() {
+                errors.push(Outgoing {
+                    to: to.from,
+                    bytes: crate::aborts::error_reply(cause.code, &cause.reason),
+                    ecn: to.ecn,
+                });
+            }
+        }
     }
 
     /// Takes a kernel's output `out`: its reply, kept for the group's
@@ -116,10 +135,16 @@ impl ReplyGroup {
     fn answer(&self, to: &ReplyTo, out: Vec<u8>) {
         let reply = if to.wasm {
             let Some(asked) = KernelOutput::from_bytes(&out) else {
-                return self.count(PacketOutcome::Aborted, 1);
+                return self.abort(
+                    to,
+                    Cause {
+                        code: 0,
+                        reason: "its kernel's output could not be read".to_string(),
+                    },
+                );
             };
             if !crate::host_write::carry_out(&self.shared, self.tenant, to.flow as u64, asked.dma) {
-                return self.count(PacketOutcome::Aborted, 1);
+                return self.abort(to, unplaced("a DMA write it asked for"));
             }
             asked.reply
         } else {
@@ -166,10 +191,16 @@ impl ReplyGroup {
         }
     }
 
-    /// A packet whose task was never taken (the runtime refused the
+    /// Packet `to`, whose task was never taken (the runtime refused the
     /// submission): aborted.
-    pub(crate) fn refused(&self) {
-        self.count(PacketOutcome::Aborted, 1);
+    pub(crate) fn refused(&self, to: &ReplyTo) {
+        self.abort(
+            to,
+            Cause {
+                code: 0,
+                reason: "the runtime refused its task".to_string(),
+            },
+        );
         self.one_done();
     }
 
@@ -181,8 +212,17 @@ impl ReplyGroup {
     }
 
     /// Sends every reply collected; a reply the socket refuses is the
-    /// sender's loss, as on the wire, and counted dropped.
+    /// sender's loss, as on the wire, and counted dropped. Error replies
+    /// go too, uncounted (their packets were counted aborted).
     fn flush(&self) {
+        let errors = self
+            .errors
+            .lock()
+            .map(|mut e| std::mem::take(&mut *e))
+            .unwrap_or_default();
+        if !errors.is_empty() {
+            crate::udp_batch::send_batch(std::os::fd::AsFd::as_fd(&*self.socket), &errors);
+        }
         let replies = match self.replies.lock() {
             Ok(mut r) => std::mem::take(&mut *r),
             Err(_) => return,
@@ -199,5 +239,14 @@ impl ReplyGroup {
         self.shared
             .packets
             .count(&self.shared.metrics, self.tenant, outcome, n);
+    }
+}
+
+/// The cause of a packet whose DMA transfer (`what`) found no place in
+/// its tenant's host window.
+fn unplaced(what: &str) -> Cause {
+    Cause {
+        code: crate::host_write::UNPLACED_WRITE,
+        reason: format!("{what} found no place in its tenant's host window"),
     }
 }

@@ -213,8 +213,8 @@ pub(crate) fn dma_stage(engine: isola_core::EngineId, direction: Direction, offs
 /// host memory to write to, and no one to tell: its writes are discarded
 /// and the packet goes on. Otherwise all are checked first
 /// ([`placement`]): if one has no place (past the window's end, or no DMA
-/// engine), none is made, the tenant is told `KernelAborted` with
-/// [`UNPLACED_WRITE`], and this answers `false` (the packet is aborted).
+/// engine), none is made and this answers `false`: the caller aborts the
+/// packet with [`UNPLACED_WRITE`] (`Shared::packet_aborted`).
 pub(crate) fn carry_out(
     shared: &Arc<crate::Shared>,
     t: usize,
@@ -229,10 +229,7 @@ pub(crate) fn carry_out(
     let engine = match placement(shared, t, &spans) {
         Placement::Placed(engine) => engine,
         Placement::NoWindow => return true,
-        Placement::Unplaced => {
-            shared.tell_tenant_of(t, EventKind::KernelAborted, flow, UNPLACED_WRITE);
-            return false;
-        }
+        Placement::Unplaced => return false,
     };
     let handle = shared.runtime.tenant(isola_core::TenantId(t as u32));
     for (offset, bytes) in writes {

@@ -50,7 +50,6 @@ use isola_core::TenantId;
 use isola_model::ingress::{FiveTuple, RuleSet};
 use isola_ops::Operator;
 use isola_runtime::{Direction, OnCompletion, Stage};
-use isola_wire::EventKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,6 +81,7 @@ struct Flow {
     /// An IO flow's transfer direction.
     dma: Option<Direction>,
     reply: bool,
+    error_reply: bool,
 }
 
 /// A tenant's packet counters (they outlive its flows), and its flow
@@ -282,6 +282,7 @@ fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
         operator,
         dma: f.dma,
         reply: f.reply,
+        error_reply: f.error_reply,
     }
 }
 
@@ -537,6 +538,7 @@ fn classify(
                 flow: flow.index,
                 wasm: flow.kernel.is_wasm(),
                 reply: flow.reply,
+                error_reply: flow.error_reply,
                 ecn: 0,
             },
         });
@@ -549,12 +551,21 @@ fn classify(
 fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut Vec<Matched>) {
     let path = &shared.packets;
     path.count(&shared.metrics, tenant, PacketOutcome::Received, packets.len());
-    // IO requests with no place are aborted here, never run.
+    // IO requests with no place are aborted here, never run (an error
+    // reply, if the flow asks for one, leaves at once).
     packets.retain(|p| match p.stages {
         Ok(_) => true,
         Err(code) => {
-            path.count(&shared.metrics, tenant, PacketOutcome::Aborted, 1);
-            shared.tell_tenant_of(tenant, EventKind::KernelAborted, p.to.flow as u64, code);
+            let cause = crate::aborts::Cause {
+                code,
+                reason: "its IO request found no place in its tenant's host window".to_string(),
+            };
+            shared.packet_aborted(tenant, p.to.flow, p.to.from, &cause);
+            if p.to.error_reply {
+                let reply = crate::aborts::error_reply(cause.code, &cause.reason);
+                // The sender's loss if refused, as any reply.
+                let _ = socket.send_to(&reply, p.to.from);
+            }
             false
         }
     });
@@ -584,15 +595,20 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
     // Every packet left has its stages (the unplaced were taken out
     // above); one without would be refused by the runtime (no stages) and
     // counted aborted, never skipped: the group waits for each packet.
+    let senders: Vec<ReplyTo> = packets.iter().map(|p| p.to.clone()).collect();
     let tasks = packets.drain(..).map(|p| {
         let (g, to) = (Arc::clone(&group), p.to);
         let on_done: OnCompletion = Arc::new(move |c| g.settle(&to, c));
         (p.stages.unwrap_or_default(), Arc::new(p.payload), on_done)
     });
     let handle = shared.runtime.tenant(TenantId(tenant as u32));
-    for submitted in handle.submit_stages_batch_calling(tasks) {
+    for (submitted, to) in handle
+        .submit_stages_batch_calling(tasks)
+        .into_iter()
+        .zip(&senders)
+    {
         if submitted.is_err() {
-            group.refused();
+            group.refused(to);
         }
     }
 }

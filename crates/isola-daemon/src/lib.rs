@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+mod aborts;
 mod admin;
 pub mod config;
 mod connection;
@@ -34,6 +35,7 @@ mod socket_wake;
 mod tenants;
 mod udp_batch;
 
+pub use aborts::{error_reply, ERROR_REPLY_PREFIX};
 pub use config::DaemonConfig;
 pub use ingress::PacketCounts;
 use isola_core::{AffineCost, Slo};
@@ -100,6 +102,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<metrics::Metrics>,
     /// Each tenant's host window: where its packet kernels' DMA writes land.
     pub(crate) host_windows: Arc<host_write::HostWindows>,
+    /// The log of aborted packets, rate-limited per tenant.
+    pub(crate) aborts: aborts::AbortLog,
 }
 
 impl Shared {
@@ -289,6 +293,7 @@ impl Daemon {
             config,
             runtime,
             host_windows,
+            aborts: aborts::AbortLog::default(),
         });
         let stopping = Arc::new(AtomicBool::new(false));
         let listeners = [Arc::new(listener), Arc::new(admin)];

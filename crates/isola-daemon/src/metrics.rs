@@ -510,6 +510,43 @@ impl Metrics {
         });
     }
 
+    /// Slot `tenant`'s counters as `isola ctl list` shows them: the same
+    /// series Prometheus scrapes, summed over engines (ring tasks by how
+    /// they ended, their input bytes, the engine time of its tasks and
+    /// packets) and its packets by outcome; `over_budget` is the
+    /// runtime's and is left at 0 here. A vacant slot has none.
+    pub(crate) fn figures(&self, tenant: usize) -> isola_wire::admin::TenantFigures {
+        let mut f = isola_wire::admin::TenantFigures::default();
+        let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) else {
+            return f;
+        };
+        let Some(m) = cell.as_ref() else {
+            return f;
+        };
+        // FAIL_REASONS: an operator's failure (the first three), or the
+        // task given up with its connection (the last two).
+        let (failed, cancelled) = FAIL_REASONS.split_at(3);
+        for s in &m.series {
+            f.submitted += s.submitted.get();
+            f.succeeded += s.completed.get();
+            f.rejected += s.rejected.iter().map(Counter::get).sum::<u64>();
+            f.failed += s.failed[..failed.len()].iter().map(Counter::get).sum::<u64>();
+            f.cancelled += s.failed[failed.len()..failed.len() + cancelled.len()]
+                .iter()
+                .map(Counter::get)
+                .sum::<u64>();
+            f.bytes += s.input_bytes.get();
+            f.busy_ns += (s.busy.get() * 1e9).round() as u64;
+        }
+        let packets = |o: PacketOutcome| m.packets[o as usize].get();
+        f.packets_received = packets(PacketOutcome::Received);
+        f.packets_replied = packets(PacketOutcome::Replied);
+        f.packets_dropped = packets(PacketOutcome::Dropped);
+        f.packets_aborted = packets(PacketOutcome::Aborted);
+        f.packets_consumed = packets(PacketOutcome::Consumed);
+        f
+    }
+
     /// Counts `n` packets of `tenant`'s flows by `outcome`.
     pub(crate) fn packets(&self, tenant: usize, outcome: PacketOutcome, n: u64) {
         if let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) {

@@ -27,8 +27,9 @@ pub(crate) struct Slot {
     pub(crate) connections: u32,
     /// It is being removed: no new connections, its own drain.
     pub(crate) removing: bool,
-    /// The runtime's counters of this slot when its tenant was added: the
-    /// slot's earlier tenants' share, not this one's.
+    /// The slot's counters when its tenant was added: an earlier
+    /// tenant's of the same name (its Prometheus counters), and the
+    /// runtime's of the slot, not this one's.
     pub(crate) baseline: TenantFigures,
 }
 
@@ -182,7 +183,7 @@ impl Shared {
         };
         let current = table.slots[t].config.clone().expect("found by its configuration");
         let changed = current
-            .with_changes(&changes, &origin, self.config.base(), &self.config.engine_refs())
+            .with_changes(&changes, &origin, &self.config)
             .map_err(|e| e.to_string())?;
         self.change_checked(&mut table, t, changed)
     }
@@ -319,21 +320,31 @@ impl Shared {
         Ok(done.join("; "))
     }
 
-    /// Slot `t`'s counters in the runtime, less `baseline`.
+    /// Slot `t`'s counters, less `baseline`: the metrics' (what
+    /// Prometheus scrapes), with the runtime's count of tasks over budget.
     fn figures(&self, t: usize, baseline: TenantFigures) -> TenantFigures {
-        let Some(s) = self.runtime.stats().into_iter().nth(t) else {
-            return TenantFigures::default();
-        };
+        let mut f = self.metrics.figures(t);
+        f.over_budget = self
+            .runtime
+            .stats()
+            .into_iter()
+            .nth(t)
+            .map_or(0, |s| s.over_budget);
         let b = baseline;
         TenantFigures {
-            submitted: s.submitted.saturating_sub(b.submitted),
-            succeeded: s.succeeded.saturating_sub(b.succeeded),
-            failed: s.failed.saturating_sub(b.failed),
-            rejected: s.rejected.saturating_sub(b.rejected),
-            cancelled: s.cancelled.saturating_sub(b.cancelled),
-            over_budget: s.over_budget.saturating_sub(b.over_budget),
-            bytes: s.bytes.saturating_sub(b.bytes),
-            busy_ns: s.busy_ns.saturating_sub(b.busy_ns),
+            submitted: f.submitted.saturating_sub(b.submitted),
+            succeeded: f.succeeded.saturating_sub(b.succeeded),
+            failed: f.failed.saturating_sub(b.failed),
+            rejected: f.rejected.saturating_sub(b.rejected),
+            cancelled: f.cancelled.saturating_sub(b.cancelled),
+            over_budget: f.over_budget.saturating_sub(b.over_budget),
+            bytes: f.bytes.saturating_sub(b.bytes),
+            busy_ns: f.busy_ns.saturating_sub(b.busy_ns),
+            packets_received: f.packets_received.saturating_sub(b.packets_received),
+            packets_replied: f.packets_replied.saturating_sub(b.packets_replied),
+            packets_dropped: f.packets_dropped.saturating_sub(b.packets_dropped),
+            packets_aborted: f.packets_aborted.saturating_sub(b.packets_aborted),
+            packets_consumed: f.packets_consumed.saturating_sub(b.packets_consumed),
         }
     }
 

@@ -135,11 +135,70 @@ fn a_bad_flow_is_refused_at_its_line() {
                 [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n";
     let e = DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap_err();
     assert_eq!((e.line, e.key.as_deref()), (3, Some("udp")), "{e}");
-    let text = "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"pu\"\n\
+    let text = "[daemon]\nsocket = \"s\"\nudp = [\"127.0.0.1:9000\"]\n[[engine]]\nname = \"pu\"\n\
                 [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n\
                 [[tenant.flow]]\nkernel = \"teleport\"\n";
     let e = DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap_err();
     assert_eq!(e.key.as_deref(), Some("kernel"), "{e}");
+}
+
+/// A flow that no `[daemon] udp` address can ever hand a packet (another
+/// port, another address, another protocol, or no listener at all) is
+/// refused at its line with the key `match`, from the file and from
+/// `isola ctl add` alike; one that a listener serves is taken.
+#[test]
+fn a_flow_no_listener_serves_is_refused_at_its_line() {
+    let config = |udp: &str, rule: &str| {
+        format!(
+            "[daemon]\nsocket = \"s\"\n{udp}\n[[engine]]\nname = \"pu\"\n\
+             [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n\n\
+             [[tenant.flow]]\nmatch = {rule}\nkernel = \"crc32c\"\n"
+        )
+    };
+    let path = std::path::Path::new("d.toml");
+    for (udp, rule, says) in [
+        ("udp = [\"127.0.0.1:9000\"]", "{ dst_port = 9001 }", "port 9001"),
+        (
+            "udp = [\"127.0.0.1:9000\"]",
+            "{ dst_ip = \"10.0.0.1\", dst_port = 9000 }",
+            "10.0.0.1:9000",
+        ),
+        (
+            "udp = [\"127.0.0.1:9000\"]",
+            "{ dst_port = 9000, proto = 6 }",
+            "proto = 6",
+        ),
+        ("", "{ dst_port = 9000 }", "listens for no packets"),
+    ] {
+        let e = DaemonConfig::parse(&config(udp, rule), path).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (12, Some("match")),
+            "{udp} {rule}: {e}"
+        );
+        assert!(e.to_string().contains(says), "{udp} {rule}: {e}");
+    }
+    for (udp, rule) in [
+        (
+            "udp = [\"127.0.0.1:9000\", \"127.0.0.1:9001\"]",
+            "{ dst_port = 9001, proto = 17 }",
+        ),
+        (
+            "udp = [\"0.0.0.0:9000\"]",
+            "{ dst_ip = \"10.0.0.1\", dst_port = 9000 }",
+        ),
+        ("udp = [\"127.0.0.1:0\"]", "{ dst_port = 4242 }"),
+        ("udp = [\"127.0.0.1:9000\"]", "{ src_port = 5000 }"),
+    ] {
+        DaemonConfig::parse(&config(udp, rule), path).unwrap_or_else(|e| panic!("{udp} {rule}: {e}"));
+    }
+    // `isola ctl add` checks a new tenant's flows against the same listeners.
+    let daemon =
+        DaemonConfig::parse(&config("udp = [\"127.0.0.1:9000\"]", "{ dst_port = 9000 }"), path).unwrap();
+    let added = "name = \"b\"\nmemory_quota = \"1MiB\"\nusers = [0]\n\
+                 [[flow]]\nmatch = { dst_port = 9002 }\nkernel = \"crc32c\"\n";
+    let e = daemon.parse_tenant(added, "isola ctl add").unwrap_err();
+    assert_eq!((e.line, e.key.as_deref()), (5, Some("match")), "{e}");
 }
 
 #[test]

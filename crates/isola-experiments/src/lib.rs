@@ -28,6 +28,7 @@ mod draw;
 mod experiment;
 mod judge;
 pub mod live;
+pub mod live_calibrate;
 pub mod live_packets;
 pub mod live_scale;
 pub mod live_stages;

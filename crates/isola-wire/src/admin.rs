@@ -113,23 +113,45 @@ pub struct SloStatus {
     pub per_engine: Vec<String>,
 }
 
-/// A tenant's counters.
+/// A tenant's counters. The task figures count what its connections
+/// submitted through their rings, exactly as isolad's Prometheus series
+/// `isola_tasks_*{tenant}` summed over engines do (since this tenant was
+/// added: a name used before keeps its Prometheus counters); its packets
+/// are counted apart, as `isola_packets_total{tenant, outcome}` does
+/// (docs/daemon.md, "Two counts, one source").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct TenantFigures {
-    /// Tasks submitted.
+    /// Ring tasks submitted (accepted or refused).
     pub submitted: u64,
-    /// Tasks that succeeded.
+    /// Ring tasks completed with their output.
     pub succeeded: u64,
-    /// Tasks that failed (operator errors).
+    /// Ring tasks that failed (the operator's error, an output too large,
+    /// a panic).
     pub failed: u64,
-    /// Tasks refused (over quota, channel full, bad entries).
+    /// Ring tasks refused before running (bad entry, channel full, over
+    /// quota, no engine).
     pub rejected: u64,
-    /// Tasks cancelled (a dead connection's queued work, a drain).
+    /// Ring tasks given up (a dead connection's queued work, a drain).
     pub cancelled: u64,
-    /// Tasks over their service budget.
+    /// Tasks over their service budget (ring tasks and packets' tasks).
     pub over_budget: u64,
-    /// Input bytes of the tasks that succeeded.
+    /// Input bytes of the ring tasks handed to the runtime.
     pub bytes: u64,
-    /// Engine time its tasks used, ns.
+    /// Engine time its tasks and its packets' tasks used, ns.
     pub busy_ns: u64,
+    /// Packets of its flows received (matched).
+    #[serde(default)]
+    pub packets_received: u64,
+    /// Packets whose reply went back.
+    #[serde(default)]
+    pub packets_replied: u64,
+    /// Packets dropped (a full flow queue, a refused reply).
+    #[serde(default)]
+    pub packets_dropped: u64,
+    /// Packets aborted (a kernel stopped, a DMA request refused).
+    #[serde(default)]
+    pub packets_aborted: u64,
+    /// Packets whose kernel ran with no reply asked for.
+    #[serde(default)]
+    pub packets_consumed: u64,
 }

@@ -244,6 +244,11 @@ impl DaemonConfig {
             return Err(src.at(0..0, Some("engine"), "a daemon needs at least one [[engine]]"));
         }
         let refs = engine_refs(&engines);
+        let scope = tenant::Scope {
+            base,
+            engines: &refs,
+            udp: &udp,
+        };
         // The tenant tables again as values, kept for live changes.
         let tables: Vec<toml::Table> = toml::from_str::<toml::Table>(text)
             .ok()
@@ -256,8 +261,7 @@ impl DaemonConfig {
         let mut tenants: Vec<TenantConfig> = Vec::new();
         for (i, t) in raw.tenant.into_iter().enumerate() {
             let name_span = t.get_ref().name_span();
-            let checked =
-                tenant::check_tenant(&src, base, t, tables.get(i).cloned().unwrap_or_default(), &refs)?;
+            let checked = tenant::check_tenant(&src, &scope, t, tables.get(i).cloned().unwrap_or_default())?;
             if tenants.iter().any(|o| o.name == checked.name) {
                 return Err(src.at(
                     name_span,
@@ -322,9 +326,16 @@ impl DaemonConfig {
     }
 
     /// Checks `text`, one tenant table (what `isola ctl add` sends; named
-    /// `origin` in errors), against this configuration's engines.
+    /// `origin` in errors), against this configuration's engines and UDP
+    /// addresses.
     pub fn parse_tenant(&self, text: &str, origin: &str) -> Result<TenantConfig, ScenarioError> {
-        tenant::parse_tenant(text, origin, self.base(), &self.engine_refs())
+        let engines = self.engine_refs();
+        let scope = tenant::Scope {
+            base: self.base(),
+            engines: &engines,
+            udp: &self.udp,
+        };
+        tenant::parse_tenant(text, origin, &scope)
     }
 
     /// The folder a relative path in this configuration is resolved

@@ -14,8 +14,23 @@ use isola_model::scenario::source::Source;
 use isola_model::ScenarioError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use toml::Spanned;
+
+/// What a tenant table is checked against: the daemon's folder (a kernel
+/// module's relative path is resolved against it), its engines, and the
+/// UDP addresses its packet path listens on (a flow must match packets
+/// one of them receives).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Scope<'a> {
+    /// The configuration file's folder.
+    pub(super) base: &'a Path,
+    /// The engines, as SLO checks name them.
+    pub(super) engines: &'a [EngineRef<'a>],
+    /// `[daemon] udp`.
+    pub(super) udp: &'a [SocketAddr],
+}
 
 /// One tenant.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +81,10 @@ pub struct FlowConfig {
     pub kernel: FlowKernel,
     /// Send the kernel's output back to the packet's sender (egress).
     pub reply: bool,
+    /// Tell the sender of a packet that was aborted (its kernel stopped,
+    /// its DMA request refused) with an error datagram
+    /// ([`crate::error_reply`]) in place of the reply; default off.
+    pub error_reply: bool,
     /// OSMOSIS' IO kernels (`dma = "write"` or `"read"`): each packet's
     /// header names a transfer into or out of the tenant's host window,
     /// carried out by the daemon's DMA engine after the kernel
@@ -76,13 +95,15 @@ pub struct FlowConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFlow {
-    #[serde(rename = "match", default)]
-    flow_match: isola_model::scenario::FlowMatch,
+    #[serde(rename = "match")]
+    flow_match: Option<Spanned<isola_model::scenario::FlowMatch>>,
     kernel: Spanned<String>,
     #[serde(default)]
     params: BTreeMap<String, toml::Value>,
     #[serde(default = "yes")]
     reply: bool,
+    #[serde(default)]
+    error_reply: bool,
     /// A WebAssembly kernel's fuel per packet (its cycle limit).
     fuel: Option<Spanned<u64>>,
     /// A WebAssembly kernel's memory cap.
@@ -163,10 +184,9 @@ impl RawTenant {
 /// table as a value, kept for live changes) against the daemon's engines.
 pub(super) fn check_tenant(
     src: &Source<'_>,
-    base: &Path,
+    scope: &Scope<'_>,
     raw: Spanned<RawTenant>,
     table: toml::Table,
-    engines: &[EngineRef<'_>],
 ) -> Result<TenantConfig, ScenarioError> {
     let raw = raw.into_inner();
     let name = raw.name.get_ref().clone();
@@ -226,7 +246,7 @@ pub(super) fn check_tenant(
         memory_quota: Some(raw.memory_quota),
         on: raw.on,
     };
-    let (slo, overrides) = check_slo(src, raw.name.span(), &name, fields, engines)?;
+    let (slo, overrides) = check_slo(src, raw.name.span(), &name, fields, scope.engines)?;
     let ecn_threshold = match raw.ecn_threshold {
         Some(t) if !(1..=slo.queue_cap).contains(t.get_ref()) => {
             return Err(src.at(
@@ -240,7 +260,7 @@ pub(super) fn check_tenant(
     };
     let mut flows = Vec::with_capacity(raw.flow.len());
     for f in raw.flow {
-        flows.push(check_flow(src, base, f, quota, engines)?);
+        flows.push(check_flow(src, scope, f, quota)?);
     }
     Ok(TenantConfig {
         name,
@@ -259,18 +279,24 @@ pub(super) fn check_tenant(
 }
 
 /// One `[[tenant.flow]]` of a tenant whose memory quota is `quota`; a
-/// WebAssembly kernel's path is resolved against `base` and the module
-/// loaded (checked and compiled) now. An IO flow (`dma`) needs a DMA
-/// engine among `engines` and a built-in kernel.
+/// WebAssembly kernel's path is resolved against the scope's folder and
+/// the module loaded (checked and compiled) now. An IO flow (`dma`) needs
+/// a DMA engine and a built-in kernel. Its `match` must take packets that
+/// one of the daemon's UDP addresses receives ([`unserved`]).
 fn check_flow(
     src: &Source<'_>,
-    base: &Path,
+    scope: &Scope<'_>,
     f: Spanned<RawFlow>,
     quota: u64,
-    engines: &[EngineRef<'_>],
 ) -> Result<FlowConfig, ScenarioError> {
     let span = f.span();
     let f = f.into_inner();
+    let (base, engines) = (scope.base, scope.engines);
+    let match_span = f.flow_match.as_ref().map_or(span.clone(), Spanned::span);
+    let flow_match = f.flow_match.map(Spanned::into_inner).unwrap_or_default();
+    if let Some(why) = unserved(&flow_match, scope.udp) {
+        return Err(src.at(match_span, Some("match"), why));
+    }
     if let Some(d) = &f.dma {
         if f.kernel.get_ref().starts_with(WASM_PREFIX) {
             return Err(src.at(
@@ -331,20 +357,60 @@ fn check_flow(
         }
     };
     Ok(FlowConfig {
-        rule: f.flow_match.into(),
+        rule: flow_match.into(),
         kernel,
         reply: f.reply,
+        error_reply: f.error_reply,
         dma: f.dma.map(Spanned::into_inner),
     })
 }
 
+/// Why no packet the daemon receives can match `rule`, if none can: the
+/// packet path takes UDP datagrams on the `udp` addresses alone, so a
+/// flow for another protocol, port or address would start and never see
+/// a packet.
+fn unserved(rule: &isola_model::scenario::FlowMatch, udp: &[SocketAddr]) -> Option<String> {
+    if let Some(p) = rule.proto.filter(|&p| p != 17) {
+        return Some(format!(
+            "`proto = {p}`: the packet path takes UDP datagrams alone (proto 17)"
+        ));
+    }
+    if udp.is_empty() {
+        return Some(
+            "the daemon listens for no packets: add the address this flow's packets go to to `[daemon] udp`"
+                .to_string(),
+        );
+    }
+    let receives = |a: &SocketAddr| {
+        // Port 0: the system picks the port at bind, so any may be it.
+        rule.dst_port.is_none_or(|p| a.port() == 0 || p == a.port())
+            && rule
+                .dst_ip
+                .is_none_or(|ip| a.ip().is_unspecified() || a.ip() == IpAddr::V4(ip))
+    };
+    if udp.iter().any(receives) {
+        return None;
+    }
+    let wanted = match (rule.dst_ip, rule.dst_port) {
+        (Some(ip), Some(port)) => format!("{ip}:{port}"),
+        (Some(ip), None) => format!("address {ip}"),
+        (None, Some(port)) => format!("port {port}"),
+        // A rule without a destination matches every listener, found above.
+        (None, None) => "its packets".to_string(),
+    };
+    let listening: Vec<String> = udp.iter().map(ToString::to_string).collect();
+    Some(format!(
+        "no `[daemon] udp` address receives packets for {wanted} (it listens on {}): add one, or match a destination it serves",
+        listening.join(", ")
+    ))
+}
+
 /// Checks `text`, one tenant table (what `isola ctl add` sends), named
-/// `origin` in errors; `base` anchors a kernel module's relative path.
+/// `origin` in errors, against `scope`.
 pub(super) fn parse_tenant(
     text: &str,
     origin: &str,
-    base: &Path,
-    engines: &[EngineRef<'_>],
+    scope: &Scope<'_>,
 ) -> Result<TenantConfig, ScenarioError> {
     let src = Source {
         file: origin.to_string(),
@@ -356,20 +422,19 @@ pub(super) fn parse_tenant(
     })?;
     let table: toml::Table =
         toml::from_str(text).map_err(|e| src.at(0..0, None, e.message().trim().to_string()))?;
-    check_tenant(&src, base, raw, table, engines)
+    check_tenant(&src, scope, raw, table)
 }
 
 impl TenantConfig {
     /// This tenant with `changes` (keys of a tenant table; a key whose
     /// value is the empty string is removed, returning it to its default)
-    /// applied to the table it was read from, checked again as a whole.
-    /// The name cannot change.
+    /// applied to the table it was read from, checked again as a whole
+    /// against `daemon`. The name cannot change.
     pub fn with_changes(
         &self,
         changes: &toml::Table,
         origin: &str,
-        base: &Path,
-        engines: &[EngineRef<'_>],
+        daemon: &super::DaemonConfig,
     ) -> Result<TenantConfig, ScenarioError> {
         let mut table = self.table.clone();
         for (key, value) in changes {
@@ -391,6 +456,6 @@ impl TenantConfig {
         }
         let text =
             toml::to_string(&table).map_err(|e| ScenarioError::whole_file(origin, None, e.to_string()))?;
-        parse_tenant(&text, origin, base, engines)
+        daemon.parse_tenant(&text, origin)
     }
 }

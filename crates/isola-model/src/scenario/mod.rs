@@ -236,6 +236,31 @@ pub enum ServiceSpec {
     },
 }
 
+impl ServiceSpec {
+    /// The same model with every time multiplied by `factor` (> 0): what
+    /// a live run uses once it has measured that this machine takes
+    /// `factor` times as long (`isola_experiments::live_calibrate`).
+    pub fn scaled(&self, factor: f64) -> ServiceSpec {
+        debug_assert!(factor.is_finite() && factor > 0.0, "scale factor {factor}");
+        let ns = |t: Nanos| (t as f64 * factor).round() as Nanos;
+        match self {
+            ServiceSpec::Constant(t) => ServiceSpec::Constant(ns(*t)),
+            ServiceSpec::Exponential(t) => ServiceSpec::Exponential(ns(*t)),
+            ServiceSpec::Affine { base_ns, per_byte_ns } => ServiceSpec::Affine {
+                base_ns: base_ns * factor,
+                per_byte_ns: per_byte_ns * factor,
+            },
+            ServiceSpec::Table(points) => {
+                ServiceSpec::Table(points.iter().map(|&(b, t)| (b, t * factor)).collect())
+            }
+            ServiceSpec::Cycles { base, per_byte } => ServiceSpec::Cycles {
+                base: base * factor,
+                per_byte: per_byte * factor,
+            },
+        }
+    }
+}
+
 /// What the device behind an engine is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeviceSpec {
@@ -384,6 +409,26 @@ pub enum SizeDist {
 }
 
 impl SizeDist {
+    /// Its mean size, bytes (a log-normal's before its clamp, then
+    /// clamped): the size a task of it typically has.
+    pub fn mean_bytes(&self) -> u64 {
+        match self {
+            SizeDist::Fixed(b) => *b,
+            SizeDist::Uniform { min, max } => min + (max - min) / 2,
+            SizeDist::LogNormal { mu, sigma, min, max } => {
+                ((mu + sigma * sigma / 2.0).exp().round() as u64).clamp(*min, *max)
+            }
+            SizeDist::Empirical(points) => {
+                let total: f64 = points.iter().map(|p| p.1.max(0.0)).sum();
+                if total > 0.0 {
+                    (points.iter().map(|p| p.0 as f64 * p.1.max(0.0)).sum::<f64>() / total).round() as u64
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
     /// The largest size it can give.
     pub fn max_bytes(&self) -> u64 {
         match self {
