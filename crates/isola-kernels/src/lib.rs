@@ -231,6 +231,24 @@ impl KernelError {
             KernelError::PacketTooLarge { .. } => 9,
         }
     }
+
+    /// The name of this kind of failure, as `docs/kernels.md` writes it
+    /// (`OutOfFuel`, `Trap`, `MemoryCap`, `BadModule`, `OutputTooLarge`,
+    /// `BadPointer`, `BadDmaOffset`, `KernelReported`, `PacketTooLarge`):
+    /// stable, like [`KernelError::code`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            KernelError::OutOfFuel { .. } => "OutOfFuel",
+            KernelError::Trap(_) => "Trap",
+            KernelError::MemoryCap { .. } => "MemoryCap",
+            KernelError::BadModule(_) => "BadModule",
+            KernelError::OutputTooLarge { .. } => "OutputTooLarge",
+            KernelError::BadPointer { .. } => "BadPointer",
+            KernelError::BadDmaOffset { .. } => "BadDmaOffset",
+            KernelError::KernelReported { .. } => "KernelReported",
+            KernelError::PacketTooLarge { .. } => "PacketTooLarge",
+        }
+    }
 }
 
 /// Bytes of the header [`KernelOutput::to_bytes`] writes: a flag, the
