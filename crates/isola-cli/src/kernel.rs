@@ -265,7 +265,7 @@ fn table(packets: &[Packet], results: &[Result<KernelOutput, KernelError>]) -> S
                 ],
                 Err(e) => {
                     notes.push_str(&format!(
-                        "packet {n} stopped: {e} ({}, code {}){}\n",
+                        "packet {n} stopped ({}, code {}): {e}{}\n",
                         e.name(),
                         e.code(),
                         if e.restarts_kernel() {
