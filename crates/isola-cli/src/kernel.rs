@@ -79,6 +79,7 @@ pub struct Args {
 }
 
 /// One packet and where it came from.
+#[derive(Debug)]
 struct Packet {
     /// Its file (and line, with --hex), or `stdin`.
     from: String,
@@ -410,7 +411,7 @@ mod tests {
         assert_eq!(preview(b""), "0 B");
         assert_eq!(preview(&[b'a'; 30]), format!("30 B \"{}…\"", "a".repeat(24)));
         assert_eq!(
-            dma_summary(&[(0, vec![0; 4]); 5]),
+            dma_summary(&vec![(0, vec![0; 4]); 5]),
             "4 B at 0, 4 B at 0, 4 B at 0, 2 more"
         );
     }
