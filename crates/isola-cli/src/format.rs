@@ -9,6 +9,12 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// Renders rows with the first `left` columns left-aligned, the rest right-aligned.
 pub fn table_with(header: &[&str], rows: &[Vec<String>], left: usize) -> String {
+    table_aligned(header, rows, |i| i >= left)
+}
+
+/// Renders rows with the columns `right` says right-aligned (numbers), the
+/// others left-aligned.
+pub fn table_aligned(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
     let cols = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in rows {
@@ -20,7 +26,7 @@ pub fn table_with(header: &[&str], rows: &[Vec<String>], left: usize) -> String 
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
             let sep = if i == 0 { "" } else { "  " };
-            if i < left {
+            if !right(i) {
                 s.push_str(&format!("{sep}{c:<w$}", w = width[i]));
             } else {
                 s.push_str(&format!("{sep}{c:>w$}", w = width[i]));

@@ -2,8 +2,9 @@
 //!
 //! The command-line front end of Isola: lists policies, simulates scenarios
 //! and runs them live, runs operators, benchmarks and profiles them, runs
-//! the papers' experiments and the demo, and loads a running `isolad` as a
-//! tenant process. It parses arguments, calls the library crates (the experiments and the live harness are
+//! the papers' experiments and the demo, loads a running `isolad` as a
+//! tenant process, and runs a tenant's WebAssembly kernel on packets
+//! without one (`isola kernel`). It parses arguments, calls the library crates (the experiments and the live harness are
 //! `isola_experiments`', the report and charts `isola_report`'s), prints
 //! their results as tables or JSON, writes files and shows progress bars;
 //! it must not hold scheduling logic, experiments or rendering of its own.
@@ -14,6 +15,7 @@ mod ctl;
 mod demo;
 mod dpubench;
 mod format;
+mod kernel;
 mod load;
 mod op;
 mod policies;
@@ -68,6 +70,11 @@ enum Command {
     /// Administer a running isolad: list tenants, add one, change a
     /// tenant's SLO live, drain and remove one, reload its configuration.
     Ctl(ctl::Args),
+    /// Try a tenant's WebAssembly packet kernel without a daemon: run it on
+    /// packets from files or stdin under a flow's limits, as isolad runs
+    /// it, and show each packet's reply, DMA writes and fuel, or why it was
+    /// stopped (exit status 3).
+    Kernel(kernel::Args),
 }
 
 /// Whether `e` comes from writing to a pipe whose reader has closed it.
@@ -87,21 +94,23 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let done = |r: anyhow::Result<()>| r.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        Command::Policies(args) => policies::run(&args),
-        Command::Sim(args) => sim::run(&args),
-        Command::Run(args) => sim::run_live(&args),
-        Command::Op(args) => op::run(&args),
-        Command::Bench(args) => bench::run(&args),
-        Command::Demo(args) => demo::run(&args),
-        Command::Load(args) => load::run(&args),
-        Command::Profile(args) => profile::run(&args),
-        Command::Repro(args) => repro::run(&args),
-        Command::Ctl(args) => ctl::run(&args),
-        Command::Dpubench(args) => dpubench::run(&args),
+        Command::Policies(args) => done(policies::run(&args)),
+        Command::Sim(args) => done(sim::run(&args)),
+        Command::Run(args) => done(sim::run_live(&args)),
+        Command::Op(args) => done(op::run(&args)),
+        Command::Bench(args) => done(bench::run(&args)),
+        Command::Demo(args) => done(demo::run(&args)),
+        Command::Load(args) => done(load::run(&args)),
+        Command::Profile(args) => done(profile::run(&args)),
+        Command::Repro(args) => done(repro::run(&args)),
+        Command::Ctl(args) => done(ctl::run(&args)),
+        Command::Dpubench(args) => done(dpubench::run(&args)),
+        Command::Kernel(args) => kernel::run(&args),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         // The reader went away (`isola sim ... --json | head`): nothing
         // is left to say to anyone, as with any Unix tool.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -135,6 +135,13 @@ fn bad_wasm_flows_are_refused_at_their_key() {
     let dir = std::env::temp_dir().join(format!("isolad-wasm-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("junk.wasm"), b"\0asm\x01\0\0\0junk").unwrap();
+    // A syntax error in WebAssembly text: named by file, line and column.
+    std::fs::write(
+        dir.join("typo.wat"),
+        "(module\n  (func (result i32)\n    (i32.cnst 0)))\n",
+    )
+    .unwrap();
+    let typo_at = format!("{}:3:6", dir.join("typo.wat").display());
     for (flow, key, says) in [
         (
             "kernel = \"wasm:nowhere.wasm\"".to_string(),
@@ -145,6 +152,11 @@ fn bad_wasm_flows_are_refused_at_their_key() {
             "kernel = \"wasm:junk.wasm\"".to_string(),
             "kernel",
             "bad kernel module",
+        ),
+        (
+            "kernel = \"wasm:typo.wat\"".to_string(),
+            "kernel",
+            typo_at.as_str(),
         ),
         (
             format!("kernel = \"wasm:{}/echo.wat\"\nfuel = 0", k.display()),

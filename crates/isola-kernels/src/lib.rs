@@ -73,6 +73,14 @@ pub mod abi;
 mod host;
 mod kernel;
 
+/// `docs/kernels.md`, whose Rust examples run as this crate's doctests
+/// (its other blocks are `wat`, `toml`, `sh` and `text`: `isola-cli`'s
+/// `kernel_docs` test runs the `isola kernel` ones and parses the
+/// configuration).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/kernels.md")]
+pub struct KernelsMd;
+
 pub use kernel::WasmKernel;
 
 /// The limits a tenant's kernel runs under, fixed when it is loaded.
@@ -214,7 +222,8 @@ impl KernelError {
 
 impl KernelError {
     /// A stable number for this kind of failure, for a tenant's event
-    /// queue and the C API (`ISOLA_KERNEL_*` in `include/isola.h`):
+    /// queue and the C API (the `detail` of `ISOLA_EVENT_KERNEL_ABORTED`
+    /// in `include/isola.h`):
     /// 1 out of fuel, 2 trap, 3 memory cap, 4 bad module, 5 output too
     /// large, 6 bad pointer, 7 bad DMA offset, 8 kernel-reported code,
     /// 9 packet too large.
@@ -229,6 +238,24 @@ impl KernelError {
             KernelError::BadDmaOffset { .. } => 7,
             KernelError::KernelReported { .. } => 8,
             KernelError::PacketTooLarge { .. } => 9,
+        }
+    }
+
+    /// The name of this kind of failure, as `docs/kernels.md` writes it
+    /// (`OutOfFuel`, `Trap`, `MemoryCap`, `BadModule`, `OutputTooLarge`,
+    /// `BadPointer`, `BadDmaOffset`, `KernelReported`, `PacketTooLarge`):
+    /// stable, like [`KernelError::code`].
+    pub fn name(&self) -> &'static str {
+        match self {
+            KernelError::OutOfFuel { .. } => "OutOfFuel",
+            KernelError::Trap(_) => "Trap",
+            KernelError::MemoryCap { .. } => "MemoryCap",
+            KernelError::BadModule(_) => "BadModule",
+            KernelError::OutputTooLarge { .. } => "OutputTooLarge",
+            KernelError::BadPointer { .. } => "BadPointer",
+            KernelError::BadDmaOffset { .. } => "BadDmaOffset",
+            KernelError::KernelReported { .. } => "KernelReported",
+            KernelError::PacketTooLarge { .. } => "PacketTooLarge",
         }
     }
 }

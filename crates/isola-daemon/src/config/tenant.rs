@@ -7,7 +7,6 @@
 
 use crate::kernel::{FlowKernel, WASM_PREFIX};
 use isola_core::{EngineSelector, Slo, SloOverride};
-use isola_kernels::KernelLimits;
 use isola_model::quantity::{Duration, RateValue, Size};
 use isola_model::scenario::slo::{check_slo, EngineRef, RawSlo};
 use isola_model::scenario::source::Source;
@@ -320,28 +319,19 @@ fn check_flow(
             if !params.is_empty() {
                 return Err(src.at(span, Some("params"), "a WebAssembly kernel takes no params"));
             }
-            let mut limits = KernelLimits::default();
-            if let Some(fuel) = f.fuel {
-                if *fuel.get_ref() == 0 {
-                    return Err(src.at(fuel.span(), Some("fuel"), "must be at least 1"));
-                }
-                limits.fuel_per_packet = fuel.into_inner();
-            }
-            if let Some(m) = f.kernel_memory {
-                let bytes = m.get_ref().0;
-                if !(65_536..=quota.min(1 << 31)).contains(&bytes) {
-                    return Err(src.at(
-                        m.span(),
-                        Some("kernel_memory"),
-                        format!(
-                            "must be from 64KiB (one WebAssembly page) to the tenant's memory_quota ({quota} bytes) and at most 2GiB"
-                        ),
-                    ));
-                }
-                limits.memory_bytes = bytes;
-            } else {
-                limits.memory_bytes = limits.memory_bytes.min(quota);
-            }
+            let (fuel, memory) = (f.fuel, f.kernel_memory);
+            let limits = crate::kernel::flow_limits(
+                fuel.as_ref().map(|v| *v.get_ref()),
+                memory.as_ref().map(|m| m.get_ref().0),
+                Some(quota),
+            )
+            .map_err(|e| {
+                let at = match e.key {
+                    "fuel" => fuel.map(|v| v.span()),
+                    _ => memory.map(|m| m.span()),
+                };
+                src.at(at.unwrap_or(kernel_span.clone()), Some(e.key), e.message)
+            })?;
             FlowKernel::wasm(&base.join(path), limits).map_err(|e| src.at(kernel_span, Some("kernel"), e))?
         }
         None => {

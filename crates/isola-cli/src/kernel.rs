@@ -1,0 +1,418 @@
+//! `isola kernel`: a tenant's WebAssembly packet kernel run on packets
+//! from files or stdin, without a daemon. The kernel is loaded by isolad's
+//! own code (`isola_daemon::kernel::FlowKernel::wasm`, under the limits a
+//! `[[tenant.flow]]` would get from `isola_daemon::kernel::flow_limits`)
+//! and each packet runs on its one instance as an isolad worker runs it;
+//! this prints what the kernel asked for and what it cost, or why it was
+//! stopped.
+
+use crate::format::table_aligned;
+use anyhow::{anyhow, bail, Context};
+use isola_daemon::kernel::{flow_limits, FlowKernel};
+use isola_kernels::{KernelError, KernelLimits, KernelOutput};
+use isola_model::quantity::parse_size;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The exit status when at least one packet was stopped.
+pub const EXIT_STOPPED: u8 = 3;
+
+/// Arguments of `isola kernel`.
+#[derive(Debug, clap::Args)]
+#[command(
+    arg_required_else_help = true,
+    after_help = "\
+The kernel is loaded and run by isolad's own code: a `.wat` file is \
+WebAssembly text, any other name binary; the limits, their defaults and \
+their checks are a `[[tenant.flow]]`'s (`fuel`, `kernel_memory`, the \
+tenant's `memory_quota`). One instance serves every packet, in order, so \
+state carries from one packet to the next; a stopped packet replaces it \
+by a fresh one, as in isolad. Replies are not sent and DMA writes are not \
+carried out: they are listed (docs/kernels.md has the host API).
+
+Examples (from the repository's root):
+  printf 'hello' | isola kernel examples/kernels/echo.wat
+  isola kernel examples/kernels/counter.wat --packet README.md --packet Cargo.toml
+  printf '68656c6c6f\\nff00\\n' | isola kernel examples/kernels/spin.wat --hex --fuel 20000 --json
+
+Exit status: 0 when every packet ran to its end (`process` returned 0); \
+3 when at least one packet was stopped (out of fuel, a trap, the memory \
+cap, a bad pointer, too much output, a nonzero code of the kernel's own, \
+a packet too large: its row says which, with its stable code); 1 when the \
+kernel, a packet or an argument could not be used (the error names the \
+file, and the line and column of a syntax error); 2 for a usage error."
+)]
+pub struct Args {
+    /// The kernel module: WebAssembly text if its name ends in `.wat`,
+    /// binary otherwise (as a flow's `kernel = "wasm:PATH"`).
+    kernel: Option<PathBuf>,
+    /// A file holding one packet (all its bytes; with --hex, one packet a
+    /// line); repeatable, run in the order given. Without it, all of stdin
+    /// is one packet (with --hex, one a line).
+    #[arg(long = "packet", value_name = "FILE")]
+    packets: Vec<PathBuf>,
+    /// Read packets as hexadecimal text, one packet a line: spaces between
+    /// digits allowed, blank lines and lines starting with `#` skipped.
+    #[arg(long)]
+    hex: bool,
+    /// Fuel per packet (WebAssembly operators executed), as a flow's
+    /// `fuel`: at least 1. [default: 1000000]
+    #[arg(long, value_name = "N")]
+    fuel: Option<u64>,
+    /// The kernel's memory cap with its unit (e.g. 128KiB), as a flow's
+    /// `kernel_memory`: from 64KiB to 2GiB, at most --memory-quota.
+    /// [default: 1MiB, or --memory-quota if smaller]
+    #[arg(long, value_name = "SIZE")]
+    kernel_memory: Option<String>,
+    /// The tenant's `memory_quota`, to check --kernel-memory against as
+    /// isolad would (default: no tenant, no quota).
+    #[arg(long, value_name = "SIZE")]
+    memory_quota: Option<String>,
+    /// Write the replies' bytes to FILE, concatenated in packet order (a
+    /// packet without a reply adds nothing).
+    #[arg(long, value_name = "FILE")]
+    reply_out: Option<PathBuf>,
+    /// One JSON object a line per packet, for scripts, instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One packet and where it came from.
+#[derive(Debug)]
+struct Packet {
+    /// Its file (and line, with --hex), or `stdin`.
+    from: String,
+    bytes: Vec<u8>,
+}
+
+/// Runs `isola kernel`: success, or [`EXIT_STOPPED`] when a packet was
+/// stopped.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let path = args
+        .kernel
+        .as_deref()
+        .context("name a kernel (a .wat or .wasm file)")?;
+    let limits = limits(args)?;
+    if let Some(out) = &args.reply_out {
+        crate::args::out_file("--reply-out", out)?;
+    }
+    let packets = read_packets(args, limits)?;
+    let kernel = FlowKernel::wasm(path, limits).map_err(|e| anyhow!(e))?;
+    let mut results = Vec::with_capacity(packets.len());
+    for p in &packets {
+        let result = kernel.run_wasm(&p.bytes).context("not a WebAssembly kernel")?;
+        results.push(result);
+    }
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        for (i, (p, r)) in packets.iter().zip(&results).enumerate() {
+            serde_json::to_writer(&mut stdout, &json_row(i + 1, p, r))?;
+            stdout.write_all(b"\n")?;
+        }
+    } else {
+        stdout.write_all(table(&packets, &results).as_bytes())?;
+    }
+    stdout.flush()?;
+    if let Some(out) = &args.reply_out {
+        let replies: Vec<u8> = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok()?.reply.as_deref())
+            .flatten()
+            .copied()
+            .collect();
+        std::fs::write(out, replies).with_context(|| format!("--reply-out {}", out.display()))?;
+    }
+    Ok(if results.iter().any(Result::is_err) {
+        ExitCode::from(EXIT_STOPPED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The limits from --fuel, --kernel-memory and --memory-quota, checked as
+/// isolad checks a flow's.
+fn limits(args: &Args) -> anyhow::Result<KernelLimits> {
+    let size = |flag: &str, given: &Option<String>| -> anyhow::Result<Option<u64>> {
+        given
+            .as_deref()
+            .map(|s| parse_size(s).map_err(|e| anyhow!("{flag}: {e}")))
+            .transpose()
+    };
+    let memory = size("--kernel-memory", &args.kernel_memory)?;
+    let quota = size("--memory-quota", &args.memory_quota)?;
+    flow_limits(args.fuel, memory, quota).map_err(|e| {
+        let flag = match e.key {
+            "fuel" => "--fuel",
+            _ => "--kernel-memory",
+        };
+        anyhow!("{flag}: {}", e.message)
+    })
+}
+
+/// The packets, in order: each --packet file (or its lines), or stdin.
+fn read_packets(args: &Args, limits: KernelLimits) -> anyhow::Result<Vec<Packet>> {
+    // A packet larger than the kernel's memory cannot be copied in; hex
+    // text takes up to three characters a byte.
+    let raw_limit = limits.memory_bytes;
+    let hex_limit = raw_limit.saturating_mul(3).saturating_add(4096);
+    let limit = if args.hex { hex_limit } else { raw_limit };
+    let mut sources = Vec::new();
+    if args.packets.is_empty() {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .context("stdin: cannot read")?;
+        if bytes.len() as u64 > limit {
+            bail!("stdin: more than {limit} bytes{}", too_large_hint(args.hex));
+        }
+        sources.push(("stdin".to_string(), bytes));
+    } else {
+        for file in &args.packets {
+            let bytes = isola_model::input::read_bounded(file, limit).map_err(|e| {
+                let hint = if e.contains("limit of") {
+                    too_large_hint(args.hex)
+                } else {
+                    ""
+                };
+                anyhow!("--packet {}: {e}{hint}", file.display())
+            })?;
+            sources.push((file.display().to_string(), bytes));
+        }
+    }
+    let mut packets = Vec::new();
+    for (from, bytes) in sources {
+        if args.hex {
+            packets.extend(hex_packets(&from, &bytes)?);
+        } else {
+            packets.push(Packet { from, bytes });
+        }
+    }
+    if packets.is_empty() {
+        bail!("no packets: the --hex input has no packet lines");
+    }
+    Ok(packets)
+}
+
+/// Why a packet file may be refused for its size.
+fn too_large_hint(hex: bool) -> &'static str {
+    if hex {
+        " (hex text of at most three characters a byte of the kernel's memory, --kernel-memory)"
+    } else {
+        " (a packet is at most the kernel's memory, --kernel-memory)"
+    }
+}
+
+/// The packets of hex text `bytes` from `from`, one a line; an error names
+/// the line and column.
+fn hex_packets(from: &str, bytes: &[u8]) -> anyhow::Result<Vec<Packet>> {
+    let text = std::str::from_utf8(bytes).map_err(|e| anyhow!("{from}: not hex text: {e}"))?;
+    let mut packets = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let at = format!("{from}:{}", n + 1);
+        let mut packet = Vec::with_capacity(line.len() / 2);
+        let mut high: Option<u8> = None;
+        for (col, c) in line.chars().enumerate() {
+            if c.is_whitespace() {
+                if high.is_some() {
+                    bail!("{at}:{}: a byte needs two hex digits", col + 1);
+                }
+                continue;
+            }
+            let Some(d) = c.to_digit(16) else {
+                bail!("{at}:{}: `{c}` is not a hex digit", col + 1);
+            };
+            let d = d as u8;
+            match high.take() {
+                Some(h) => packet.push(h << 4 | d),
+                None => high = Some(d),
+            }
+        }
+        if high.is_some() {
+            bail!("{at}: an odd number of hex digits (a byte needs two)");
+        }
+        packets.push(Packet {
+            from: at,
+            bytes: packet,
+        });
+    }
+    Ok(packets)
+}
+
+/// The rows a person reads, then a line for each stopped packet.
+fn table(packets: &[Packet], results: &[Result<KernelOutput, KernelError>]) -> String {
+    let mut notes = String::new();
+    let rows: Vec<Vec<String>> = packets
+        .iter()
+        .zip(results)
+        .enumerate()
+        .map(|(i, (p, r))| {
+            let n = i + 1;
+            match r {
+                Ok(out) => vec![
+                    n.to_string(),
+                    p.from.clone(),
+                    p.bytes.len().to_string(),
+                    out.fuel_used.to_string(),
+                    "ok".into(),
+                    out.reply.as_deref().map_or("none".into(), preview),
+                    dma_summary(&out.dma),
+                ],
+                Err(e) => {
+                    notes.push_str(&format!(
+                        "packet {n} stopped ({}, code {}): {e}{}\n",
+                        e.name(),
+                        e.code(),
+                        if e.restarts_kernel() {
+                            "; its instance was replaced by a fresh one"
+                        } else {
+                            ""
+                        }
+                    ));
+                    vec![
+                        n.to_string(),
+                        p.from.clone(),
+                        p.bytes.len().to_string(),
+                        "-".into(),
+                        format!("stopped: {} ({})", e.name(), e.code()),
+                        "-".into(),
+                        "-".into(),
+                    ]
+                }
+            }
+        })
+        .collect();
+    let mut out = table_aligned(
+        &[
+            "packet",
+            "from",
+            "bytes",
+            "fuel",
+            "outcome",
+            "reply",
+            "dma writes",
+        ],
+        &rows,
+        |col| matches!(col, 2 | 3),
+    );
+    out.push_str(&notes);
+    out
+}
+
+/// Bytes of a reply shown in the table.
+const PREVIEW_BYTES: usize = 24;
+
+/// A reply for the table: its length, then its first bytes as an escaped
+/// string if it is text, in hex otherwise.
+fn preview(reply: &[u8]) -> String {
+    let shown = &reply[..reply.len().min(PREVIEW_BYTES)];
+    let more = if reply.len() > shown.len() { "…" } else { "" };
+    let text = shown
+        .iter()
+        .all(|&b| b.is_ascii_graphic() || b == b' ' || b == b'\n' || b == b'\t');
+    let body = if reply.is_empty() {
+        String::new()
+    } else if text {
+        format!(" \"{}{more}\"", shown.escape_ascii())
+    } else {
+        format!(" {}{more}", hex(shown))
+    };
+    format!("{} B{body}", reply.len())
+}
+
+/// A packet's DMA write requests for the table: length and offset of each
+/// (the first three, then how many more).
+fn dma_summary(dma: &[(u64, Vec<u8>)]) -> String {
+    if dma.is_empty() {
+        return "none".into();
+    }
+    let mut parts: Vec<String> = dma
+        .iter()
+        .take(3)
+        .map(|(offset, bytes)| format!("{} B at {offset}", bytes.len()))
+        .collect();
+    if dma.len() > 3 {
+        parts.push(format!("{} more", dma.len() - 3));
+    }
+    parts.join(", ")
+}
+
+/// Lowercase hex, two digits a byte.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One packet for scripts.
+fn json_row(n: usize, p: &Packet, r: &Result<KernelOutput, KernelError>) -> serde_json::Value {
+    use serde_json::json;
+    match r {
+        Ok(out) => json!({
+            "packet": n,
+            "from": p.from,
+            "bytes": p.bytes.len(),
+            "ok": true,
+            "fuel_used": out.fuel_used,
+            "reply": out.reply.as_deref().map(|b| json!({ "len": b.len(), "hex": hex(b) })),
+            "dma": out.dma.iter().map(|(offset, b)| json!({
+                "offset": offset,
+                "len": b.len(),
+                "hex": hex(b),
+            })).collect::<Vec<_>>(),
+            "stopped": null,
+        }),
+        Err(e) => json!({
+            "packet": n,
+            "from": p.from,
+            "bytes": p.bytes.len(),
+            "ok": false,
+            "fuel_used": null,
+            "reply": null,
+            "dma": [],
+            "stopped": {
+                "code": e.code(),
+                "name": e.name(),
+                "reason": e.to_string(),
+                "restarted": e.restarts_kernel(),
+            },
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_lines_are_packets_and_mistakes_are_placed() {
+        let ps = hex_packets("f", b"# a comment\n68 65 6c6c 6f\n\nff00\n").unwrap();
+        assert_eq!(ps.len(), 2);
+        assert_eq!(ps[0].bytes, b"hello");
+        assert_eq!(ps[0].from, "f:2");
+        assert_eq!(ps[1].bytes, [0xff, 0]);
+        assert_eq!(ps[1].from, "f:4");
+        let e = hex_packets("f", b"00\n0g\n").unwrap_err().to_string();
+        assert_eq!(e, "f:2:2: `g` is not a hex digit");
+        let e = hex_packets("f", b"abc\n").unwrap_err().to_string();
+        assert!(e.starts_with("f:1: an odd number"), "{e}");
+        let e = hex_packets("f", b"a bc\n").unwrap_err().to_string();
+        assert!(e.starts_with("f:1:2: a byte needs two"), "{e}");
+    }
+
+    #[test]
+    fn previews_show_text_escaped_and_binary_in_hex() {
+        assert_eq!(preview(b"hi\n"), "3 B \"hi\\n\"");
+        assert_eq!(preview(&[1, 2]), "2 B 0102");
+        assert_eq!(preview(b""), "0 B");
+        assert_eq!(preview(&[b'a'; 30]), format!("30 B \"{}…\"", "a".repeat(24)));
+        assert_eq!(
+            dma_summary(&vec![(0, vec![0; 4]); 5]),
+            "4 B at 0, 4 B at 0, 4 B at 0, 2 more"
+        );
+    }
+}
