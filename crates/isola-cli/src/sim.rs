@@ -223,7 +223,10 @@ fn write_out(dir: &PathBuf, report: &SimReport) -> anyhow::Result<()> {
 }
 
 /// `how` says how the run's duration was spent: "simulated" or "live".
+/// A warning shared by several policies (a note on the whole run) is
+/// printed once, under the first.
 fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io::Result<()> {
+    let mut warned = std::collections::HashSet::new();
     for p in &report.policies {
         let fair2 = p.fair2.map_or("-".to_string(), |f| format!("{f:.3}"));
         writeln!(
@@ -278,7 +281,7 @@ fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io:
             "rej/abort",
         ];
         writeln!(out, "{}", table(&header, &rows))?;
-        for w in &p.warnings {
+        for w in p.warnings.iter().filter(|w| warned.insert(w.as_str())) {
             writeln!(out, "warning: {w}")?;
         }
     }

@@ -264,7 +264,17 @@ fn bench_ops_sweeps_sizes_and_threads_and_writes_plots() {
     assert_eq!(csv.lines().count(), 1 + 8);
     for op in ["crc32", "unlz4"] {
         let svg = std::fs::read_to_string(dir.join(format!("{op}.svg"))).unwrap();
-        assert_eq!(svg.matches("<polyline").count(), 2, "one line per thread count");
+        // One line per thread count; lines that coincide are drawn once,
+        // standing for each of them (`data-count`).
+        let lines: usize = svg
+            .split("<polyline")
+            .skip(1)
+            .map(|l| {
+                let count = l.split("data-count=\"").nth(1).and_then(|c| c.split('"').next());
+                count.unwrap().parse::<usize>().unwrap()
+            })
+            .sum();
+        assert_eq!(lines, 2, "one line per thread count");
     }
 
     let table = isola(&[
@@ -548,6 +558,27 @@ count = 30
         text.contains("policy sfq") && text.contains("live") && !text.contains("policy fcfs"),
         "{text}"
     );
+    // Each tenant's operator was timed here first, and the table says what
+    // was measured against what the model predicts (issue 28).
+    let note = live["policies"][0]["warnings"][0].as_str().unwrap();
+    assert!(
+        note.starts_with("costs measured on this machine")
+            && note.contains("`small` crc32c")
+            && note.contains("`big` sha256"),
+        "{note}"
+    );
+    assert!(text.contains("warning: costs measured on this machine"), "{text}");
+    let kept = isola(&[
+        "run",
+        file.to_str().unwrap(),
+        "--policy",
+        "sfq",
+        "--no-calibrate",
+        "--json",
+    ]);
+    let kept: serde_json::Value = serde_json::from_slice(&kept.stdout).unwrap();
+    let note = kept["policies"][0]["warnings"][0].as_str().unwrap();
+    assert!(note.contains("not measured on this machine"), "{note}");
 }
 
 /// A reader that goes away early (`isola sim ... --json | head -c 10`)

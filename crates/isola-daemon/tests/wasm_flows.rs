@@ -130,7 +130,7 @@ fn wasm_kernels_keep_state_reply_and_are_stopped_at_their_limits() {
 #[test]
 fn bad_wasm_flows_are_refused_at_their_key() {
     let k = kernels();
-    let base = "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"pu\"\n\
+    let base = "[daemon]\nsocket = \"s\"\nudp = [\"127.0.0.1:0\"]\n[[engine]]\nname = \"pu\"\n\
                 [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [0]\n[[tenant.flow]]\n";
     let dir = std::env::temp_dir().join(format!("isolad-wasm-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
