@@ -189,3 +189,74 @@ fn a_packet_stopped_by_fuel_is_logged_and_answered_where_its_flow_asks() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// isolad's log names each aborted packet's tenant, flow, sender and
+/// cause, at most once a second per tenant, counting those it did not
+/// name (the real binary, its standard error read).
+#[test]
+fn the_log_tells_of_aborted_packets_at_most_once_a_second() {
+    use std::io::BufRead;
+    let kernels = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/kernels");
+    let dir = std::env::temp_dir().join(format!("isolad-abort-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A free port for the daemon's listener (bound and released).
+    let free = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let sender = socket();
+    let config = dir.join("isolad.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"{free}\"]\n\
+             [[engine]]\nname = \"pu\"\nkind = \"pu\"\nworkers = 1\n\
+             [[tenant]]\nname = \"hostile\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+             [[tenant.flow]]\nmatch = {{ src_port = {} }}\nkernel = \"wasm:{}/spin.wat\"\nfuel = 20000\n",
+            port(&sender),
+            kernels.display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_isolad"))
+        .arg("--config")
+        .arg(&config)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    // The daemon is up once it says where it serves.
+    while !line.contains("serving tenants") {
+        line.clear();
+        assert!(log.read_line(&mut line).unwrap() > 0, "isolad ended");
+    }
+    // A served packet proves the listener is up: the kernel echoes it.
+    let mut reply = [0u8; 64];
+    sender.send_to(b"up", free).unwrap();
+    assert_eq!(sender.recv_from(&mut reply).unwrap().0, 2);
+    for _ in 0..5 {
+        sender.send_to(&[0xff], free).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1200));
+    sender.send_to(&[0xff], free).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let mut rest = String::new();
+    log.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    let aborted: Vec<&str> = rest.lines().filter(|l| l.contains("aborted (cause")).collect();
+    let from = format!("packet from {}", sender.local_addr().unwrap());
+    assert_eq!(aborted.len(), 2, "one line, then one a second later:\n{rest}");
+    for l in &aborted {
+        assert!(
+            l.starts_with("isolad: tenant `hostile` flow 0: ")
+                && l.contains(&from)
+                && l.contains("aborted (cause 1): its kernel was stopped: kernel ran out of fuel"),
+            "{l}"
+        );
+    }
+    assert!(
+        aborted[1].ends_with("(4 more of its packets aborted since the last such line)"),
+        "{}",
+        aborted[1]
+    );
+}
