@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 
 /// Where a packet's reply goes and what its flow does with its kernel's
 /// output.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 pub(crate) struct ReplyTo {
     /// The packet's sender.
     pub(crate) from: SocketAddr,

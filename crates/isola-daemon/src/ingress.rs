@@ -595,7 +595,7 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
     // Every packet left has its stages (the unplaced were taken out
     // above); one without would be refused by the runtime (no stages) and
     // counted aborted, never skipped: the group waits for each packet.
-    let senders: Vec<ReplyTo> = packets.iter().map(|p| p.to.clone()).collect();
+    let senders: Vec<ReplyTo> = packets.iter().map(|p| p.to).collect();
     let tasks = packets.drain(..).map(|p| {
         let (g, to) = (Arc::clone(&group), p.to);
         let on_done: OnCompletion = Arc::new(move |c| g.settle(&to, c));

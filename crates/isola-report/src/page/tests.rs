@@ -18,6 +18,21 @@ fn noise(state: &mut u64) -> f64 {
 
 /// A report like `isola repro`'s: shares over time as small multiples,
 /// Jain's index, latency CDFs on a log axis, grouped and single bars.
+/// A latency CDF named `name` from `samples`: every `every`th sample in
+/// order, with the fraction of samples at or below it.
+fn cdf_series(name: &str, mut samples: Vec<f64>, every: usize) -> Series {
+    samples.sort_by(f64::total_cmp);
+    let n = samples.len() as f64;
+    let points = samples
+        .iter()
+        .enumerate()
+        .skip(every - 1)
+        .step_by(every)
+        .map(|(i, &x)| (x, (i + 1) as f64 / n))
+        .collect();
+    Series::new(name, points)
+}
+
 pub(super) fn sample() -> Report {
     let policies = ["fcfs", "drr", "wfq", "osmosis"];
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
@@ -76,20 +91,10 @@ pub(super) fn sample() -> Report {
             .enumerate()
             .map(|(p, name)| {
                 let base = 20e-6 * (1.0 + p as f64);
-                let mut samples: Vec<f64> = (0..5000)
+                let samples: Vec<f64> = (0..5000)
                     .map(|_| base * (1.0 + 50.0 * noise(&mut rng).powi(6)))
                     .collect();
-                samples.sort_by(f64::total_cmp);
-                // Every 25th sample, with the fraction at or below it.
-                let n = samples.len() as f64;
-                let points = samples
-                    .iter()
-                    .enumerate()
-                    .skip(24)
-                    .step_by(25)
-                    .map(|(i, &x)| (x, (i + 1) as f64 / n))
-                    .collect();
-                Series::new(*name, points)
+                cdf_series(name, samples, 25)
             })
             .collect(),
     )
@@ -244,19 +249,10 @@ fn coinciding(rng: &mut u64) -> (Chart, Chart) {
             .enumerate()
             .map(|(p, &name)| {
                 let tail = if p == 0 { 50.0 } else { 0.01 };
-                let mut samples: Vec<f64> = (0..2000)
+                let samples: Vec<f64> = (0..2000)
                     .map(|_| 20e-6 * (1.0 + tail * noise(rng).powi(6)))
                     .collect();
-                samples.sort_by(f64::total_cmp);
-                let n = samples.len() as f64;
-                let points = samples
-                    .iter()
-                    .enumerate()
-                    .skip(19)
-                    .step_by(20)
-                    .map(|(i, &x)| (x, (i + 1) as f64 / n))
-                    .collect();
-                Series::new(name, points)
+                cdf_series(name, samples, 20)
             })
             .collect(),
     );
