@@ -223,10 +223,25 @@ fn write_out(dir: &PathBuf, report: &SimReport) -> anyhow::Result<()> {
 }
 
 /// `how` says how the run's duration was spent: "simulated" or "live".
-/// A warning shared by several policies (a note on the whole run) is
-/// printed once, under the first.
+/// A warning every policy has (a note on the whole run, such as what a
+/// live run measured first) is printed once, before the tables; the rest
+/// under their policy's table.
 fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io::Result<()> {
-    let mut warned = std::collections::HashSet::new();
+    let shared: Vec<&String> = match report.policies.split_first() {
+        Some((first, rest)) if !rest.is_empty() || report.policies.len() == 1 => first
+            .warnings
+            .iter()
+            .filter(|w| rest.iter().all(|p| p.warnings.contains(w)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for w in &shared {
+        writeln!(out, "warning: {w}")?;
+    }
+    if !shared.is_empty() {
+        writeln!(out)?;
+    }
+    let mut warned: std::collections::HashSet<&str> = shared.iter().map(|w| w.as_str()).collect();
     for p in &report.policies {
         let fair2 = p.fair2.map_or("-".to_string(), |f| format!("{f:.3}"));
         writeln!(

@@ -68,6 +68,10 @@ fn main() -> std::process::ExitCode {
             if let Some(addr) = daemon.metrics_addr() {
                 eprintln!("isolad: metrics on http://{addr}/metrics");
             }
+            let udp: Vec<String> = daemon.udp_addrs().iter().map(ToString::to_string).collect();
+            if !udp.is_empty() {
+                eprintln!("isolad: packets on udp {}", udp.join(", "));
+            }
             while !stop.load(Ordering::Acquire) {
                 std::thread::sleep(Duration::from_millis(50));
                 if reload.swap(false, Ordering::AcqRel) {
@@ -82,6 +86,7 @@ fn main() -> std::process::ExitCode {
             if !clean {
                 eprintln!("isolad: some connections were still busy after {DRAIN_GRACE:?}");
             }
+            eprintln!("isolad: drained, exiting");
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

@@ -257,6 +257,19 @@ fn a_refused_change_names_its_key_and_changes_nothing() {
         },
     ));
     assert!(reason.contains("weight"), "{reason}");
+    // A mistyped key is named, at no line and column: the text checked is
+    // the changed table, not what the operator typed.
+    let reason = failed(ask(
+        &admin,
+        &AdminRequest::Set {
+            tenant: "a".into(),
+            changes: "wieght = 2.0".into(),
+        },
+    ));
+    assert!(
+        reason.starts_with("isola ctl set a: key `wieght`: unknown field"),
+        "{reason}"
+    );
     let reason = failed(ask(
         &admin,
         &AdminRequest::Set {

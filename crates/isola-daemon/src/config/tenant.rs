@@ -446,6 +446,10 @@ impl TenantConfig {
         }
         let text =
             toml::to_string(&table).map_err(|e| ScenarioError::whole_file(origin, None, e.to_string()))?;
-        daemon.parse_tenant(&text, origin)
+        // The text checked is the changed table as written here, not what
+        // the user typed: its lines and columns would point nowhere.
+        daemon
+            .parse_tenant(&text, origin)
+            .map_err(|e| ScenarioError::whole_file(origin, e.key.as_deref(), e.message))
     }
 }
