@@ -293,14 +293,19 @@ fn mtda_table_iv(runner: &mut Runner, experiment: &Experiment, balanced: bool) -
             let best = ok
                 .iter()
                 .min_by(|a, b| score(b.1).total_cmp(&score(a.1)))
-                .map(|(l, r)| (l.to_string(), r.fair1, r.fair2.unwrap_or(0.0)));
+                .map(|(l, r)| (l.to_string(), r.fair1, r.fair2));
             if let Some((l, f1, f2)) = &best {
                 o.best_policy = Some(l.clone());
                 if balanced {
+                    // Fair2 needs each tenant's solo run; a run without
+                    // one has none, and says so rather than show a 0.
+                    let fair2 = f2.map_or("Fair2 not measured (no solo runs)".to_string(), |f| {
+                        format!("Fair2 {f:.3}")
+                    });
                     o.goals.push(Check {
                         what: "4 tenants: the best policy's Fair1 <= 0.01 and Fair2 >= 0.9".into(),
-                        met: *f1 <= 0.01 && *f2 >= 0.9,
-                        detail: format!("{l}: Fair1 {f1:.4}, Fair2 {f2:.3}"),
+                        met: *f1 <= 0.01 && f2.is_some_and(|f| f >= 0.9),
+                        detail: format!("{l}: Fair1 {f1:.4}, {fair2}"),
                     });
                 }
             }
