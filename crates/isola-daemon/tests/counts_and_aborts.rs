@@ -237,12 +237,42 @@ fn the_log_tells_of_aborted_packets_at_most_once_a_second() {
     }
     std::thread::sleep(Duration::from_millis(1200));
     sender.send_to(&[0xff], free).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Read the log until its second line about them (a watchdog ends the
+    // daemon, and so the log, if it never comes).
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            // The child is not reaped before `done`, so its pid is its own.
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                if start.elapsed() > Duration::from_secs(20) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
     let mut rest = String::new();
+    while rest.matches("aborted (cause").count() < 2 {
+        line.clear();
+        if log.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        rest.push_str(&line);
+    }
+    // None more comes of them before the daemon is stopped.
+    std::thread::sleep(Duration::from_millis(300));
+    done.store(true, std::sync::atomic::Ordering::Release);
+    watchdog.join().unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     log.read_to_string(&mut rest).unwrap();
-    assert!(child.wait().unwrap().success());
+    assert!(
+        child.wait().unwrap().success(),
+        "isolad was stopped by the watchdog:\n{rest}"
+    );
     let aborted: Vec<&str> = rest.lines().filter(|l| l.contains("aborted (cause")).collect();
     let from = format!("packet from {}", sender.local_addr().unwrap());
     assert_eq!(aborted.len(), 2, "one line, then one a second later:\n{rest}");
