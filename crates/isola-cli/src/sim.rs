@@ -228,12 +228,12 @@ fn write_out(dir: &PathBuf, report: &SimReport) -> anyhow::Result<()> {
 /// under their policy's table.
 fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io::Result<()> {
     let shared: Vec<&String> = match report.policies.split_first() {
-        Some((first, rest)) if !rest.is_empty() || report.policies.len() == 1 => first
+        Some((first, rest)) => first
             .warnings
             .iter()
             .filter(|w| rest.iter().all(|p| p.warnings.contains(w)))
             .collect(),
-        _ => Vec::new(),
+        None => Vec::new(),
     };
     for w in &shared {
         writeln!(out, "warning: {w}")?;
@@ -241,7 +241,6 @@ fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io:
     if !shared.is_empty() {
         writeln!(out)?;
     }
-    let mut warned: std::collections::HashSet<&str> = shared.iter().map(|w| w.as_str()).collect();
     for p in &report.policies {
         let fair2 = p.fair2.map_or("-".to_string(), |f| format!("{f:.3}"));
         writeln!(
@@ -296,7 +295,7 @@ fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io:
             "rej/abort",
         ];
         writeln!(out, "{}", table(&header, &rows))?;
-        for w in p.warnings.iter().filter(|w| warned.insert(w.as_str())) {
+        for w in p.warnings.iter().filter(|w| !shared.contains(w)) {
             writeln!(out, "warning: {w}")?;
         }
     }

@@ -595,20 +595,20 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
     // Every packet left has its stages (the unplaced were taken out
     // above); one without would be refused by the runtime (no stages) and
     // counted aborted, never skipped: the group waits for each packet.
-    let senders: Vec<ReplyTo> = packets.iter().map(|p| p.to).collect();
-    let tasks = packets.drain(..).map(|p| {
+    // Each packet's stages and payload are taken for its task; its reply
+    // route stays, for a refusal's answer.
+    let tasks = packets.iter_mut().map(|p| {
         let (g, to) = (Arc::clone(&group), p.to);
         let on_done: OnCompletion = Arc::new(move |c| g.settle(&to, c));
-        (p.stages.unwrap_or_default(), Arc::new(p.payload), on_done)
+        let stages = std::mem::replace(&mut p.stages, Ok(Vec::new())).unwrap_or_default();
+        (stages, Arc::new(std::mem::take(&mut p.payload)), on_done)
     });
     let handle = shared.runtime.tenant(TenantId(tenant as u32));
-    for (submitted, to) in handle
-        .submit_stages_batch_calling(tasks)
-        .into_iter()
-        .zip(&senders)
-    {
+    let submitted = handle.submit_stages_batch_calling(tasks);
+    for (submitted, p) in submitted.iter().zip(packets.iter()) {
         if submitted.is_err() {
-            group.refused(to);
+            group.refused(&p.to);
         }
     }
+    packets.clear();
 }

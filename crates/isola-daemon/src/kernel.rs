@@ -19,7 +19,7 @@ pub const WASM_PREFIX: &str = "wasm:";
 pub const WASM_OPERATOR: &str = "wasm";
 
 /// The largest kernel module read: 16 MiB.
-pub const MAX_MODULE_BYTES: u64 = 16 << 20;
+const MAX_MODULE_BYTES: u64 = 16 << 20;
 
 /// The smallest `kernel_memory`: one WebAssembly page (64 KiB).
 pub const MIN_KERNEL_MEMORY: u64 = 64 << 10;

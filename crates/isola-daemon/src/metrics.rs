@@ -58,6 +58,11 @@ pub const FAIL_REASONS: [&str; 5] = [
     "abandoned",
 ];
 
+/// The index in [`FAIL_REASONS`] of the first reason that is a task given
+/// up (`cancelled`, `abandoned`) rather than an operator's failure.
+const FIRST_GIVEN_UP: usize = 3;
+const _: () = assert!(matches!(FAIL_REASONS[FIRST_GIVEN_UP].as_bytes(), b"cancelled"));
+
 /// The `engine` label of tasks no engine could take (an unknown operator
 /// handle, an operator no engine serves).
 pub const NO_ENGINE: &str = "none";
@@ -523,18 +528,16 @@ impl Metrics {
         let Some(m) = cell.as_ref() else {
             return f;
         };
-        // FAIL_REASONS: an operator's failure (the first three), or the
-        // task given up with its connection (the last two).
-        let (failed, cancelled) = FAIL_REASONS.split_at(3);
+        let sum = |counters: &[Counter]| counters.iter().map(Counter::get).sum::<u64>();
         for s in &m.series {
+            // FAIL_REASONS: an operator's failure first, then the tasks
+            // given up with their connection (`ctl`'s `cancelled`).
+            let (failed, given_up) = s.failed.split_at(FIRST_GIVEN_UP);
             f.submitted += s.submitted.get();
             f.succeeded += s.completed.get();
-            f.rejected += s.rejected.iter().map(Counter::get).sum::<u64>();
-            f.failed += s.failed[..failed.len()].iter().map(Counter::get).sum::<u64>();
-            f.cancelled += s.failed[failed.len()..failed.len() + cancelled.len()]
-                .iter()
-                .map(Counter::get)
-                .sum::<u64>();
+            f.rejected += sum(&s.rejected);
+            f.failed += sum(failed);
+            f.cancelled += sum(given_up);
             f.bytes += s.input_bytes.get();
             f.busy_ns += (s.busy.get() * 1e9).round() as u64;
         }

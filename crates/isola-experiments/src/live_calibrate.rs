@@ -21,7 +21,7 @@
 //! or anything the simulator would do with the same file.
 
 use crate::live_stages::{computes, is_transfer, live_kernel};
-use isola_model::scenario::{ArrivalSpec, DeviceSpec, ServiceCost};
+use isola_model::scenario::{ArrivalSpec, DeviceSpec, ServiceCost, ServiceSpec};
 use isola_model::Scenario;
 use std::time::Duration;
 
@@ -121,11 +121,27 @@ pub const NOT_CALIBRATED: &str =
 /// models that are off by more than [`TOLERANCE`]; see the module
 /// documentation.
 pub fn calibrate(scenario: &Scenario) -> anyhow::Result<Calibrated> {
-    let mut out = scenario.clone();
-    let mut measured = Vec::new();
+    let (timed, skipped) = time_tenants(scenario)?;
+    Ok(Calibrated {
+        scenario: scaled(scenario, &timed),
+        measured: timed.into_iter().map(|t| t.measured).collect(),
+        skipped,
+    })
+}
+
+/// One tenant timed: its index, the engine its operator runs on, and what
+/// was measured.
+struct Timed {
+    tenant: usize,
+    engine: usize,
+    measured: Measured,
+}
+
+/// Times each computing tenant's operator alone here, against what its
+/// model predicts; also answers the tenants that could not be timed.
+fn time_tenants(scenario: &Scenario) -> anyhow::Result<(Vec<Timed>, Vec<String>)> {
+    let mut timed = Vec::new();
     let mut skipped = Vec::new();
-    // Per engine, the ratios of the tenants it serves.
-    let mut engine_ratios: Vec<Vec<f64>> = vec![Vec::new(); scenario.engines.len()];
     for (i, t) in scenario.tenants.iter().enumerate() {
         let w = &t.workload;
         if !computes(w, &scenario.engines) || live_kernel(&w.op).is_some() {
@@ -145,10 +161,7 @@ pub fn calibrate(scenario: &Scenario) -> anyhow::Result<Calibrated> {
             skipped.push(format!("`{}` (a trace of several operators)", t.name));
             continue;
         }
-        let DeviceSpec::Compute { service, clock_hz } = &scenario.engines[engine].device else {
-            continue;
-        };
-        let Some(model) = w.service.as_ref().or(service.as_ref()) else {
+        let Some((model, clock_hz)) = model_of(scenario, i, engine) else {
             continue;
         };
         let mut params = isola_ops::sample_params(&w.op);
@@ -161,41 +174,64 @@ pub fn calibrate(scenario: &Scenario) -> anyhow::Result<Calibrated> {
         )
         .map_err(|e| anyhow::anyhow!("tenant `{}`: timing {} here: {e}", t.name, w.op))?;
         let point = &profile.points[0];
-        let model_ns = ServiceCost::new(model, *clock_hz).mean(point.bytes);
+        let model_ns = ServiceCost::new(model, clock_hz).mean(point.bytes);
         if !(model_ns > 0.0 && point.median_ns > 0.0) {
             skipped.push(format!("`{}` (its model predicts no time)", t.name));
             continue;
         }
-        let m = Measured {
-            tenant: t.name.clone(),
-            op: w.op.clone(),
-            bytes: point.bytes,
-            here_ns: point.median_ns,
-            model_ns,
-        };
-        let ratio = m.ratio();
-        measured.push(m);
-        engine_ratios[engine].push(ratio);
-        if is_off(ratio) {
-            out.tenants[i].workload.service = Some(model.scaled(ratio));
+        timed.push(Timed {
+            tenant: i,
+            engine,
+            measured: Measured {
+                tenant: t.name.clone(),
+                op: w.op.clone(),
+                bytes: point.bytes,
+                here_ns: point.median_ns,
+                model_ns,
+            },
+        });
+    }
+    Ok((timed, skipped))
+}
+
+/// The model predicting tenant `tenant`'s tasks on compute engine
+/// `engine` (its own, else the engine's) and the engine's clock.
+fn model_of(scenario: &Scenario, tenant: usize, engine: usize) -> Option<(&ServiceSpec, f64)> {
+    let DeviceSpec::Compute { service, clock_hz } = &scenario.engines[engine].device else {
+        return None;
+    };
+    let own = scenario.tenants[tenant].workload.service.as_ref();
+    Some((own.or(service.as_ref())?, *clock_hz))
+}
+
+/// `scenario` with the models that `timed` found off by more than
+/// [`TOLERANCE`] scaled by the measured ratio: a tenant's (which it gets
+/// as its own), and an engine's default by the geometric mean of its
+/// timed tenants' ratios.
+fn scaled(scenario: &Scenario, timed: &[Timed]) -> Scenario {
+    let mut out = scenario.clone();
+    for t in timed.iter().filter(|t| is_off(t.measured.ratio())) {
+        if let Some((model, _)) = model_of(scenario, t.tenant, t.engine) {
+            out.tenants[t.tenant].workload.service = Some(model.scaled(t.measured.ratio()));
         }
     }
-    for (e, ratios) in engine_ratios.iter().enumerate() {
+    for (e, engine) in out.engines.iter_mut().enumerate() {
+        let ratios: Vec<f64> = timed
+            .iter()
+            .filter(|t| t.engine == e)
+            .map(|t| t.measured.ratio())
+            .collect();
         if ratios.is_empty() {
             continue;
         }
         let mean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        if let DeviceSpec::Compute { service: Some(s), .. } = &mut out.engines[e].device {
+        if let DeviceSpec::Compute { service: Some(s), .. } = &mut engine.device {
             if is_off(mean) {
                 *s = s.scaled(mean);
             }
         }
     }
-    Ok(Calibrated {
-        scenario: out,
-        measured,
-        skipped,
-    })
+    out
 }
 
 #[cfg(test)]
@@ -223,8 +259,8 @@ mod tests {
         let DeviceSpec::Compute { clock_hz, .. } = &c.scenario.engines[0].device else {
             panic!()
         };
-        let scaled = c.scenario.tenants[0].workload.service.as_ref().unwrap();
-        let predicted = ServiceCost::new(scaled, *clock_hz).mean(m.bytes);
+        let model = c.scenario.tenants[0].workload.service.as_ref().unwrap();
+        let predicted = ServiceCost::new(model, *clock_hz).mean(m.bytes);
         assert!(
             (predicted / m.here_ns - 1.0).abs() < 1e-6,
             "{predicted} {}",
@@ -236,14 +272,36 @@ mod tests {
             c.note()
         );
 
-        // A model made from the measurement itself holds.
-        let per_byte = m.here_ns / m.bytes as f64;
-        let right = Scenario::parse(&text(per_byte), "t.toml").unwrap();
-        let c = calibrate(&right).unwrap();
-        let ratio = c.measured[0].ratio();
-        if !is_off(ratio) {
-            assert_eq!(c.scenario.tenants[0].workload.service, None);
-            assert!(c.note().unwrap().contains("were kept"));
+        // Within the tolerance a model is kept; past it, the tenant's and
+        // the engine's are scaled by the ratio (measurements given, so the
+        // rule is checked without the machine's noise).
+        let timed = |ratio: f64| Timed {
+            tenant: 0,
+            engine: 0,
+            measured: Measured {
+                tenant: "t".into(),
+                op: "sha256".into(),
+                bytes: 1000,
+                here_ns: 1000.0 * ratio,
+                model_ns: 1000.0,
+            },
+        };
+        let kept = scaled(&far_off, &[timed(1.05)]);
+        assert_eq!(kept.tenants, far_off.tenants);
+        assert_eq!(kept.engines, far_off.engines);
+        let tripled = scaled(&far_off, &[timed(3.0)]);
+        let DeviceSpec::Compute {
+            service: Some(engine),
+            ..
+        } = &tripled.engines[0].device
+        else {
+            panic!()
+        };
+        for got in [engine, tripled.tenants[0].workload.service.as_ref().unwrap()] {
+            let ServiceSpec::Affine { per_byte_ns, .. } = got else {
+                panic!("{got:?}")
+            };
+            assert!((per_byte_ns / 0.0003 - 1.0).abs() < 1e-9, "{got:?}");
         }
     }
 }
