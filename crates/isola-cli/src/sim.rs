@@ -69,7 +69,9 @@ pub fn run_live(args: &Args) -> anyhow::Result<()> {
             let note = (args.no_calibrate && !over_packets).then(|| NOT_CALIBRATED.to_string());
             (None, note)
         } else {
-            eprintln!("timing each tenant's operator alone on this machine (--no-calibrate skips it)...");
+            if isola_experiments::live_calibrate::has_operators(scenario) {
+                eprintln!("timing each tenant's operator alone on this machine (--no-calibrate skips it)...");
+            }
             let c = calibrate(scenario)?;
             let note = c.note();
             (Some(c.scenario), note)

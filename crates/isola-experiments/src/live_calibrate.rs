@@ -144,7 +144,7 @@ fn time_tenants(scenario: &Scenario) -> anyhow::Result<(Vec<Timed>, Vec<String>)
     let mut skipped = Vec::new();
     for (i, t) in scenario.tenants.iter().enumerate() {
         let w = &t.workload;
-        if !computes(w, &scenario.engines) || live_kernel(&w.op).is_some() {
+        if !runs_an_operator(scenario, w) {
             continue;
         }
         let compute: Vec<usize> = w
@@ -192,6 +192,21 @@ fn time_tenants(scenario: &Scenario) -> anyhow::Result<(Vec<Timed>, Vec<String>)
         });
     }
     Ok((timed, skipped))
+}
+
+/// Whether [`calibrate`] has a tenant's operator to time in `scenario`
+/// (a driver can say so before the wait).
+pub fn has_operators(scenario: &Scenario) -> bool {
+    scenario
+        .tenants
+        .iter()
+        .any(|t| runs_an_operator(scenario, &t.workload))
+}
+
+/// Whether workload `w` computes with a real operator (not only
+/// transfers, not a live stand-in kernel).
+fn runs_an_operator(scenario: &Scenario, w: &isola_model::scenario::WorkloadSpec) -> bool {
+    computes(w, &scenario.engines) && live_kernel(&w.op).is_none()
 }
 
 /// The model predicting tenant `tenant`'s tasks on compute engine
