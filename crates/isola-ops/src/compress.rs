@@ -26,8 +26,9 @@
 //! the output would pass it, so a small bomb costs at most the limit in
 //! memory, never the size it claims.
 
-use crate::limits::{limit_usize, read_to_end_limited, reserve_within, DecodeError};
+use crate::limits::{limit_usize, read_to_end_paced, reserve_within, DecodeError};
 use crate::operator::{downcast, part_slice, Carry, OpError, Operator, Splitter};
+use crate::watch::{Checkpoint, NeverStop, Watch, WATCH_CHUNK_BYTES};
 use isola_core::params::Params;
 use isola_core::Subtask;
 use std::cell::RefCell;
@@ -67,43 +68,41 @@ impl Codec {
         }
     }
 
-    fn compress(self, input: &[u8], level: u32) -> Result<Vec<u8>, std::io::Error> {
+    /// Compresses `input` at `level`, asking `at` between chunks of
+    /// [`WATCH_CHUNK_BYTES`] input bytes (LZ4: between its 4 MiB blocks),
+    /// each fed to the codec's streaming encoder: the stream is the same
+    /// whatever the chunks (an unwatched run is this with [`NeverStop`]).
+    fn compress(
+        self,
+        op: &'static str,
+        input: &[u8],
+        level: u32,
+        at: &mut Checkpoint<'_>,
+    ) -> Result<Vec<u8>, OpError> {
+        let io = |e: std::io::Error| OpError::Input {
+            op,
+            reason: e.to_string(),
+        };
         match self {
             Codec::Deflate => {
-                let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
-                e.write_all(input)?;
-                e.finish()
+                let e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+                stream_write(e, input, at, flate2::write::DeflateEncoder::finish).map_err(|e| e.or_input(io))
             }
-            Codec::Huffman => {
-                // flate2 does not expose zlib's strategies: zlib-rs (its
-                // backend) does. Window bits -15: raw deflate, no header.
-                let config = zlib_rs::DeflateConfig {
-                    level: 6,
-                    method: zlib_rs::Method::Deflated,
-                    window_bits: -15,
-                    mem_level: 8,
-                    strategy: zlib_rs::Strategy::HuffmanOnly,
-                };
-                let mut out = vec![0u8; zlib_rs::compress_bound(input.len())];
-                let (packed, rc) = zlib_rs::compress_slice(&mut out, input, config);
-                if rc != zlib_rs::ReturnCode::Ok {
-                    return Err(std::io::Error::other(format!("zlib-rs deflate failed: {rc:?}")));
-                }
-                let len = packed.len();
-                out.truncate(len);
-                Ok(out)
-            }
+            Codec::Huffman => huffman_only(input, at).map_err(|e| e.or_input(io)),
             Codec::Gzip => {
-                let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
-                e.write_all(input)?;
-                e.finish()
+                let e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+                stream_write(e, input, at, flate2::write::GzEncoder::finish).map_err(|e| e.or_input(io))
             }
-            Codec::Lz4 => Ok(crate::lz4_frame::compress(input)),
-            Codec::Zstd => zstd_compress(input, level as i32),
+            Codec::Lz4 => crate::lz4_frame::compress_paced(input, |done| at.check(done)),
+            Codec::Zstd => zstd_compress(input, level as i32, at).map_err(|e| e.or_input(io)),
             Codec::Snappy => {
-                let mut e = snap::write::FrameEncoder::new(Vec::new());
-                e.write_all(input)?;
-                let mut out = e.into_inner().map_err(|e| std::io::Error::other(e.to_string()))?;
+                // Chunks of WATCH_CHUNK_BYTES are whole Snappy blocks (64
+                // KiB each), so the blocks are those of one write.
+                let e = snap::write::FrameEncoder::new(Vec::new());
+                let mut out = stream_write(e, input, at, |e| {
+                    e.into_inner().map_err(|e| std::io::Error::other(e.to_string()))
+                })
+                .map_err(|e| e.or_input(io))?;
                 if out.is_empty() {
                     // snap writes nothing for no data; a stream is at least
                     // its stream identifier chunk (framing format 4.1).
@@ -117,19 +116,61 @@ impl Codec {
     /// Decodes `input` (every stream of it, for concatenable codecs),
     /// stopping once the output would pass `limit` bytes.
     pub fn decompress(self, input: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
+        self.decompress_watched(
+            input,
+            limit,
+            &mut Checkpoint::new("decompress", input.len(), &NeverStop),
+        )
+    }
+
+    /// [`Codec::decompress`], asking `at` after about every
+    /// [`WATCH_CHUNK_BYTES`] of output (LZ4: after each block, at most 4
+    /// MiB): decoding costs what it makes, so a bomb stops too. A stop is
+    /// [`DecodeError::Stopped`].
+    pub fn decompress_watched(
+        self,
+        input: &[u8],
+        limit: u64,
+        at: &mut Checkpoint<'_>,
+    ) -> Result<Vec<u8>, DecodeError> {
+        at.check(0)?;
         let mut out = Vec::new();
         match self {
-            Codec::Deflate | Codec::Huffman => return inflate_raw(input, limit),
+            Codec::Deflate | Codec::Huffman => return inflate_raw(input, limit, at),
             Codec::Gzip => {
-                read_to_end_limited(flate2::read::MultiGzDecoder::new(input), &mut out, limit)?;
+                let read = std::cell::Cell::new(0);
+                let reader = flate2::read::MultiGzDecoder::new(Counted(input, &read));
+                read_to_end_paced(reader, &mut out, limit, &mut |made| {
+                    Ok(at.after(made, read.get())?)
+                })?;
             }
-            Codec::Lz4 => return crate::lz4_frame::decompress(input, limit),
-            Codec::Zstd => return zstd_decompress(input, limit),
+            Codec::Lz4 => {
+                return crate::lz4_frame::decompress_paced(input, limit, &mut |made, done| {
+                    Ok(at.after(made, done)?)
+                })
+            }
+            Codec::Zstd => return zstd_decompress(input, limit, at),
             Codec::Snappy => {
-                read_to_end_limited(snap::read::FrameDecoder::new(input), &mut out, limit)?;
+                let read = std::cell::Cell::new(0);
+                let reader = snap::read::FrameDecoder::new(Counted(input, &read));
+                read_to_end_paced(reader, &mut out, limit, &mut |made| {
+                    Ok(at.after(made, read.get())?)
+                })?;
             }
         }
         Ok(out)
+    }
+}
+
+/// A reader of a byte slice that counts the bytes read from it (the input
+/// consumed, for a stop's report).
+struct Counted<'a>(&'a [u8], &'a std::cell::Cell<usize>);
+
+impl std::io::Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        self.1.set(self.1.get() + n);
+        Ok(n)
     }
 }
 
@@ -144,38 +185,40 @@ fn corrupt(what: impl std::fmt::Display) -> DecodeError {
 /// Decodes one raw deflate stream (RFC 1951): it must end with a final
 /// block, and nothing may follow it but the padding bits of its last byte
 /// (a flipped final-block bit or a cut is an error, not a shorter output).
-fn inflate_raw(input: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
+/// Each call of the decoder takes at most [`WATCH_CHUNK_BYTES`] of input
+/// and makes at most as much output, asking `at` between them.
+fn inflate_raw(input: &[u8], limit: u64, at: &mut Checkpoint<'_>) -> Result<Vec<u8>, DecodeError> {
     use flate2::{Decompress, FlushDecompress, Status};
-    let ceiling = limit_usize(limit).saturating_add(1);
+    let limit_len = limit_usize(limit);
     let mut inflate = Decompress::new(false);
     let mut out = Vec::new();
+    let mut piece = Vec::with_capacity(WATCH_CHUNK_BYTES);
     loop {
-        if out.len() == out.capacity() {
-            let more = out.len().max(64 << 10).min(ceiling.saturating_sub(out.len()));
-            if more == 0 {
-                return Err(DecodeError::OverLimit);
-            }
-            reserve_within(&mut out, more, ceiling)?;
-        }
         let consumed = usize::try_from(inflate.total_in()).unwrap_or(usize::MAX);
         let rest = input.get(consumed..).unwrap_or_default();
-        let before = out.len();
+        let given = &rest[..rest.len().min(WATCH_CHUNK_BYTES)];
+        piece.clear();
         let status = inflate
-            .decompress_vec(rest, &mut out, FlushDecompress::None)
+            .decompress_vec(given, &mut piece, FlushDecompress::None)
             .map_err(|e| corrupt(format!("corrupt deflate stream: {e}")))?;
+        let taken = usize::try_from(inflate.total_in()).unwrap_or(usize::MAX) - consumed;
+        if out.len().saturating_add(piece.len()) > limit_len {
+            return Err(DecodeError::OverLimit);
+        }
+        reserve_within(&mut out, piece.len(), limit_len)?;
+        out.extend_from_slice(&piece);
         if status == Status::StreamEnd {
             break;
         }
-        let progress = out.len() != before || inflate.total_in() as usize != consumed;
-        if !progress && out.len() < out.capacity() {
+        if piece.is_empty() && taken == 0 {
+            // Neither output room nor input was missing: the stream ends
+            // without its final block.
             return Err(DecodeError::Corrupt(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 "deflate stream cut short (no final block)",
             )));
         }
-    }
-    if out.len() as u64 > limit {
-        return Err(DecodeError::OverLimit);
+        at.after(piece.len().max(taken), consumed + taken)?;
     }
     let junk = input.len() as u64 - inflate.total_in().min(input.len() as u64);
     if junk > 0 {
@@ -186,18 +229,125 @@ fn inflate_raw(input: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
     Ok(out)
 }
 
+/// Why a streamed step stopped: its watch, or the codec.
+enum Step {
+    /// The watch said stop ([`OpError::Stopped`]).
+    Stopped(OpError),
+    /// The codec failed.
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for Step {
+    fn from(e: std::io::Error) -> Self {
+        Step::Io(e)
+    }
+}
+
+impl From<OpError> for Step {
+    fn from(e: OpError) -> Self {
+        Step::Stopped(e)
+    }
+}
+
+impl Step {
+    /// The operator error, with codec failures made by `io`.
+    fn or_input(self, io: impl FnOnce(std::io::Error) -> OpError) -> OpError {
+        match self {
+            Step::Stopped(e) => e,
+            Step::Io(e) => io(e),
+        }
+    }
+}
+
+/// Feeds `input` to the streaming encoder `encoder` in chunks of
+/// [`WATCH_CHUNK_BYTES`], asking `at` before each, then `finish`es it.
+fn stream_write<W: Write>(
+    mut encoder: W,
+    input: &[u8],
+    at: &mut Checkpoint<'_>,
+    finish: impl FnOnce(W) -> std::io::Result<Vec<u8>>,
+) -> Result<Vec<u8>, Step> {
+    at.each_chunk(input.len(), WATCH_CHUNK_BYTES, |r| {
+        encoder.write_all(&input[r]).map_err(Step::Io)
+    })?;
+    Ok(finish(encoder)?)
+}
+
+/// Huffman-only raw deflate on zlib-rs (flate2 does not expose zlib's
+/// strategies), fed in chunks of [`WATCH_CHUNK_BYTES`] with no flush
+/// between them: the stream of one call.
+fn huffman_only(input: &[u8], at: &mut Checkpoint<'_>) -> Result<Vec<u8>, Step> {
+    // Window bits -15: raw deflate, no header.
+    let config = zlib_rs::DeflateConfig {
+        level: 6,
+        method: zlib_rs::Method::Deflated,
+        window_bits: -15,
+        mem_level: 8,
+        strategy: zlib_rs::Strategy::HuffmanOnly,
+    };
+    let mut deflate = zlib_rs::Deflate::new_with_config(config);
+    let mut out: Vec<u8> = Vec::with_capacity(zlib_rs::compress_bound(input.len()));
+    let failed = |what: &str| Step::Io(std::io::Error::other(format!("zlib-rs deflate failed: {what}")));
+    let mut start = 0;
+    loop {
+        at.check(start)?;
+        let end = start.saturating_add(WATCH_CHUNK_BYTES).min(input.len());
+        let last = end == input.len();
+        let mut chunk = &input[start..end];
+        // zlib's flush codes: Z_NO_FLUSH (0) between chunks, Z_FINISH (4)
+        // after the last (zlib-rs does not export the type by name).
+        let flush: i32 = if last { 4 } else { 0 };
+        loop {
+            let before = deflate.total_in();
+            let status = deflate
+                .compress_uninit(
+                    chunk,
+                    out.spare_capacity_mut(),
+                    flush.try_into().map_err(|_| failed("flush code"))?,
+                )
+                .map_err(|e| failed(e.as_str()))?;
+            let taken = usize::try_from(deflate.total_in() - before).unwrap_or(usize::MAX);
+            chunk = chunk.get(taken..).unwrap_or_default();
+            let written = usize::try_from(deflate.total_out()).unwrap_or(usize::MAX);
+            if written > out.capacity() {
+                return Err(failed("wrote past its output"));
+            }
+            // SAFETY: zlib-rs initialised the bytes it reports written,
+            // within the spare capacity it was given.
+            unsafe { out.set_len(written) };
+            match status {
+                zlib_rs::Status::StreamEnd => return Ok(out),
+                _ if chunk.is_empty() && !last => break,
+                zlib_rs::Status::BufError if out.len() == out.capacity() => out.reserve(64 << 10),
+                zlib_rs::Status::BufError => return Err(failed("no progress")),
+                zlib_rs::Status::Ok => {
+                    if out.len() == out.capacity() {
+                        out.reserve(64 << 10);
+                    }
+                }
+            }
+        }
+        start = end;
+    }
+}
+
 thread_local! {
     /// Zstandard contexts, one per thread and reused: making a context (and
     /// its tables) costs about as much as compressing a few KiB.
     static ZSTD_COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
-    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
 }
 
 /// One Zstandard frame of `input` at `level`, on this thread's context,
 /// with its content size and a content checksum (xxHash-64, as the stock
 /// `zstd` writes): the decoder then catches damage the entropy coding lets
-/// through.
-fn zstd_compress(input: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
+/// through. The input is streamed in chunks of [`WATCH_CHUNK_BYTES`],
+/// asking `at` before each, with the whole size pledged up front (so the
+/// parameters and header are those of a one-shot compression).
+fn zstd_compress(input: &[u8], level: i32, at: &mut Checkpoint<'_>) -> Result<Vec<u8>, Step> {
+    use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective;
+    use zstd::zstd_safe::{InBuffer, OutBuffer, ResetDirective};
+    let zstd_err = |code| Step::Io(std::io::Error::other(zstd::zstd_safe::get_error_name(code)));
     ZSTD_COMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         let compressor = match &mut *slot {
@@ -209,61 +359,117 @@ fn zstd_compress(input: &[u8], level: i32) -> std::io::Result<Vec<u8>> {
             }
         };
         compressor.set_compression_level(level)?;
-        compressor.compress(input)
+        let ctx = compressor.context_mut();
+        // A run stopped mid-frame leaves the context in that frame.
+        ctx.reset(ResetDirective::SessionOnly).map_err(zstd_err)?;
+        ctx.set_pledged_src_size(Some(input.len() as u64))
+            .map_err(zstd_err)?;
+        let mut out: Vec<u8> = Vec::with_capacity(zstd::zstd_safe::compress_bound(input.len()));
+        let mut start = 0;
+        loop {
+            at.check(start)?;
+            let end = start.saturating_add(WATCH_CHUNK_BYTES).min(input.len());
+            let last = end == input.len();
+            let directive = if last {
+                ZSTD_EndDirective::ZSTD_e_end
+            } else {
+                ZSTD_EndDirective::ZSTD_e_continue
+            };
+            let mut src = InBuffer::around(&input[start..end]);
+            loop {
+                if out.len() == out.capacity() {
+                    out.reserve(64 << 10);
+                }
+                let pos = out.len();
+                let mut dst = OutBuffer::around_pos(&mut out, pos);
+                let left = ctx
+                    .compress_stream2(&mut dst, &mut src, directive)
+                    .map_err(zstd_err)?;
+                let consumed = src.pos == end - start;
+                if last && left == 0 {
+                    return Ok(out);
+                }
+                if !last && consumed {
+                    break;
+                }
+            }
+            start = end;
+        }
     })
 }
 
-/// Decodes every frame of `input` within `limit` bytes of output. A frame
-/// that states its content size (ours and the stock tool's on files do) is
-/// checked against the limit first, then decoded in one call on this
-/// thread's context straight into the output; others are streamed through
-/// a bounded reader. Checksums are verified when the frame has one.
-fn zstd_decompress(input: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
-    use zstd::zstd_safe;
+/// Decodes every frame of `input` within `limit` bytes of output, on this
+/// thread's context, streamed in pieces of at most [`WATCH_CHUNK_BYTES`] of
+/// output (asking `at` between them). A frame that states its content size
+/// (ours and the stock tool's on files do) is checked against the limit
+/// first and its output reserved once when plausible; the decoder checks
+/// the stated size and the content checksum when the frame has one.
+fn zstd_decompress(input: &[u8], limit: u64, at: &mut Checkpoint<'_>) -> Result<Vec<u8>, DecodeError> {
+    use zstd::zstd_safe::{self, InBuffer, OutBuffer, ResetDirective};
+    let zstd_err = |code| {
+        corrupt(format!(
+            "corrupt Zstandard frame: {}",
+            zstd_safe::get_error_name(code)
+        ))
+    };
+    let limit_len = limit_usize(limit);
     let mut out = Vec::new();
+    let mut piece: Vec<u8> = Vec::with_capacity(WATCH_CHUNK_BYTES);
     let mut rest = input;
-    while !rest.is_empty() {
-        let len = zstd_safe::find_frame_compressed_size(rest).map_err(|code| {
-            corrupt(format!(
-                "Zstandard frame at byte {}: {}",
-                input.len() - rest.len(),
-                zstd_safe::get_error_name(code)
-            ))
-        })?;
-        let (frame, after) = rest.split_at(len.min(rest.len()));
-        let room = limit.saturating_sub(out.len() as u64);
-        // A stated size is trusted only as far as it is plausible for the
-        // frame's length, so a forged header cannot make us reserve memory
-        // the data could never fill (larger ones are streamed instead).
-        let plausible = (frame.len() as u64).saturating_mul(1024).max(1 << 20);
-        match zstd_safe::get_frame_content_size(frame) {
-            Ok(Some(n)) if n > room => return Err(DecodeError::OverLimit),
-            Ok(Some(n)) if n <= plausible => {
-                let start = out.len();
-                out.reserve_exact(n as usize);
-                let mut cursor = std::io::Cursor::new(&mut out);
-                cursor.set_position(start as u64);
-                let written = ZSTD_DECOMPRESSOR.with(|cell| {
-                    let mut slot = cell.borrow_mut();
-                    let decompressor = match &mut *slot {
-                        Some(d) => d,
-                        None => slot.insert(zstd::bulk::Decompressor::new()?),
-                    };
-                    decompressor.decompress_to_buffer(frame, &mut cursor)
-                })?;
-                if written as u64 != n {
-                    return Err(corrupt("zstd frame content size mismatch"));
+    ZSTD_DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let dctx = match &mut *slot {
+            Some(d) => d,
+            None => slot.insert(zstd_safe::DCtx::try_create().ok_or_else(|| {
+                DecodeError::Corrupt(std::io::Error::other("cannot make a Zstandard context"))
+            })?),
+        };
+        while !rest.is_empty() {
+            let frame_at = input.len() - rest.len();
+            let len = zstd_safe::find_frame_compressed_size(rest).map_err(|code| {
+                corrupt(format!(
+                    "Zstandard frame at byte {frame_at}: {}",
+                    zstd_safe::get_error_name(code)
+                ))
+            })?;
+            let (frame, after) = rest.split_at(len.min(rest.len()));
+            let room = limit.saturating_sub(out.len() as u64);
+            // A stated size is trusted only as far as it is plausible for the
+            // frame's length, so a forged header cannot make us reserve memory
+            // the data could never fill.
+            let plausible = (frame.len() as u64).saturating_mul(1024).max(1 << 20);
+            match zstd_safe::get_frame_content_size(frame) {
+                Ok(Some(n)) if n > room => return Err(DecodeError::OverLimit),
+                Ok(Some(n)) if n <= plausible => reserve_within(&mut out, n as usize, limit_len)?,
+                _ => {}
+            }
+            // A run stopped mid-frame leaves the context in that frame.
+            dctx.reset(ResetDirective::SessionOnly).map_err(zstd_err)?;
+            let mut src = InBuffer::around(frame);
+            loop {
+                piece.clear();
+                let before = src.pos;
+                let left = {
+                    let mut dst = OutBuffer::around(&mut piece);
+                    dctx.decompress_stream(&mut dst, &mut src).map_err(zstd_err)?
+                };
+                if out.len().saturating_add(piece.len()) > limit_len {
+                    return Err(DecodeError::OverLimit);
                 }
+                reserve_within(&mut out, piece.len(), limit_len)?;
+                out.extend_from_slice(&piece);
+                if left == 0 {
+                    break;
+                }
+                if piece.is_empty() && src.pos == before {
+                    return Err(corrupt(format!("Zstandard frame at byte {frame_at} cut short")));
+                }
+                at.after(piece.len().max(src.pos - before), frame_at + src.pos)?;
             }
-            _ => {
-                let mut decoder = zstd::stream::read::Decoder::with_buffer(frame)?.single_frame();
-                let limit_here = out.len() as u64 + room;
-                read_to_end_limited(&mut decoder, &mut out, limit_here)?;
-            }
+            rest = after;
         }
-        rest = after;
-    }
-    Ok(out)
+        Ok(out)
+    })
 }
 
 /// Compresses with a codec.
@@ -284,13 +490,9 @@ impl Compress {
         Ok(Box::new(Compress { name, codec, level }))
     }
 
-    fn compress(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        self.codec
-            .compress(input, self.level)
-            .map_err(|e| OpError::Input {
-                op: self.name,
-                reason: e.to_string(),
-            })
+    fn compress(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
+        let mut at = Checkpoint::new(self.name, input.len(), watch);
+        self.codec.compress(self.name, input, self.level, &mut at)
     }
 }
 
@@ -300,11 +502,21 @@ impl Operator for Compress {
     }
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        self.compress(input)
+        self.compress(input, &NeverStop)
     }
 
     fn splitter(&self) -> Option<&dyn Splitter> {
         self.codec.concatenable().then_some(self as &dyn Splitter)
+    }
+
+    /// The codec's streaming encoder, fed chunk by chunk (see
+    /// [`Codec`]'s `compress`): `run` is this with [`NeverStop`].
+    fn run_watched(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
+        self.compress(input, watch)
+    }
+
+    fn stoppable(&self) -> bool {
+        true
     }
 }
 
@@ -313,8 +525,13 @@ impl Splitter for Compress {
         false
     }
 
+    /// Concatenated streams: equivalent to `run`'s stream, not identical.
+    fn identical_output(&self) -> bool {
+        false
+    }
+
     fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        Ok(Box::new(self.compress(part_slice(part, input))?))
+        Ok(Box::new(self.compress(part_slice(part, input), &NeverStop)?))
     }
 
     fn reassemble(&self, _input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
@@ -361,6 +578,13 @@ impl Operator for Decompress {
     }
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        self.run_watched(input, &NeverStop)
+    }
+
+    /// Decodes in pieces of about [`WATCH_CHUNK_BYTES`] of output (LZ4:
+    /// of a block, at most 4 MiB), asking `watch` between them: `run` is
+    /// this with [`NeverStop`].
+    fn run_watched(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
         // Every compressor writes at least a header: no bytes is no stream.
         if input.is_empty() {
             return Err(OpError::Input {
@@ -368,8 +592,13 @@ impl Operator for Decompress {
                 reason: "empty input is not a compressed stream".into(),
             });
         }
+        let mut at = Checkpoint::new(self.name, input.len(), watch);
         self.codec
-            .decompress(input, self.max_output)
+            .decompress_watched(input, self.max_output, &mut at)
             .map_err(|e| e.into_op_error(self.name, self.max_output))
+    }
+
+    fn stoppable(&self) -> bool {
+        true
     }
 }

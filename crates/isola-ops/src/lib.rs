@@ -36,8 +36,10 @@ pub mod sample;
 pub mod scan;
 pub mod sign;
 pub mod toeplitz;
+pub mod watch;
 
 pub use limits::DEFAULT_MAX_OUTPUT;
 pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
 pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};
 pub use sample::{text_payload, valid_input};
+pub use watch::{for_each_chunk, Checkpoint, NeverStop, Watch, WATCH_CHUNK_BYTES};

@@ -94,6 +94,14 @@ pub enum DecodeError {
     Corrupt(std::io::Error),
     /// The output would pass the limit.
     OverLimit,
+    /// The watch stopped the decoding ([`OpError::Stopped`]).
+    Stopped(OpError),
+}
+
+impl From<OpError> for DecodeError {
+    fn from(e: OpError) -> Self {
+        DecodeError::Stopped(e)
+    }
 }
 
 impl std::fmt::Display for DecodeError {
@@ -101,6 +109,7 @@ impl std::fmt::Display for DecodeError {
         match self {
             DecodeError::Corrupt(e) => write!(f, "{e}"),
             DecodeError::OverLimit => f.write_str("output over the limit"),
+            DecodeError::Stopped(e) => write!(f, "{e}"),
         }
     }
 }
@@ -116,6 +125,7 @@ impl DecodeError {
     pub fn into_op_error(self, op: &'static str, allowed: u64) -> OpError {
         match self {
             DecodeError::OverLimit => output_limit(op, allowed),
+            DecodeError::Stopped(e) => e,
             DecodeError::Corrupt(e) => OpError::Input {
                 op,
                 reason: format!("corrupt or truncated stream: {e}"),
@@ -147,7 +157,19 @@ pub fn limit_usize(limit: u64) -> usize {
 /// Reads `reader` to its end, appending to `out`, but stops with
 /// [`DecodeError::OverLimit`] as soon as `out` would hold more than `limit`
 /// bytes; the buffer never grows past `limit + 1` bytes.
-pub fn read_to_end_limited<R: Read>(mut reader: R, out: &mut Vec<u8>, limit: u64) -> Result<(), DecodeError> {
+pub fn read_to_end_limited<R: Read>(reader: R, out: &mut Vec<u8>, limit: u64) -> Result<(), DecodeError> {
+    read_to_end_paced(reader, out, limit, &mut |_| Ok(()))
+}
+
+/// [`read_to_end_limited`] in reads of at most
+/// [`crate::WATCH_CHUNK_BYTES`], calling `pace` with the bytes each one
+/// made; an error from `pace` stops the reading.
+pub fn read_to_end_paced<R: Read>(
+    mut reader: R,
+    out: &mut Vec<u8>,
+    limit: u64,
+    pace: &mut dyn FnMut(usize) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
     let cap = limit_usize(limit).saturating_add(1);
     // `out[..filled]` is output; `out[filled..]` zeroed room for more.
     let mut filled = out.len();
@@ -160,9 +182,17 @@ pub fn read_to_end_limited<R: Read>(mut reader: R, out: &mut Vec<u8>, limit: u64
             out.reserve_exact(grow);
             out.resize(filled + grow, 0);
         }
-        match reader.read(&mut out[filled..]) {
+        let end = out
+            .len()
+            .min(filled.saturating_add(crate::watch::WATCH_CHUNK_BYTES));
+        match reader.read(&mut out[filled..end]) {
             Ok(0) => break Ok(()),
-            Ok(n) => filled += n,
+            Ok(n) => {
+                filled += n;
+                if let Err(e) = pace(n) {
+                    break Err(e);
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => break Err(DecodeError::Corrupt(e)),
         }

@@ -136,7 +136,21 @@ mod block {
 
 /// `input` as one LZ4 frame.
 pub fn compress(input: &[u8]) -> Vec<u8> {
+    match compress_paced(input, |_| Ok::<(), std::convert::Infallible>(())) {
+        Ok(out) => out,
+        Err(never) => match never {},
+    }
+}
+
+/// `input` as one LZ4 frame, calling `between` with the input bytes done
+/// before each block (4 MiB of input; once for an empty input): an error
+/// from it stops the compression.
+pub fn compress_paced<E>(
+    input: &[u8],
+    mut between: impl FnMut(usize) -> Result<(), E>,
+) -> Result<Vec<u8>, E> {
     let blocks = input.len().div_ceil(BLOCK);
+    between(0)?;
     let mut out = Vec::with_capacity(15 + blocks * 4 + input.len() + input.len() / 255 + 16 + 4);
     out.extend_from_slice(&MAGIC.to_le_bytes());
     let mut descriptor = [0u8; 10];
@@ -145,7 +159,12 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
     descriptor[2..].copy_from_slice(&(input.len() as u64).to_le_bytes());
     out.extend_from_slice(&descriptor);
     out.push(header_checksum(&descriptor));
-    for data in input.chunks(BLOCK) {
+    let mut checksum = XxHash32::with_seed(0);
+    for (i, data) in input.chunks(BLOCK).enumerate() {
+        if i > 0 {
+            between(i * BLOCK)?;
+        }
+        std::hash::Hasher::write(&mut checksum, data);
         let at = out.len();
         out.extend_from_slice(&[0; 4]);
         let size = match block::compress_append(data, &mut out) {
@@ -158,8 +177,8 @@ pub fn compress(input: &[u8]) -> Vec<u8> {
         out[at..at + 4].copy_from_slice(&size.to_le_bytes());
     }
     out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&XxHash32::oneshot(0, input).to_le_bytes());
-    out
+    out.extend_from_slice(&checksum.finish_32().to_le_bytes());
+    Ok(out)
 }
 
 /// A little-endian u32 at `at`.
@@ -173,17 +192,33 @@ fn u32_at(bytes: &[u8], at: usize) -> Result<u32, Error> {
 /// Decodes every frame of `input`, one after another, into at most `limit`
 /// bytes ([`DecodeError::OverLimit`] past it).
 pub fn decompress(input: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
+    decompress_paced(input, limit, &mut |_, _| Ok(()))
+}
+
+/// [`decompress`], calling `pace` after each block with the bytes it made
+/// and the input consumed so far; an error from `pace` stops the decoding.
+pub fn decompress_paced(input: &[u8], limit: u64, pace: &mut Pace<'_>) -> Result<Vec<u8>, DecodeError> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < input.len() {
-        at = decode_frame(input, at, &mut out, limit)?;
+        at = decode_frame(input, at, &mut out, limit, pace)?;
     }
     Ok(out)
 }
 
+/// What [`decompress_paced`] calls after each block: (output bytes made,
+/// input bytes consumed).
+pub type Pace<'a> = dyn FnMut(usize, usize) -> Result<(), DecodeError> + 'a;
+
 /// Decodes the frame at `at`, appending its content to `out`; returns where
 /// the next frame starts.
-fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>, limit: u64) -> Result<usize, DecodeError> {
+fn decode_frame(
+    input: &[u8],
+    mut at: usize,
+    out: &mut Vec<u8>,
+    limit: u64,
+    pace: &mut Pace<'_>,
+) -> Result<usize, DecodeError> {
     let limit = limit_usize(limit);
     let magic = u32_at(input, at)?;
     if SKIPPABLE.contains(&magic) {
@@ -249,6 +284,7 @@ fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>, limit: u64) -> R
         if size == 0 {
             break;
         }
+        let made_before = out.len();
         let len = (size & !STORED) as usize;
         if len > max_block {
             return Err(corrupt("block larger than the frame's maximum").into());
@@ -286,6 +322,8 @@ fn decode_frame(input: &[u8], mut at: usize, out: &mut Vec<u8>, limit: u64) -> R
         if out.len() > limit {
             return Err(DecodeError::OverLimit);
         }
+        // A block of no output still costs its input (and a call).
+        pace((out.len() - made_before).max(len).max(1), at)?;
     }
     if content_size.is_some_and(|n| n != (out.len() - frame_start) as u64) {
         return Err(corrupt("content size mismatch").into());

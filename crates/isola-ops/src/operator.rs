@@ -1,5 +1,6 @@
 //! The operator abstraction and the generic split driver.
 
+use crate::watch::{Checkpoint, Watch, WATCH_CHUNK_BYTES};
 use isola_core::params::ParamError;
 use isola_core::Subtask;
 use isola_core::TaskId;
@@ -53,6 +54,18 @@ pub enum OpError {
         cause: u32,
         /// Why, in words.
         reason: String,
+    },
+    /// The operator was stopped by its watch (the watchdog: the task ran
+    /// over its budget). Its partial output is discarded.
+    #[error("{op}: stopped by the watchdog after {done} of {total} input bytes")]
+    Stopped {
+        /// Operator name.
+        op: &'static str,
+        /// Input bytes done when it stopped (for work paced by its output,
+        /// such as decompression, the input consumed so far).
+        done: u64,
+        /// Input bytes of the task.
+        total: u64,
     },
     /// The operator cannot be split into subtasks.
     #[error("{op} cannot be split into subtasks")]
@@ -275,6 +288,31 @@ pub trait Operator: Send + Sync {
     fn placement(&self) -> Option<&dyn Placement> {
         None
     }
+
+    /// Runs on the whole input like `run`, asking `watch` between chunks
+    /// of bounded work; the output is byte-identical to `run`'s. Stops with
+    /// [`OpError::Stopped`] when the watch says so.
+    ///
+    /// The default: an operator whose splitter gives `run`'s exact output
+    /// ([`Splitter::identical_output`]) runs as subtasks of about
+    /// [`WATCH_CHUNK_BYTES`] input bytes in sequence (as [`run_split`]
+    /// does), asking before each; any other asks once before it starts and
+    /// then calls `run`. The watch is always asked before any work.
+    fn run_watched(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
+        if self.splitter().is_some_and(|s| s.identical_output()) {
+            return split_driver(self, input, WATCH_CHUNK_BYTES, Some(watch));
+        }
+        Checkpoint::new(self.name(), input.len(), watch).check(0)?;
+        self.run(input)
+    }
+
+    /// Whether `run_watched` checks its watch between bounded chunks
+    /// (true), or can only check before it starts (false: the work is one
+    /// indivisible piece). The default goes with the default `run_watched`:
+    /// true when the operator has a splitter of identical output.
+    fn stoppable(&self) -> bool {
+        self.splitter().is_some_and(|s| s.identical_output())
+    }
 }
 
 /// Splitting an operator's task into subtasks over byte ranges of its input,
@@ -283,6 +321,16 @@ pub trait Splitter: Send + Sync {
     /// Whether subtasks must run in index order, each given the previous
     /// one's carry (a hash state); otherwise they are independent.
     fn ordered(&self) -> bool;
+
+    /// Whether a split run's output is byte-identical to the one-shot
+    /// `run`'s (true, the default: placement operators, ordered hashes,
+    /// combined checksums), or only equivalent (false: a compressor's
+    /// concatenated streams, which its decompressor turns back into the same
+    /// input). [`Operator::run_watched`]'s default paces only identical
+    /// splitters by their subtasks.
+    fn identical_output(&self) -> bool {
+        true
+    }
 
     /// Byte ranges of an input of `len` bytes in chunks of about `chunk`
     /// bytes (the operator may align them).
@@ -312,13 +360,36 @@ pub fn part_slice<'a>(part: &Subtask, input: &'a [u8]) -> &'a [u8] {
 
 /// Runs `op` on `input` as subtasks of about `chunk` bytes, one after
 /// another, and reassembles: what the runtime does with workers, without them.
-pub fn run_split(op: &dyn Operator, input: &[u8], chunk: usize) -> Result<Vec<u8>, OpError> {
+pub fn run_split<O: Operator + ?Sized>(op: &O, input: &[u8], chunk: usize) -> Result<Vec<u8>, OpError> {
+    split_driver(op, input, chunk, None)
+}
+
+/// [`run_split`], asking `watch` (if any) before each subtask; the input
+/// done so far is counted as the share of subtasks done (subtasks are of
+/// about equal size; an erasure code's cover columns of every shard).
+fn split_driver<O: Operator + ?Sized>(
+    op: &O,
+    input: &[u8],
+    chunk: usize,
+    watch: Option<&dyn Watch>,
+) -> Result<Vec<u8>, OpError> {
+    let mut at = watch.map(|w| Checkpoint::new(op.name(), input.len(), w));
+    if let Some(at) = &mut at {
+        // Before any work, planning and the output buffer included.
+        at.check(0)?;
+    }
     let split = op.splitter().ok_or(OpError::NotSplittable { op: op.name() })?;
     let parts = split.plan(TaskId(0), input.len(), chunk)?;
+    let count = parts.len().max(1) as u128;
+    let mut check = |i: usize| match &mut at {
+        Some(at) if i > 0 => at.check((input.len() as u128 * i as u128 / count) as usize),
+        _ => Ok(()),
+    };
     if let Some(place) = op.placement() {
         let mut out = vec![0u8; place.output_len(input.len())?];
         let mut carries = Vec::with_capacity(parts.len());
-        for p in &parts {
+        for (i, p) in parts.iter().enumerate() {
+            check(i)?;
             let ranges = place.regions(p, input.len());
             let mut slices = carve(&mut out, &ranges)?;
             carries.push(place.run_part_into(p, input, &mut slices)?);
@@ -328,15 +399,17 @@ pub fn run_split(op: &dyn Operator, input: &[u8], chunk: usize) -> Result<Vec<u8
     }
     if split.ordered() {
         let mut carry = None;
-        for p in &parts {
+        for (i, p) in parts.iter().enumerate() {
+            check(i)?;
             carry = Some(split.run_part(p, input, carry)?);
         }
         split.reassemble(input.len(), carry.into_iter().collect())
     } else {
-        let outs = parts
-            .iter()
-            .map(|p| split.run_part(p, input, None))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut outs = Vec::with_capacity(parts.len());
+        for (i, p) in parts.iter().enumerate() {
+            check(i)?;
+            outs.push(split.run_part(p, input, None)?);
+        }
         split.reassemble(input.len(), outs)
     }
 }
