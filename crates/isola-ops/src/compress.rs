@@ -358,10 +358,14 @@ fn zstd_compress(input: &[u8], level: i32, at: &mut Checkpoint<'_>) -> Result<Ve
                 slot.insert(c)
             }
         };
+        // A run stopped mid-frame leaves the context in that frame (where
+        // parameters cannot change).
+        compressor
+            .context_mut()
+            .reset(ResetDirective::SessionOnly)
+            .map_err(zstd_err)?;
         compressor.set_compression_level(level)?;
         let ctx = compressor.context_mut();
-        // A run stopped mid-frame leaves the context in that frame.
-        ctx.reset(ResetDirective::SessionOnly).map_err(zstd_err)?;
         ctx.set_pledged_src_size(Some(input.len() as u64))
             .map_err(zstd_err)?;
         let mut out: Vec<u8> = Vec::with_capacity(zstd::zstd_safe::compress_bound(input.len()));

@@ -29,9 +29,11 @@
 //! is named with the parser's reason.
 
 use crate::operator::{OpError, Operator};
+use crate::watch::{Checkpoint, NeverStop, Watch, WATCH_CHUNK_BYTES};
 use isola_core::params::{ParamError, ParamSpec, Params};
 use regex_automata::meta::Regex;
 use regex_automata::nfa::thompson;
+use regex_automata::Input;
 use std::fmt::Write;
 
 /// The patterns used when no `patterns` file is given: signatures in the
@@ -183,7 +185,7 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 
 /// Compiles `patterns` within `limits`: count and text length are checked
 /// before any work, the compiled size while compiling.
-fn compile(patterns: &[&str], limits: &ScanLimits) -> Result<Regex, Failure> {
+fn compile(patterns: &[&str], limits: &ScanLimits) -> Result<Compiled, Failure> {
     if patterns.is_empty() {
         return Err(Failure::Syntax("no patterns".into()));
     }
@@ -259,7 +261,27 @@ fn compile(patterns: &[&str], limits: &ScanLimits) -> Result<Regex, Failure> {
             ),
         )));
     }
-    Ok(regex)
+    let states = nfa.states().len();
+    // The longest match of the set (None if any pattern's is unbounded),
+    // from the patterns as the same syntax parses them (they did above).
+    let max_len = patterns.iter().try_fold(0usize, |longest, p| {
+        let hir = regex_automata::util::syntax::parse_with(p, &syntax).ok()?;
+        Some(longest.max(hir.properties().maximum_len()?))
+    });
+    Ok(Compiled {
+        regex,
+        states,
+        max_len,
+    })
+}
+
+/// A compiled pattern set and the size of its NFA.
+struct Compiled {
+    regex: Regex,
+    /// NFA states: the PikeVM's most work per input byte.
+    states: usize,
+    /// The longest match of any pattern, if bounded.
+    max_len: Option<usize>,
 }
 
 /// Compiles `patterns`, the value of parameter `param` of `p`, within
@@ -273,7 +295,7 @@ pub(crate) fn compile_param(
     limits: &ScanLimits,
 ) -> Result<Regex, OpError> {
     match compile(patterns, limits) {
-        Ok(regex) => Ok(regex),
+        Ok(c) => Ok(c.regex),
         Err(Failure::Limit(e)) => Err(e),
         Err(Failure::Syntax(reason)) => Err(p
             .bad(param, &format!("valid regular expressions: {reason}"))
@@ -281,11 +303,22 @@ pub(crate) fn compile_param(
     }
 }
 
+/// Work of one chunk of a watched scan, in NFA states times input bytes:
+/// where the lazy DFA gives up, the PikeVM costs up to its NFA's state
+/// count per byte, so a chunk is `max(256, REGEX_WORK_PER_CHUNK / states)`
+/// bytes (at most [`WATCH_CHUNK_BYTES`]): 8 Mi state-bytes, a few
+/// milliseconds of PikeVM.
+pub const REGEX_WORK_PER_CHUNK: usize = 8 << 20;
+
 /// The compiled pattern set.
 #[derive(Debug)]
 pub struct RegexScan {
     regex: Regex,
     max_output: u64,
+    /// The longest match of any pattern, if bounded.
+    max_len: Option<usize>,
+    /// Input bytes of one chunk of a watched scan.
+    chunk: usize,
 }
 
 impl RegexScan {
@@ -304,11 +337,16 @@ impl RegexScan {
                 .map_err(|e| p.bad("patterns", &format!("a readable file of patterns ({e})")))?;
             from_file.lines().filter(|l| !l.is_empty()).collect()
         };
-        let regex = compile_param(p, "patterns", &patterns, &limits)?;
-        Ok(Box::new(RegexScan {
-            regex,
-            max_output: limits.max_output,
-        }))
+        let compiled = match compile(&patterns, &limits) {
+            Ok(c) => c,
+            Err(Failure::Limit(e)) => return Err(e),
+            Err(Failure::Syntax(reason)) => {
+                return Err(p
+                    .bad("patterns", &format!("valid regular expressions: {reason}"))
+                    .into())
+            }
+        };
+        Ok(Box::new(RegexScan::from_compiled(compiled, limits.max_output)))
     }
 
     /// Compiles `patterns` (Rust `regex` syntax, matching bytes) within the
@@ -320,10 +358,7 @@ impl RegexScan {
     /// Compiles `patterns` within `limits`.
     pub fn with_limits(patterns: &[&str], limits: &ScanLimits) -> Result<Self, OpError> {
         match compile(patterns, limits) {
-            Ok(regex) => Ok(RegexScan {
-                regex,
-                max_output: limits.max_output,
-            }),
+            Ok(c) => Ok(RegexScan::from_compiled(c, limits.max_output)),
             Err(Failure::Limit(e)) => Err(e),
             Err(Failure::Syntax(reason)) => Err(OpError::Param(ParamError::Bad {
                 owner: "operator `regex`".into(),
@@ -335,17 +370,73 @@ impl RegexScan {
     }
 }
 
-impl Operator for RegexScan {
-    fn name(&self) -> &'static str {
-        "regex"
+impl RegexScan {
+    /// The operator of a compiled set.
+    fn from_compiled(c: Compiled, max_output: u64) -> Self {
+        let max_len = c.max_len;
+        let chunk = (REGEX_WORK_PER_CHUNK / c.states.max(1)).clamp(256, WATCH_CHUNK_BYTES);
+        RegexScan {
+            regex: c.regex,
+            max_output,
+            max_len,
+            chunk,
+        }
     }
 
-    /// One line per match; more than `max_output` bytes of them is an error.
-    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+    /// The leftmost-first match starting at or after `start` in `hay`, as
+    /// one search over `start..` finds it, searched in windows: with a
+    /// longest match `max` known, the window from `pos` ends at `pos +
+    /// chunk + max`, and a match found starting by `pos + chunk` is the
+    /// one the whole search finds (every match starting earlier fits the
+    /// window; look-around still sees the whole haystack); otherwise no
+    /// match starts in `pos..=pos + chunk` and the next window starts
+    /// after it. `at` is asked before each window. Without a bound the
+    /// window is the rest of the input: one search, one check.
+    fn find_from(
+        &self,
+        hay: &[u8],
+        start: usize,
+        at: &mut Checkpoint<'_>,
+        cache: &mut regex_automata::meta::Cache,
+    ) -> Result<Option<regex_automata::Match>, OpError> {
+        let mut pos = start;
+        while pos <= hay.len() {
+            at.check(pos)?;
+            let end = match self.max_len {
+                Some(max) => pos.saturating_add(self.chunk).saturating_add(max).min(hay.len()),
+                None => hay.len(),
+            };
+            let whole = end == hay.len();
+            match self.regex.search_with(cache, &Input::new(hay).span(pos..end)) {
+                Some(m) if whole || m.start() <= pos + self.chunk => return Ok(Some(m)),
+                None if whole => return Ok(None),
+                _ => pos = pos + self.chunk + 1,
+            }
+        }
+        Ok(None)
+    }
+
+    /// One line per match (as `find_iter`), asking `watch` before each
+    /// search window; more than `max_output` bytes of lines is an error.
+    fn scan(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
+        let mut at = Checkpoint::new("regex", input.len(), watch);
+        let mut cache = self.regex.create_cache();
         let allowed = crate::limits::limit_usize(self.max_output);
         let mut out = Vec::new();
         let mut line = String::new();
-        for m in self.regex.find_iter(input) {
+        let mut start = 0;
+        let mut last_end = None;
+        while let Some(mut m) = self.find_from(input, start, &mut at, &mut cache)? {
+            // find_iter's rule: an empty match right where the previous
+            // match ended is skipped; the search goes on a byte later.
+            if m.is_empty() && Some(m.end()) == last_end {
+                match self.find_from(input, start + 1, &mut at, &mut cache)? {
+                    Some(next) => m = next,
+                    None => break,
+                }
+            }
+            start = m.end();
+            last_end = Some(m.end());
             line.clear();
             // Writing to a String cannot fail.
             let _ = writeln!(line, "{} {} {}", m.start(), m.end(), m.pattern().as_usize());
@@ -354,5 +445,68 @@ impl Operator for RegexScan {
             out.extend_from_slice(line.as_bytes());
         }
         Ok(out)
+    }
+}
+
+impl Operator for RegexScan {
+    fn name(&self) -> &'static str {
+        "regex"
+    }
+
+    /// One line per match; more than `max_output` bytes of them is an error.
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        self.scan(input, &NeverStop)
+    }
+
+    /// The scan in windows of `max(256, REGEX_WORK_PER_CHUNK / NFA states)`
+    /// bytes when every pattern has a longest match (see `find_from`);
+    /// otherwise each search for the next match is one chunk, asked
+    /// between matches only.
+    fn run_watched(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
+        self.scan(input, watch)
+    }
+
+    /// Only when every pattern's matches are of bounded length.
+    fn stoppable(&self) -> bool {
+        self.max_len.is_some()
+    }
+}
+
+#[cfg(test)]
+mod watch_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `find_iter`'s lines, the reference of the windowed scan.
+    fn reference(scan: &RegexScan, hay: &[u8]) -> Vec<u8> {
+        let mut out = String::new();
+        for m in scan.regex.find_iter(hay) {
+            let _ = writeln!(out, "{} {} {}", m.start(), m.end(), m.pattern().as_usize());
+        }
+        out.into_bytes()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Windows of a few bytes (look-around, empty matches, alternations
+        /// of different lengths) find exactly `find_iter`'s matches.
+        #[test]
+        fn windowed_scans_equal_find_iter(
+            hay in proptest::collection::vec(proptest::sample::select(b"ab c".to_vec()), 0..300),
+            chunk in 1usize..20,
+            set in 0usize..4,
+        ) {
+            let sets: [&[&str]; 4] = [
+                &["a{2,5}", "b|ab"],
+                &[r"\bab?\b", "c{0,2}"],
+                &["(?:ab|a){0,3}", " "],
+                &["a b$", "^b", "[ab]{3}"],
+            ];
+            let mut scan = RegexScan::new(sets[set]).unwrap();
+            prop_assert!(scan.max_len.is_some());
+            scan.chunk = chunk;
+            prop_assert_eq!(scan.run(&hay).unwrap(), reference(&scan, &hay));
+        }
     }
 }

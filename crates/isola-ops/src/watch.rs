@@ -51,7 +51,7 @@ pub struct Checkpoint<'w> {
     op: &'static str,
     total: u64,
     watch: &'w dyn Watch,
-    /// Work since the last check.
+    /// Work counted since the last check, less whole chunks.
     pending: usize,
     /// Work between two checks.
     chunk: usize,
@@ -84,7 +84,6 @@ impl<'w> Checkpoint<'w> {
     /// Asks the watch now, `done` input bytes into the task:
     /// [`OpError::Stopped`] if it says stop.
     pub fn check(&mut self, done: usize) -> Result<(), OpError> {
-        self.pending = 0;
         if self.watch.should_stop() {
             return Err(OpError::Stopped {
                 op: self.op,
@@ -101,6 +100,8 @@ impl<'w> Checkpoint<'w> {
     pub fn after(&mut self, work: usize, done: usize) -> Result<(), OpError> {
         self.pending = self.pending.saturating_add(work);
         if self.pending >= self.chunk {
+            // The rest counts toward the next check: one per chunk of work.
+            self.pending %= self.chunk;
             self.check(done)?;
         }
         Ok(())

@@ -225,6 +225,12 @@ impl Kernel for FlowTableKernel {
         false
     }
 
+    /// The table outlives the task: a stop mid-batch would leave it
+    /// holding part of a batch whose output is discarded.
+    fn stoppable(&self) -> bool {
+        false
+    }
+
     fn state(&self) -> Vec<u8> {
         Vec::new()
     }

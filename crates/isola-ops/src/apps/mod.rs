@@ -36,6 +36,7 @@
 
 use crate::operator::{downcast, Carry, OpError, Operator, Splitter};
 use crate::packet::{packet_at, Packet};
+use crate::watch::{Checkpoint, NeverStop, Watch};
 use etherparse::{IpNumber, PacketBuilder};
 use isola_core::Subtask;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -130,6 +131,13 @@ pub(crate) trait Kernel: Send + Sync + 'static {
 
     /// Whether [`Kernel::merge`] is right, so that the operator splits.
     fn splits(&self) -> bool {
+        true
+    }
+
+    /// Whether a watched run may stop between packets (see
+    /// [`Operator::run_watched`]): true unless the kernel keeps state
+    /// across tasks, which a stop would leave holding half a batch.
+    fn stoppable(&self) -> bool {
         true
     }
 
@@ -231,8 +239,15 @@ fn first_at(op: &'static str, input: &[u8], start: usize) -> Result<usize, OpErr
 }
 
 impl<K: Kernel> Batch<K> {
-    /// Folds the packets that start in `range` into `state`.
-    fn fold(&self, input: &[u8], range: Range<usize>, state: &mut K::State) -> Result<(), OpError> {
+    /// Folds the packets that start in `range` into `state`, telling
+    /// `watch` of each packet's bytes (it asks its watch every chunk).
+    fn fold(
+        &self,
+        input: &[u8],
+        range: Range<usize>,
+        state: &mut K::State,
+        watch: &mut Checkpoint<'_>,
+    ) -> Result<(), OpError> {
         let op = self.0.name();
         let end = range.end.min(input.len());
         let mut at = first_at(op, input, range.start)?;
@@ -240,8 +255,19 @@ impl<K: Kernel> Batch<K> {
             let p = packet_at(op, input.get(at..).unwrap_or_default(), at)?;
             at += p.bytes.len();
             self.0.packet(&p, state)?;
+            watch.after(p.bytes.len(), at)?;
         }
         Ok(())
+    }
+
+    /// The whole batch, packet after packet, asking `watch` before the
+    /// first and after about every [`crate::WATCH_CHUNK_BYTES`] of packets.
+    fn run_with(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
+        let mut at = Checkpoint::new(self.0.name(), input.len(), watch);
+        at.check(0)?;
+        let mut state = self.0.state();
+        self.fold(input, 0..input.len(), &mut state, &mut at)?;
+        self.0.finish(state)
     }
 }
 
@@ -251,9 +277,22 @@ impl<K: Kernel> Operator for Batch<K> {
     }
 
     fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
-        let mut state = self.0.state();
-        self.fold(input, 0..input.len(), &mut state)?;
-        self.0.finish(state)
+        self.run_with(input, &NeverStop)
+    }
+
+    /// Packet after packet as `run` (not by subtasks, each of which hops
+    /// over the packets before it), asking between packets every chunk;
+    /// a kernel that keeps state across tasks asks only before it starts.
+    fn run_watched(&self, input: &[u8], watch: &dyn Watch) -> Result<Vec<u8>, OpError> {
+        if self.0.stoppable() {
+            return self.run_with(input, watch);
+        }
+        Checkpoint::new(self.0.name(), input.len(), watch).check(0)?;
+        self.run(input)
+    }
+
+    fn stoppable(&self) -> bool {
+        self.0.stoppable()
     }
 
     fn splitter(&self) -> Option<&dyn Splitter> {
@@ -274,7 +313,8 @@ impl<K: Kernel> Splitter for Batch<K> {
         let start = usize::try_from(part.offset).unwrap_or(usize::MAX);
         let end = usize::try_from(part.offset.saturating_add(part.bytes)).unwrap_or(usize::MAX);
         let mut state = self.0.state();
-        self.fold(input, start..end, &mut state)?;
+        let mut unwatched = Checkpoint::new(self.0.name(), input.len(), &NeverStop);
+        self.fold(input, start..end, &mut state, &mut unwatched)?;
         Ok(Box::new(state))
     }
 
