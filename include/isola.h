@@ -92,6 +92,7 @@ typedef enum isola_outcome {
 #define ISOLA_FAILED_OPERATOR 1u
 #define ISOLA_FAILED_OUTPUT_TOO_LARGE 2u
 #define ISOLA_FAILED_PANICKED 3u
+#define ISOLA_FAILED_OVER_BUDGET 4u /* stopped at its tenant's budget */
 /* ... of ISOLA_OUTCOME_BAD_ENTRY. */
 #define ISOLA_BAD_ENTRY_UNKNOWN_HANDLE 1u
 #define ISOLA_BAD_ENTRY_UNKNOWN_FLAGS 2u

@@ -154,6 +154,9 @@ pub const ISOLA_FAILED_OPERATOR: u32 = 1;
 pub const ISOLA_FAILED_OUTPUT_TOO_LARGE: u32 = 2;
 /// Operator failed: it panicked (the daemon went on).
 pub const ISOLA_FAILED_PANICKED: u32 = 3;
+/// Operator failed: the watchdog stopped it at its tenant's service budget
+/// (`budget_action = "stop"`); its partial output was discarded.
+pub const ISOLA_FAILED_OVER_BUDGET: u32 = 4;
 /// Bad entry: the handle is not registered on this connection.
 pub const ISOLA_BAD_ENTRY_UNKNOWN_HANDLE: u32 = 1;
 /// Bad entry: reserved flags were set.
@@ -281,6 +284,7 @@ mod tests {
                 ISOLA_FAILED_OPERATOR,
                 ISOLA_FAILED_OUTPUT_TOO_LARGE,
                 ISOLA_FAILED_PANICKED,
+                ISOLA_FAILED_OVER_BUDGET,
             ],
             [
                 detail::CHANNEL_FULL,
@@ -290,6 +294,7 @@ mod tests {
                 detail::OPERATOR,
                 detail::OUTPUT_TOO_LARGE,
                 detail::PANICKED,
+                detail::OVER_BUDGET,
             ]
         );
         assert_eq!(

@@ -1,13 +1,14 @@
 //! `isola ctl`: the operator's side of a running `isolad`, over its
 //! owner-only admin socket: list the tenants with their SLOs and live
 //! figures, add one, change some of a tenant's keys while it runs, drain
-//! and remove one, reload the configuration file. Tenant keys are the
+//! and remove one, reload the configuration file, and see what each
+//! engine learned of its operators' costs. Tenant keys are the
 //! configuration file's (docs/daemon.md); the daemon checks them with the
 //! same code and names the key it refuses.
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use isola_wire::admin::{AdminReply, AdminRequest, TenantStatus};
+use isola_wire::admin::{AdminReply, AdminRequest, EngineCosts, TenantStatus};
 use isola_wire::control;
 use rustix::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -63,6 +64,14 @@ enum Action {
     /// Read the configuration file again (as SIGHUP does): its tenants'
     /// changes are applied, or the whole file is refused.
     Reload,
+    /// What each engine learned of its operators' costs: per operator the
+    /// fit (base + per byte), and how far the predictions in use were
+    /// from the measured service (`measured/predicted`, mean error).
+    Costs {
+        /// Print JSON (one array of engines) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs `isola ctl`.
@@ -104,6 +113,19 @@ pub fn run(args: &Args) -> Result<()> {
         }
         Action::Remove { name } => done(ask(&socket, &AdminRequest::Remove { tenant: name.clone() })?),
         Action::Reload => done(ask(&socket, &AdminRequest::Reload)?),
+        Action::Costs { json } => {
+            let engines = match ask(&socket, &AdminRequest::Costs)? {
+                AdminReply::Costs { engines } => engines,
+                AdminReply::Failed { reason } => bail!("refused: {reason}"),
+                _ => bail!("the daemon answered out of turn"),
+            };
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&engines)?);
+            } else {
+                print!("{}", costs_table(&engines));
+            }
+            Ok(())
+        }
     }
 }
 
@@ -130,7 +152,7 @@ fn done(reply: AdminReply) -> Result<()> {
             Ok(())
         }
         AdminReply::Failed { reason } => bail!("refused: {reason}"),
-        AdminReply::Tenants { .. } => bail!("the daemon answered out of turn"),
+        AdminReply::Tenants { .. } | AdminReply::Costs { .. } => bail!("the daemon answered out of turn"),
     }
 }
 
@@ -149,7 +171,7 @@ fn list(socket: &OwnedFd) -> Result<Vec<TenantStatus>> {
                 }
             }
             AdminReply::Failed { reason } => bail!("refused: {reason}"),
-            AdminReply::Done { .. } => bail!("the daemon answered out of turn"),
+            AdminReply::Done { .. } | AdminReply::Costs { .. } => bail!("the daemon answered out of turn"),
         }
     }
 }
@@ -192,7 +214,18 @@ fn keys_to_toml(keys: &[String], allow_empty: bool) -> Result<String> {
     Ok(text)
 }
 
-/// The tenants as a table for people.
+/// `measured / predicted` as a person reads it (`-` before anything ran).
+fn ratio(measured: u64, predicted: u64) -> String {
+    if predicted == 0 {
+        "-".into()
+    } else {
+        format!("x{:.2}", measured as f64 / predicted as f64)
+    }
+}
+
+/// The tenants as a table for people: per tenant its SLO, connections,
+/// figures, and its measured service against what was predicted (over
+/// every engine; `--json` has it per engine).
 fn table(tenants: &[TenantStatus]) -> String {
     let header = [
         "id",
@@ -211,12 +244,13 @@ fn table(tenants: &[TenantStatus]) -> String {
         "packets",
         "pkt replied/dropped/aborted",
         "busy",
+        "measured/predicted",
     ];
-    let rows: Vec<[String; 16]> = tenants
+    let rows: Vec<Vec<String>> = tenants
         .iter()
         .map(|t| {
             let f = &t.figures;
-            [
+            vec![
                 t.id.to_string(),
                 t.name.clone(),
                 t.state.clone(),
@@ -236,33 +270,59 @@ fn table(tenants: &[TenantStatus]) -> String {
                     f.packets_replied, f.packets_dropped, f.packets_aborted
                 ),
                 isola_core::quantity::format_duration(f.busy_ns),
+                ratio(f.busy_ns, f.predicted_ns),
             ]
         })
         .collect();
-    let mut width = header.map(str::len);
-    for r in &rows {
-        for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut out = String::new();
-        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
-            // Names left, figures right.
-            if i == 1 || i == 2 || i == 4 {
-                out.push_str(&format!("{c:<w$}  "));
-            } else {
-                out.push_str(&format!("{c:>w$}  "));
-            }
-        }
-        out.trim_end().to_string() + "\n"
-    };
-    let mut out = line(&header.map(String::from));
-    for r in &rows {
-        out.push_str(&line(r));
-    }
+    let mut out = crate::format::table_aligned(&header, &rows, |i| !matches!(i, 1 | 2 | 4));
     if tenants.is_empty() {
         out.push_str("(no tenants)\n");
+    }
+    out
+}
+
+/// What the engines learned, as a table for people.
+fn costs_table(engines: &[EngineCosts]) -> String {
+    let header = [
+        "engine",
+        "op",
+        "samples",
+        "base",
+        "per byte",
+        "measured/predicted",
+        "error",
+        "predicts",
+    ];
+    let mut rows = Vec::new();
+    for e in engines {
+        if !e.learning {
+            rows.push(vec![
+                e.engine.clone(),
+                "(does not learn: learn = false)".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+        }
+        for o in &e.ops {
+            rows.push(vec![
+                e.engine.clone(),
+                o.op.clone(),
+                o.samples.to_string(),
+                isola_core::quantity::format_duration(o.base_ns.round() as u64),
+                format!("{:.3} ns", o.per_byte_ns),
+                format!("x{:.2}", o.measured_over_predicted),
+                format!("{:.0}%", o.error * 100.0),
+                if o.in_use { "fit" } else { "config" }.into(),
+            ]);
+        }
+    }
+    let mut out = crate::format::table_aligned(&header, &rows, |i| !matches!(i, 0 | 1 | 7));
+    if rows.is_empty() {
+        out.push_str("(no operator has run yet)\n");
     }
     out
 }

@@ -2,6 +2,7 @@
 //! processing units, a DMA channel, an egress link).
 
 use crate::cost::CostModel;
+use crate::cost_fit::CostLearning;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
@@ -77,6 +78,10 @@ pub struct EngineSpec {
     /// length (ASTRAEA's task splitting; OSMOSIS' DMA fragmentation).
     /// `None`: tasks are served whole.
     pub split: Option<SplitRule>,
+    /// Whether and how the engine learns its operators' costs from the
+    /// service it measures ([`crate::cost_fit`]); `None`: `cost` alone
+    /// predicts.
+    pub learn: Option<CostLearning>,
 }
 
 impl EngineSpec {
@@ -88,7 +93,15 @@ impl EngineSpec {
             slots,
             cost,
             split: None,
+            learn: None,
         }
+    }
+
+    /// The same engine, learning its operators' costs by `learning`
+    /// (`None`: the configured model alone predicts).
+    pub fn with_learning(mut self, learning: Option<CostLearning>) -> Self {
+        self.learn = learning;
+        self
     }
 
     /// The same engine, splitting every task larger than `bytes` into
@@ -117,7 +130,19 @@ pub struct SplitRule {
     pub bytes: u64,
     /// When tasks are split.
     pub when: SplitWhen,
+    /// The most predicted service time of one subtask, if set: the subtask
+    /// size is also capped at the bytes the task's operator is predicted to
+    /// serve in this time (from the engine's learned or configured model),
+    /// so that one rule serves operators whose costs per byte differ by
+    /// orders of magnitude. Never below [`MIN_TIMED_SUBTASK_BYTES`].
+    #[serde(default)]
+    pub time: Option<crate::Nanos>,
 }
+
+/// The smallest subtask a [`SplitRule::time`] cap makes (4 KiB): below it
+/// the per-dispatch overhead (a hand-off and a completion on the
+/// dispatcher, a few microseconds) outweighs the work.
+pub const MIN_TIMED_SUBTASK_BYTES: u64 = 4096;
 
 impl SplitRule {
     /// Split every task larger than `bytes`.
@@ -125,6 +150,7 @@ impl SplitRule {
         SplitRule {
             bytes,
             when: SplitWhen::Always,
+            time: None,
         }
     }
 
@@ -134,7 +160,14 @@ impl SplitRule {
         SplitRule {
             bytes,
             when: SplitWhen::Contended { window },
+            time: None,
         }
+    }
+
+    /// The same rule, capping each subtask at `time` ns of predicted service.
+    pub fn with_time(mut self, time: Option<crate::Nanos>) -> Self {
+        self.time = time;
+        self
     }
 }
 

@@ -39,6 +39,7 @@
 
 pub mod channel;
 pub mod cost;
+pub mod cost_fit;
 pub mod engine;
 pub mod metrics;
 pub mod params;
@@ -53,7 +54,11 @@ pub mod tenant;
 pub mod units;
 
 pub use cost::{AffineCost, CostModel, CostModelError, PerOpCost, PiecewiseLinearCost};
-pub use engine::{EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};
+pub use cost_fit::{CostLearning, LearnedCosts, OpCostReport};
+pub use engine::{
+    EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS,
+    MIN_TIMED_SUBTASK_BYTES,
+};
 pub use policy::{AtLimit, Charge, Policy, PolicyError, PolicyInfo, POLICIES};
 pub use scheduler::{
     BuildError, ChannelStats, Completed, Dispatch, DispatchId, DispatchReason, DispatchedTask, EnginePolicy,
@@ -62,6 +67,6 @@ pub use scheduler::{
 };
 pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{
-    EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, Tenant, TenantClass, TenantId,
+    BudgetAction, EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, Tenant, TenantClass, TenantId,
 };
 pub use units::{Bytes, Nanos, Rate, RateUnit, MAX_TASK_COST_NS, NANOS_PER_SEC};

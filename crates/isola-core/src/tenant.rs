@@ -83,10 +83,48 @@ pub struct Slo {
     /// Per-task service-time budget (OSMOSIS' kernel cycle limit): a task whose
     /// measured service exceeds it is reported as over budget.
     pub service_budget: Option<Nanos>,
+    /// What a driver does with a task that reaches `service_budget`: flag
+    /// it when it ends, or stop it there.
+    #[serde(default)]
+    pub budget_action: BudgetAction,
     /// Maximum number of queued tasks per engine channel; more are rejected.
     pub queue_cap: usize,
     /// On-device memory quota in bytes, if any.
     pub memory_quota: Option<u64>,
+}
+
+/// What happens to a task whose service reaches its tenant's budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetAction {
+    /// It runs to its end and is reported over budget (an `OverBudget`
+    /// event; the simulator's processing units abort it, as OSMOSIS'
+    /// watchdog does).
+    #[default]
+    Flag,
+    /// It is stopped at the budget (within one chunk of its operator's
+    /// work) and ends with an over-budget error, its output discarded.
+    Stop,
+}
+
+impl BudgetAction {
+    /// The action a configuration names (`flag`, `stop`); `None` otherwise.
+    pub fn from_name(name: &str) -> Option<BudgetAction> {
+        match name {
+            "flag" => Some(BudgetAction::Flag),
+            "stop" => Some(BudgetAction::Stop),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for BudgetAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BudgetAction::Flag => "flag",
+            BudgetAction::Stop => "stop",
+        })
+    }
 }
 
 /// Smallest weight accepted: far enough from zero that `charge / weight`
@@ -112,6 +150,7 @@ impl Default for Slo {
             limit: None,
             latency: None,
             service_budget: None,
+            budget_action: BudgetAction::Flag,
             queue_cap: DEFAULT_QUEUE_CAP,
             memory_quota: None,
         }
@@ -249,6 +288,9 @@ pub struct SloOverride {
     pub limit: Option<RateSpec>,
     /// Per-task service budget on those engines (a kernel cycle limit).
     pub service_budget: Option<Nanos>,
+    /// What happens at that budget on those engines.
+    #[serde(default)]
+    pub budget_action: Option<BudgetAction>,
 }
 
 impl SloOverride {
@@ -265,6 +307,9 @@ impl SloOverride {
         }
         if let Some(b) = self.service_budget {
             slo.service_budget = Some(b);
+        }
+        if let Some(a) = self.budget_action {
+            slo.budget_action = a;
         }
     }
 }

@@ -26,7 +26,11 @@ fn scheduler_with(when: SplitWhen, small: TenantClass) -> Scheduler {
         1,
         Arc::new(AffineCost::new(0.0, 1.0).unwrap()),
     )
-    .with_split_rule(Some(SplitRule { bytes: SUBTASK, when }));
+    .with_split_rule(Some(SplitRule {
+        bytes: SUBTASK,
+        when,
+        time: None,
+    }));
     b.engine(engine);
     // FCFS serves the big tenant's older task first: what matters is
     // whether it goes whole.

@@ -75,5 +75,8 @@ fn answer(shared: &Shared, request: AdminRequest) -> AdminReply {
         AdminRequest::Set { tenant, changes } => done(shared.set_tenant(&tenant, &changes)),
         AdminRequest::Remove { tenant } => done(shared.remove_tenant(&tenant)),
         AdminRequest::Reload => done(shared.reload()),
+        AdminRequest::Costs => AdminReply::Costs {
+            engines: shared.costs(),
+        },
     }
 }

@@ -547,6 +547,7 @@ fn task_outcome(e: &TaskError) -> Outcome {
         TaskError::Cancelled => Outcome::Cancelled,
         TaskError::Abandoned { .. } => Outcome::Abandoned,
         TaskError::Panicked { .. } => Outcome::OperatorFailed(detail::PANICKED),
+        TaskError::OverBudget { .. } => Outcome::OperatorFailed(detail::OVER_BUDGET),
         _ => Outcome::OperatorFailed(detail::OPERATOR),
     }
 }

@@ -138,7 +138,7 @@ impl Shared {
     pub(crate) fn settle_packet_task(&self, c: &isola_runtime::Completion) {
         self.keep(c);
         self.metrics
-            .served(c.tenant.index(), c.engine.index(), c.service_ns);
+            .served(c.tenant.index(), c.engine.index(), c.service_ns, c.predicted_ns);
     }
 
     /// The daemon's first engine of `kind`, if any: its DMA engine (which
@@ -196,7 +196,9 @@ impl Daemon {
             let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
                 .with_kind(e.kind)
                 .with_queue_depth(e.queue_depth)
-                .with_split_when(e.split_when);
+                .with_split_when(e.split_when)
+                .with_split_time(e.split_time)
+                .with_learning(e.learn.then(isola_core::CostLearning::default));
             if let Some(split) = e.split {
                 engine = engine.with_split(split);
             }
@@ -260,6 +262,7 @@ impl Daemon {
         }
         let runtime = b.start().map_err(|e| DaemonError::Runtime(Box::new(e)))?;
         let metrics = Arc::new(metrics::Metrics::new(&config));
+        metrics.watch_costs(runtime.learned_costs_handle());
         let metrics_server = match config.metrics {
             Some(addr) => Some(
                 http::MetricsServer::start(addr, Arc::clone(&metrics))

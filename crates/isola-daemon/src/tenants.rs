@@ -340,12 +340,38 @@ impl Shared {
             over_budget: f.over_budget.saturating_sub(b.over_budget),
             bytes: f.bytes.saturating_sub(b.bytes),
             busy_ns: f.busy_ns.saturating_sub(b.busy_ns),
+            predicted_ns: f.predicted_ns.saturating_sub(b.predicted_ns),
             packets_received: f.packets_received.saturating_sub(b.packets_received),
             packets_replied: f.packets_replied.saturating_sub(b.packets_replied),
             packets_dropped: f.packets_dropped.saturating_sub(b.packets_dropped),
             packets_aborted: f.packets_aborted.saturating_sub(b.packets_aborted),
             packets_consumed: f.packets_consumed.saturating_sub(b.packets_consumed),
         }
+    }
+
+    /// What each engine learned of its operators' costs (`isola ctl costs`).
+    pub(crate) fn costs(&self) -> Vec<isola_wire::admin::EngineCosts> {
+        self.config
+            .engines
+            .iter()
+            .zip(self.runtime.learned_costs())
+            .map(|(e, ops)| isola_wire::admin::EngineCosts {
+                engine: e.name.clone(),
+                learning: e.learn,
+                ops: ops
+                    .into_iter()
+                    .map(|o| isola_wire::admin::OpCost {
+                        op: o.op,
+                        samples: o.samples,
+                        base_ns: o.base_ns,
+                        per_byte_ns: o.per_byte_ns,
+                        measured_over_predicted: o.measured_over_predicted,
+                        error: o.error,
+                        in_use: o.in_use,
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     /// A page of the tenant table from slot `from`, with live figures.
@@ -366,6 +392,7 @@ impl Shared {
                     connections: slot.connections,
                     max_connections: c.max_connections,
                     figures: self.figures(t, slot.baseline),
+                    engines: self.metrics.engine_service(t),
                 });
             }
             t += 1;
@@ -394,6 +421,7 @@ fn slo_status(c: &TenantConfig) -> SloStatus {
         limit: c.slo.limit.map(|r| r.rate.to_string()),
         latency,
         budget_ns: c.slo.service_budget,
+        budget_action: c.slo.budget_action.to_string(),
         queue_cap: c.slo.queue_cap as u64,
         memory_quota: c.memory_quota,
         per_engine: c.overrides.iter().map(|(on, _)| on.to_string()).collect(),

@@ -34,6 +34,12 @@ pub struct EngineConfig {
     pub split_bytes: Option<u64>,
     /// When the core splits tasks (ASTRAEA: only while contended).
     pub split_when: SplitWhen,
+    /// The most predicted service of one subtask, ns (see
+    /// [`isola_core::SplitRule::time`]); `None`: `split_bytes` alone.
+    pub split_time: Option<u64>,
+    /// Whether the core learns its operators' costs from the service the
+    /// workers measure ([`isola_core::cost_fit`]); `None`: `cost` alone.
+    pub learn: Option<isola_core::CostLearning>,
     /// What its workers do: run operators, copy (DMA) or send (egress).
     pub device: EngineDevice,
     /// It has no threads of its own: the dispatcher runs each of its
@@ -65,6 +71,8 @@ impl std::fmt::Debug for EngineConfig {
             .field("queue_depth", &self.queue_depth)
             .field("split_bytes", &self.split_bytes)
             .field("split_when", &self.split_when)
+            .field("split_time", &self.split_time)
+            .field("learn", &self.learn)
             .field("device", &self.device)
             .field("on_dispatcher", &self.on_dispatcher)
             .finish_non_exhaustive()
@@ -86,6 +94,8 @@ impl EngineConfig {
             split_when: SplitWhen::Contended {
                 window: DEFAULT_CONTENTION_WINDOW_NS,
             },
+            split_time: None,
+            learn: None,
             device: EngineDevice::Compute,
             on_dispatcher: false,
         }
@@ -158,6 +168,18 @@ impl EngineConfig {
     /// Sets when tasks are split.
     pub fn with_split_when(mut self, when: SplitWhen) -> Self {
         self.split_when = when;
+        self
+    }
+
+    /// Caps each subtask at `ns` of predicted service (`None`: bytes alone).
+    pub fn with_split_time(mut self, ns: Option<u64>) -> Self {
+        self.split_time = ns;
+        self
+    }
+
+    /// Learns the operators' costs online (`None`: the configured model alone).
+    pub fn with_learning(mut self, learning: Option<isola_core::CostLearning>) -> Self {
+        self.learn = learning;
         self
     }
 
@@ -394,6 +416,7 @@ impl RuntimeBuilder {
                 .map(|bytes| isola_core::SplitRule {
                     bytes,
                     when: e.split_when,
+                    time: e.split_time,
                 });
             sb.engine(
                 isola_core::EngineSpec::new(
@@ -402,7 +425,8 @@ impl RuntimeBuilder {
                     slots,
                     crate::guard::GuardedCost::wrap(Arc::clone(&e.cost)),
                 )
-                .with_split_rule(split),
+                .with_split_rule(split)
+                .with_learning(e.learn),
             );
         }
         for (tenant, on, change) in &self.overrides {

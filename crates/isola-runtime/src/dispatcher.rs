@@ -18,6 +18,7 @@
 //! tasks end with `TaskError::CoreFailed`, and the other engines go on.
 
 mod control;
+mod costs;
 mod dispatch;
 mod shutdown;
 mod stages;
@@ -207,6 +208,10 @@ pub(crate) struct Dispatcher {
     unsplittable: PlannerRef,
     /// Engines whose scheduling core failed (a policy panicked), and why.
     failed: Vec<Option<String>>,
+    /// Whether an engine learns its operators' costs (see `costs.rs`).
+    learns: bool,
+    /// When the learned costs were last published.
+    costs_published: Nanos,
     /// When shutdown gives up on what still runs.
     shutdown_deadline: Option<Instant>,
     /// How long shutdown lets running work finish.
@@ -245,6 +250,8 @@ impl Dispatcher {
             shutdown_ack: None,
             unsplittable: PlannerRef(Arc::new(isola_core::Unsplittable)),
             failed: vec![None; shared.engines.len()],
+            learns: shared.engines.iter().any(|e| e.learn.is_some()),
+            costs_published: 0,
             shutdown_deadline: None,
             shutdown_grace: Duration::ZERO,
             pollers: Vec::new(),
@@ -471,11 +478,17 @@ impl Dispatcher {
             (None, Work::Op(_)) => Some(self.unsplittable.clone()),
             (None, transfer) => transfer.transfer_planner(),
         };
+        // An engine that learns costs learns them per operator and
+        // parameters; the others need only the name.
+        let op = match &input.work {
+            Work::Op(op) if self.shared.engines[task.engine].learn.is_some() => self.shared.op_spec(op),
+            work => OpSpec::named(work.name()),
+        };
         let core_task = Task {
             id: TaskId(id),
             tenant: task.tenant,
             engine: EngineId(task.engine as u32),
-            op: OpSpec::named(input.work.name()),
+            op,
             bytes: input.input.len() as u64,
             arrival,
             deadline: None,
@@ -588,6 +601,7 @@ impl Dispatcher {
             }
             Ok(Err(e)) => unreachable!("the core's own dispatch was refused: {e}"),
         };
+        self.publish_costs(now);
         let Some(task) = self.tasks.get_mut(&id) else {
             unreachable!("task {id} ended before its last dispatch");
         };

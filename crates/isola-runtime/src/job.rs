@@ -62,6 +62,15 @@ pub enum TaskError {
     /// An egress stage's send failed (the socket's error).
     #[error("egress: {0}")]
     Egress(String),
+    /// The watchdog stopped it at its tenant's service budget (the
+    /// tenant's `BudgetAction::Stop`): its partial output was discarded.
+    #[error("stopped by the watchdog: over its service budget of {budget_ns} ns after {ran_ns} ns")]
+    OverBudget {
+        /// The tenant's budget on the engine, ns.
+        budget_ns: u64,
+        /// How long the task had been served when it stopped, ns.
+        ran_ns: u64,
+    },
 }
 
 /// Why a task was not accepted (no completion will follow).

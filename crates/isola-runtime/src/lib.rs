@@ -71,6 +71,6 @@ pub use job::{Completion, OnCompletion, SubmitError, TaskError};
 pub use pipeline::Stage;
 pub use poller::Poller;
 pub use region::{bounds, HeapRegion, HostRegion, RegionError};
-pub use runtime::{Runtime, DEFAULT_SHUTDOWN_GRACE};
+pub use runtime::{LearnedCosts, Runtime, DEFAULT_SHUTDOWN_GRACE};
 pub use stats::TenantStats;
 pub use threads::{Realtime, RealtimeOutcome, RuntimeThread};

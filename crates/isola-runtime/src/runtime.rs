@@ -17,7 +17,17 @@ use std::time::{Duration, Instant};
 /// Built operators by name and parameters: building can be costly (a route
 /// trie, a key schedule), so each configuration is built once.
 /// Looked up by name, then parameters, so a hit allocates nothing.
-type OperatorCache = RwLock<HashMap<String, Vec<(BTreeMap<String, String>, Arc<dyn Operator>)>>>;
+/// Each entry keeps the operator's name and parameters as the core knows
+/// an operator ([`isola_core::OpSpec`]), for engines that learn costs per
+/// operator.
+type OperatorCache = RwLock<HashMap<String, Vec<CachedOperator>>>;
+
+/// A built operator, its parameters and the core's name for it.
+struct CachedOperator {
+    params: BTreeMap<String, String>,
+    op: Arc<dyn Operator>,
+    spec: Arc<isola_core::OpSpec>,
+}
 
 /// State the handles, the dispatcher and the workers share.
 pub(crate) struct Shared {
@@ -46,6 +56,30 @@ pub(crate) struct Shared {
     pub busy: Vec<crate::attribution::EngineBusy>,
     /// The runtime's threads, as they registered.
     pub threads: Mutex<Vec<crate::threads::RuntimeThread>>,
+    /// Per engine: what it learned of its operators' costs, as the
+    /// dispatcher last published it (empty for an engine that does not learn).
+    pub learned_costs: LearnedCosts,
+}
+
+/// What the engines learned of their operators' costs, as the dispatcher
+/// last published it: a handle any thread may keep and read (isolad's
+/// metrics read it on their own clock).
+#[derive(Debug, Clone, Default)]
+pub struct LearnedCosts(Arc<Mutex<Vec<Vec<isola_core::OpCostReport>>>>);
+
+impl LearnedCosts {
+    /// Per engine (in the builder's order): its operators' fits (empty for
+    /// an engine that does not learn, or before its first completion).
+    pub fn read(&self) -> Vec<Vec<isola_core::OpCostReport>> {
+        self.0.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Replaces what was published.
+    pub(crate) fn publish(&self, costs: Vec<Vec<isola_core::OpCostReport>>) {
+        if let Ok(mut c) = self.0.lock() {
+            *c = costs;
+        }
+    }
 }
 
 impl Shared {
@@ -68,19 +102,42 @@ impl Shared {
         let cached = self.operators.read().ok().and_then(|m| {
             m.get(name)?
                 .iter()
-                .find(|(p, _)| p == params)
-                .map(|(_, op)| Arc::clone(op))
+                .find(|c| &c.params == params)
+                .map(|c| Arc::clone(&c.op))
         });
         if let Some(op) = cached {
             return Ok(op);
         }
         let op: Arc<dyn Operator> = Arc::from(isola_ops::build_operator(name, params)?);
+        let spec = Arc::new(isola_core::OpSpec {
+            name: name.to_string(),
+            params: params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        });
         if let Ok(mut m) = self.operators.write() {
-            m.entry(name.to_string())
-                .or_default()
-                .push((params.clone(), Arc::clone(&op)));
+            m.entry(name.to_string()).or_default().push(CachedOperator {
+                params: params.clone(),
+                op: Arc::clone(&op),
+                spec,
+            });
         }
         Ok(op)
+    }
+
+    /// The core's name for `op`: its name and parameters when it was built
+    /// here from them (so an engine learns each configuration's cost
+    /// apart: deflate at level 1 and at level 9), its name alone for an
+    /// operator its caller built.
+    pub(crate) fn op_spec(&self, op: &Arc<dyn Operator>) -> Arc<isola_core::OpSpec> {
+        self.operators
+            .read()
+            .ok()
+            .and_then(|m| {
+                m.get(op.name())?
+                    .iter()
+                    .find(|c| Arc::ptr_eq(&c.op, op))
+                    .map(|c| Arc::clone(&c.spec))
+            })
+            .unwrap_or_else(|| isola_core::OpSpec::named(op.name()))
     }
 }
 
@@ -136,6 +193,7 @@ impl Runtime {
             core_log: b.record_core_calls.then(crate::CoreLog::default),
             busy,
             threads: Mutex::new(Vec::new()),
+            learned_costs: LearnedCosts::default(),
         });
         let cores = if b.pin {
             core_affinity::get_core_ids().unwrap_or_default()
@@ -220,6 +278,21 @@ impl Runtime {
     /// [`crate::RuntimeThread::times`] what the host has done to them.
     pub fn threads(&self) -> Vec<crate::RuntimeThread> {
         self.shared.threads.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Per engine (in the builder's order): what it learned of its
+    /// operators' costs from the service its workers measured, as of at
+    /// most 50 ms ago (empty for an engine that does not learn, or before
+    /// its first completion).
+    pub fn learned_costs(&self) -> Vec<Vec<isola_core::OpCostReport>> {
+        let mut costs = self.shared.learned_costs.read();
+        costs.resize(self.shared.engines.len(), Vec::new());
+        costs
+    }
+
+    /// A handle on the learned costs that outlives a borrow of the runtime.
+    pub fn learned_costs_handle(&self) -> LearnedCosts {
+        self.shared.learned_costs.clone()
     }
 
     /// Nanoseconds since the runtime started (the clock of completions).

@@ -29,6 +29,30 @@ pub(crate) struct WorkItem {
     /// For a whole task: its completion, filled in and delivered by the
     /// worker itself (one thread hand-off less on every small task).
     pub direct: Option<Direct>,
+    /// The watchdog, where the tenant's budget stops its tasks: the
+    /// task's budget and the service it may still take (this piece runs
+    /// watched, and stops once it has run that long).
+    pub watchdog: Option<Watchdog>,
+}
+
+/// A piece's stop at its tenant's budget ([`isola_core::BudgetAction::Stop`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Watchdog {
+    /// The tenant's budget for the whole task, ns.
+    pub budget_ns: u64,
+    /// Of it, what this piece may still take, ns (the task's earlier
+    /// subtasks took the rest).
+    pub left_ns: u64,
+}
+
+/// Asked by the operator between chunks of its work: stop once the
+/// clock passes the deadline (one vDSO clock read a chunk).
+struct Deadline(Instant);
+
+impl isola_ops::Watch for Deadline {
+    fn should_stop(&self) -> bool {
+        Instant::now() >= self.0
+    }
 }
 
 /// A placed subtask's share of its task's output.
@@ -154,7 +178,10 @@ pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
         drop(item);
         Err(TaskError::Cancelled)
     } else {
-        execute(item)
+        let deadline = item
+            .watchdog
+            .map(|w| started + std::time::Duration::from_nanos(w.left_ns));
+        execute(item, deadline)
     };
     let ended = Instant::now();
     let measured_ns = ended.duration_since(started).as_nanos() as u64;
@@ -220,14 +247,24 @@ const REPORT_BATCH: usize = 16;
 
 /// Runs one item (ordered subtasks get the previous carry by value),
 /// turning a panic into a typed error.
-fn execute(item: WorkItem) -> Result<PartOutput, TaskError> {
+fn execute(item: WorkItem, deadline: Option<Instant>) -> Result<PartOutput, TaskError> {
     let WorkItem {
         job,
         part,
         previous,
         placed,
+        watchdog,
         ..
     } = item;
+    let started = Instant::now();
+    // A stop by the watch is the tenant's budget, not the operator's failure.
+    let over = |e: isola_ops::OpError| match (e, watchdog) {
+        (isola_ops::OpError::Stopped { .. }, Some(w)) => TaskError::OverBudget {
+            budget_ns: w.budget_ns,
+            ran_ns: (w.budget_ns - w.left_ns).saturating_add(started.elapsed().as_nanos() as u64),
+        },
+        (e, _) => TaskError::Operator(e),
+    };
     let Some(op) = job.work.operator() else {
         return guarded(job.work.name(), || {
             crate::pipeline::run_transfer(&job.work, &job.input, part.as_ref())
@@ -235,7 +272,10 @@ fn execute(item: WorkItem) -> Result<PartOutput, TaskError> {
     };
     let run = || -> Result<PartOutput, TaskError> {
         match part {
-            None => Ok(PartOutput::Whole(op.run(&job.input)?)),
+            None => Ok(PartOutput::Whole(match deadline {
+                Some(at) => op.run_watched(&job.input, &Deadline(at)).map_err(over)?,
+                None => op.run(&job.input)?,
+            })),
             Some(part) if placed.is_some() => {
                 let placed = placed.as_ref().expect("checked by the guard");
                 let placement = op

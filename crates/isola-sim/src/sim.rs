@@ -201,6 +201,7 @@ pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_co
         .map(|bytes| SplitRule {
             bytes,
             when: e.split_when,
+            time: None,
         });
         let cost = Arc::new(EngineCost {
             device: e.device.clone(),

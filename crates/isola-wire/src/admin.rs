@@ -45,6 +45,8 @@ pub enum AdminRequest {
     },
     /// Reads the configuration file again (as SIGHUP does).
     Reload,
+    /// What each engine learned of its operators' costs.
+    Costs,
 }
 
 /// What the daemon answers.
@@ -62,6 +64,11 @@ pub enum AdminReply {
     Done {
         /// What was done, for a person.
         message: String,
+    },
+    /// What each engine learned of its operators' costs.
+    Costs {
+        /// Every engine, in the configuration's order.
+        engines: Vec<EngineCosts>,
     },
     /// The request was refused; nothing changed.
     Failed {
@@ -88,6 +95,55 @@ pub struct TenantStatus {
     /// Its live figures since the daemon started (they outlive its
     /// connections).
     pub figures: TenantFigures,
+    /// Per engine it used: its tasks' predicted and measured service.
+    #[serde(default)]
+    pub engines: Vec<EngineService>,
+}
+
+/// A tenant's service on one engine: predicted when each task was
+/// dispatched, and measured. `measured / predicted` far from 1 is a tenant
+/// whose tasks cost other than the engine's model says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineService {
+    /// The engine.
+    pub engine: String,
+    /// Predicted service of its completed tasks, ns.
+    pub predicted_ns: u64,
+    /// Measured service of the same tasks, ns.
+    pub measured_ns: u64,
+}
+
+/// What one engine learned of its operators' costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineCosts {
+    /// The engine.
+    pub engine: String,
+    /// Whether it learns costs (`learn = true`); if not, `ops` is empty
+    /// and its configured model alone predicts.
+    pub learning: bool,
+    /// Each operator (and parameters) it served, by name.
+    pub ops: Vec<OpCost>,
+}
+
+/// An engine's fit of one operator's cost, and how right its predictions were.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpCost {
+    /// `name` or `name(key=value,...)`.
+    pub op: String,
+    /// Completed dispatches seen.
+    pub samples: u64,
+    /// The fit: fixed part, ns.
+    pub base_ns: f64,
+    /// The fit: ns per input byte.
+    pub per_byte_ns: f64,
+    /// Recent measured service over the predictions in use when those
+    /// dispatches were made (1: right).
+    pub measured_over_predicted: f64,
+    /// Recent mean absolute error of those predictions, as a fraction of
+    /// the measured service.
+    pub error: f64,
+    /// Whether the fit predicts this operator's tasks now.
+    pub in_use: bool,
 }
 
 /// A tenant's SLO, for people and scripts.
@@ -105,6 +161,9 @@ pub struct SloStatus {
     pub latency: Option<String>,
     /// Its per-task service budget, ns, if any.
     pub budget_ns: Option<u64>,
+    /// What happens at that budget: `flag` or `stop`.
+    #[serde(default)]
+    pub budget_action: String,
     /// Tasks its channel holds per engine.
     pub queue_cap: u64,
     /// Its memory quota, bytes.
@@ -139,6 +198,10 @@ pub struct TenantFigures {
     pub bytes: u64,
     /// Engine time its tasks and its packets' tasks used, ns.
     pub busy_ns: u64,
+    /// What the same tasks were predicted to use when dispatched, ns
+    /// (`busy_ns / predicted_ns`: how far its tasks ran over predictions).
+    #[serde(default)]
+    pub predicted_ns: u64,
     /// Packets of its flows received (matched).
     #[serde(default)]
     pub packets_received: u64,

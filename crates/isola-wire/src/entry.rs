@@ -72,6 +72,9 @@ pub mod detail {
     pub const OUTPUT_TOO_LARGE: u32 = 2;
     /// Failed: the operator panicked (the daemon went on).
     pub const PANICKED: u32 = 3;
+    /// Failed: the watchdog stopped it at its tenant's service budget
+    /// (`budget_action = "stop"`); its partial output was discarded.
+    pub const OVER_BUDGET: u32 = 4;
 }
 
 /// How a task ended, with a detail code (a reason, an error kind).

@@ -12,6 +12,13 @@
 //! * `wrr`: `weight / min weight` tasks per turn (fractions carry over).
 //! * `drr`: shares by predicted cost (engine time) or bytes.
 //!
+//! Under `charge = cost` a task is charged its predicted cost at dispatch
+//! and `measured - predicted` at completion ([`Charge::correction`]): a
+//! deficit driven below zero by a task that ran long is paid back by the
+//! turns that follow. A credit (a task cheaper than predicted) is kept
+//! only while the tenant stays in the ring, as DRR resets the deficit of
+//! a tenant that leaves it; a debt is kept either way.
+//!
 //! Tasks served outside the ring's order (the scheduler's reservation phase,
 //! at-limit `allow`) are charged to the tenant's deficit all the same, so a
 //! tenant cannot gain service by being reserved.
@@ -229,6 +236,21 @@ impl Policy for DeficitRoundRobin {
                     self.turn_open = false;
                 }
             }
+        }
+    }
+
+    fn on_complete(
+        &mut self,
+        _: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        measured: Nanos,
+        _: &PolicyContext<'_>,
+    ) {
+        let owed = self.charge.correction(served, measured);
+        self.deficit[tenant] -= owed;
+        if !self.listed[tenant] {
+            self.deficit[tenant] = self.deficit[tenant].min(0.0);
         }
     }
 }

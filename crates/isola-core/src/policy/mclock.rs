@@ -127,6 +127,26 @@ impl Policy for MClock {
         }
     }
 
+    fn on_complete(
+        &mut self,
+        _: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        measured: Nanos,
+        _: &PolicyContext<'_>,
+    ) {
+        // The P tag advanced by the prediction at dispatch; it is corrected
+        // by what the task really took (see `Charge::correction`).
+        let owed = self.charge.correction(served, measured) / self.weight[tenant];
+        if owed == 0.0 {
+            return;
+        }
+        self.served_tag[tenant] += owed;
+        if let Some(key) = self.ready.key(tenant) {
+            self.ready.set(tenant, HeapKey::new(key.tag() + owed, key.tie()));
+        }
+    }
+
     fn at_limit(&self) -> AtLimit {
         self.at_limit
     }

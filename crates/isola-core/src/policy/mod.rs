@@ -124,6 +124,23 @@ impl Charge {
             Charge::Ops => 1.0,
         }
     }
+
+    /// What is still owed for `served`, charged [`Charge::amount`] at its
+    /// dispatch, once it is known to have taken `measured` ns: under
+    /// `Cost`, the measured service less the prediction (negative when the
+    /// task was cheaper than predicted); bytes and operations were known
+    /// exactly at dispatch, so nothing. Every policy that charges cost
+    /// adds this to the tenant's account at completion, so a tenant whose
+    /// tasks cost `k` times their prediction is charged what it used, and
+    /// cannot take more than its share for longer than the tasks it has
+    /// in service.
+    #[inline]
+    pub fn correction(self, served: &HeadInfo, measured: Nanos) -> f64 {
+        match self {
+            Charge::Cost => measured as f64 - served.cost as f64,
+            Charge::Bytes | Charge::Ops => 0.0,
+        }
+    }
 }
 
 /// The `charge` parameter, shared by every policy that shares by weight.

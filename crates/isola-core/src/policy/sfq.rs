@@ -7,9 +7,18 @@
 //! next (ties: the older task). At the end of a busy period (no tenant ready)
 //! `v` jumps to the largest finish tag handed out, as in the paper.
 //!
+//! A task's finish tag is set from its predicted cost at dispatch and
+//! corrected by `measured - predicted` (over the weight) at completion
+//! ([`Charge::correction`]): the tenant's next start tag moves with it, so a
+//! tenant whose tasks cost more than predicted is charged what they used,
+//! and one whose tasks cost less is credited what it paid too much (never
+//! more: an idle tenant still earns nothing).
+//!
 //! Tags are assigned when a task becomes its channel's head rather than at
-//! arrival; for a backlogged tenant that is the same tag (`F_prev >= v`), and a
-//! tenant that was idle starts at `v` either way.
+//! arrival, as `max(v when the tenant became ready, F_prev)`: for a
+//! backlogged tenant that is the paper's tag (`F_prev >= v`), a tenant that
+//! was idle starts at `v` either way, and a backlogged tenant credited by a
+//! correction keeps the credit even where it falls below the current `v`.
 
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
@@ -41,6 +50,10 @@ pub struct StartTimeFairQueuing {
     weight: Vec<f64>,
     /// Finish tag of each tenant's last tagged task.
     finish: Vec<f64>,
+    /// The virtual time when each ready tenant last became ready: its
+    /// heads are tagged `max(this, finish)` while it stays backlogged, and
+    /// again after a correction.
+    ready_since: Vec<f64>,
     /// Ready tenants keyed by their head's start tag.
     ready: IndexedHeap,
     virtual_time: f64,
@@ -55,6 +68,7 @@ impl StartTimeFairQueuing {
             charge,
             weight: setup.tenants.iter().map(|t| t.weight).collect(),
             finish: vec![0.0; n],
+            ready_since: vec![0.0; n],
             ready: IndexedHeap::new(n),
             virtual_time: 0.0,
             max_finish: 0.0,
@@ -62,7 +76,7 @@ impl StartTimeFairQueuing {
     }
 
     fn tag(&mut self, tenant: usize, head: &HeadInfo) {
-        let start = self.virtual_time.max(self.finish[tenant]);
+        let start = self.ready_since[tenant].max(self.finish[tenant]);
         self.ready.set(tenant, HeapKey::new(start, head.seq));
     }
 }
@@ -72,6 +86,7 @@ impl Policy for StartTimeFairQueuing {
         if self.ready.is_empty() {
             self.virtual_time = self.virtual_time.max(self.max_finish);
         }
+        self.ready_since[tenant] = self.virtual_time;
         self.tag(tenant, head);
     }
 
@@ -96,13 +111,35 @@ impl Policy for StartTimeFairQueuing {
         let start = self
             .ready
             .key(tenant)
-            .map_or(self.virtual_time.max(self.finish[tenant]), |k| k.tag());
+            .map_or(self.ready_since[tenant].max(self.finish[tenant]), |k| k.tag());
         let finish = start + self.charge.amount(served) / self.weight[tenant];
         self.finish[tenant] = finish;
         self.max_finish = self.max_finish.max(finish);
         match next {
             Some(h) => self.tag(tenant, h),
             None => self.ready.remove(tenant),
+        }
+    }
+
+    fn on_complete(
+        &mut self,
+        _: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        measured: Nanos,
+        _: &PolicyContext<'_>,
+    ) {
+        let owed = self.charge.correction(served, measured) / self.weight[tenant];
+        if owed == 0.0 {
+            return;
+        }
+        self.finish[tenant] += owed;
+        self.max_finish = self.max_finish.max(self.finish[tenant]);
+        if let Some(key) = self.ready.key(tenant) {
+            // The head was tagged max(v then, old finish); it is now
+            // max(v then, new finish).
+            let start = self.ready_since[tenant].max(self.finish[tenant]);
+            self.ready.set(tenant, HeapKey::new(start, key.tie()));
         }
     }
 }

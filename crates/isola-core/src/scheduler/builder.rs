@@ -197,6 +197,7 @@ impl SchedulerBuilder {
             tenants,
             engines,
             in_service: Slab::new(),
+            in_service_op: Vec::new(),
             next_seq: 0,
             next_generation: 0,
             closed: false,

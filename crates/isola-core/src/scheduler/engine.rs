@@ -2,9 +2,10 @@
 //! policy instance, the decision to split, and the ready/throttled/blocked
 //! bookkeeping.
 
-use super::plan::Plan;
+use super::plan::{Plan, TaskCost};
 use super::{ChannelStats, DispatchReason};
 use crate::channel::VirtualChannel;
+use crate::cost_fit::LearnedCosts;
 use crate::engine::{EngineSpec, SplitWhen};
 use crate::policy::{AtLimit, HeadInfo, Policy, TenantShare};
 
@@ -106,6 +107,8 @@ pub(super) struct EngineState {
     pub(super) reservation: Vec<Option<RateShaper>>,
     /// Each tenant's per-task service budget here.
     pub(super) budgets: Vec<Option<Nanos>>,
+    /// What each tenant's over-budget tasks get here.
+    pub(super) budget_actions: Vec<crate::tenant::BudgetAction>,
     /// Throttled tenants by release time.
     pub(super) throttled: IndexedHeap,
     /// Ready tenants with a reservation, by the time it is next due.
@@ -128,6 +131,24 @@ pub(super) struct EngineState {
     pub(super) last_submit: Vec<Option<Nanos>>,
     /// Which tenants are latency-sensitive (for [`SplitWhen::ForLatency`]).
     pub(super) latency_sensitive: Vec<bool>,
+    /// The operators' costs as measured here, when the engine learns them.
+    pub(super) learned: Option<LearnedCosts>,
+}
+
+/// An engine's predictions: what it learned, else its configured model.
+pub(super) struct EngineCost<'a> {
+    model: &'a dyn crate::CostModel,
+    learned: Option<&'a LearnedCosts>,
+}
+
+impl TaskCost for EngineCost<'_> {
+    fn learned(&self, task: &Task, bytes: Bytes) -> Option<Nanos> {
+        self.learned?.predict(&task.op, bytes)
+    }
+
+    fn configured(&self, task: &Task, bytes: Bytes) -> Option<Nanos> {
+        self.model.predict(&task.op.name, bytes)
+    }
 }
 
 /// Whether a tenant with `slo` counts as latency-sensitive when an engine
@@ -142,6 +163,8 @@ pub(super) struct Taken {
     pub(super) head: HeadInfo,
     pub(super) subtask: Option<Subtask>,
     pub(super) group: Option<usize>,
+    /// The task's operator, where the engine learns costs.
+    pub(super) op: Option<std::sync::Arc<crate::task::OpSpec>>,
 }
 
 impl EngineState {
@@ -159,6 +182,7 @@ impl EngineState {
             limit: slos.iter().map(|s| s.limit.map(RateShaper::new)).collect(),
             reservation: slos.iter().map(|s| s.reservation.map(RateShaper::new)).collect(),
             budgets: slos.iter().map(|s| s.service_budget).collect(),
+            budget_actions: slos.iter().map(|s| s.budget_action).collect(),
             throttled: IndexedHeap::new(n),
             reservation_due: IndexedHeap::new(n),
             in_flight: vec![0; n],
@@ -170,6 +194,7 @@ impl EngineState {
             backlogged_since: vec![0; n],
             last_submit: vec![None; n],
             latency_sensitive: slos.iter().map(latency_sensitive).collect(),
+            learned: spec.learn.map(LearnedCosts::new),
             spec,
             policy,
             recipe,
@@ -268,8 +293,9 @@ impl EngineState {
     /// The subtask size for a task of tenant `t` of `bytes` bytes planned at
     /// `now`, if it is split: the engine's split rule decides whether, and
     /// its size as the policy adapts it ([`Policy::split_bytes`]).
-    pub(super) fn split_size(&self, now: Nanos, t: usize, bytes: Bytes) -> Option<Bytes> {
+    pub(super) fn split_size(&self, now: Nanos, t: usize, task: &Task) -> Option<Bytes> {
         let rule = self.spec.split?;
+        let bytes = task.bytes;
         let contended = match rule.when {
             SplitWhen::Always => true,
             SplitWhen::Contended { window } => self.contended(now, t, window, false),
@@ -278,14 +304,53 @@ impl EngineState {
         if !contended {
             return None;
         }
-        Some(self.policy.split_bytes(now, t, rule.bytes).max(1)).filter(|&f| bytes > f)
+        let mut size = self.policy.split_bytes(now, t, rule.bytes).max(1);
+        if let Some(time) = rule.time {
+            let within = self.bytes_within(task, time);
+            size = size.min(within.max(crate::engine::MIN_TIMED_SUBTASK_BYTES));
+        }
+        Some(size).filter(|&f| bytes > f)
+    }
+
+    /// The engine's predictor: learned costs first, then its model.
+    #[inline]
+    pub(super) fn cost(&self) -> EngineCost<'_> {
+        EngineCost {
+            model: self.spec.cost.as_ref(),
+            learned: self.learned.as_ref(),
+        }
+    }
+
+    /// The most bytes of `task`'s operator predicted to take at most `ns`
+    /// here; `Bytes::MAX` when no cost per byte is known. The learned
+    /// fit inverts in closed form; a configured model is searched by
+    /// bisection (costs grow with size).
+    fn bytes_within(&self, task: &Task, ns: Nanos) -> Bytes {
+        if let Some(b) = self.learned.as_ref().and_then(|l| l.bytes_within(&task.op, ns)) {
+            return b;
+        }
+        let model = self.spec.cost.as_ref();
+        let fits = |b: Bytes| model.predict(&task.op.name, b).is_some_and(|c| c <= ns);
+        let (mut lo, mut hi) = (0, task.bytes);
+        if fits(hi) {
+            return Bytes::MAX;
+        }
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Plans `task` of tenant `t` at `now` (see [`Plan::new`]); also
     /// returns the subtask size it was planned with.
     pub(super) fn plan(&self, now: Nanos, t: usize, task: &Task) -> (Plan, Option<Bytes>) {
-        let split = self.split_size(now, t, task.bytes);
-        (Plan::new(task, split, self.spec.cost.as_ref()), split)
+        let split = self.split_size(now, t, task);
+        (Plan::new(task, split, &self.cost()), split)
     }
 
     /// Plans tenant `t`'s head again, if nothing of it was dispatched, with
@@ -305,11 +370,11 @@ impl EngineState {
         if q.index != 0 || q.group.is_some() {
             return;
         }
-        let split = self.split_size(now, t, q.task.bytes);
+        let split = self.split_size(now, t, &q.task);
         if split_key(split) == q.split {
             return;
         }
-        let plan = Plan::new(&q.task, split, self.spec.cost.as_ref());
+        let plan = Plan::new(&q.task, split, &self.cost());
         let head = plan.head(&q.task, q.next.seq, 0, 0);
         let (old_count, old_cost, count) = (q.plan.count(), q.next.remaining_cost, plan.count());
         let Some(q) = self.channels[t].head_mut() else {
@@ -339,6 +404,8 @@ impl EngineState {
         let count = q.plan.count();
         let subtask = q.plan.piece(&q.task, q.index, q.sent).subtask;
         let blocks = q.plan.ordered();
+        // Kept only where costs are learned: the completion feeds the fit.
+        let op = self.learned.is_some().then(|| std::sync::Arc::clone(&q.task.op));
         let taken = if q.index + 1 >= count {
             debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
             let group = q.group;
@@ -351,6 +418,7 @@ impl EngineState {
                 head,
                 subtask,
                 group,
+                op,
             }
         } else {
             let group = *q.group.get_or_insert_with(|| self.subtasks_left.insert(count));
@@ -362,6 +430,7 @@ impl EngineState {
                 head,
                 subtask,
                 group: Some(group),
+                op,
             }
         };
         // A limit break uses capacity nobody else wanted; it is not held

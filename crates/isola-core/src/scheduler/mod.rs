@@ -55,6 +55,7 @@ use crate::tenant::{Tenant, TenantId};
 use crate::units::{Bytes, Nanos};
 use engine::{ChannelState, EngineState, Queued};
 use slab::Slab;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy)]
 struct InService {
@@ -74,6 +75,10 @@ pub struct Scheduler {
     tenants: Vec<Tenant>,
     engines: Vec<EngineState>,
     in_service: Slab<InService>,
+    /// The operator of each dispatch in service (by slot) on an engine that
+    /// learns costs: its completion feeds the fit. Apart from `in_service`,
+    /// which stays `Copy` and small for the decision path.
+    in_service_op: Vec<Option<Arc<crate::task::OpSpec>>>,
     next_seq: u64,
     next_generation: u32,
     closed: bool,
@@ -129,8 +134,11 @@ impl Scheduler {
         let Some(e) = self.engines.get_mut(task.engine.index()) else {
             return reject(RejectReason::UnknownEngine(task.engine), task);
         };
-        let cost = match task
-            .predicted_cost
+        // What the engine learned of the operator beats any prediction:
+        // it is what such tasks took here.
+        let learned = e.learned.as_ref().and_then(|l| l.predict(&task.op, task.bytes));
+        let cost = match learned
+            .or(task.predicted_cost)
             .or_else(|| e.spec.cost.predict(&task.op.name, task.bytes))
         {
             Some(c) => c,
@@ -229,6 +237,13 @@ impl Scheduler {
             subtask: taken.subtask,
             group: taken.group,
         }) as u32;
+        if let Some(op) = taken.op {
+            let i = slot as usize;
+            if self.in_service_op.len() <= i {
+                self.in_service_op.resize(i + 1, None);
+            }
+            self.in_service_op[i] = Some(op);
+        }
         Some(Dispatch {
             id: DispatchId { slot, generation },
             engine,
@@ -262,6 +277,11 @@ impl Scheduler {
         e.busy -= 1;
         e.in_flight[t] -= 1;
         e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
+        if let Some(learned) = &mut e.learned {
+            if let Some(op) = self.in_service_op.get_mut(slot).and_then(Option::take) {
+                learned.record(&op, s.head.bytes, s.head.cost, measured);
+            }
+        }
         let over_budget = e.budgets[t].is_some_and(|b| measured > b);
         let task_done = match s.group {
             None => true,
@@ -293,6 +313,7 @@ impl Scheduler {
         st.tasks_completed += task_done as u64;
         st.bytes_completed += s.head.bytes;
         st.busy_ns = st.busy_ns.saturating_add(measured);
+        st.predicted_ns = st.predicted_ns.saturating_add(s.head.cost);
         st.over_budget += over_budget as u64;
         let completed = Completed {
             task: s.task.id,
@@ -372,6 +393,23 @@ impl Scheduler {
     /// its per-engine overrides), if it has one.
     pub fn service_budget(&self, engine: EngineId, tenant: TenantId) -> Option<Nanos> {
         *self.engines.get(engine.index())?.budgets.get(tenant.index())?
+    }
+
+    /// What `tenant`'s tasks that reach their budget on `engine` get.
+    pub fn budget_action(&self, engine: EngineId, tenant: TenantId) -> crate::tenant::BudgetAction {
+        self.engines
+            .get(engine.index())
+            .and_then(|e| e.budget_actions.get(tenant.index()).copied())
+            .unwrap_or_default()
+    }
+
+    /// What `engine` learned of its operators' costs (empty when it does
+    /// not learn them), sorted by operator.
+    pub fn learned_costs(&self, engine: EngineId) -> Vec<crate::cost_fit::OpCostReport> {
+        self.engines
+            .get(engine.index())
+            .and_then(|e| e.learned.as_ref())
+            .map_or_else(Vec::new, |l| l.report())
     }
 
     /// Dispatches in service on `engine`.

@@ -64,12 +64,30 @@ pub(super) struct Piece {
 /// least 16 B), so one task cannot hold the dispatcher for long.
 pub const MAX_SUBTASKS_PER_TASK: u64 = 1 << 16;
 
+/// How a plan predicts its pieces: a model learned from measured service
+/// (first, when it knows the operator), else the task's planner, else the
+/// engine's configured model.
+pub(super) trait TaskCost {
+    /// The learned prediction for `bytes` of `task`'s operator, if any.
+    fn learned(&self, _task: &Task, _bytes: Bytes) -> Option<Nanos> {
+        None
+    }
+    /// The configured model's prediction.
+    fn configured(&self, task: &Task, bytes: Bytes) -> Option<Nanos>;
+}
+
+impl<M: CostModel + ?Sized> TaskCost for M {
+    fn configured(&self, task: &Task, bytes: Bytes) -> Option<Nanos> {
+        self.predict(&task.op.name, bytes)
+    }
+}
+
 impl Plan {
     /// Plans `task` (its predicted cost filled in) in pieces of about
     /// `split` bytes (`None`: whole), predicting each piece's cost with the
     /// task's planner, else `model`, else (when neither knows the operator)
     /// pro rata of the task's cost.
-    pub(super) fn new(task: &Task, split: Option<Bytes>, model: &dyn CostModel) -> Plan {
+    pub(super) fn new<M: TaskCost + ?Sized>(task: &Task, split: Option<Bytes>, model: &M) -> Plan {
         let total = task.predicted_cost.unwrap_or(0);
         let Some(size) = split.filter(|&s| s > 0 && s < task.bytes) else {
             return Plan::Whole { cost: total };
@@ -83,9 +101,10 @@ impl Plan {
         // pieces the core keeps cannot overflow (the task itself was
         // refused above it).
         let cost_of = |bytes: Bytes| {
-            planner
-                .and_then(|p| p.0.predict(task, bytes))
-                .or_else(|| model.predict(&task.op.name, bytes))
+            model
+                .learned(task, bytes)
+                .or_else(|| planner.and_then(|p| p.0.predict(task, bytes)))
+                .or_else(|| model.configured(task, bytes))
                 .unwrap_or_else(|| (total as u128 * bytes as u128 / task.bytes.max(1) as u128) as Nanos)
                 .min(crate::MAX_TASK_COST_NS)
         };

@@ -249,6 +249,10 @@ pub struct ChannelStats {
     pub bytes_completed: u64,
     /// Measured service time of completed tasks (slot x ns).
     pub busy_ns: u64,
+    /// Predicted service time of the same completed dispatches, as
+    /// predicted when each was dispatched (`busy_ns / predicted_ns` is how
+    /// far the tenant's tasks ran over or under their predictions).
+    pub predicted_ns: u64,
     /// Completed tasks whose service exceeded the tenant's budget.
     pub over_budget: u64,
 }

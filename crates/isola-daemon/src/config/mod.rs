@@ -93,6 +93,15 @@ pub struct EngineConfig {
     pub split: Option<u64>,
     /// When the core splits.
     pub split_when: SplitWhen,
+    /// The most predicted service of one subtask, ns (`split_time`): each
+    /// operator's tasks are cut at the bytes it is predicted to serve in
+    /// that time (`None`: `split` bytes alone).
+    pub split_time: Option<u64>,
+    /// Whether the engine learns each operator's cost from the service it
+    /// measures (`learn`, default true for accelerators and processing
+    /// units): predictions follow what each operator (and parameters)
+    /// really took, once it has run 3 times.
+    pub learn: bool,
     /// A DMA engine's link to host memory, bytes per second (`bandwidth`):
     /// each copy into or out of a tenant's window takes at least its
     /// bytes over it (OSMOSIS' AXI path; none: as fast as memory copies).
@@ -142,6 +151,8 @@ struct RawEngine {
     profile: Option<Spanned<String>>,
     split: Option<Spanned<Size>>,
     split_when: Option<Spanned<String>>,
+    split_time: Option<Spanned<Duration>>,
+    learn: Option<Spanned<bool>>,
     bandwidth: Option<Spanned<isola_model::quantity::RateValue>>,
 }
 
@@ -488,6 +499,23 @@ fn check_engine(
         }
         None => SplitWhen::Always,
     };
+    let split_time = match e.split_time {
+        Some(t) if split.is_none() => {
+            return Err(src.at(
+                t.span(),
+                Some("split_time"),
+                "caps the subtasks of a split: give `split` (the largest subtask, in bytes) too",
+            ))
+        }
+        Some(t) if t.get_ref().0 == 0 => {
+            return Err(src.at(t.span(), Some("split_time"), "must be greater than zero"))
+        }
+        t => t.map(|t| t.into_inner().0),
+    };
+    let learn = match e.learn {
+        Some(l) => l.into_inner(),
+        None => matches!(kind, EngineKind::Accelerator | EngineKind::ProcessingUnits),
+    };
     let bandwidth = match e.bandwidth {
         None => None,
         Some(b) if kind != EngineKind::Dma => {
@@ -524,6 +552,8 @@ fn check_engine(
         profile,
         split,
         split_when,
+        split_time,
+        learn,
         bandwidth,
     })
 }

@@ -137,6 +137,7 @@ pub(super) struct RawTenant {
     latency: Option<Spanned<Duration>>,
     latency_multiple: Option<Spanned<f64>>,
     budget: Option<Spanned<Duration>>,
+    budget_action: Option<Spanned<String>>,
     queue_cap: Option<Spanned<usize>>,
     ecn_threshold: Option<Spanned<usize>>,
     #[serde(default)]
@@ -241,6 +242,7 @@ pub(super) fn check_tenant(
         latency: raw.latency,
         latency_multiple: raw.latency_multiple,
         budget: raw.budget,
+        budget_action: raw.budget_action,
         queue_cap: raw.queue_cap,
         memory_quota: Some(raw.memory_quota),
         on: raw.on,

@@ -33,6 +33,7 @@ pub struct RawOverride {
     limit: Option<RateValue>,
     burst: Option<Size>,
     budget: Option<Duration>,
+    budget_action: Option<String>,
 }
 
 /// A policy run's `on = { NAME = ... }` value: a policy name, or a table
@@ -107,6 +108,12 @@ pub(super) fn check_overrides(
                 burst: limit_burst,
             }),
             service_budget: o.budget.map(|b| b.0),
+            budget_action: match o.budget_action.as_deref() {
+                None => None,
+                Some(a) => Some(isola_core::BudgetAction::from_name(a).ok_or_else(|| {
+                    src.at(span.clone(), Some("budget_action"), "must be `flag` or `stop`")
+                })?),
+            },
         };
         out.push((on, change));
         // Checked as the scheduler will see it, on each engine it reaches.

@@ -145,6 +145,7 @@ pub(super) struct RawTenant {
     pub(super) latency: Option<Spanned<Duration>>,
     pub(super) latency_multiple: Option<Spanned<f64>>,
     pub(super) budget: Option<Spanned<Duration>>,
+    pub(super) budget_action: Option<Spanned<String>>,
     pub(super) queue_cap: Option<Spanned<usize>>,
     pub(super) memory_quota: Option<Spanned<Size>>,
     #[serde(default)]

@@ -61,6 +61,8 @@ pub struct RawSlo {
     pub latency_multiple: Option<Spanned<f64>>,
     /// `budget`.
     pub budget: Option<Spanned<Duration>>,
+    /// `budget_action`: `flag` or `stop`.
+    pub budget_action: Option<Spanned<String>>,
     /// `queue_cap`.
     pub queue_cap: Option<Spanned<usize>>,
     /// `memory_quota`.
@@ -135,6 +137,20 @@ pub fn check_slo(
         (None, Some(m)) => Some(LatencyObjective::ServiceMultiple(*m.get_ref())),
         (None, None) => None,
     };
+    let budget_action = match &raw.budget_action {
+        None => isola_core::BudgetAction::Flag,
+        Some(a) => match isola_core::BudgetAction::from_name(a.get_ref()) {
+            None => return Err(src.at(a.span(), Some("budget_action"), "must be `flag` or `stop`")),
+            Some(isola_core::BudgetAction::Stop) if raw.budget.is_none() && raw.on.is_empty() => {
+                return Err(src.at(
+                    a.span(),
+                    Some("budget_action"),
+                    "`stop` needs a `budget` to stop at",
+                ))
+            }
+            Some(action) => action,
+        },
+    };
     let slo = Slo {
         weight,
         class: raw.class.unwrap_or_default(),
@@ -142,6 +158,7 @@ pub fn check_slo(
         limit: spec(raw.limit, burst),
         latency,
         service_budget: raw.budget.map(|b| b.into_inner().0),
+        budget_action,
         queue_cap: match raw.queue_cap {
             Some(c) if *c.get_ref() == 0 => {
                 return Err(src.at(c.span(), Some("queue_cap"), "must be at least 1"))

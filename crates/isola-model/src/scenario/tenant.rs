@@ -116,6 +116,7 @@ pub(super) fn check_tenant(
         latency: raw.latency,
         latency_multiple: raw.latency_multiple,
         budget: raw.budget,
+        budget_action: raw.budget_action,
         queue_cap: raw.queue_cap,
         memory_quota: raw.memory_quota,
         on: raw.on,

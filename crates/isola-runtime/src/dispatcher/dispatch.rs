@@ -10,7 +10,7 @@ use crate::guard::catch;
 use crate::job::TaskError;
 use crate::placed::PlacedOutput;
 use crate::worker::{guarded, PlacedPart, WorkItem};
-use isola_core::{Dispatch, EngineId, Nanos};
+use isola_core::{BudgetAction, Dispatch, EngineId, Nanos};
 use std::sync::Arc;
 
 /// The most pieces of work the dispatcher runs itself (for engines run
@@ -106,6 +106,28 @@ impl Dispatcher {
             }
             debug_assert_eq!(task.subtasks, sub.count, "a task keeps its plan once split");
         }
+        // The core's prediction of the whole task: the submitter's, or
+        // what the engine learned of its operator.
+        task.stage_predicted_ns = d.task.predicted_cost;
+        let engine = EngineId(task.engine as u32);
+        let watchdog = match self.scheduler.service_budget(engine, task.tenant) {
+            Some(budget_ns) if self.scheduler.budget_action(engine, task.tenant) == BudgetAction::Stop => {
+                // A split task's subtasks share its budget: the next one
+                // does not start once the ones before have spent it.
+                let spent = task.service_ns;
+                if spent >= budget_ns && task.error.is_none() {
+                    task.error = Some(TaskError::OverBudget {
+                        budget_ns,
+                        ran_ns: spent,
+                    });
+                }
+                Some(crate::worker::Watchdog {
+                    budget_ns,
+                    left_ns: budget_ns.saturating_sub(spent),
+                })
+            }
+            _ => None,
+        };
         if task.error.is_some() {
             // Nothing more of a failed task runs; the core still hears of
             // each of its subtasks, so that it settles.
@@ -155,6 +177,7 @@ impl Dispatcher {
             previous,
             placed,
             direct,
+            watchdog,
         };
         if let Some(place) = &self.places[task.engine] {
             let done = crate::worker::work(item, place);

@@ -57,6 +57,10 @@
 //!   first sample replaces it.
 //! * Consumption is the predicted cost charged when a task is dispatched, the
 //!   quantity budgets are in; it counts in the period the dispatch starts.
+//!   At completion it is corrected by `measured - predicted` in the period
+//!   the completion falls in (the paper budgets predicted time; a task that
+//!   ran long is charged what it used, so a tenant whose tasks are
+//!   mispredicted cannot keep more than its budget).
 //! * A budget overdraws by at most one task (a tenant with any budget left may
 //!   start one); budgets do not carry over from one period to the next.
 //! * Priority is the order of service within budgets: a latency-sensitive
@@ -95,7 +99,7 @@ mod tests;
 
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
-use super::{HeadInfo, Policy, PolicyContext};
+use super::{Charge, HeadInfo, Policy, PolicyContext};
 use crate::metrics::fairness::water_fill;
 use crate::params::{ParamSpec, Params};
 use crate::tenant::{LatencyObjective, TenantClass};
@@ -448,10 +452,28 @@ impl Policy for Astraea {
         self.place(tenant);
     }
 
-    fn on_complete(&mut self, now: Nanos, tenant: usize, served: &HeadInfo, _: Nanos, _: &PolicyContext<'_>) {
+    fn on_complete(
+        &mut self,
+        now: Nanos,
+        tenant: usize,
+        served: &HeadInfo,
+        measured: Nanos,
+        _: &PolicyContext<'_>,
+    ) {
         self.roll(now);
         let t = &mut self.tenants[tenant];
         t.in_flight = t.in_flight.saturating_sub(1);
+        // Consumption was charged at the prediction; what the task really
+        // took beyond it is charged now (into the current period), and
+        // what it took less is given back.
+        let owed = Charge::Cost.correction(served, measured);
+        let over = (t.used + owed - t.used.max(t.budget)).max(0.0);
+        t.used = (t.used + owed).max(0.0);
+        self.pool = (self.pool - over).max(0.0);
+        if owed != 0.0 {
+            self.place(tenant);
+        }
+        let t = &mut self.tenants[tenant];
         if let Some(objective) = t.objective {
             if objective.violated(now.saturating_sub(served.arrival), served.task_cost) {
                 t.violated = true;

@@ -288,6 +288,9 @@ impl<W: TailWindows> Policy for Ipipe<W> {
         measured: Nanos,
         cx: &PolicyContext<'_>,
     ) {
+        // The DRR group charges what the task really took (its deficit);
+        // FCFS charges nothing.
+        self.group(tenant).on_complete(now, tenant, served, measured, cx);
         let in_drr = self.in_drr[tenant];
         let latency = now.saturating_sub(served.arrival);
         if self.windows.record(tenant, in_drr, latency, measured) < self.min_samples() {

@@ -50,17 +50,18 @@ pub const FAIRNESS_TICK: Duration = Duration::from_secs(1);
 pub const REJECT_REASONS: [&str; 5] = ["bad_entry", "channel_full", "over_quota", "no_engine", "other"];
 
 /// The `reason` of `isola_tasks_failed_total`: taken, but no output.
-pub const FAIL_REASONS: [&str; 5] = [
+pub const FAIL_REASONS: [&str; 6] = [
     "operator",
     "output_too_large",
     "panicked",
+    "over_budget",
     "cancelled",
     "abandoned",
 ];
 
 /// The index in [`FAIL_REASONS`] of the first reason that is a task given
 /// up (`cancelled`, `abandoned`) rather than an operator's failure.
-const FIRST_GIVEN_UP: usize = 3;
+const FIRST_GIVEN_UP: usize = 4;
 const _: () = assert!(matches!(FAIL_REASONS[FIRST_GIVEN_UP].as_bytes(), b"cancelled"));
 
 /// The `engine` label of tasks no engine could take (an unknown operator
@@ -90,9 +91,10 @@ fn classify(outcome: Outcome) -> Class {
         Outcome::Rejected(_) => Class::Rejected(4),
         Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE) => Class::Failed(1),
         Outcome::OperatorFailed(detail::PANICKED) => Class::Failed(2),
+        Outcome::OperatorFailed(detail::OVER_BUDGET) => Class::Failed(3),
         Outcome::OperatorFailed(_) | Outcome::Unknown(..) => Class::Failed(0),
-        Outcome::Cancelled => Class::Failed(3),
-        Outcome::Abandoned => Class::Failed(4),
+        Outcome::Cancelled => Class::Failed(4),
+        Outcome::Abandoned => Class::Failed(5),
     }
 }
 
@@ -180,6 +182,7 @@ struct Families {
     violations: Family<TaskLabels, Counter>,
     depth: Family<TaskLabels, Gauge>,
     busy: Family<TaskLabels, Seconds>,
+    predicted: Family<TaskLabels, Seconds>,
     fairness: Family<EngineLabels, Gauge<f64, AtomicU64>>,
     connections: Family<TenantLabels, Gauge>,
     packets: Family<PacketLabels, Counter>,
@@ -199,6 +202,7 @@ impl Families {
             violations: Family::default(),
             depth: Family::default(),
             busy: Family::default(),
+            predicted: Family::default(),
             fairness: Family::default(),
             connections: Family::default(),
             packets: Family::default(),
@@ -238,6 +242,11 @@ impl Families {
         r.register("tenant_connections", help[11], self.connections.clone());
         r.register("packets", help[12], self.packets.clone());
         r.register("packets_unmatched", help[13], self.unmatched.clone());
+        r.register(
+            "engine_predicted_seconds",
+            "Service time the tenant's completed tasks on the engine were predicted to take when dispatched (engine_busy_seconds over this: how far they ran over their predictions)",
+            self.predicted.clone(),
+        );
     }
 }
 
@@ -254,6 +263,7 @@ struct Series {
     violations: Counter,
     depth: Gauge,
     busy: Seconds,
+    predicted: Seconds,
 }
 
 impl Series {
@@ -289,6 +299,7 @@ impl Series {
                 violations: Counter::default(),
                 depth: Gauge::default(),
                 busy: Seconds::default(),
+                predicted: Seconds::default(),
             };
         }
         Series {
@@ -302,6 +313,7 @@ impl Series {
             violations: f.violations.get_or_create_owned(&te),
             depth: f.depth.get_or_create_owned(&te),
             busy: f.busy.get_or_create_owned(&te),
+            predicted: f.predicted.get_or_create_owned(&te),
         }
     }
 
@@ -350,6 +362,8 @@ pub struct Metrics {
     /// Busy seconds of every (tenant slot, real engine), one snapshot a
     /// tick, oldest first, for the fairness window.
     window: Mutex<VecDeque<Vec<f64>>>,
+    /// What the engines learned of their operators' costs.
+    costs: CostGauges,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -368,6 +382,8 @@ impl Metrics {
         let mut registry = Registry::with_prefix("isola");
         let families = Families::new();
         families.register(&mut registry);
+        let costs = CostGauges::default();
+        costs.register(&mut registry);
         registry.register(
             "daemon",
             "The daemon's version and configuration file",
@@ -400,6 +416,7 @@ impl Metrics {
                 })
                 .collect(),
             window: Mutex::new(VecDeque::new()),
+            costs,
             families,
             registry,
         };
@@ -491,6 +508,7 @@ impl Metrics {
         self.with_series(done.tenant.index(), Some(done.engine.index()), |s, info| {
             s.depth.dec();
             s.busy.inc_by(done.service_ns as f64 * 1e-9);
+            s.predicted.inc_by(done.predicted_ns as f64 * 1e-9);
             s.count(answer.outcome);
             if answer.outcome == Outcome::Ok {
                 s.output_bytes.inc_by(answer.output_len);
@@ -509,10 +527,37 @@ impl Metrics {
     /// Counts `service_ns` of engine time that a task `tenant`'s packets
     /// caused took on `engine` (a kernel, a reply, a kernel's DMA write):
     /// busy time, as [`Metrics::answered`] counts a socket task's.
-    pub(crate) fn served(&self, tenant: usize, engine: usize, service_ns: u64) {
+    pub(crate) fn served(&self, tenant: usize, engine: usize, service_ns: u64, predicted_ns: u64) {
         self.with_series(tenant, Some(engine), |s, _| {
             s.busy.inc_by(service_ns as f64 * 1e-9);
+            s.predicted.inc_by(predicted_ns as f64 * 1e-9);
         });
+    }
+
+    /// Reads the engines' cost fits from `source` for the gauges (once).
+    pub(crate) fn watch_costs(&self, source: isola_runtime::LearnedCosts) {
+        self.costs.watch(source);
+    }
+
+    /// `tenant`'s predicted and measured service per engine, ns (engines
+    /// it has not used left out).
+    pub(crate) fn engine_service(&self, tenant: usize) -> Vec<isola_wire::admin::EngineService> {
+        let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) else {
+            return Vec::new();
+        };
+        let Some(m) = cell.as_ref() else {
+            return Vec::new();
+        };
+        self.routes
+            .iter()
+            .zip(&m.series)
+            .filter(|(_, s)| s.busy.get() > 0.0 || s.predicted.get() > 0.0)
+            .map(|(r, s)| isola_wire::admin::EngineService {
+                engine: r.name.clone(),
+                predicted_ns: (s.predicted.get() * 1e9).round() as u64,
+                measured_ns: (s.busy.get() * 1e9).round() as u64,
+            })
+            .collect()
     }
 
     /// Slot `tenant`'s counters as `isola ctl list` shows them: the same
@@ -540,6 +585,7 @@ impl Metrics {
             f.cancelled += sum(given_up);
             f.bytes += s.input_bytes.get();
             f.busy_ns += (s.busy.get() * 1e9).round() as u64;
+            f.predicted_ns += (s.predicted.get() * 1e9).round() as u64;
         }
         let packets = |o: PacketOutcome| m.packets[o as usize].get();
         f.packets_received = packets(PacketOutcome::Received);
@@ -580,6 +626,8 @@ impl Metrics {
     /// weight. A tenant is active on an engine if it was served there in
     /// the window or has tasks there now; with none, the index is 1.
     pub(crate) fn tick_fairness(&self) {
+        let names: Vec<String> = self.routes.iter().map(|r| r.name.clone()).collect();
+        self.costs.update(&names);
         let engines = self.routes.len();
         // Per slot: its weight (`None`: vacant), and per engine its busy
         // seconds and whether it has tasks waiting.
@@ -679,119 +727,7 @@ fn to_prometheus_text(open: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
 
-    #[test]
-    fn every_outcome_has_one_reason() {
-        use Outcome::*;
-        let cases = [
-            (Ok, Class::Completed),
-            (BadEntry(3), Class::Rejected(0)),
-            (Rejected(detail::CHANNEL_FULL), Class::Rejected(1)),
-            (Rejected(detail::OVER_QUOTA), Class::Rejected(2)),
-            (Rejected(detail::NO_ENGINE), Class::Rejected(3)),
-            (Rejected(detail::OTHER), Class::Rejected(4)),
-            (OperatorFailed(detail::OPERATOR), Class::Failed(0)),
-            (OperatorFailed(detail::OUTPUT_TOO_LARGE), Class::Failed(1)),
-            (OperatorFailed(detail::PANICKED), Class::Failed(2)),
-            (Cancelled, Class::Failed(3)),
-            (Abandoned, Class::Failed(4)),
-        ];
-        for (outcome, class) in cases {
-            assert_eq!(classify(outcome), class, "{outcome:?}");
-        }
-    }
-
-    /// A completion of `service_ns` of `tenant`'s on engine 0.
-    fn done(tenant: u32, service_ns: u64) -> (TaskDone, Completion) {
-        let c = TaskDone {
-            task: 0,
-            tenant: isola_core::TenantId(tenant),
-            engine: isola_core::EngineId(0),
-            op: "crc32c".into(),
-            bytes: 1,
-            result: Ok(Vec::new()),
-            submitted_ns: 0,
-            started_ns: Some(0),
-            finished_ns: service_ns,
-            service_ns,
-            predicted_ns: service_ns,
-            subtasks: 1,
-            over_budget: false,
-            breakdown: Default::default(),
-        };
-        let answer = Completion {
-            tag: 0,
-            outcome: Outcome::Ok,
-            output_len: 0,
-            arrival_ns: 0,
-            dispatch_ns: 0,
-            completion_ns: service_ns,
-            predicted_ns: service_ns,
-            service_ns,
-        };
-        (c, answer)
-    }
-
-    #[test]
-    fn the_fairness_index_is_of_the_window_by_weight_among_active_tenants() {
-        let text = "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"e\"\n\
-                    [[tenant]]\nname = \"a\"\nweight = 2.0\nmemory_quota = \"1MiB\"\nusers = [0]\n\
-                    [[tenant]]\nname = \"b\"\nmemory_quota = \"1MiB\"\nusers = [0]\n";
-        let m = Metrics::new(&crate::DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap());
-        let serve = |tenant: usize, seconds: u64| {
-            m.accepted(tenant, Some(0), 1);
-            let (c, answer) = done(tenant as u32, seconds * 1_000_000_000);
-            m.answered(&c, &answer);
-        };
-        let jain = || m.fairness[0].get();
-        // Nobody active: fair.
-        m.tick_fairness();
-        assert_eq!(jain(), 1.0);
-        // Service in proportion to the weights (2:1): fair.
-        serve(0, 2);
-        serve(1, 1);
-        m.tick_fairness();
-        assert!((jain() - 1.0).abs() < 1e-12, "{}", jain());
-        // Equal service at weights 2:1: shares 1.5 and 3, index 0.9. The
-        // window holds both ticks' service: 3 s and 2 s, shares 4.5 and 6.
-        serve(0, 1);
-        serve(1, 1);
-        m.tick_fairness();
-        let (x, y) = (3.0 / (2.0 / 3.0), 2.0 / (1.0 / 3.0));
-        let want = (x + y) * (x + y) / (2.0 * (x * x + y * y));
-        assert!((jain() - want).abs() < 1e-12, "{} {want}", jain());
-        // A tenant that waits unserved counts, at zero: the least fair.
-        // Once b's service has slid out of the window, a served every
-        // tick and b waiting are two tenants, one at zero.
-        let ticks = FAIRNESS_WINDOW.as_secs() / FAIRNESS_TICK.as_secs();
-        m.accepted(1, Some(0), 1);
-        for _ in 0..=ticks {
-            serve(0, 1);
-            m.tick_fairness();
-        }
-        assert!((jain() - 0.5).abs() < 1e-12, "{}", jain());
-        // a's service slides out too: b alone is active.
-        for _ in 0..=ticks {
-            m.tick_fairness();
-        }
-        assert_eq!(jain(), 1.0);
-        let mut depth = 0;
-        m.with_series(1, Some(0), |s, _| depth = s.depth.get());
-        assert_eq!(depth, 1);
-    }
-
-    #[test]
-    fn the_text_format_renames_counter_and_info_descriptors() {
-        let open = "# HELP isola_x Xs.\n# TYPE isola_x counter\nisola_x_total{tenant=\"a\"} 3\n\
-                    # HELP isola_d Its version.\n# TYPE isola_d info\nisola_d_info{version=\"1\"} 1\n\
-                    # HELP isola_g A gauge.\n# TYPE isola_g gauge\n# UNIT isola_g seconds\nisola_g 0.5\n# EOF\n";
-        assert_eq!(
-            to_prometheus_text(open),
-            "# HELP isola_x_total Xs.\n# TYPE isola_x_total counter\nisola_x_total{tenant=\"a\"} 3\n\
-             # HELP isola_d_info Its version.\n# TYPE isola_d_info gauge\nisola_d_info{version=\"1\"} 1\n\
-             # HELP isola_g A gauge.\n# TYPE isola_g gauge\nisola_g 0.5\n"
-        );
-    }
-}
+mod costs;
+pub(crate) use costs::CostGauges;
