@@ -23,6 +23,10 @@ use crate::units::{round_ns, Bytes, Nanos};
 use serde::Serialize;
 use std::collections::HashMap;
 
+/// The least spread of sizes (standard deviation over mean) from which a
+/// fit separates a fixed part from a part per byte (see `OpFit::solve`).
+pub const MIN_SPREAD: f64 = 0.5;
+
 /// How an engine learns its operators' costs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostLearning {
@@ -101,24 +105,29 @@ impl OpFit {
         );
     }
 
-    /// Weighted least squares of y on x, kept non-negative: a negative
-    /// slope falls back to the mean, a negative intercept to a line
-    /// through the origin; sizes all (nearly) equal give a line through
-    /// the origin, which is exact at that size and scales with it.
+    /// Weighted least squares of y on x, kept non-negative and kept
+    /// proportional where the data cannot say more: sizes that vary by
+    /// less than [`MIN_SPREAD`] of their mean (a split task's equal
+    /// pieces) cannot tell a fixed part from a part per byte, and a slope
+    /// fitted to them is noise (measured: a negative slope, then a
+    /// constant model that let the next task go whole); those, a negative
+    /// slope and a negative intercept all give the line through the origin
+    /// through the mean (`sum y / sum x`), exact at the sizes seen and
+    /// scaling with size. Only inputs all of 0 bytes give a constant.
     fn solve(&self) -> (f64, f64) {
-        let var = self.n * self.sxx - self.sx * self.sx;
         if self.sx <= 0.0 {
             return (self.sy / self.n, 0.0);
         }
-        if var <= 1e-9 * self.n * self.sxx {
-            return (0.0, self.sy / self.sx);
+        let proportional = (0.0, self.sy / self.sx);
+        let var = self.n * self.sxx - self.sx * self.sx;
+        // sd(x) / mean(x) = sqrt(n sxx - sx^2) / sx.
+        if var <= 0.0 || var.sqrt() < MIN_SPREAD * self.sx {
+            return proportional;
         }
         let slope = (self.n * self.sxy - self.sx * self.sy) / var;
         let base = (self.sy - slope * self.sx) / self.n;
-        if slope < 0.0 {
-            (self.sy / self.n, 0.0)
-        } else if base < 0.0 {
-            (0.0, self.sxy / self.sxx)
+        if slope <= 0.0 || base < 0.0 {
+            proportional
         } else {
             (base, slope)
         }
@@ -195,14 +204,18 @@ impl LearnedCosts {
     }
 
     /// The most bytes of `op` predicted to take at most `ns` by the fit,
-    /// once it has enough samples (`None` also when any size fits: no
-    /// cost per byte).
+    /// once it has enough samples (`Bytes::MAX` when any size fits: no
+    /// cost per byte and a fixed part within `ns`).
     pub fn bytes_within(&self, op: &OpSpec, ns: Nanos) -> Option<Bytes> {
         let fit = self.fits.get(op)?;
-        if fit.samples < u64::from(self.config.min_samples) || fit.per_byte <= 0.0 {
+        if fit.samples < u64::from(self.config.min_samples) {
             return None;
         }
-        Some(((ns as f64 - fit.base).max(0.0) / fit.per_byte) as Bytes)
+        let room = (ns as f64 - fit.base).max(0.0);
+        if fit.per_byte <= 0.0 {
+            return Some(if room > 0.0 { Bytes::MAX } else { 0 });
+        }
+        Some((room / fit.per_byte) as Bytes)
     }
 
     /// Every operator learned, sorted by name.
@@ -296,7 +309,34 @@ mod tests {
             l.record(&c, bytes, 1, 700);
         }
         assert_eq!(l.predict(&c, 0), Some(700));
-        assert_eq!(l.bytes_within(&c, 10), None, "no cost per byte: any size fits");
+        assert_eq!(
+            l.bytes_within(&c, 10),
+            Some(0),
+            "its fixed part alone is over 10 ns"
+        );
+        assert_eq!(
+            l.bytes_within(&c, 1000),
+            Some(Bytes::MAX),
+            "no cost per byte: any size fits"
+        );
+    }
+
+    /// Equal pieces with noisy times (a split task's): the fit stays
+    /// proportional, never a constant that would call any size cheap.
+    #[test]
+    fn equal_pieces_give_a_proportional_fit() {
+        let mut l = LearnedCosts::new(CostLearning::default());
+        let a = op("deflate", "9");
+        for i in 0..200u64 {
+            let bytes = if i % 50 == 49 { 1500 } else { 2048 };
+            let noise = [0.8, 1.3, 0.9, 1.1][(i % 4) as usize];
+            l.record(&a, bytes, 1, (60_000.0 * noise) as u64);
+        }
+        let r = &l.report()[0];
+        assert_eq!(r.base_ns, 0.0, "{r:?}");
+        assert!(r.per_byte_ns > 20.0 && r.per_byte_ns < 40.0, "{r:?}");
+        let big = l.predict(&a, 16 << 20).unwrap();
+        assert!(big > 300_000_000, "16 MiB predicted at {big} ns");
     }
 
     #[test]

@@ -139,10 +139,11 @@ pub struct SplitRule {
     pub time: Option<crate::Nanos>,
 }
 
-/// The smallest subtask a [`SplitRule::time`] cap makes (4 KiB): below it
+/// The smallest subtask a [`SplitRule::time`] cap makes (2 KiB): below it
 /// the per-dispatch overhead (a hand-off and a completion on the
-/// dispatcher, a few microseconds) outweighs the work.
-pub const MIN_TIMED_SUBTASK_BYTES: u64 = 4096;
+/// dispatcher, a few microseconds) outweighs the work of all but the
+/// slowest operators (2 KiB of level-9 deflate takes about 35 us here).
+pub const MIN_TIMED_SUBTASK_BYTES: u64 = 2048;
 
 impl SplitRule {
     /// Split every task larger than `bytes`.
@@ -180,7 +181,9 @@ pub enum SplitWhen {
     /// Every task larger than the subtask size.
     Always,
     /// Only while another tenant is active on the engine: it has work
-    /// queued or in service there, or submitted some within `window` ns. A
+    /// queued or in service there, or submitted some or had some complete
+    /// within `window` ns (a tenant whose task just ended, blocked until
+    /// then, submits again at once). A
     /// tenant alone runs its tasks whole, so isolation costs it nothing
     /// (ASTRAEA skips splitting for a single application).
     Contended {

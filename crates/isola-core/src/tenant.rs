@@ -84,9 +84,10 @@ pub struct Slo {
     /// measured service exceeds it is reported as over budget.
     pub service_budget: Option<Nanos>,
     /// What a driver does with a task that reaches `service_budget`: flag
-    /// it when it ends, or stop it there.
+    /// it when it ends, or stop it there; `None`: the engine kind's
+    /// default ([`BudgetAction::default_for`]).
     #[serde(default)]
-    pub budget_action: BudgetAction,
+    pub budget_action: Option<BudgetAction>,
     /// Maximum number of queued tasks per engine channel; more are rejected.
     pub queue_cap: usize,
     /// On-device memory quota in bytes, if any.
@@ -98,8 +99,7 @@ pub struct Slo {
 #[serde(rename_all = "snake_case")]
 pub enum BudgetAction {
     /// It runs to its end and is reported over budget (an `OverBudget`
-    /// event; the simulator's processing units abort it, as OSMOSIS'
-    /// watchdog does).
+    /// event live; aborted in a run's results).
     #[default]
     Flag,
     /// It is stopped at the budget (within one chunk of its operator's
@@ -108,6 +108,17 @@ pub enum BudgetAction {
 }
 
 impl BudgetAction {
+    /// What a budget does on an engine of `kind` when the tenant does not
+    /// say: processing units stop the task (OSMOSIS' watchdog kills a
+    /// kernel at its cycle limit, and a WebAssembly kernel runs out of
+    /// fuel), other engines flag it.
+    pub fn default_for(kind: crate::EngineKind) -> BudgetAction {
+        match kind {
+            crate::EngineKind::ProcessingUnits => BudgetAction::Stop,
+            _ => BudgetAction::Flag,
+        }
+    }
+
     /// The action a configuration names (`flag`, `stop`); `None` otherwise.
     pub fn from_name(name: &str) -> Option<BudgetAction> {
         match name {
@@ -150,7 +161,7 @@ impl Default for Slo {
             limit: None,
             latency: None,
             service_budget: None,
-            budget_action: BudgetAction::Flag,
+            budget_action: None,
             queue_cap: DEFAULT_QUEUE_CAP,
             memory_quota: None,
         }
@@ -309,7 +320,7 @@ impl SloOverride {
             slo.service_budget = Some(b);
         }
         if let Some(a) = self.budget_action {
-            slo.budget_action = a;
+            slo.budget_action = Some(a);
         }
     }
 }

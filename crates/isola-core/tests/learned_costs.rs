@@ -72,27 +72,27 @@ fn predictions_follow_measured_service_per_operator() {
     // Small tasks first (under the split size): the configured guess, then the fit.
     let first = serve(&mut s, &slow, 2_000);
     assert_eq!(first, vec![(2_000, 2_000)], "the guess: 1 us + 0.5 ns x 2000");
-    for bytes in [1_000, 3_000, 4_000] {
+    for bytes in [1_000, 30_000, 300_000] {
         serve(&mut s, &slow, bytes);
         serve(&mut s, &fast, bytes);
     }
+    // From what the tasks took (within 10%: a split task's equal pieces
+    // make the fit proportional, `cost_fit::MIN_SPREAD`), not the guess.
+    let near =
+        |got: &[(u64, u64)], want: u64| got.len() == 1 && (got[0].1 as f64 / want as f64 - 1.0).abs() < 0.1;
     let learned = serve(&mut s, &slow, 2_500);
-    assert_eq!(
-        learned,
-        vec![(2_500, truth(&slow, 2_500))],
-        "level 9 predicted from what it took"
-    );
+    assert!(near(&learned, truth(&slow, 2_500)), "level 9: {learned:?}");
     let learned = serve(&mut s, &fast, 2_500);
-    assert_eq!(
-        learned,
-        vec![(2_500, truth(&fast, 2_500))],
-        "level 1 apart from level 9"
+    assert!(
+        near(&learned, truth(&fast, 2_500)),
+        "level 1 apart from level 9: {learned:?}"
     );
-    // A 1 MiB level-9 task is cut at what fits in 200 us: (200000 - 5000) / 30 = 6500 bytes.
+    // A 1 MiB level-9 task is cut at what fits in 200 us: about
+    // (200000 - 5000) / 30 = 6500 bytes (6100-6500 as the fit stands).
     let pieces = serve(&mut s, &slow, 1 << 20);
     assert!(pieces.len() > 100, "{} pieces", pieces.len());
     for &(bytes, predicted) in &pieces[..pieces.len() - 1] {
-        assert!((6_000..=6_500).contains(&bytes), "{bytes}-byte subtask");
+        assert!((6_000..=6_600).contains(&bytes), "{bytes}-byte subtask");
         assert!(predicted <= 200_000, "predicted {predicted}");
     }
     // The same task at level 1 fits 100 KB in 200 us: fewer, larger pieces.
@@ -101,11 +101,13 @@ fn predictions_follow_measured_service_per_operator() {
     let report = s.learned_costs(e);
     assert_eq!(report.len(), 2);
     let nine = report.iter().find(|r| r.op == "deflate(level=9)").unwrap();
-    assert!((nine.per_byte_ns - 30.0).abs() < 0.01 && nine.in_use, "{nine:?}");
-    assert!(nine.error < 0.5, "recent predictions are learned ones: {nine:?}");
+    // Its pieces are all alike: proportional, 30 ns a byte plus the
+    // fixed part spread over a piece.
+    assert!((nine.per_byte_ns - 30.8).abs() < 0.5 && nine.in_use, "{nine:?}");
+    assert!(nine.error < 0.05, "recent predictions are learned ones: {nine:?}");
 }
 
-/// A time cap never cuts below 4 KiB, however slow the operator.
+/// A time cap never cuts below 2 KiB, however slow the operator.
 #[test]
 fn a_time_cap_keeps_subtasks_at_least_a_page() {
     let mut b = SchedulerBuilder::new();

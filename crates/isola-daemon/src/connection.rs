@@ -72,6 +72,9 @@ pub(crate) struct Conn {
     eq: Mutex<Producer>,
     /// Accepted tasks not yet answered, by runtime task id.
     pending: Mutex<HashMap<u64, Pending>>,
+    /// Entries taken and handed to the ingest thread, not yet submitted
+    /// (`crate::ingest`): the completion ring must have room for them too.
+    ingesting: std::sync::atomic::AtomicU32,
     /// Signalled when `pending` empties.
     all_answered: std::sync::Condvar,
     /// Where answers are counted.
@@ -114,7 +117,8 @@ impl Conn {
     /// Whether its completion ring has room for the answer to one more
     /// task (tasks in flight plus answers unread stay under its size).
     pub(crate) fn has_room(&self) -> Result<bool, isola_wire::RingError> {
-        let in_flight = self.pending.lock().map_or(0, |p| p.len()) as u32;
+        let in_flight =
+            self.pending.lock().map_or(0, |p| p.len()) as u32 + self.ingesting.load(Ordering::Acquire);
         let unread = self
             .cq
             .lock()
@@ -182,6 +186,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         cq: Mutex::new(Producer::new(layout.cq)),
         eq: Mutex::new(Producer::new(layout.eq)),
         pending: Mutex::new(HashMap::new()),
+        ingesting: std::sync::atomic::AtomicU32::new(0),
         all_answered: std::sync::Condvar::new(),
         metrics: Arc::clone(&shared.metrics),
         shared: Arc::clone(&shared),
@@ -373,8 +378,8 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, TenantConfig, Reg
 /// handed to the runtime, or answered at once with why not. Returns how
 /// many it took; an error is a ring the tenant corrupted.
 pub(crate) fn take_submissions(
-    shared: &Shared,
-    conn: &Conn,
+    shared: &Arc<Shared>,
+    conn: &Arc<Conn>,
     handle: &isola_runtime::TenantHandle,
     sq: &mut Consumer,
     done: &isola_runtime::OnCompletion,
@@ -425,46 +430,117 @@ pub(crate) fn take_submissions(
                 continue;
             }
         };
-        let Ok(input) = conn
-            .region
-            .read_arena(checked.input.start as u64, checked.input.len() as u64)
-        else {
-            conn.answer(refuse(Outcome::BadEntry(0)));
+        let op = Arc::clone(&operators[checked.handle as usize].1);
+        let entry = Entry {
+            checked,
+            op,
+            arrival_ns: now,
+            tenant,
+            engine,
+        };
+        if entry.checked.input.len() >= crate::ingest::ASIDE_BYTES {
+            // A large copy goes to the ingest thread (`crate::ingest`).
+            conn.ingesting.fetch_add(1, Ordering::AcqRel);
+            let (s, c, h, d) = (
+                Arc::clone(shared),
+                Arc::clone(conn),
+                handle.clone(),
+                Arc::clone(done),
+            );
+            let job: crate::ingest::Job = Box::new(move || {
+                submit_entry(&s, &c, &h, &d, entry);
+                c.ingesting.fetch_sub(1, Ordering::AcqRel);
+            });
+            if let Err(job) = shared.ingest.hand_over(job) {
+                job();
+            }
             continue;
-        };
-        let (_, op) = &operators[checked.handle as usize];
-        // Held across the submission, so that its completion, which may
-        // come at once, finds its entry.
-        let Ok(mut pending) = conn.pending.lock() else {
-            return Ok(taken);
-        };
-        // Once the connection closed (checked under this lock, which its
-        // thread takes after closing it), nothing more is submitted.
-        if conn.closed.load(Ordering::Acquire) {
-            drop(pending);
-            conn.answer(refuse(Outcome::Cancelled));
-            return Ok(taken);
         }
-        match handle.submit_operator_calling(Arc::clone(op), input, Arc::clone(done)) {
-            Ok(id) => {
-                shared
-                    .metrics
-                    .accepted(tenant, engine, checked.input.len() as u64);
-                pending.insert(
-                    id,
-                    Pending {
-                        tag: checked.tag,
-                        output: checked.output,
-                        arrival_ns: now,
-                    },
-                );
-            }
-            Err(e) => {
-                drop(pending);
-                conn.answer(refuse(submit_outcome(&e)));
-            }
+        if !submit_entry(shared, conn, handle, done, entry) {
+            return Ok(taken);
         }
     }
+}
+
+/// A checked entry, ready to be copied in and submitted.
+struct Entry {
+    checked: isola_wire::CheckedSubmission,
+    op: Arc<dyn isola_ops::Operator>,
+    arrival_ns: u64,
+    /// Its tenant slot and engine, for the metrics.
+    tenant: usize,
+    engine: Option<usize>,
+}
+
+/// Copies `entry`'s input out of the arena and hands the task to the
+/// runtime, or answers it at once with why not. `false` once the
+/// connection has closed (nothing more is taken).
+fn submit_entry(
+    shared: &Shared,
+    conn: &Conn,
+    handle: &isola_runtime::TenantHandle,
+    done: &isola_runtime::OnCompletion,
+    entry: Entry,
+) -> bool {
+    let Entry {
+        checked,
+        op,
+        arrival_ns,
+        tenant,
+        engine,
+    } = entry;
+    let refuse = |outcome: Outcome| {
+        shared.metrics.refused(tenant, engine, outcome);
+        Completion {
+            tag: checked.tag,
+            outcome,
+            output_len: 0,
+            arrival_ns,
+            dispatch_ns: 0,
+            completion_ns: arrival_ns,
+            predicted_ns: 0,
+            service_ns: 0,
+        }
+    };
+    let Ok(input) = conn
+        .region
+        .read_arena(checked.input.start as u64, checked.input.len() as u64)
+    else {
+        conn.answer(refuse(Outcome::BadEntry(0)));
+        return true;
+    };
+    // Held across the submission, so that its completion, which may
+    // come at once, finds its entry.
+    let Ok(mut pending) = conn.pending.lock() else {
+        return false;
+    };
+    // Once the connection closed (checked under this lock, which its
+    // thread takes after closing it), nothing more is submitted.
+    if conn.closed.load(Ordering::Acquire) {
+        drop(pending);
+        conn.answer(refuse(Outcome::Cancelled));
+        return false;
+    }
+    match handle.submit_operator_calling(op, input, Arc::clone(done)) {
+        Ok(id) => {
+            shared
+                .metrics
+                .accepted(tenant, engine, checked.input.len() as u64);
+            pending.insert(
+                id,
+                Pending {
+                    tag: checked.tag,
+                    output: checked.output,
+                    arrival_ns,
+                },
+            );
+        }
+        Err(e) => {
+            drop(pending);
+            conn.answer(refuse(submit_outcome(&e)));
+        }
+    }
+    true
 }
 
 /// The outcome code of a refused submission.

@@ -26,6 +26,7 @@ mod connection;
 mod egress;
 mod host_write;
 mod http;
+mod ingest;
 mod ingress;
 pub mod io_flow;
 pub mod kernel;
@@ -76,6 +77,14 @@ pub enum DaemonError {
         /// What failed.
         source: std::io::Error,
     },
+    /// A thread of the daemon's own could not be started.
+    #[error("starting the thread {name}: {source}")]
+    Thread {
+        /// Its name.
+        name: &'static str,
+        /// What failed.
+        source: std::io::Error,
+    },
 }
 
 /// What every connection of a daemon shares.
@@ -100,6 +109,8 @@ pub(crate) struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// What is counted for Prometheus.
     pub(crate) metrics: Arc<metrics::Metrics>,
+    /// Where large inputs are copied in and submitted (`ingest`).
+    pub(crate) ingest: ingest::Ingest,
     /// Each tenant's host window: where its packet kernels' DMA writes land.
     pub(crate) host_windows: Arc<host_write::HostWindows>,
     /// The log of aborted packets, rate-limited per tenant.
@@ -293,6 +304,10 @@ impl Daemon {
             live: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             metrics,
+            ingest: ingest::Ingest::start().map_err(|source| DaemonError::Thread {
+                name: "isolad-ingest",
+                source,
+            })?,
             config,
             runtime,
             host_windows,

@@ -421,7 +421,10 @@ fn slo_status(c: &TenantConfig) -> SloStatus {
         limit: c.slo.limit.map(|r| r.rate.to_string()),
         latency,
         budget_ns: c.slo.service_budget,
-        budget_action: c.slo.budget_action.to_string(),
+        budget_action: c
+            .slo
+            .budget_action
+            .map_or_else(|| "default".to_string(), |a| a.to_string()),
         queue_cap: c.slo.queue_cap as u64,
         memory_quota: c.memory_quota,
         per_engine: c.overrides.iter().map(|(on, _)| on.to_string()).collect(),

@@ -256,7 +256,7 @@ fn run_policy_live_inner(
             }
             // Transfers are cut into the run's fragments, as simulated.
             config.split_bytes = run.split;
-            config = config.with_split_when(e.split_when);
+            config = config.with_split_when(e.split_when).with_split_time(e.split_time);
             b.engine(config);
             continue;
         }
@@ -282,7 +282,9 @@ fn run_policy_live_inner(
         let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
             .with_queue_depth(e.queue_depth.saturating_sub(e.slots) as usize)
             .with_kind(e.kind)
-            .with_split_when(e.split_when);
+            .with_split_when(e.split_when)
+            .with_split_time(e.split_time)
+            .with_learning(e.learn.then(isola_core::CostLearning::default));
         if e.kind == EngineKind::Accelerator {
             config.split_bytes = run.split;
         }

@@ -58,6 +58,13 @@ impl Codec {
         !matches!(self, Codec::Deflate | Codec::Huffman)
     }
 
+    /// Whether a task's input can be compressed in pieces whose outputs,
+    /// concatenated, decode to the input: every concatenable codec, and
+    /// raw deflate cut as pigz cuts it ([`deflate_piece`]).
+    pub fn splittable(self) -> bool {
+        self.concatenable() || self == Codec::Deflate
+    }
+
     /// The compression levels it takes, if any (the default is the
     /// `level` parameter's, in the registry).
     pub fn levels(self) -> Option<std::ops::RangeInclusive<u64>> {
@@ -255,6 +262,43 @@ impl Step {
         match self {
             Step::Stopped(e) => e,
             Step::Io(e) => io(e),
+        }
+    }
+}
+
+/// One piece of a raw deflate stream compressed in pieces, as pigz
+/// compresses in parallel: each piece with a dictionary of its own, every
+/// piece but the last ending in a sync flush (its blocks not final, the
+/// stream byte-aligned), the last ending in the final block. The pieces
+/// concatenated are one valid RFC 1951 stream (no back-reference crosses a
+/// piece's start); it is a little larger than one pass's, by what the
+/// dictionaries would have matched across the cuts.
+fn deflate_piece(input: &[u8], level: u32, last: bool) -> std::io::Result<Vec<u8>> {
+    use flate2::{FlushCompress, Status};
+    let mut c = flate2::Compress::new(flate2::Compression::new(level), false);
+    let flush = if last {
+        FlushCompress::Finish
+    } else {
+        FlushCompress::Sync
+    };
+    let mut out = Vec::with_capacity(input.len() / 2 + 64);
+    loop {
+        if out.capacity() - out.len() < 64 {
+            out.reserve(out.capacity().max(4096));
+        }
+        let consumed = c.total_in() as usize;
+        let status = c
+            .compress_vec(&input[consumed..], &mut out, flush)
+            .map_err(std::io::Error::other)?;
+        let all_in = c.total_in() as usize == input.len();
+        // zlib's rule: a flush is complete once a call leaves output room.
+        let done = if last {
+            status == Status::StreamEnd
+        } else {
+            all_in && out.len() < out.capacity()
+        };
+        if done {
+            return Ok(out);
         }
     }
 }
@@ -510,7 +554,7 @@ impl Operator for Compress {
     }
 
     fn splitter(&self) -> Option<&dyn Splitter> {
-        self.codec.concatenable().then_some(self as &dyn Splitter)
+        self.codec.splittable().then_some(self as &dyn Splitter)
     }
 
     /// The codec's streaming encoder, fed chunk by chunk (see
@@ -535,7 +579,17 @@ impl Splitter for Compress {
     }
 
     fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
-        Ok(Box::new(self.compress(part_slice(part, input), &NeverStop)?))
+        let piece = part_slice(part, input);
+        if self.codec == Codec::Deflate {
+            let last = part.index + 1 == part.count;
+            return deflate_piece(piece, self.level, last)
+                .map(|out| Box::new(out) as Carry)
+                .map_err(|e| OpError::Input {
+                    op: self.name,
+                    reason: e.to_string(),
+                });
+        }
+        Ok(Box::new(self.compress(piece, &NeverStop)?))
     }
 
     fn reassemble(&self, _input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {

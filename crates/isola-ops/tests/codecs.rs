@@ -170,3 +170,40 @@ fn huffman_only_is_raw_deflate_without_matches() {
     );
     assert!(deflate_len < 200, "deflate {deflate_len}");
 }
+
+/// Raw deflate split as pigz splits it (each piece a dictionary of its
+/// own, sync-flushed, the last one final): the stock zlib (Python's
+/// `zlib`, windowBits -15) inflates the concatenated pieces to the input,
+/// for pieces of every size, level 1 to 9, and a piece that is empty.
+#[test]
+fn split_raw_deflate_is_one_stream_the_stock_zlib_inflates() {
+    let inflate = |packed: &[u8]| {
+        tool_stdout(
+            "python3",
+            &[
+                "-c",
+                "import sys, zlib; d = zlib.decompressobj(-15); out = d.decompress(sys.stdin.buffer.read()); assert d.eof, 'no final block'; sys.stdout.buffer.write(out)",
+            ],
+            packed,
+        )
+    };
+    for level in ["1", "6", "9"] {
+        let params = BTreeMap::from([("level".to_string(), level.to_string())]);
+        let enc = build_operator("deflate", &params).unwrap();
+        assert!(enc.splitter().is_some(), "raw deflate splits");
+        for n in [0, 1, 5_000, 300_000] {
+            let data = sample(n);
+            for chunk in [1, 4096, 65_537] {
+                if n / chunk > 10_000 {
+                    continue;
+                }
+                let split = run_split(enc.as_ref(), &data, chunk).unwrap();
+                assert_eq!(
+                    inflate(&split),
+                    data,
+                    "level {level}, {n} bytes in pieces of {chunk}"
+                );
+            }
+        }
+    }
+}

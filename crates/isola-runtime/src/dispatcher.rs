@@ -19,6 +19,8 @@
 
 mod control;
 mod costs;
+mod delivery;
+pub(crate) use delivery::{run_delivery, Delivery};
 mod dispatch;
 mod shutdown;
 mod stages;
@@ -212,6 +214,9 @@ pub(crate) struct Dispatcher {
     learns: bool,
     /// When the learned costs were last published.
     costs_published: Nanos,
+    /// Where split tasks' last stages go to be delivered (`delivery.rs`);
+    /// dropped with the dispatcher, which ends the delivery thread.
+    delivery: Option<crossbeam_channel::Sender<Delivery>>,
     /// When shutdown gives up on what still runs.
     shutdown_deadline: Option<Instant>,
     /// How long shutdown lets running work finish.
@@ -239,6 +244,7 @@ impl Dispatcher {
         rx: crossbeam_channel::Receiver<Msg>,
         scheduler: Scheduler,
         queues: Vec<crossbeam_channel::Sender<WorkItem>>,
+        delivery: Option<crossbeam_channel::Sender<Delivery>>,
     ) -> Self {
         Dispatcher {
             rx,
@@ -252,6 +258,7 @@ impl Dispatcher {
             failed: vec![None; shared.engines.len()],
             learns: shared.engines.iter().any(|e| e.learn.is_some()),
             costs_published: 0,
+            delivery,
             shutdown_deadline: None,
             shutdown_grace: Duration::ZERO,
             pollers: Vec::new(),
@@ -623,11 +630,15 @@ impl Dispatcher {
             // A whole task its worker completed itself.
             return;
         }
-        let result = match (task.error.take(), task.output.take()) {
-            (Some(e), _) => Err(e),
-            (None, Some(out)) => Ok(out),
-            (None, None) => reassemble(&mut task),
-        };
+        // The last stage of a split task: its output is built and handed
+        // over on the delivery thread (`delivery.rs`).
+        if task.rest.is_empty() && task.subtasks > 1 && task.error.is_none() {
+            match self.deliver_elsewhere(task) {
+                None => return,
+                Some(back) => task = back,
+            }
+        }
+        let result = delivery::take_result(&mut task);
         match result {
             Ok(out) if !task.rest.is_empty() => self.next_stage(task, out),
             result => self.finish(task, result),
@@ -636,15 +647,10 @@ impl Dispatcher {
 
     /// Sends a task's one completion and counts it.
     fn finish(&mut self, task: TaskInFlight, result: Result<Vec<u8>, TaskError>) {
-        let completion = task.completion(result, self.now());
         let budget = self
             .scheduler
             .service_budget(EngineId(task.engine as u32), task.tenant);
-        let completion = Completion {
-            over_budget: budget.is_some_and(|b| task.service_ns > b),
-            ..completion
-        };
-        self.shared.complete(completion, &task.reply);
+        delivery::complete(&self.shared, task, result, self.now(), budget);
     }
 }
 

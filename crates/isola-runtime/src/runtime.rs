@@ -146,6 +146,8 @@ impl Shared {
 pub struct Runtime {
     shared: Arc<Shared>,
     dispatcher: Option<JoinHandle<()>>,
+    /// The thread that delivers split tasks (`dispatcher/delivery.rs`).
+    delivery: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -237,7 +239,17 @@ impl Runtime {
                 threads.push(me);
             }
         }
-        let dispatcher = Dispatcher::new(Arc::clone(&shared), rx, scheduler, queues);
+        let (delivery_tx, delivery_rx) = crossbeam_channel::unbounded();
+        let delivery = {
+            let shared = Arc::clone(&shared);
+            let (handle, me) = crate::threads::spawn("isola-delivery".into(), None, b.realtime, move || {
+                crate::dispatcher::run_delivery(shared, delivery_rx)
+            })
+            .map_err(spawn_error)?;
+            threads.push(me);
+            handle
+        };
+        let dispatcher = Dispatcher::new(Arc::clone(&shared), rx, scheduler, queues, Some(delivery_tx));
         let (dispatcher, me) = crate::threads::spawn(
             "isola-dispatcher".into(),
             cores.first().copied(),
@@ -252,6 +264,7 @@ impl Runtime {
         Ok(Runtime {
             shared,
             dispatcher: Some(dispatcher),
+            delivery: Some(delivery),
             workers,
         })
     }
@@ -391,6 +404,11 @@ impl Runtime {
             let _ = ack_rx.recv();
         }
         if let Some(d) = self.dispatcher.take() {
+            let _ = d.join();
+        }
+        // The dispatcher is gone, and its end of the delivery channel with
+        // it: what was handed over is delivered, then the thread ends.
+        if let Some(d) = self.delivery.take() {
             let _ = d.join();
         }
         // Idle workers stop as soon as the dispatcher closed their queues;

@@ -201,13 +201,17 @@ pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_co
         .map(|bytes| SplitRule {
             bytes,
             when: e.split_when,
-            time: None,
+            time: e.split_time,
         });
         let cost = Arc::new(EngineCost {
             device: e.device.clone(),
             default,
         });
-        b.engine(EngineSpec::new(e.name.clone(), e.kind, e.core_slots(), cost).with_split_rule(split));
+        b.engine(
+            EngineSpec::new(e.name.clone(), e.kind, e.core_slots(), cost)
+                .with_split_rule(split)
+                .with_learning(e.learn.then(isola_core::CostLearning::default)),
+        );
     }
     scenario.configure_core(policy, &mut b);
     Ok(b.build()?)
@@ -493,12 +497,21 @@ impl<'a> Sim<'a> {
             let t = request.tenant;
             let w = &self.scenario.tenants[t].workload;
             let bytes = d.subtask.map_or(d.task.bytes, |f| f.bytes);
-            let service = self.tenants[t].stages[request.stage].sample(bytes, request.unit_exp, w.direction);
+            let mut service =
+                self.tenants[t].stages[request.stage].sample(bytes, request.unit_exp, w.direction);
+            if w.measured_over_predicted != 1.0 {
+                service = crate::round_ns(service as f64 * w.measured_over_predicted);
+            }
+            let (engine, tenant) = (EngineId(e as u32), TenantId(t as u32));
+            // The device stops a task at its budget only where the tenant
+            // says `stop` (OSMOSIS' watchdog); `flag` runs it to its end,
+            // and the completion is reported over budget.
+            let stops = self.sched.budget_action(engine, tenant) == isola_core::BudgetAction::Stop;
             let work = DeviceWork {
                 dispatch: d.id,
                 bytes,
                 service,
-                budget: self.sched.service_budget(EngineId(e as u32), TenantId(t as u32)),
+                budget: self.sched.service_budget(engine, tenant).filter(|_| stops),
                 direction: w.direction,
                 queue: t as u32,
                 flow_hash: request.flow_hash,
@@ -584,7 +597,7 @@ impl<'a> Sim<'a> {
             service: f.service,
         });
         let request = &mut self.requests[key];
-        if f.aborted {
+        if f.aborted || c.over_budget {
             // OSMOSIS' watchdog: the kernel is killed and the request fails. Its
             // other fragments, if any, still drain.
             if c.task_done || c.subtask.is_none() {

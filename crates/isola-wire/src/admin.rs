@@ -161,7 +161,8 @@ pub struct SloStatus {
     pub latency: Option<String>,
     /// Its per-task service budget, ns, if any.
     pub budget_ns: Option<u64>,
-    /// What happens at that budget: `flag` or `stop`.
+    /// What happens at that budget: `flag`, `stop`, or `default` (the
+    /// engine kind's: `stop` on processing units, `flag` elsewhere).
     #[serde(default)]
     pub budget_action: String,
     /// Tasks its channel holds per engine.

@@ -7,8 +7,14 @@
 //! tenant with the smallest effective virtual time `E = A - warp` goes next
 //! (ties: the older head); latency-sensitive tenants get the `warp`, which lets
 //! them borrow ahead of their share. A tenant that becomes ready after idling
-//! is brought up to the scheduler virtual time `SVT` (the smallest `A` among
-//! ready tenants), `A = max(A, SVT)`, so idling earns no credit.
+//! is brought up to the scheduler virtual time `SVT`, `A = max(A, SVT)`, so
+//! idling earns no credit. `SVT` is the smallest `A` among ready tenants as
+//! it stood at the last dispatch, before that dispatch was charged: the
+//! paper's running thread advances its `A` as it runs, so a thread that
+//! wakes meanwhile finds `SVT` below the running thread's end; here the
+//! whole predicted cost is charged at dispatch, and taking `SVT` after it
+//! would put a tenant returning from idle level with (and, on the tie,
+//! behind) a backlogged tenant whose task is still running.
 //!
 //! Left out, because tasks run to completion: the context-switch allowance
 //! and the warp time limit that bound preemption in the paper.
@@ -105,8 +111,7 @@ impl BorrowedVirtualTime {
 
 impl Policy for BorrowedVirtualTime {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let svt = self.min_actual().unwrap_or(self.svt);
-        self.actual[tenant] = self.actual[tenant].max(svt);
+        self.actual[tenant] = self.actual[tenant].max(self.svt);
         self.head_seq[tenant] = head.seq;
         self.key(tenant);
     }
@@ -254,8 +259,7 @@ mod tests {
                     Op::Ready(t) if scan.ready[t].is_none() => {
                         seq += 1;
                         bvt.on_ready(0, t, &head(seq, 1000), &cx);
-                        let svt = scan.min_actual().unwrap_or(scan.svt);
-                        scan.actual[t] = scan.actual[t].max(svt);
+                        scan.actual[t] = scan.actual[t].max(scan.svt);
                         scan.ready[t] = Some(seq);
                     }
                     Op::Ready(_) => {}

@@ -57,7 +57,7 @@ const DRR_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "quantum",
         default: "auto",
-        description: "deficit earned per turn by the lightest tenant, in the charge's unit; `auto` = the largest head seen, which makes every turn serve at least one task",
+        description: "deficit earned per turn by the lightest tenant, in the charge's unit; `auto` = the largest of the last 256 heads seen, which makes every turn serve at least one task",
     },
 ];
 
@@ -86,13 +86,54 @@ fn build_drr(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, Pol
     Ok(Box::new(DeficitRoundRobin::new(s, charge, true, quantum)))
 }
 
+/// Heads `auto` takes its quantum from: the last 256. The largest head
+/// *ever* seen would keep a quantum from tasks long gone (a task served
+/// whole before its tenant's tasks were split, or charged before its
+/// operator's cost was learned), and a turn of that size is how long every
+/// other tenant waits.
+const QUANTUM_WINDOW: u64 = 256;
+
+/// The largest of the last [`QUANTUM_WINDOW`] values pushed, kept as a
+/// monotonic queue (O(1) amortised a push). Written by hand: a few lines,
+/// where a crate would bring a general windowed-aggregate structure.
+#[derive(Debug, Clone, Default)]
+struct RecentMax {
+    pushed: u64,
+    /// (index, value), values decreasing from the front.
+    queue: VecDeque<(u64, f64)>,
+}
+
+impl RecentMax {
+    /// Adds `value`; answers the largest of the last window.
+    fn push(&mut self, value: f64) -> f64 {
+        while self.queue.back().is_some_and(|&(_, v)| v <= value) {
+            self.queue.pop_back();
+        }
+        self.queue.push_back((self.pushed, value));
+        self.pushed += 1;
+        while self
+            .queue
+            .front()
+            .is_some_and(|&(i, _)| i + QUANTUM_WINDOW < self.pushed)
+        {
+            self.queue.pop_front();
+        }
+        debug_assert!(
+            self.queue.len() as u64 <= QUANTUM_WINDOW,
+            "the window holds at most its length"
+        );
+        self.queue.front().map_or(value, |&(_, v)| v)
+    }
+}
+
 /// Deficit round robin with a configurable charge and quantum.
 #[derive(Debug, Clone)]
 pub struct DeficitRoundRobin {
     charge: Charge,
     /// Quantum of the lightest tenant; `None` while `auto` has seen no head.
     quantum: Option<f64>,
-    auto_quantum: bool,
+    /// Under `auto`: the heads seen lately, as a sliding-window maximum.
+    recent: Option<RecentMax>,
     /// Per tenant: quantum multiplier (weight / min weight, or 1).
     scale: Vec<f64>,
     deficit: Vec<f64>,
@@ -122,8 +163,8 @@ impl DeficitRoundRobin {
             .collect();
         DeficitRoundRobin {
             charge,
+            recent: quantum.is_none().then(RecentMax::default),
             quantum,
-            auto_quantum: quantum.is_none(),
             scale,
             deficit: vec![0.0; n],
             head_amount: vec![0.0; n],
@@ -137,8 +178,8 @@ impl DeficitRoundRobin {
     fn set_head(&mut self, tenant: usize, head: &HeadInfo) {
         let amount = self.charge.amount(head);
         self.head_amount[tenant] = amount;
-        if self.auto_quantum && self.quantum.is_none_or(|q| amount > q) {
-            self.quantum = Some(amount);
+        if let Some(recent) = &mut self.recent {
+            self.quantum = Some(recent.push(amount));
         }
     }
 
@@ -251,6 +292,26 @@ impl Policy for DeficitRoundRobin {
         self.deficit[tenant] -= owed;
         if !self.listed[tenant] {
             self.deficit[tenant] = self.deficit[tenant].min(0.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The monotonic queue answers what a scan of the last window answers.
+        #[test]
+        fn recent_max_is_the_windows_maximum(values in proptest::collection::vec(0u32..1000, 1..1200)) {
+            let mut recent = RecentMax::default();
+            for (i, &v) in values.iter().enumerate() {
+                let got = recent.push(f64::from(v));
+                let from = (i + 1).saturating_sub(QUANTUM_WINDOW as usize);
+                let want = values[from..=i].iter().copied().max().unwrap();
+                prop_assert_eq!(got, f64::from(want));
+            }
         }
     }
 }

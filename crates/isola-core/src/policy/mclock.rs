@@ -12,11 +12,15 @@
 //!
 //! P tags: `P_k = P_(k-1) + charge_k / w`, and the ready tenant with the
 //! smallest P tag goes next (ties: the older task). A tenant that becomes
-//! ready after idling gets `P = max(P_prev + charge / w, v)`, where `v` is
-//! the smallest P tag among ready tenants, or, when none is ready, the
-//! largest such minimum seen at a dispatch (the virtual time). That is
+//! ready after idling gets `P = max(P_prev + charge / w, v)`, where `v`,
+//! the virtual time, is the largest smallest-ready-tag seen at a dispatch
+//! (the tag last served, before that dispatch was charged). That is
 //! mClock's idle-tag adjustment (shift every active tag so the smallest
-//! equals now) expressed without shifting: idling earns no credit. Tags are kept in virtual rather than wall time,
+//! equals now) expressed without shifting: idling earns no credit, and a
+//! returning tenant goes before a backlogged tenant's next task (whose tag
+//! was charged already for the one in service), as it would at `now`.
+//! Each P tag is corrected at completion by what the task really took
+//! ([`Charge::correction`]). Tags are kept in virtual rather than wall time,
 //! so a backlogged tenant's tags never collapse onto the clock when the tags
 //! advance slower than it (which would turn the weight phase into FIFO).
 //!
@@ -92,8 +96,11 @@ impl MClock {
 
 impl Policy for MClock {
     fn on_ready(&mut self, _: Nanos, tenant: usize, head: &HeadInfo, _: &PolicyContext<'_>) {
-        let floor = self.ready.min_tag().unwrap_or(self.virtual_time);
-        let tag = self.next_tag(tenant, head).max(floor);
+        // Floored at the tag last served (mClock's "current time" in tag
+        // units), not at the smallest tag now ready: that one was charged
+        // already for the task in service, and a tenant returning from idle
+        // would tie with (and queue behind) a backlogged tenant's next task.
+        let tag = self.next_tag(tenant, head).max(self.virtual_time);
         self.ready.set(tenant, HeapKey::new(tag, head.seq));
     }
 

@@ -127,8 +127,9 @@ pub(super) struct EngineState {
     pub(super) backlogged_since: Vec<Nanos>,
     /// Subtasks still in service or queued, per split task in service.
     pub(super) subtasks_left: Slab<u32>,
-    /// When each tenant last submitted here (for [`SplitWhen::Contended`]).
-    pub(super) last_submit: Vec<Option<Nanos>>,
+    /// When each tenant last submitted here or had a dispatch complete
+    /// (for [`SplitWhen::Contended`]).
+    pub(super) last_active: Vec<Option<Nanos>>,
     /// Which tenants are latency-sensitive (for [`SplitWhen::ForLatency`]).
     pub(super) latency_sensitive: Vec<bool>,
     /// The operators' costs as measured here, when the engine learns them.
@@ -182,7 +183,13 @@ impl EngineState {
             limit: slos.iter().map(|s| s.limit.map(RateShaper::new)).collect(),
             reservation: slos.iter().map(|s| s.reservation.map(RateShaper::new)).collect(),
             budgets: slos.iter().map(|s| s.service_budget).collect(),
-            budget_actions: slos.iter().map(|s| s.budget_action).collect(),
+            budget_actions: slos
+                .iter()
+                .map(|s| {
+                    s.budget_action
+                        .unwrap_or(crate::tenant::BudgetAction::default_for(spec.kind))
+                })
+                .collect(),
             throttled: IndexedHeap::new(n),
             reservation_due: IndexedHeap::new(n),
             in_flight: vec![0; n],
@@ -192,7 +199,7 @@ impl EngineState {
             stats: vec![ChannelStats::default(); n],
             subtasks_left: Slab::new(),
             backlogged_since: vec![0; n],
-            last_submit: vec![None; n],
+            last_active: vec![None; n],
             latency_sensitive: slos.iter().map(latency_sensitive).collect(),
             learned: spec.learn.map(LearnedCosts::new),
             spec,
@@ -286,7 +293,7 @@ impl EngineState {
                 && (!latency_only || self.latency_sensitive[u])
                 && (self.queued[u] > 0
                     || self.in_flight[u] > 0
-                    || self.last_submit[u].is_some_and(|at| now.saturating_sub(at) <= window))
+                    || self.last_active[u].is_some_and(|at| now.saturating_sub(at) <= window))
         })
     }
 

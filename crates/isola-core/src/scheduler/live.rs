@@ -202,7 +202,9 @@ impl EngineState {
         self.limit[t] = slo.limit.map(RateShaper::new);
         self.reservation[t] = slo.reservation.map(RateShaper::new);
         self.budgets[t] = slo.service_budget;
-        self.budget_actions[t] = slo.budget_action;
+        self.budget_actions[t] = slo
+            .budget_action
+            .unwrap_or(crate::tenant::BudgetAction::default_for(self.spec.kind));
         self.channels[t].set_cap(slo.queue_cap);
         self.latency_sensitive[t] = latency_sensitive(slo);
         // Its head is judged again under its new limit.

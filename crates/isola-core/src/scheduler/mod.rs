@@ -187,7 +187,7 @@ impl Scheduler {
             split: engine::split_key(split),
             group: None,
         };
-        e.last_submit[t] = Some(now);
+        e.last_active[t] = Some(now);
         if let Err(q) = e.channels[t].push(queued) {
             e.stats[t].rejected += 1;
             let reason = RejectReason::ChannelFull {
@@ -276,6 +276,9 @@ impl Scheduler {
         );
         e.busy -= 1;
         e.in_flight[t] -= 1;
+        // A tenant whose work just ended is still active (for
+        // `SplitWhen`'s window): a closed loop submits again right after.
+        e.last_active[t] = Some(now);
         e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
         if let Some(learned) = &mut e.learned {
             if let Some(op) = self.in_service_op.get_mut(slot).and_then(Option::take) {

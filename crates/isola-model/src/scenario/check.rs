@@ -424,6 +424,12 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
             "only applies with split_when = \"contended\" or \"for_latency\"",
         ));
     }
+    let split_time = match &raw.split_time {
+        Some(t) if t.get_ref().0 == 0 => {
+            return Err(src.at(t.span(), Some("split_time"), "must be greater than zero"))
+        }
+        t => t.as_ref().map(|t| t.get_ref().0),
+    };
     let egress_ratio = match raw.egress_ratio {
         Some(r) if !(r.get_ref().is_finite() && (0.0..=MAX_EGRESS_RATIO).contains(r.get_ref())) => {
             return Err(src.at(
@@ -541,6 +547,8 @@ fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel
         queue_depth,
         egress_ratio,
         split_when,
+        split_time,
+        learn: raw.learn.unwrap_or(false),
         device,
     })
 }

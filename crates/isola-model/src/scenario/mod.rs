@@ -323,6 +323,14 @@ pub struct EngineModel {
     pub egress_ratio: f64,
     /// When the engine splits tasks, under runs that give a split size.
     pub split_when: SplitWhen,
+    /// The most predicted service of one subtask (`split_time`), ns: each
+    /// operator's tasks are cut at the bytes it is predicted to serve in
+    /// that time ([`isola_core::SplitRule::time`]).
+    pub split_time: Option<Nanos>,
+    /// Whether the engine learns each operator's cost from the service it
+    /// measures (`learn`, default false in scenarios: a scenario's service
+    /// models are its predictions; [`isola_core::cost_fit`]).
+    pub learn: bool,
     /// The device model.
     pub device: DeviceSpec,
     /// Which of the engine's slots a dispatch waits for.
@@ -526,6 +534,11 @@ pub struct WorkloadSpec {
     /// flows`, unless `flow` fixes the port); `None`: a new source port per
     /// packet, as a flow's sockets would. What RSS steering hashes.
     pub flows: Option<u32>,
+    /// How many times its predicted service its tasks really take
+    /// (`measured_over_predicted`, default 1): the scheduler is told the
+    /// service model's prediction, the device takes this multiple of its
+    /// draw. A tenant whose costs the model gets wrong (issue 29).
+    pub measured_over_predicted: f64,
 }
 
 /// A tenant.

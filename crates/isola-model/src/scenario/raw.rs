@@ -110,6 +110,8 @@ pub(super) struct RawEngine {
     pub(super) egress_ratio: Option<Spanned<f64>>,
     pub(super) split_when: Option<Spanned<String>>,
     pub(super) contention_window: Option<Spanned<Duration>>,
+    pub(super) split_time: Option<Spanned<Duration>>,
+    pub(super) learn: Option<bool>,
     pub(super) bandwidth: Option<Spanned<RateValue>>,
     pub(super) max_payload: Option<Spanned<Size>>,
     pub(super) max_read_request: Option<Spanned<Size>>,
@@ -171,6 +173,7 @@ pub(super) struct RawWorkload {
     pub(super) direction: Option<Spanned<Direction>>,
     pub(super) flow: Option<FlowMatch>,
     pub(super) flows: Option<Spanned<u32>>,
+    pub(super) measured_over_predicted: Option<Spanned<f64>>,
 }
 
 pub(super) enum RawSize {

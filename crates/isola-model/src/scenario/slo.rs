@@ -138,7 +138,7 @@ pub fn check_slo(
         (None, None) => None,
     };
     let budget_action = match &raw.budget_action {
-        None => isola_core::BudgetAction::Flag,
+        None => None,
         Some(a) => match isola_core::BudgetAction::from_name(a.get_ref()) {
             None => return Err(src.at(a.span(), Some("budget_action"), "must be `flag` or `stop`")),
             Some(isola_core::BudgetAction::Stop) if raw.budget.is_none() && raw.on.is_empty() => {
@@ -148,7 +148,7 @@ pub fn check_slo(
                     "`stop` needs a `budget` to stop at",
                 ))
             }
-            Some(action) => action,
+            Some(action) => Some(action),
         },
     };
     let slo = Slo {

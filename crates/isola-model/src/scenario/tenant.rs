@@ -267,6 +267,17 @@ pub(super) fn check_tenant(
         Some(f) if *f.get_ref() == 0 => return Err(src.at(f.span(), Some("flows"), "must be at least 1")),
         f => f.map(Spanned::into_inner),
     };
+    let measured_over_predicted = match w.measured_over_predicted {
+        Some(k) if !(k.get_ref().is_finite() && (1e-3..=1e3).contains(k.get_ref())) => {
+            return Err(src.at(
+                k.span(),
+                Some("measured_over_predicted"),
+                "must be a number from 0.001 to 1000",
+            ))
+        }
+        Some(k) => k.into_inner(),
+        None => 1.0,
+    };
     let count = w.count.map(|c| c.into_inner());
     let finite = count.is_some() || matches!(arrival, ArrivalSpec::Trace(_));
     if !finite && !bounded_by_duration {
@@ -293,6 +304,7 @@ pub(super) fn check_tenant(
             direction: w.direction.map(Spanned::into_inner).unwrap_or_default(),
             flow: w.flow,
             flows,
+            measured_over_predicted,
         },
     })
 }
