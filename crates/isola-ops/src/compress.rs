@@ -60,7 +60,8 @@ impl Codec {
 
     /// Whether a task's input can be compressed in pieces whose outputs,
     /// concatenated, decode to the input: every concatenable codec, and
-    /// raw deflate cut as pigz cuts it ([`deflate_piece`]).
+    /// raw deflate cut as pigz cuts it (each piece its own dictionary,
+    /// sync-flushed, the last one final).
     pub fn splittable(self) -> bool {
         self.concatenable() || self == Codec::Deflate
     }

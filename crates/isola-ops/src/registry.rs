@@ -289,9 +289,9 @@ pub static OPERATORS: &[OperatorInfo] = &[
     compressor!(
         "deflate",
         "inflate",
-        "raw deflate (RFC 1951)",
+        "raw deflate (RFC 1951); splits as pigz does (pieces sync-flushed, one stream)",
         Codec::Deflate,
-        false,
+        true,
         LEVEL_0_9
     ),
     decompressor!("inflate", "raw deflate (RFC 1951)", Codec::Deflate),

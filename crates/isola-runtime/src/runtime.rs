@@ -287,7 +287,7 @@ impl Runtime {
     }
 
     /// The runtime's threads (the dispatcher first, then each engine's
-    /// workers): where they run, their scheduling class, and through
+    /// workers, then the thread that delivers split tasks): where they run, their scheduling class, and through
     /// [`crate::RuntimeThread::times`] what the host has done to them.
     pub fn threads(&self) -> Vec<crate::RuntimeThread> {
         self.shared.threads.lock().map(|t| t.clone()).unwrap_or_default()

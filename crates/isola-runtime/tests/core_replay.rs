@@ -66,7 +66,7 @@ fn an_engine_run_on_the_dispatcher_runs_what_the_core_picks_in_its_order() {
     }
     let rt = builder("sfq", Runs::OnDispatcher).start().unwrap();
     let names: Vec<String> = rt.threads().into_iter().map(|t| t.name).collect();
-    assert_eq!(names, ["isola-dispatcher"], "no worker thread");
+    assert_eq!(names, ["isola-dispatcher", "isola-delivery"], "no worker thread");
     rt.shutdown();
 }
 

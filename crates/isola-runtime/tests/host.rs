@@ -65,7 +65,7 @@ fn the_runtimes_threads_report_their_counters() {
     let rt = builder().start().unwrap();
     let threads = rt.threads();
     let names: Vec<&str> = threads.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["isola-dispatcher", "isola-hash-0"]);
+    assert_eq!(names, ["isola-dispatcher", "isola-hash-0", "isola-delivery"]);
     let Some(before) = threads[1].times() else {
         return; // no per-thread counters on this system
     };

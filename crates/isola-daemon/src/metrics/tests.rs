@@ -14,8 +14,9 @@ fn every_outcome_has_one_reason() {
         (OperatorFailed(detail::OPERATOR), Class::Failed(0)),
         (OperatorFailed(detail::OUTPUT_TOO_LARGE), Class::Failed(1)),
         (OperatorFailed(detail::PANICKED), Class::Failed(2)),
-        (Cancelled, Class::Failed(3)),
-        (Abandoned, Class::Failed(4)),
+        (OperatorFailed(detail::OVER_BUDGET), Class::Failed(3)),
+        (Cancelled, Class::Failed(4)),
+        (Abandoned, Class::Failed(5)),
     ];
     for (outcome, class) in cases {
         assert_eq!(classify(outcome), class, "{outcome:?}");
