@@ -452,3 +452,58 @@ fn a_dead_tenants_queued_work_is_cancelled_and_the_other_is_served() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// `isola ctl costs` and `list` (issue 29): after a tenant's sha256 tasks,
+/// the engine reports what it learned of sha256 (samples, a cost per byte
+/// that predicts the tasks it measured, the recent error), and the
+/// tenant's figures carry the predicted and the measured service of the
+/// same tasks, also per engine.
+#[test]
+fn ctl_shows_what_the_engine_learned_and_predicted_against_measured() {
+    let (d, _) = daemon("costs", "");
+    let admin = control::connect(d.admin_socket()).unwrap();
+    let start = Arc::new(std::sync::Barrier::new(1));
+    let count = Arc::new(AtomicU64::new(0));
+    let (_client, _) = backlog(d.socket().to_path_buf(), "a", 40, start, Arc::clone(&count))
+        .join()
+        .unwrap();
+    // The dispatcher publishes what was learned at most every 50 ms.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let engines = loop {
+        let AdminReply::Costs { engines } = ask(&admin, &AdminRequest::Costs) else {
+            panic!("expected costs");
+        };
+        if engines[0].ops.iter().any(|o| o.op == "sha256" && o.samples >= 30) {
+            break engines;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing learned of sha256: {engines:?}"
+        );
+        // A completion publishes: one more task after the interval.
+        std::thread::sleep(Duration::from_millis(60));
+        let one = Arc::new(std::sync::Barrier::new(1));
+        let _ = backlog(d.socket().to_path_buf(), "b", 1, one, Arc::new(AtomicU64::new(0))).join();
+    };
+    assert_eq!(engines.len(), 1);
+    assert!(engines[0].learning, "accelerators learn by default");
+    let sha = engines[0].ops.iter().find(|o| o.op == "sha256").unwrap();
+    assert!(sha.in_use && sha.per_byte_ns > 0.0, "{sha:?}");
+    let a = list(&admin).into_iter().find(|t| t.name == "a").unwrap();
+    assert!(
+        a.figures.predicted_ns > 0 && a.figures.busy_ns > 0,
+        "{:?}",
+        a.figures
+    );
+    // The fit predicts what the tasks took on average (within 2x), whatever
+    // the configured guess (1 us + 0.5 ns a byte) said.
+    let fitted = sha.base_ns + sha.per_byte_ns * INPUT as f64;
+    let mean = a.figures.busy_ns as f64 / 40.0;
+    assert!(
+        (0.5..2.0).contains(&(fitted / mean)),
+        "fit {fitted} ns, measured mean {mean} ns: {sha:?}"
+    );
+    let acc = a.engines.iter().find(|e| e.engine == "acc").unwrap();
+    assert_eq!(acc.measured_ns, a.figures.busy_ns, "one engine: the same service");
+    assert_eq!(acc.predicted_ns, a.figures.predicted_ns);
+}

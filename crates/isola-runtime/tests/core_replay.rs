@@ -27,7 +27,10 @@ fn builder(policy: &str, runs: Runs) -> RuntimeBuilder {
     let cost = Arc::new(AffineCost::new(1_000.0, 0.5).unwrap());
     let engine = EngineConfig::new("engine", &[], 2, cost)
         .with_split(8 * 1024)
-        .with_split_when(SplitWhen::Contended { window: 2_000_000 });
+        // A window long enough that the two tenants overlap on a loaded
+        // host too (with 2 ms, an engine on the dispatcher could run every
+        // hash whole before the first checksum arrived).
+        .with_split_when(SplitWhen::Contended { window: 50_000_000 });
     b.engine(match runs {
         Runs::OnWorkers => engine,
         Runs::OnDispatcher => engine.on_dispatcher(),
