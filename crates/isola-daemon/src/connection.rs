@@ -236,6 +236,12 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
                 .cancel_queued(isola_core::TenantId(tenant as u32), Some(queued));
         }
     }
+    // Entries handed to the ingest thread are submitted (or, the
+    // connection closed, answered cancelled) first: a copy takes a few
+    // milliseconds at most.
+    while conn.ingesting.load(Ordering::Acquire) > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
     // Every task taken is answered before the region goes.
     if let Ok(mut pending) = conn.pending.lock() {
         while !pending.is_empty() {
