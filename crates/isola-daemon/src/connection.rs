@@ -406,23 +406,13 @@ pub(crate) fn take_submissions(
         taken += 1;
         let now = shared.now_ns();
         let entry = Submission::decode(&raw);
-        let refuse = |outcome: Outcome| Completion {
-            tag: entry.tag,
-            outcome,
-            output_len: 0,
-            arrival_ns: now,
-            dispatch_ns: 0,
-            completion_ns: now,
-            predicted_ns: 0,
-            service_ns: 0,
-        };
         // Metrics: the task's tenant and engine; a refusal is counted as
         // it is answered.
         let (tenant, engine) = (handle.id().index(), operators.get(entry.handle as usize));
         let engine = engine.and_then(|(op, _)| shared.metrics.engine_of(op));
         let refuse = |outcome: Outcome| {
             shared.metrics.refused(tenant, engine, outcome);
-            refuse(outcome)
+            refusal(entry.tag, outcome, now)
         };
         let checked = match check_submission(
             &entry,
@@ -468,6 +458,21 @@ pub(crate) fn take_submissions(
     }
 }
 
+/// The answer to entry `tag`, refused with `outcome` as it arrived at
+/// `at_ns` (it never ran).
+fn refusal(tag: u64, outcome: Outcome, at_ns: u64) -> Completion {
+    Completion {
+        tag,
+        outcome,
+        output_len: 0,
+        arrival_ns: at_ns,
+        dispatch_ns: 0,
+        completion_ns: at_ns,
+        predicted_ns: 0,
+        service_ns: 0,
+    }
+}
+
 /// A checked entry, ready to be copied in and submitted.
 struct Entry {
     checked: isola_wire::CheckedSubmission,
@@ -497,16 +502,7 @@ fn submit_entry(
     } = entry;
     let refuse = |outcome: Outcome| {
         shared.metrics.refused(tenant, engine, outcome);
-        Completion {
-            tag: checked.tag,
-            outcome,
-            output_len: 0,
-            arrival_ns,
-            dispatch_ns: 0,
-            completion_ns: arrival_ns,
-            predicted_ns: 0,
-            service_ns: 0,
-        }
+        refusal(checked.tag, outcome, arrival_ns)
     };
     let Ok(input) = conn
         .region

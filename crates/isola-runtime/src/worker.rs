@@ -178,10 +178,7 @@ pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
         drop(item);
         Err(TaskError::Cancelled)
     } else {
-        let deadline = item
-            .watchdog
-            .map(|w| started + std::time::Duration::from_nanos(w.left_ns));
-        execute(item, deadline)
+        execute(item, started)
     };
     let ended = Instant::now();
     let measured_ns = ended.duration_since(started).as_nanos() as u64;
@@ -247,7 +244,8 @@ const REPORT_BATCH: usize = 16;
 
 /// Runs one item (ordered subtasks get the previous carry by value),
 /// turning a panic into a typed error.
-fn execute(item: WorkItem, deadline: Option<Instant>) -> Result<PartOutput, TaskError> {
+/// `started` is when the item began (its watchdog's deadline counts from it).
+fn execute(item: WorkItem, started: Instant) -> Result<PartOutput, TaskError> {
     let WorkItem {
         job,
         part,
@@ -256,7 +254,7 @@ fn execute(item: WorkItem, deadline: Option<Instant>) -> Result<PartOutput, Task
         watchdog,
         ..
     } = item;
-    let started = Instant::now();
+    let deadline = watchdog.map(|w| started + std::time::Duration::from_nanos(w.left_ns));
     // A stop by the watch is the tenant's budget, not the operator's failure.
     let over = |e: isola_ops::OpError| match (e, watchdog) {
         (isola_ops::OpError::Stopped { .. }, Some(w)) => TaskError::OverBudget {

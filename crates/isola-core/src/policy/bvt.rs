@@ -21,7 +21,7 @@
 
 use super::registry::{PolicyInfo, PolicySetup};
 use super::PolicyError;
-use super::{HeadInfo, Policy, PolicyContext};
+use super::{Charge, HeadInfo, Policy, PolicyContext};
 use crate::params::{ParamSpec, Params};
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::tenant::TenantClass;
@@ -152,7 +152,7 @@ impl Policy for BorrowedVirtualTime {
         measured: Nanos,
         _: &PolicyContext<'_>,
     ) {
-        self.actual[tenant] += (measured as f64 - served.cost as f64) / self.weight[tenant];
+        self.actual[tenant] += Charge::Cost.correction(served, measured) / self.weight[tenant];
         if self.is_ready(tenant) {
             self.key(tenant);
         }

@@ -123,7 +123,7 @@ impl Tenant {
     /// `served` took `measured` ns: the virtual time is corrected by the
     /// difference, and the accuracy learns the ratio.
     fn completed(&mut self, served: &HeadInfo, measured: Nanos) {
-        self.actual += (measured as f64 - served.cost as f64) / self.weight;
+        self.actual += crate::policy::Charge::Cost.correction(served, measured) / self.weight;
         if served.cost > 0 {
             let ratio = measured as f64 / served.cost as f64;
             self.accuracy += ACCURACY_WEIGHT * (ratio - self.accuracy);
