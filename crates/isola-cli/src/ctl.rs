@@ -295,10 +295,17 @@ fn costs_table(engines: &[EngineCosts]) -> String {
     ];
     let mut rows = Vec::new();
     for e in engines {
-        if !e.learning {
+        let note = if !e.learning {
+            Some("(does not learn: learn = false)")
+        } else if e.ops.is_empty() {
+            Some("(learns; no operator has run yet)")
+        } else {
+            None
+        };
+        if let Some(note) = note {
             rows.push(vec![
                 e.engine.clone(),
-                "(does not learn: learn = false)".into(),
+                note.into(),
                 String::new(),
                 String::new(),
                 String::new(),

@@ -106,8 +106,13 @@ impl Dispatcher {
             }
             debug_assert_eq!(task.subtasks, sub.count, "a task keeps its plan once split");
         }
-        // The core's prediction of the whole task: the submitter's, or
-        // what the engine learned of its operator.
+        // The core's prediction of this stage: the submitter's, or what the
+        // engine learned of its operator. The completion's prediction (for
+        // SLA judgement, `isola ctl`, the metrics) is what was charged.
+        task.predicted_ns = task
+            .predicted_ns
+            .saturating_sub(task.stage_predicted_ns)
+            .saturating_add(d.task.predicted_cost);
         task.stage_predicted_ns = d.task.predicted_cost;
         let engine = EngineId(task.engine as u32);
         let watchdog = match self.scheduler.service_budget(engine, task.tenant) {
