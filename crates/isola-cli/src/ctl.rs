@@ -8,7 +8,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use isola_wire::admin::{AdminReply, AdminRequest, EngineCosts, TenantStatus};
+use isola_wire::admin::{AdminReply, AdminRequest, EngineCosts, KeyChange, TenantStatus};
 use isola_wire::control;
 use rustix::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -88,21 +88,21 @@ pub fn run(args: &Args) -> Result<()> {
             Ok(())
         }
         Action::Add { name, keys, file } => {
-            let table = match (file, name) {
-                (Some(f), _) => {
-                    std::fs::read_to_string(f).with_context(|| format!("--file {}", f.display()))?
-                }
-                (None, Some(n)) => {
-                    let mut text = format!("name = {}\n", toml_string(n));
-                    text.push_str(&keys_to_toml(keys, false)?);
-                    text
-                }
+            let request = match (file, name) {
+                (Some(f), _) => AdminRequest::AddTable {
+                    table: std::fs::read_to_string(f).with_context(|| format!("--file {}", f.display()))?,
+                    origin: f.display().to_string(),
+                },
+                (None, Some(n)) => AdminRequest::Add {
+                    tenant: n.clone(),
+                    keys: key_changes(keys, false)?,
+                },
                 (None, None) => bail!("give the tenant's NAME and its KEY=VALUE keys, or --file"),
             };
-            done(ask(&socket, &AdminRequest::Add { table })?)
+            done(ask(&socket, &request)?)
         }
         Action::Set { name, keys } => {
-            let changes = keys_to_toml(keys, true)?;
+            let changes = key_changes(keys, true)?;
             done(ask(
                 &socket,
                 &AdminRequest::Set {
@@ -176,42 +176,48 @@ fn list(socket: &OwnedFd) -> Result<Vec<TenantStatus>> {
     }
 }
 
-/// `s` as a TOML string.
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
-
-/// KEY=VALUE arguments as TOML lines: VALUE as written if it is a TOML
-/// value, else as a string (`limit=100MB/s`). An empty VALUE is `""`,
-/// which `set` reads as "back to the default" (`allow_empty`).
-fn keys_to_toml(keys: &[String], allow_empty: bool) -> Result<String> {
-    let mut text = String::new();
+/// KEY=VALUE arguments as typed key changes: VALUE as written if it is a
+/// TOML value, else as a string (`limit=100MB/s`); a dotted KEY sets a
+/// table's key (`on.acc.weight=2` is `on = { acc = { weight = 2 } }`). An
+/// empty VALUE returns the key to its default where `allow_empty` (`set`).
+fn key_changes(keys: &[String], allow_empty: bool) -> Result<Vec<KeyChange>> {
+    let mut changes = Vec::with_capacity(keys.len());
     for kv in keys {
         let Some((key, value)) = kv.split_once('=') else {
             bail!("`{kv}`: give KEY=VALUE");
         };
-        let key = key.trim();
-        if key.is_empty()
-            || !key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-        {
-            bail!("`{kv}`: `{key}` is not a key of a tenant table");
+        let path: Vec<&str> = key.trim().split('.').collect();
+        if path.iter().any(|k| {
+            k.is_empty()
+                || !k
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        }) {
+            bail!("`{kv}`: `{}` is not a key of a tenant table", key.trim());
         }
         let value = value.trim();
         let value = if value.is_empty() {
-            if !allow_empty {
+            if !allow_empty || path.len() > 1 {
                 bail!("`{kv}`: give a value");
             }
-            "\"\"".to_string()
-        } else if toml::from_str::<toml::Table>(&format!("v = {value}")).is_ok() {
-            value.to_string()
+            None
         } else {
-            toml_string(value)
+            // The user's VALUE, read as TOML reads a value.
+            let typed = toml::from_str::<toml::Table>(&format!("v = {value}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(value.to_string()));
+            let nested = path[1..].iter().rev().fold(typed, |v, k| {
+                toml::Value::Table(toml::Table::from_iter([(k.to_string(), v)]))
+            });
+            Some(serde_json::to_value(nested)?)
         };
-        text.push_str(&format!("{key} = {value}\n"));
+        changes.push(KeyChange {
+            key: path[0].to_string(),
+            value,
+        });
     }
-    Ok(text)
+    Ok(changes)
 }
 
 /// `measured / predicted` as a person reads it (`-` before anything ran).
@@ -339,24 +345,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_become_toml_and_bare_words_strings() {
-        let text = keys_to_toml(
+    fn keys_become_typed_values_and_bare_words_strings() {
+        let changes = key_changes(
             &[
                 "weight=3".into(),
                 "limit=100MB/s".into(),
                 "users=[1000, 1001]".into(),
                 "budget=".into(),
+                "on.acc.weight=2.5".into(),
             ],
             true,
         )
         .unwrap();
-        let t: toml::Table = toml::from_str(&text).unwrap();
-        assert_eq!(t["weight"].as_integer(), Some(3));
-        assert_eq!(t["limit"].as_str(), Some("100MB/s"));
-        assert_eq!(t["users"].as_array().map(Vec::len), Some(2));
-        assert_eq!(t["budget"].as_str(), Some(""));
-        assert!(keys_to_toml(&["weight".into()], true).is_err());
-        assert!(keys_to_toml(&["budget=".into()], false).is_err());
-        assert!(keys_to_toml(&["a b=1".into()], true).is_err());
+        let value = |i: usize| changes[i].value.clone();
+        assert_eq!(changes[0].key, "weight");
+        assert_eq!(value(0), Some(serde_json::json!(3)));
+        assert_eq!(value(1), Some(serde_json::json!("100MB/s")));
+        assert_eq!(value(2), Some(serde_json::json!([1000, 1001])));
+        assert_eq!((changes[3].key.as_str(), value(3)), ("budget", None));
+        assert_eq!(
+            (changes[4].key.as_str(), value(4)),
+            ("on", Some(serde_json::json!({"acc": {"weight": 2.5}})))
+        );
+        assert!(key_changes(&["weight".into()], true).is_err());
+        assert!(key_changes(&["budget=".into()], false).is_err());
+        assert!(key_changes(&["a b=1".into()], true).is_err());
     }
 }

@@ -48,6 +48,26 @@ impl EngineKind {
     pub fn from_name(name: &str) -> Option<EngineKind> {
         EngineKind::ALL.into_iter().find(|k| k.to_string() == name)
     }
+
+    /// The policy an engine of this kind runs unless it is given one, in
+    /// every driver (decided here alone): start-time fair queuing by
+    /// weight on an accelerator, OSMOSIS' WLBVT on processing units, and
+    /// OSMOSIS' weighted round robin on its DMA engine and egress.
+    pub fn default_policy(self) -> &'static str {
+        match self {
+            EngineKind::Accelerator => "sfq",
+            EngineKind::ProcessingUnits => "wlbvt",
+            EngineKind::Dma | EngineKind::Egress => "wrr",
+        }
+    }
+
+    /// Whether this kind's tasks may be split into subtasks (decided here
+    /// alone): an accelerator's (ASTRAEA's task splitting) and transfers
+    /// (OSMOSIS' DMA and egress fragments) may; processing units run each
+    /// task to completion (a packet's kernel is not cut), so never.
+    pub fn splits_tasks(self) -> bool {
+        !matches!(self, EngineKind::ProcessingUnits)
+    }
 }
 
 impl fmt::Display for EngineKind {

@@ -67,6 +67,7 @@ pub use scheduler::{
 };
 pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{
-    BudgetAction, EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, Tenant, TenantClass, TenantId,
+    BudgetAction, EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, Tenant, TenantClass,
+    TenantId, TimeScale,
 };
 pub use units::{Bytes, Nanos, Rate, RateUnit, MAX_TASK_COST_NS, NANOS_PER_SEC};

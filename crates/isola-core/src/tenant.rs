@@ -168,7 +168,59 @@ impl Default for Slo {
     }
 }
 
+/// A live run's time scale: how a driver that cannot run a scenario at
+/// its own speed (too few cores, real kernels costlier than modelled)
+/// keeps an SLO in force relative to the run. Rates (reservations,
+/// limits) are divided by `rates_over`, as the run's arrival rates are;
+/// times that a service takes (absolute latency objectives, service
+/// budgets) are multiplied by `times_by`, as its service times are.
+/// Weights, classes, bursts, queue caps, memory quotas and latency
+/// multiples of predicted service are unchanged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeScale {
+    /// What the run's rates are divided by (1: as written).
+    pub rates_over: f64,
+    /// What the run's service times are multiplied by (1: as written).
+    pub times_by: f64,
+}
+
+impl TimeScale {
+    /// No scaling.
+    pub const NONE: TimeScale = TimeScale {
+        rates_over: 1.0,
+        times_by: 1.0,
+    };
+
+    fn rate(self, spec: RateSpec) -> RateSpec {
+        RateSpec {
+            rate: spec.rate.divided(self.rates_over),
+            burst: spec.burst,
+        }
+    }
+
+    fn time(self, ns: Nanos) -> Nanos {
+        if !(self.times_by.is_finite() && self.times_by > 0.0) {
+            return ns;
+        }
+        (ns as f64 * self.times_by).round().clamp(1.0, u64::MAX as f64) as Nanos
+    }
+}
+
 impl Slo {
+    /// This SLO as a run at time scale `scale` must enforce it.
+    pub fn scaled(&self, scale: TimeScale) -> Slo {
+        Slo {
+            reservation: self.reservation.map(|r| scale.rate(r)),
+            limit: self.limit.map(|l| scale.rate(l)),
+            latency: match self.latency {
+                Some(LatencyObjective::Absolute(ns)) => Some(LatencyObjective::Absolute(scale.time(ns))),
+                other => other,
+            },
+            service_budget: self.service_budget.map(|b| scale.time(b)),
+            ..self.clone()
+        }
+    }
+
     /// An SLO with only a weight; everything else default.
     pub fn weighted(weight: f64) -> Self {
         Slo {
@@ -305,6 +357,17 @@ pub struct SloOverride {
 }
 
 impl SloOverride {
+    /// This change as a run at time scale `scale` must enforce it (see
+    /// [`Slo::scaled`]).
+    pub fn scaled(&self, scale: TimeScale) -> SloOverride {
+        SloOverride {
+            reservation: self.reservation.map(|r| scale.rate(r)),
+            limit: self.limit.map(|l| scale.rate(l)),
+            service_budget: self.service_budget.map(|b| scale.time(b)),
+            ..*self
+        }
+    }
+
     /// Applies the fields that are set to `slo`.
     pub fn apply_to(&self, slo: &mut Slo) {
         if let Some(w) = self.weight {

@@ -104,6 +104,18 @@ impl Rate {
         self.per_sec
     }
 
+    /// This rate divided by `divisor` (a finite factor above 0; otherwise
+    /// the rate unchanged), never below the least positive rate.
+    pub fn divided(self, divisor: f64) -> Rate {
+        if !(divisor.is_finite() && divisor > 0.0) {
+            return self;
+        }
+        Rate {
+            per_sec: (self.per_sec / divisor).max(f64::MIN_POSITIVE),
+            unit: self.unit,
+        }
+    }
+
     /// The unit this rate counts.
     pub fn unit(self) -> RateUnit {
         self.unit

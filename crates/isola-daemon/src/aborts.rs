@@ -123,7 +123,7 @@ impl crate::Shared {
                     t.slots
                         .get(tenant)
                         .and_then(|s| s.config.as_ref())
-                        .map(|c| c.name.clone())
+                        .map(|c| c.name().to_string())
                 })
                 .unwrap_or_else(|| format!("#{tenant}"));
             describe(&name, flow, from, cause)

@@ -71,7 +71,8 @@ fn answer(shared: &Shared, request: AdminRequest) -> AdminReply {
             let (tenants, next) = shared.list(from);
             AdminReply::Tenants { tenants, next }
         }
-        AdminRequest::Add { table } => done(shared.add_tenant(&table)),
+        AdminRequest::Add { tenant, keys } => done(shared.add_tenant(&tenant, &keys)),
+        AdminRequest::AddTable { table, origin } => done(shared.add_table(&table, &origin)),
         AdminRequest::Set { tenant, changes } => done(shared.set_tenant(&tenant, &changes)),
         AdminRequest::Remove { tenant } => done(shared.remove_tenant(&tenant)),
         AdminRequest::Reload => done(shared.reload()),

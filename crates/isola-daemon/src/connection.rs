@@ -220,7 +220,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     drop(conn.pending.lock());
     if !conn.draining.load(Ordering::Acquire) {
         if conn.corrupt.load(Ordering::Acquire) {
-            eprintln!("isolad: tenant `{}` corrupted a ring", config.name);
+            eprintln!("isolad: tenant `{}` corrupted a ring", config.name());
         }
         // It left: its work still queued is cancelled (what runs
         // finishes), and its answers are written for nobody.
@@ -352,10 +352,10 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, TenantConfig, Reg
         .admit(&tenant_name, uid, gid, pid)?;
     shared.metrics.set_connections(t, held);
     let geometry = Geometry {
-        sq_entries: config.sq_entries,
-        cq_entries: config.cq_entries,
+        sq_entries: config.tenant.access.sq_entries,
+        cq_entries: config.tenant.access.cq_entries,
         eq_entries: 64,
-        arena_bytes: config.memory_quota,
+        arena_bytes: config.memory_quota(),
     };
     let made = geometry
         .layout()

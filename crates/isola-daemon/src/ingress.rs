@@ -160,9 +160,9 @@ impl PacketPath {
     /// again (after a live change).
     pub(crate) fn rebuild(&self, table: &TenantTable) {
         for (slot, packets) in table.slots.iter().zip(&self.tenants) {
-            let depth = slot.config.as_ref().map_or(0, |c| c.slo.queue_cap as u64);
+            let depth = slot.config.as_ref().map_or(0, |c| c.slo().queue_cap as u64);
             packets.depth.store(depth, Ordering::Relaxed);
-            let mark_from = slot.config.as_ref().map_or(0, |c| c.ecn_threshold as u64);
+            let mark_from = slot.config.as_ref().map_or(0, |c| c.tenant.ecn_threshold as u64);
             packets.mark_from.store(mark_from, Ordering::Relaxed);
         }
         let rules = table

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The prefix of a `kernel` naming a WebAssembly module.
-pub const WASM_PREFIX: &str = "wasm:";
+pub use isola_model::tenant::WASM_PREFIX;
 
 /// The operator name a WebAssembly kernel's tasks carry: an engine lists
 /// it in `ops` to serve tenants' kernels.

@@ -42,7 +42,6 @@ pub use ingress::PacketCounts;
 use isola_core::{AffineCost, Slo};
 use isola_runtime::{EngineConfig, Mode, Runtime, RuntimeBuilder};
 use rustix::fd::{AsFd, OwnedFd};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -190,87 +189,112 @@ pub struct Daemon {
     metrics: Option<http::MetricsServer>,
 }
 
+/// The isolation core a daemon of `config` runs on, as [`Daemon::start`]
+/// builds it (no thread started, no socket opened but an egress engine's):
+/// for tests and audits that read back what each tenant's SLO became.
+pub fn core_for(config: &DaemonConfig) -> Result<isola_core::Scheduler, DaemonError> {
+    let table = tenants::TenantTable::new(config);
+    let (b, _) = runtime_builder(config, &table)?;
+    b.scheduler().map_err(|e| DaemonError::Runtime(Box::new(e)))
+}
+
+/// The runtime `config` describes, with `table`'s tenants (spare slots
+/// with a default SLO) and their host windows.
+fn runtime_builder(
+    config: &DaemonConfig,
+    table: &tenants::TenantTable,
+) -> Result<(RuntimeBuilder, Arc<host_write::HostWindows>), DaemonError> {
+    let mut b = RuntimeBuilder::new();
+    b.caller_operator(kernel::WASM_OPERATOR);
+    for e in &config.engines {
+        b.engine(runtime_engine(e)?);
+    }
+    // Tenants' windows are reached over the DMA engine's link.
+    let link = config
+        .engines
+        .iter()
+        .find(|e| e.kind == isola_core::EngineKind::Dma)
+        .and_then(|e| e.bandwidth);
+    let host_windows = Arc::new(host_write::HostWindows::new(table.slots.len(), link));
+    for (t, slot) in table.slots.iter().enumerate() {
+        // Spare slots wait, with a default SLO, for tenants added live.
+        let (name, slo) = match &slot.config {
+            Some(c) => (c.name().to_string(), c.slo().clone()),
+            None => (format!("(spare slot {t})"), Slo::default()),
+        };
+        let id = b.tenant(name, slo);
+        // Its packet kernels' DMA writes land in its host window.
+        let window = host_write::TenantWindow {
+            windows: Arc::clone(&host_windows),
+            tenant: t,
+        };
+        b.host_region(id, Arc::new(window));
+        for (on, change) in slot.config.iter().flat_map(|c| c.overrides()) {
+            b.tenant_on(id, on.clone(), *change);
+        }
+    }
+    b.spin(config.spin).pin_threads(config.pin_threads);
+    if config.realtime {
+        b.realtime(Some(isola_runtime::Realtime::default()));
+    }
+    // Every engine's policy is its own (its kind's default unless its
+    // `policy` says, decided at the check).
+    b.mode(Mode::ByEngine);
+    for e in &config.engines {
+        b.engine_policy(
+            isola_core::EngineSelector::Named(e.name.clone()),
+            e.policy.clone(),
+            e.params.clone(),
+        );
+    }
+    Ok((b, host_windows))
+}
+
+/// The runtime's engine for configured engine `e`.
+fn runtime_engine(e: &config::EngineConfig) -> Result<EngineConfig, DaemonError> {
+    let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
+    let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
+        Some(p) => Arc::new(p.cost_model()),
+        None => {
+            Arc::new(AffineCost::new(e.base_ns, e.per_byte_ns).unwrap_or_else(|_| AffineCost::constant(1)))
+        }
+    };
+    let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
+        .with_kind(e.kind)
+        .with_queue_depth(e.queue_depth)
+        .with_split_when(e.split_when)
+        .with_split_time(e.split_time)
+        .with_learning(e.learn.then(isola_core::CostLearning::default));
+    if let Some(split) = e.split {
+        engine = engine.with_split(split);
+    }
+    if e.workers == 0 {
+        engine = engine.on_dispatcher();
+    }
+    match e.kind {
+        isola_core::EngineKind::Dma => engine = engine.with_dma(),
+        isola_core::EngineKind::Egress => {
+            // Replies only: each goes back along its packet's route.
+            let port =
+                isola_runtime::EgressPort::replies(isola_runtime::DEFAULT_MTU_PAYLOAD).map_err(|source| {
+                    DaemonError::Udp {
+                        addrs: format!("egress engine `{}`", e.name),
+                        source,
+                    }
+                })?;
+            engine = engine.with_egress(Arc::new(port));
+        }
+        isola_core::EngineKind::Accelerator | isola_core::EngineKind::ProcessingUnits => {}
+    }
+    Ok(engine)
+}
+
 impl Daemon {
     /// Builds the runtime the configuration describes, opens the socket
     /// and starts accepting tenants.
     pub fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
-        let mut b = RuntimeBuilder::new();
-        b.caller_operator(kernel::WASM_OPERATOR);
-        for e in &config.engines {
-            let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
-            let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
-                Some(p) => Arc::new(p.cost_model()),
-                None => Arc::new(
-                    AffineCost::new(e.base_ns, e.per_byte_ns).unwrap_or_else(|_| AffineCost::constant(1)),
-                ),
-            };
-            let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
-                .with_kind(e.kind)
-                .with_queue_depth(e.queue_depth)
-                .with_split_when(e.split_when)
-                .with_split_time(e.split_time)
-                .with_learning(e.learn.then(isola_core::CostLearning::default));
-            if let Some(split) = e.split {
-                engine = engine.with_split(split);
-            }
-            if e.workers == 0 {
-                engine = engine.on_dispatcher();
-            }
-            match e.kind {
-                isola_core::EngineKind::Dma => engine = engine.with_dma(),
-                isola_core::EngineKind::Egress => {
-                    // Replies only: each goes back along its packet's route.
-                    let port = isola_runtime::EgressPort::replies(isola_runtime::DEFAULT_MTU_PAYLOAD)
-                        .map_err(|source| DaemonError::Udp {
-                            addrs: format!("egress engine `{}`", e.name),
-                            source,
-                        })?;
-                    engine = engine.with_egress(Arc::new(port));
-                }
-                isola_core::EngineKind::Accelerator | isola_core::EngineKind::ProcessingUnits => {}
-            }
-            b.engine(engine);
-        }
         let table = tenants::TenantTable::new(&config);
-        // Tenants' windows are reached over the DMA engine's link.
-        let link = config
-            .engines
-            .iter()
-            .find(|e| e.kind == isola_core::EngineKind::Dma)
-            .and_then(|e| e.bandwidth);
-        let host_windows = Arc::new(host_write::HostWindows::new(table.slots.len(), link));
-        for (t, slot) in table.slots.iter().enumerate() {
-            // Spare slots wait, with a default SLO, for tenants added live.
-            let (name, slo) = match &slot.config {
-                Some(c) => (c.name.clone(), c.slo.clone()),
-                None => (format!("(spare slot {t})"), Slo::default()),
-            };
-            let id = b.tenant(name, slo);
-            // Its packet kernels' DMA writes land in its host window.
-            let window = host_write::TenantWindow {
-                windows: Arc::clone(&host_windows),
-                tenant: t,
-            };
-            b.host_region(id, Arc::new(window));
-            for (on, change) in slot.config.iter().flat_map(|c| &c.overrides) {
-                b.tenant_on(id, on.clone(), *change);
-            }
-        }
-        b.spin(config.spin).pin_threads(config.pin_threads);
-        if config.realtime {
-            b.realtime(Some(isola_runtime::Realtime::default()));
-        }
-        b.mode(Mode::Isolated {
-            policy: "sfq".into(),
-            params: BTreeMap::new(),
-        });
-        for e in &config.engines {
-            b.engine_policy(
-                isola_core::EngineSelector::Named(e.name.clone()),
-                e.policy.clone(),
-                e.params.clone(),
-            );
-        }
+        let (b, host_windows) = runtime_builder(&config, &table)?;
         let runtime = b.start().map_err(|e| DaemonError::Runtime(Box::new(e)))?;
         let metrics = Arc::new(metrics::Metrics::new(&config));
         metrics.watch_costs(runtime.learned_costs_handle());

@@ -15,8 +15,10 @@
 use crate::config::{DaemonConfig, TenantConfig};
 use crate::Shared;
 use isola_core::{Slo, TenantId};
-use isola_wire::admin::{SloStatus, TenantFigures, TenantStatus, TENANTS_PER_PAGE};
+use isola_model::ScenarioError;
+use isola_wire::admin::{KeyChange, SloStatus, TenantFigures, TenantStatus, TENANTS_PER_PAGE};
 use isola_wire::EventKind;
+use serde::Deserialize;
 
 /// One slot of the core's tenants.
 #[derive(Debug, Clone, Default)]
@@ -58,7 +60,7 @@ impl TenantTable {
     fn find(&self, name: &str) -> Option<usize> {
         self.slots
             .iter()
-            .position(|s| s.config.as_ref().is_some_and(|c| c.name == name))
+            .position(|s| s.config.as_ref().is_some_and(|c| c.name() == name))
     }
 
     /// Admits a connection of process `pid` (`uid`, `gid`) as tenant
@@ -77,15 +79,15 @@ impl TenantTable {
         };
         let slot = &mut self.slots[t];
         let config = slot.config.as_ref().expect("found by its configuration");
-        if !(config.users.contains(&uid) || config.groups.contains(&gid)) {
+        if !(config.tenant.access.users.contains(&uid) || config.tenant.access.groups.contains(&gid)) {
             return Err(format!(
                 "process {pid} (uid {uid}, gid {gid}) may not act as tenant `{name}`"
             ));
         }
-        if slot.connections >= config.max_connections {
+        if slot.connections >= config.tenant.access.max_connections {
             return Err(format!(
                 "tenant `{name}` holds {} connections already (its max_connections)",
-                config.max_connections
+                config.tenant.access.max_connections
             ));
         }
         slot.connections += 1;
@@ -131,12 +133,36 @@ impl Shared {
         }
     }
 
-    /// Adds the tenant `text` describes (a tenant table) in a vacant slot.
-    pub(crate) fn add_tenant(&self, text: &str) -> Result<String, String> {
+    /// Adds tenant `name` with `keys` in a vacant slot.
+    pub(crate) fn add_tenant(&self, name: &str, keys: &[KeyChange]) -> Result<String, String> {
+        let origin = "isola ctl add";
+        let mut raw = isola_model::tenant::RawTenant::named(name);
+        for (key, value) in typed_changes(keys, origin)? {
+            raw.set(&key, value)
+                .map_err(|m| ScenarioError::whole_file(origin, Some(&key), m).to_string())?;
+        }
+        let src = isola_model::scenario::source::Source {
+            file: origin.into(),
+            text: "",
+        };
         let config = self
             .config
-            .parse_tenant(text, "isola ctl add")
+            .check_tenant(raw, &src)
+            .map_err(|e| ScenarioError::whole_file(origin, e.key.as_deref(), e.message).to_string())?;
+        self.add_config(config)
+    }
+
+    /// Adds the tenant `text` describes (a tenant table read from file
+    /// `origin`) in a vacant slot.
+    pub(crate) fn add_table(&self, text: &str, origin: &str) -> Result<String, String> {
+        let config = self
+            .config
+            .parse_tenant(text, origin)
             .map_err(|e| e.to_string())?;
+        self.add_config(config)
+    }
+
+    fn add_config(&self, config: TenantConfig) -> Result<String, String> {
         let mut table = self
             .tenants
             .lock()
@@ -145,8 +171,8 @@ impl Shared {
     }
 
     fn add_checked(&self, table: &mut TenantTable, config: TenantConfig) -> Result<String, String> {
-        if table.find(&config.name).is_some() {
-            return Err(format!("tenant `{}` exists already", config.name));
+        if table.find(config.name()).is_some() {
+            return Err(format!("tenant `{}` exists already", config.name()));
         }
         let Some(t) = table
             .slots
@@ -159,9 +185,13 @@ impl Shared {
             ));
         };
         self.runtime
-            .set_slo(TenantId(t as u32), config.slo.clone(), config.overrides.clone())
+            .set_slo(
+                TenantId(t as u32),
+                config.slo().clone(),
+                config.overrides().to_vec(),
+            )
             .map_err(|e| e.to_string())?;
-        let message = format!("added tenant `{}` (id {t})", config.name);
+        let message = format!("added tenant `{}` (id {t})", config.name());
         self.metrics.set_tenant(t, Some(&config));
         table.slots[t].config = Some(config);
         table.slots[t].baseline = self.figures(t, TenantFigures::default());
@@ -169,11 +199,10 @@ impl Shared {
         Ok(message)
     }
 
-    /// Changes tenant `name`'s keys by `changes` (TOML).
-    pub(crate) fn set_tenant(&self, name: &str, changes: &str) -> Result<String, String> {
+    /// Changes tenant `name`'s keys by `changes`.
+    pub(crate) fn set_tenant(&self, name: &str, changes: &[KeyChange]) -> Result<String, String> {
         let origin = format!("isola ctl set {name}");
-        let changes: toml::Table =
-            toml::from_str(changes).map_err(|e| format!("{origin}: {}", e.message().trim()))?;
+        let changes = typed_changes(changes, &origin)?;
         let mut table = self
             .tenants
             .lock()
@@ -199,15 +228,19 @@ impl Shared {
             return Err(format!("tenant slot {t} is vacant"));
         };
         if *current == changed {
-            return Ok(format!("tenant `{}` unchanged", changed.name));
+            return Ok(format!("tenant `{}` unchanged", changed.name()));
         }
-        let slo_changed = (&current.slo, &current.overrides) != (&changed.slo, &changed.overrides);
+        let slo_changed = (&current.slo(), &current.overrides()) != (&changed.slo(), &changed.overrides());
         if slo_changed {
             self.runtime
-                .set_slo(TenantId(t as u32), changed.slo.clone(), changed.overrides.clone())
+                .set_slo(
+                    TenantId(t as u32),
+                    changed.slo().clone(),
+                    changed.overrides().to_vec(),
+                )
                 .map_err(|e| e.to_string())?;
         }
-        let message = format!("changed tenant `{}`", changed.name);
+        let message = format!("changed tenant `{}`", changed.name());
         if slo_changed {
             self.metrics.set_tenant(t, Some(&changed));
         }
@@ -235,7 +268,7 @@ impl Shared {
         let name = table.slots[t]
             .config
             .as_ref()
-            .map_or(String::new(), |c| c.name.clone());
+            .map_or(String::new(), |c| c.name().to_string());
         table.slots[t].removing = true;
         self.packets.rebuild(table);
         let connections = table.slots[t].connections;
@@ -284,13 +317,13 @@ impl Shared {
                 !s.removing
                     && s.config
                         .as_ref()
-                        .is_some_and(|c| !new.tenants.iter().any(|n| n.name == c.name))
+                        .is_some_and(|c| !new.tenants.iter().any(|n| n.name() == c.name()))
             })
             .collect();
         let added = new
             .tenants
             .iter()
-            .filter(|n| table.find(&n.name).is_none())
+            .filter(|n| table.find(n.name()).is_none())
             .count();
         let vacant = table
             .slots
@@ -308,9 +341,9 @@ impl Shared {
             done.push(self.remove_checked(&mut table, t));
         }
         for tenant in new.tenants {
-            let result = match table.find(&tenant.name) {
+            let result = match table.find(tenant.name()) {
                 Some(t) if table.slots[t].removing => {
-                    Err(format!("tenant `{}` is still being removed", tenant.name))
+                    Err(format!("tenant `{}` is still being removed", tenant.name()))
                 }
                 Some(t) => self.change_checked(&mut table, t, tenant),
                 None => self.add_checked(&mut table, tenant),
@@ -386,11 +419,11 @@ impl Shared {
             if let Some(c) = &slot.config {
                 out.push(TenantStatus {
                     id: t as u32,
-                    name: c.name.clone(),
+                    name: c.name().to_string(),
                     state: if slot.removing { "removing" } else { "active" }.into(),
                     slo: slo_status(c),
                     connections: slot.connections,
-                    max_connections: c.max_connections,
+                    max_connections: c.tenant.access.max_connections,
                     figures: self.figures(t, slot.baseline),
                     engines: self.metrics.engine_service(t),
                 });
@@ -404,29 +437,48 @@ impl Shared {
 
 /// `c`'s SLO as `isola ctl list` shows it.
 fn slo_status(c: &TenantConfig) -> SloStatus {
-    let class = match c.slo.class {
+    let class = match c.slo().class {
         isola_core::TenantClass::LatencySensitive => "latency-sensitive",
         isola_core::TenantClass::BandwidthSensitive => "bandwidth-sensitive",
         isola_core::TenantClass::BestEffort => "best-effort",
     }
     .to_string();
-    let latency = c.slo.latency.map(|l| match l {
+    let latency = c.slo().latency.map(|l| match l {
         isola_core::LatencyObjective::Absolute(ns) => isola_core::quantity::format_duration(ns),
         isola_core::LatencyObjective::ServiceMultiple(k) => format!("x{k} predicted service"),
     });
     SloStatus {
-        weight: c.slo.weight,
+        weight: c.slo().weight,
         class,
-        reservation: c.slo.reservation.map(|r| r.rate.to_string()),
-        limit: c.slo.limit.map(|r| r.rate.to_string()),
+        reservation: c.slo().reservation.map(|r| r.rate.to_string()),
+        limit: c.slo().limit.map(|r| r.rate.to_string()),
         latency,
-        budget_ns: c.slo.service_budget,
+        budget_ns: c.slo().service_budget,
         budget_action: c
-            .slo
+            .slo()
             .budget_action
             .map_or_else(|| "default".to_string(), |a| a.to_string()),
-        queue_cap: c.slo.queue_cap as u64,
-        memory_quota: c.memory_quota,
-        per_engine: c.overrides.iter().map(|(on, _)| on.to_string()).collect(),
+        queue_cap: c.slo().queue_cap as u64,
+        memory_quota: c.memory_quota(),
+        per_engine: c.overrides().iter().map(|(on, _)| on.to_string()).collect(),
     }
+}
+
+/// `changes` with each value as the TOML value its key takes (a JSON
+/// number, string, list or table is the same value in TOML; `null` has
+/// no TOML form and is refused).
+fn typed_changes(changes: &[KeyChange], origin: &str) -> Result<Vec<(String, Option<toml::Value>)>, String> {
+    changes
+        .iter()
+        .map(|c| {
+            let value = match &c.value {
+                None => None,
+                Some(v) => Some(toml::Value::deserialize(v.clone()).map_err(|e| {
+                    ScenarioError::whole_file(origin, Some(&c.key), format!("not a TOML value: {e}"))
+                        .to_string()
+                })?),
+            };
+            Ok((c.key.clone(), value))
+        })
+        .collect()
 }

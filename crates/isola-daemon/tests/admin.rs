@@ -153,7 +153,7 @@ fn a_weight_change_moves_the_shares_while_tenants_run() {
             &admin,
             &AdminRequest::Set {
                 tenant: tenant.into(),
-                changes: changes.into(),
+                changes: self::changes(changes),
             },
         ))
     };
@@ -253,7 +253,7 @@ fn a_refused_change_names_its_key_and_changes_nothing() {
         &admin,
         &AdminRequest::Set {
             tenant: "a".into(),
-            changes: "weight = -2.0".into(),
+            changes: changes("weight = -2.0"),
         },
     ));
     assert!(reason.contains("weight"), "{reason}");
@@ -263,7 +263,7 @@ fn a_refused_change_names_its_key_and_changes_nothing() {
         &admin,
         &AdminRequest::Set {
             tenant: "a".into(),
-            changes: "wieght = 2.0".into(),
+            changes: changes("wieght = 2.0"),
         },
     ));
     assert!(
@@ -274,7 +274,7 @@ fn a_refused_change_names_its_key_and_changes_nothing() {
         &admin,
         &AdminRequest::Set {
             tenant: "a".into(),
-            changes: "limit = \"10\"".into(),
+            changes: changes("limit = \"10\""),
         },
     ));
     assert!(reason.contains("limit"), "{reason}");
@@ -282,7 +282,7 @@ fn a_refused_change_names_its_key_and_changes_nothing() {
         &admin,
         &AdminRequest::Set {
             tenant: "nobody".into(),
-            changes: "weight = 2.0".into(),
+            changes: changes("weight = 2.0"),
         },
     ));
     assert!(reason.contains("no tenant `nobody`"), "{reason}");
@@ -292,7 +292,7 @@ fn a_refused_change_names_its_key_and_changes_nothing() {
         &admin,
         &AdminRequest::Set {
             tenant: "a".into(),
-            changes: "limit = \"10MB/s\"".into(),
+            changes: changes("limit = \"10MB/s\""),
         },
     ));
     assert_eq!(list(&admin)[0].slo.limit.as_deref(), Some("10000000 B/s"));
@@ -300,7 +300,7 @@ fn a_refused_change_names_its_key_and_changes_nothing() {
         &admin,
         &AdminRequest::Set {
             tenant: "a".into(),
-            changes: "limit = \"\"".into(),
+            changes: changes("limit = \"\""),
         },
     ));
     assert_eq!(list(&admin)[0].slo.limit, None);
@@ -312,8 +312,21 @@ fn a_tenant_added_live_attaches_and_one_removed_is_drained_and_gone() {
     let admin = control::connect(d.admin_socket()).unwrap();
     let uid = rustix::process::getuid().as_raw();
     let table = format!("name = \"c\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\nweight = 2.0\n");
-    done(ask(&admin, &AdminRequest::Add { table: table.clone() }));
-    assert!(failed(ask(&admin, &AdminRequest::Add { table })).contains("exists already"));
+    done(ask(
+        &admin,
+        &AdminRequest::AddTable {
+            table: table.clone(),
+            origin: "isola ctl add".into(),
+        },
+    ));
+    assert!(failed(ask(
+        &admin,
+        &AdminRequest::AddTable {
+            table,
+            origin: "isola ctl add".into()
+        }
+    ))
+    .contains("exists already"));
     let mut c = Client::connect(d.socket(), "c").unwrap();
     let h = c.register("crc32c", &BTreeMap::new()).unwrap();
     c.write(0, b"123456789").unwrap();
@@ -352,10 +365,23 @@ fn a_tenant_added_live_attaches_and_one_removed_is_drained_and_gone() {
     // Two spare slots: a third tenant added live does not fit... after two.
     for name in ["d", "e"] {
         let table = format!("name = \"{name}\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\n");
-        done(ask(&admin, &AdminRequest::Add { table }));
+        done(ask(
+            &admin,
+            &AdminRequest::AddTable {
+                table,
+                origin: "isola ctl add".into(),
+            },
+        ));
     }
     let table = format!("name = \"f\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\n");
-    assert!(failed(ask(&admin, &AdminRequest::Add { table })).contains("no spare tenant slot"));
+    assert!(failed(ask(
+        &admin,
+        &AdminRequest::AddTable {
+            table,
+            origin: "isola ctl add".into()
+        }
+    ))
+    .contains("no spare tenant slot"));
     // The new tenant in c's old slot starts from zero.
     let listed = list(&admin);
     assert!(listed.iter().all(|t| t.figures.submitted == 0), "{listed:?}");
@@ -417,7 +443,7 @@ fn a_dead_tenants_queued_work_is_cancelled_and_the_other_is_served() {
         &admin,
         &AdminRequest::Set {
             tenant: "a".into(),
-            changes: "limit = \"1MB/s\"".into(),
+            changes: changes("limit = \"1MB/s\""),
         },
     ));
     {
@@ -506,4 +532,17 @@ fn ctl_shows_what_the_engine_learned_and_predicted_against_measured() {
     let acc = a.engines.iter().find(|e| e.engine == "acc").unwrap();
     assert_eq!(acc.measured_ns, a.figures.busy_ns, "one engine: the same service");
     assert_eq!(acc.predicted_ns, a.figures.predicted_ns);
+}
+
+/// `text`'s keys (TOML) as the typed changes `isola ctl set` sends; `""`
+/// returns a key to its default.
+fn changes(text: &str) -> Vec<isola_wire::admin::KeyChange> {
+    let table: toml::Table = toml::from_str(text).unwrap();
+    table
+        .into_iter()
+        .map(|(key, v)| isola_wire::admin::KeyChange {
+            key,
+            value: (v.as_str() != Some("")).then(|| serde_json::to_value(v).unwrap()),
+        })
+        .collect()
 }

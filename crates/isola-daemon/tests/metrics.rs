@@ -450,7 +450,10 @@ fn a_tenant_added_live_gets_its_series_and_keeps_them_once_removed() {
     };
     let uid = rustix::process::getuid().as_raw();
     let table = format!("name = \"n\"\nmemory_quota = \"64KiB\"\nusers = [{uid}]\nweight = 2.0\n");
-    ask(&isola_wire::admin::AdminRequest::Add { table });
+    ask(&isola_wire::admin::AdminRequest::AddTable {
+        table,
+        origin: "isola ctl add".into(),
+    });
     let mut c = Client::connect(&socket, "n").unwrap();
     let h = c.register("crc32c", &BTreeMap::new()).unwrap();
     c.write(0, b"123456789").unwrap();

@@ -121,7 +121,15 @@ fn datagrams_go_to_their_tenants_kernel_and_the_reply_carries_its_output() {
         "name = \"c\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
          [[flow]]\nmatch = {{ src_port = {ps} }}\nkernel = \"crc32c\"\n"
     );
-    control::send(admin.as_fd(), &AdminRequest::Add { table }, None).unwrap();
+    control::send(
+        admin.as_fd(),
+        &AdminRequest::AddTable {
+            table,
+            origin: "isola ctl add".into(),
+        },
+        None,
+    )
+    .unwrap();
     let (answer, _) = control::recv::<AdminReply>(admin.as_fd()).unwrap();
     assert!(matches!(answer, AdminReply::Done { .. }), "{answer:?}");
     stranger.send_to(b"123456789", ingress).unwrap();

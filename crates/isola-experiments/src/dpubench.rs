@@ -26,6 +26,8 @@
 
 use crate::progress::Progress;
 use anyhow::{anyhow, bail, Context};
+use isola_core::EngineKind;
+use isola_daemon::config::EngineConfig;
 use isola_daemon::{Daemon, DaemonConfig};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
@@ -128,8 +130,8 @@ pub struct Point {
 pub struct E2eReport {
     /// Cores this machine has.
     pub cores: usize,
-    /// The daemon's configuration, as written.
-    pub daemon_config: String,
+    /// What the daemon ran: its engines and its tenants' flows.
+    pub daemon: String,
     /// The application-recognition rules (action, pattern).
     pub rules: Vec<(String, String)>,
     /// The system's 1-minute load average before and after the run
@@ -191,25 +193,102 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// The daemon's configuration: a processing-unit engine and one tenant
-/// per program, each with its own UDP port and flow.
-fn daemon_text(c: &E2eConfig, ports: (u16, u16)) -> String {
-    let uid = rustix::process::getuid().as_raw();
+/// The daemon's configuration, filled in by code: a processing-unit
+/// engine under WLBVT and one tenant per program, each with its own UDP
+/// port and flow, checked as a file's tenants are. Its socket is in `dir`.
+fn daemon_config(c: &E2eConfig, ports: (u16, u16), dir: &Path) -> anyhow::Result<DaemonConfig> {
+    let mut config = DaemonConfig::new(dir.join("isolad.sock"));
+    config.spare_tenants = 0;
+    config.spin = c.spin;
+    config.udp = vec![
+        SocketAddr::from(([127, 0, 0, 1], ports.0)),
+        SocketAddr::from(([127, 0, 0, 1], ports.1)),
+    ];
+    let mut engine = EngineConfig::new("pu", EngineKind::ProcessingUnits);
+    engine.workers = c.workers;
+    engine.policy = "wlbvt".into();
+    config.engines.push(engine);
+    let table_params = toml::Table::from_iter([
+        (
+            "capacity".to_string(),
+            toml::Value::from(c.table_capacity.to_string()),
+        ),
+        (
+            "shards".to_string(),
+            toml::Value::from(c.table_shards.to_string()),
+        ),
+    ]);
+    for (name, port, params) in [
+        ("flow-table", ports.0, table_params),
+        ("app-recognition", ports.1, toml::Table::new()),
+    ] {
+        let rule = toml::Table::from_iter([
+            ("dst_port".to_string(), toml::Value::from(i64::from(port))),
+            ("proto".to_string(), toml::Value::from(17i64)),
+        ]);
+        let flow = toml::Table::from_iter([
+            ("match".to_string(), toml::Value::from(rule)),
+            ("kernel".to_string(), toml::Value::from(name)),
+            ("params".to_string(), toml::Value::from(params)),
+        ]);
+        let mut raw = isola_model::tenant::RawTenant::named(name);
+        for (key, value) in [
+            ("memory_quota", toml::Value::from("256MiB")),
+            ("queue_cap", toml::Value::from(4096i64)),
+            ("users", toml::Value::Array(vec!["self".into()])),
+            ("flow", toml::Value::Array(vec![flow.into()])),
+        ] {
+            raw.set(key, Some(value))
+                .map_err(|m| anyhow!("tenant `{name}`: key `{key}`: {m}"))?;
+        }
+        let src = isola_model::scenario::source::Source {
+            file: "isola bench e2e".into(),
+            text: "",
+        };
+        let tenant = config
+            .check_tenant(raw, &src)
+            .map_err(|e| anyhow!("the daemon's configuration: {e}"))?;
+        config.tenants.push(tenant);
+    }
+    Ok(config)
+}
+
+/// What the daemon ran, for the report's reader: its engines and its
+/// tenants' flows.
+fn describe(config: &DaemonConfig) -> String {
+    let engines: Vec<String> = config
+        .engines
+        .iter()
+        .map(|e| {
+            format!(
+                "engine `{}` ({}, {} worker(s), {})",
+                e.name, e.kind, e.workers, e.policy
+            )
+        })
+        .collect();
+    let tenants: Vec<String> = config
+        .tenants
+        .iter()
+        .map(|t| {
+            let flows: Vec<String> = t
+                .tenant
+                .flows
+                .iter()
+                .map(|f| format!("{} {:?}", f.kernel, f.params))
+                .collect();
+            format!(
+                "tenant `{}` (queue_cap {}): {}",
+                t.name(),
+                t.slo().queue_cap,
+                flows.join(", ")
+            )
+        })
+        .collect();
     format!(
-        "[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nspin = \"{spin}us\"\n\
-         udp = [\"127.0.0.1:{ft}\", \"127.0.0.1:{ar}\"]\n\n\
-         [[engine]]\nname = \"pu\"\nkind = \"pu\"\nworkers = {workers}\npolicy = \"wlbvt\"\n\n\
-         [[tenant]]\nname = \"flow-table\"\nmemory_quota = \"256MiB\"\nqueue_cap = 4096\nusers = [{uid}]\n\
-         [[tenant.flow]]\nmatch = {{ dst_port = {ft}, proto = 17 }}\nkernel = \"flow-table\"\n\
-         params = {{ capacity = \"{cap}\", shards = \"{shards}\" }}\n\n\
-         [[tenant]]\nname = \"app-recognition\"\nmemory_quota = \"256MiB\"\nqueue_cap = 4096\nusers = [{uid}]\n\
-         [[tenant.flow]]\nmatch = {{ dst_port = {ar}, proto = 17 }}\nkernel = \"app-recognition\"\n",
-        ft = ports.0,
-        ar = ports.1,
-        workers = c.workers,
-        spin = c.spin.as_micros(),
-        cap = c.table_capacity,
-        shards = c.table_shards,
+        "isolad (spin {} us) with {}; {}",
+        config.spin.as_micros(),
+        engines.join(", "),
+        tenants.join("; ")
     )
 }
 
@@ -273,9 +352,8 @@ fn run_in(c: &E2eConfig, dir: &Path, progress: &mut dyn Progress) -> anyhow::Res
     }
     let load_before = loadavg();
     let ports = (free_port()?, free_port()?);
-    let text = daemon_text(c, ports);
-    let config = DaemonConfig::parse(&text, &dir.join("isolad.toml"))
-        .map_err(|e| anyhow!("the daemon's configuration: {e}"))?;
+    let config = daemon_config(c, ports, dir)?;
+    let setup = describe(&config);
     let daemon = Daemon::start(config).map_err(|e| anyhow!("starting the daemon: {e}"))?;
     let addrs = daemon.udp_addrs();
     let jobs = jobs(c);
@@ -300,7 +378,7 @@ fn run_in(c: &E2eConfig, dir: &Path, progress: &mut dyn Progress) -> anyhow::Res
     daemon.stop();
     Ok(E2eReport {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        daemon_config: text,
+        daemon: setup,
         loadavg: (load_before, loadavg()),
         rules: isola_ops::apps::app_recognition::DEFAULT_RULES
             .iter()
@@ -449,14 +527,20 @@ mod tests {
     }
 
     #[test]
-    fn the_daemon_configuration_parses_with_a_flow_per_program() {
+    fn the_daemon_configuration_has_a_flow_per_program() {
         let c = config();
-        let text = daemon_text(&c, (4000, 4001));
-        let dir = std::env::temp_dir();
-        let parsed = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
-        assert_eq!(parsed.udp.len(), 2);
-        assert!(text.contains("kernel = \"flow-table\"") && text.contains("kernel = \"app-recognition\""));
-        assert!(text.contains("capacity = \"1024\"") && text.contains("spin = \"50us\""));
+        let config = daemon_config(&c, (4000, 4001), &std::env::temp_dir()).unwrap();
+        assert_eq!(config.udp.len(), 2);
+        let kernels: Vec<&str> = config
+            .tenants
+            .iter()
+            .flat_map(|t| &t.tenant.flows)
+            .map(|f| f.kernel.as_str())
+            .collect();
+        assert_eq!(kernels, ["flow-table", "app-recognition"]);
+        assert_eq!(config.tenants[0].tenant.flows[0].params["capacity"], "1024");
+        assert_eq!(config.spin, Duration::from_micros(50));
+        assert!(describe(&config).contains("flow-table"));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! every open-loop rate divided by a factor, every time of the arrival
 //! processes and the run (duration, window, starts, on/off periods, rate
 //! steps, trace times) multiplied by it, so a run sees the same number of
-//! arrivals in the same pattern, spread over a longer wall time. Service
+//! arrivals in the same pattern, spread over a longer wall time, and every
+//! tenant's reservation and limit divided by it, so they bind as written
+//! (`isola_core::Slo::scaled`). Service
 //! times are this machine's own and are not scaled; closed loops keep
 //! their number in flight. A live run on this 2-core machine cannot
 //! submit a million tasks a second (OSMOSIS' DMA scenario asks that of its
@@ -72,7 +74,15 @@ pub fn slowed(scenario: &Scenario, factor: f64) -> Scenario {
     let time = |t: u64| (t as f64 * factor).round().min(u64::MAX as f64) as u64;
     s.run.duration = s.run.duration.map(time);
     s.run.window = time(s.run.window);
+    // The tenants' reservations and limits slow down with their arrivals,
+    // so each is as binding as in the scenario; service times are this
+    // machine's own, and so are the objectives and budgets on them.
+    let scale = isola_core::TimeScale {
+        rates_over: factor,
+        times_by: 1.0,
+    };
     for t in &mut s.tenants {
+        (t.slo, t.overrides) = t.scaled_slo(scale);
         let w = &mut t.workload;
         w.start = time(w.start);
         w.arrival = match std::mem::replace(&mut w.arrival, ArrivalSpec::Closed(0)) {
@@ -100,8 +110,8 @@ pub fn slowed(scenario: &Scenario, factor: f64) -> Scenario {
 /// The warning a slowed run carries.
 pub fn slowed_warning(factor: f64) -> String {
     format!(
-        "arrivals slowed down {factor:.0}x for this machine (every open-loop rate / {factor:.0}, the duration, \
-         window and arrival times x {factor:.0}; closed loops unchanged): this machine cannot offer the \
+        "arrivals slowed down {factor:.0}x for this machine (every open-loop rate, reservation and limit / \
+         {factor:.0}, the duration, window and arrival times x {factor:.0}; closed loops unchanged): this machine cannot offer the \
          scenario's rates live; service times are this machine's own"
     )
 }

@@ -16,11 +16,13 @@
 
 #![warn(missing_docs)]
 
+pub mod engine;
 pub mod ingress;
 pub mod input;
 pub mod quantity;
 pub mod results;
 pub mod scenario;
+pub mod tenant;
 
 pub use results::{PolicyResult, RunRecorder, SimReport, TenantResult};
 pub use scenario::{Scenario, ScenarioError};

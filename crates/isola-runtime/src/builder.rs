@@ -197,6 +197,10 @@ pub enum Mode {
     /// application gets on a DPU without Isola (the core's `fcfs` with no
     /// split rule).
     Native,
+    /// Through the isolation core, each engine under the policy
+    /// [`RuntimeBuilder::engine_policy`] gives it, else its kind's default
+    /// (`isola_core::EngineKind::default_policy`): isolad's mode.
+    ByEngine,
     /// Through the isolation core with this policy (a registry name) and
     /// parameters.
     Isolated {
@@ -410,9 +414,11 @@ impl RuntimeBuilder {
         let native = self.mode == Mode::Native;
         for e in &self.engines {
             let slots = e.slots();
+            // Split where the kind may be (the core decides which) and
+            // the engine's rule says so; native mode serves tasks whole.
             let split = e
                 .split_bytes
-                .filter(|_| !native)
+                .filter(|_| !native && e.kind.splits_tasks())
                 .map(|bytes| isola_core::SplitRule {
                     bytes,
                     when: e.split_when,
@@ -438,9 +444,12 @@ impl RuntimeBuilder {
             }
             Mode::Isolated { policy, params } => {
                 sb.policy(policy.clone(), params.clone());
-                for p in &self.engine_policies {
-                    sb.engine_policy(p.on.clone(), p.name.clone(), p.params.clone());
-                }
+            }
+            Mode::ByEngine => {}
+        }
+        if self.mode != Mode::Native {
+            for p in &self.engine_policies {
+                sb.engine_policy(p.on.clone(), p.name.clone(), p.params.clone());
             }
         }
         Ok(sb.build()?)

@@ -15,8 +15,8 @@ use crate::rng::{stream, Purpose};
 use crate::rss::{rss_hash, RssCores};
 use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
-    BuildError, CostModel, EngineId, EngineKind, EngineSpec, Nanos, OpSpec, RejectReason, SchedulerBuilder,
-    SplitRule, Task, TaskId, TenantId, NANOS_PER_SEC,
+    BuildError, CostModel, EngineId, EngineSpec, Nanos, OpSpec, RejectReason, SchedulerBuilder, SplitRule,
+    Task, TaskId, TenantId, NANOS_PER_SEC,
 };
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
@@ -191,18 +191,16 @@ pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_co
             }
             _ => None,
         };
-        // Transfers are split (OSMOSIS' fragments) and so are accelerator
-        // tasks (ASTRAEA), when the engine's rule says so; kernels on
-        // processing units run to completion.
-        let split = match e.kind {
-            EngineKind::Dma | EngineKind::Egress | EngineKind::Accelerator => policy.split,
-            EngineKind::ProcessingUnits => None,
-        }
-        .map(|bytes| SplitRule {
-            bytes,
-            when: e.split_when,
-            time: e.split_time,
-        });
+        // Split where the engine's kind may be (the core decides which)
+        // and the engine's rule says so.
+        let split = policy
+            .split
+            .filter(|_| e.kind.splits_tasks())
+            .map(|bytes| SplitRule {
+                bytes,
+                when: e.split_when,
+                time: e.split_time,
+            });
         let cost = Arc::new(EngineCost {
             device: e.device.clone(),
             default,

@@ -3,9 +3,12 @@
 //! `isola ctl` asks and what the daemon answers. Each request gets exactly
 //! one reply; the connection may carry many.
 //!
-//! Tenant tables and changes travel as TOML text, so the daemon checks
-//! them with the very code that checks its configuration file, and a
-//! refusal names the key as the file's would.
+//! A tenant's keys travel as typed values (JSON numbers, strings, lists
+//! and tables, each the value its TOML key takes), and the daemon puts
+//! each in the tenant's keys and checks the whole tenant with the very
+//! code that checks its configuration file, so a refusal names the key as
+//! the file's would. A whole tenant table from a file travels as the
+//! file's text, so its mistakes are reported at their line.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,19 +26,30 @@ pub enum AdminRequest {
         #[serde(default)]
         from: u32,
     },
-    /// Adds a tenant: `table` is a `[[tenant]]` table's body in TOML.
+    /// Adds tenant `tenant` with these keys (as in the configuration
+    /// file's `[[tenant]]`).
     Add {
-        /// The tenant's keys, as in the configuration file.
+        /// The tenant's name.
+        tenant: String,
+        /// Its keys.
+        keys: Vec<KeyChange>,
+    },
+    /// Adds the tenant a file describes: `table` is the text of a
+    /// `[[tenant]]` table's body, `origin` the file, as errors name it.
+    AddTable {
+        /// The table's text.
         table: String,
+        /// The file it was read from.
+        origin: String,
     },
     /// Changes some of a tenant's keys (its SLO, quota, users, groups,
-    /// connection limit): `changes` is TOML; a key set to `""` returns to
-    /// its default.
+    /// connection limit, flows); a key with no value returns to its
+    /// default.
     Set {
         /// The tenant's name.
         tenant: String,
         /// The keys to change.
-        changes: String,
+        changes: Vec<KeyChange>,
     },
     /// Drains a tenant (its connections take no more work, answer what
     /// they took, and close) and removes it.
@@ -47,6 +61,18 @@ pub enum AdminRequest {
     Reload,
     /// What each engine learned of its operators' costs.
     Costs,
+}
+
+/// One key of a tenant and its new value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyChange {
+    /// The key, as in the configuration file (`weight`, `limit`, `on`...).
+    pub key: String,
+    /// Its value, of the type its TOML key takes (a number, a quantity
+    /// such as `"100MB/s"`, a list, a table); `None`: back to its default.
+    #[serde(default)]
+    pub value: Option<serde_json::Value>,
 }
 
 /// What the daemon answers.

@@ -5,7 +5,7 @@
 use super::engine::EngineState;
 use super::live::PolicyRecipe;
 use super::{BuildError, Scheduler};
-use crate::engine::{EngineId, EngineSpec};
+use crate::engine::{EngineId, EngineKind, EngineSpec};
 use crate::policy::registry::{check_unique, find_policy_in, PolicyInfo, PolicySetup};
 use crate::policy::TenantShare;
 use crate::tenant::{EngineSelector, Slo, SloOverride, Tenant, TenantId};
@@ -23,13 +23,34 @@ pub struct EnginePolicy {
     pub params: BTreeMap<String, String>,
 }
 
+impl EnginePolicy {
+    /// The policy among `policies` that engine `name` of kind `kind` runs,
+    /// by the one rule every driver follows: one named for the engine
+    /// beats one for its kind; `None` if neither is given (the run's
+    /// default then, else the kind's, [`EngineKind::default_policy`]).
+    pub fn choose<'a>(
+        policies: &'a [EnginePolicy],
+        name: &str,
+        kind: EngineKind,
+    ) -> Option<&'a EnginePolicy> {
+        policies
+            .iter()
+            .find(|p| p.on.names(name))
+            .or_else(|| policies.iter().find(|p| p.on == EngineSelector::Kind(kind)))
+    }
+}
+
+/// No parameters: a kind's default policy runs with its own defaults.
+static NO_PARAMS: BTreeMap<String, String> = BTreeMap::new();
+
 /// Builds a [`Scheduler`].
 #[derive(Debug, Default)]
 pub struct SchedulerBuilder {
     tenants: Vec<Tenant>,
     engines: Vec<EngineSpec>,
-    policy: String,
-    params: BTreeMap<String, String>,
+    /// The policy of every engine not given one of its own (`None`: each
+    /// engine's kind's default).
+    policy: Option<(String, BTreeMap<String, String>)>,
     /// Policies for some engines, by kind or name.
     engine_policies: Vec<EnginePolicy>,
     /// Policies the caller registered beside the built-in ones.
@@ -37,12 +58,12 @@ pub struct SchedulerBuilder {
 }
 
 impl SchedulerBuilder {
-    /// A builder with policy `fcfs` and no tenants or engines.
+    /// A builder with no tenants or engines, each engine to run its
+    /// kind's default policy ([`EngineKind::default_policy`]) unless
+    /// [`SchedulerBuilder::policy`] or [`SchedulerBuilder::engine_policy`]
+    /// says otherwise.
     pub fn new() -> Self {
-        SchedulerBuilder {
-            policy: "fcfs".into(),
-            ..Default::default()
-        }
+        SchedulerBuilder::default()
     }
 
     /// Adds a tenant; ids are given in insertion order from 0.
@@ -86,8 +107,7 @@ impl SchedulerBuilder {
     /// Uses policy `name` (see [`crate::policy::POLICIES`], and those
     /// registered) with `params`.
     pub fn policy(&mut self, name: impl Into<String>, params: BTreeMap<String, String>) -> &mut Self {
-        self.policy = name.into();
-        self.params = params;
+        self.policy = Some((name.into(), params));
         self
     }
 
@@ -112,15 +132,14 @@ impl SchedulerBuilder {
 
     /// The policy and parameters engine `spec` runs.
     fn policy_of(&self, spec: &EngineSpec) -> (&str, &BTreeMap<String, String>) {
-        let find = |wanted: &dyn Fn(&EngineSelector) -> bool| {
-            self.engine_policies
-                .iter()
-                .find(|p| wanted(&p.on))
-                .map(|p| (p.name.as_str(), &p.params))
-        };
-        find(&|s| s.names(&spec.name))
-            .or_else(|| find(&|s| *s == EngineSelector::Kind(spec.kind)))
-            .unwrap_or((&self.policy, &self.params))
+        match (
+            EnginePolicy::choose(&self.engine_policies, &spec.name, spec.kind),
+            &self.policy,
+        ) {
+            (Some(p), _) => (&p.name, &p.params),
+            (None, Some((name, params))) => (name, params),
+            (None, None) => (spec.kind.default_policy(), &NO_PARAMS),
+        }
     }
 
     /// Checks everything and builds one policy instance per engine.

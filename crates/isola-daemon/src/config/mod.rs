@@ -12,8 +12,8 @@ pub use tenant::{FlowConfig, TenantConfig};
 
 use isola_core::{EngineKind, SplitWhen};
 use isola_model::quantity::{Duration, Size};
-use isola_model::scenario::slo::EngineRef;
 use isola_model::scenario::source::Source;
+use isola_model::tenant::{DaemonScope, EngineRef, RawTenant};
 use isola_model::ScenarioError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -108,6 +108,66 @@ pub struct EngineConfig {
     pub bandwidth: Option<f64>,
 }
 
+impl EngineConfig {
+    /// Engine `name` of `kind` with every other key at its default (as
+    /// a `[[engine]]` table with only `name` and `kind` gives it): one
+    /// worker, no queue, its kind's default policy, a cost of 1 us +
+    /// 1 ns/byte, whole tasks, learning where the kind computes.
+    pub fn new(name: impl Into<String>, kind: EngineKind) -> EngineConfig {
+        EngineConfig {
+            name: name.into(),
+            kind,
+            ops: Vec::new(),
+            workers: 1,
+            queue_depth: 0,
+            policy: kind.default_policy().to_string(),
+            params: BTreeMap::new(),
+            base_ns: 1_000.0,
+            per_byte_ns: 1.0,
+            profile: None,
+            split: None,
+            split_when: SplitWhen::Always,
+            split_time: None,
+            learn: matches!(kind, EngineKind::Accelerator | EngineKind::ProcessingUnits),
+            bandwidth: None,
+        }
+    }
+}
+
+impl DaemonConfig {
+    /// A daemon listening on `socket` (its admin socket beside it, with
+    /// `.admin` added) with every `[daemon]` key at its default and no
+    /// engines or tenants yet: what a program that starts isolad fills in
+    /// by code ([`DaemonConfig::check_tenant`] checks each tenant it adds
+    /// as the file's are).
+    pub fn new(socket: PathBuf) -> DaemonConfig {
+        let mut admin = socket.clone().into_os_string();
+        admin.push(".admin");
+        DaemonConfig {
+            path: socket
+                .parent()
+                .map_or_else(PathBuf::new, |d| d.join("isolad.toml")),
+            admin_socket: PathBuf::from(admin),
+            socket,
+            udp: Vec::new(),
+            metrics: None,
+            spare_tenants: DEFAULT_SPARE_TENANTS,
+            spin: isola_runtime::DEFAULT_SPIN,
+            pin_threads: false,
+            realtime: false,
+            max_input: DEFAULT_MAX_INPUT,
+            engines: Vec::new(),
+            tenants: Vec::new(),
+        }
+    }
+}
+
+/// Tenant slots kept spare unless `spare_tenants` says.
+pub const DEFAULT_SPARE_TENANTS: usize = 8;
+
+/// The largest input of one task unless `max_input` says: 64 MiB.
+pub const DEFAULT_MAX_INPUT: u64 = 64 << 20;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
@@ -115,7 +175,7 @@ struct RawConfig {
     #[serde(default)]
     engine: Vec<Spanned<RawEngine>>,
     #[serde(default)]
-    tenant: Vec<Spanned<tenant::RawTenant>>,
+    tenant: Vec<Spanned<RawTenant>>,
 }
 
 #[derive(Deserialize)]
@@ -151,12 +211,13 @@ struct RawEngine {
     profile: Option<Spanned<String>>,
     split: Option<Spanned<Size>>,
     split_when: Option<Spanned<String>>,
+    contention_window: Option<Spanned<Duration>>,
     split_time: Option<Spanned<Duration>>,
     learn: Option<Spanned<bool>>,
     bandwidth: Option<Spanned<isola_model::quantity::RateValue>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct RawCost {
     base: Duration,
@@ -184,69 +245,10 @@ impl DaemonConfig {
             let span = e.span().unwrap_or(0..0);
             src.at(span, None, e.message().trim().to_string())
         })?;
-        let daemon = raw.daemon.into_inner();
-        let socket = daemon.socket.get_ref();
-        if socket.is_empty() {
-            return Err(src.at(daemon.socket.span(), Some("socket"), "give the socket's path"));
-        }
         let base = path.parent().unwrap_or(Path::new("."));
-        let admin_socket = match &daemon.admin_socket {
-            Some(a) if a.get_ref().is_empty() || a.get_ref() == socket => {
-                return Err(src.at(a.span(), Some("admin_socket"), "give a path of its own"))
-            }
-            Some(a) => base.join(a.get_ref()),
-            None => base.join(format!("{socket}.admin")),
-        };
-        let max_input = match daemon.max_input {
-            Some(m) if m.get_ref().0 == 0 => {
-                return Err(src.at(m.span(), Some("max_input"), "must be at least 1B"))
-            }
-            Some(m) => m.into_inner().0,
-            None => 64 << 20,
-        };
-        let metrics = match daemon.metrics {
-            Some(m) => match m.get_ref().parse::<SocketAddr>() {
-                Ok(addr) => Some(addr),
-                Err(_) => {
-                    return Err(src.at(
-                        m.span(),
-                        Some("metrics"),
-                        format!(
-                            "`{}`: give an IP address and a port, such as \"127.0.0.1:9464\"",
-                            m.get_ref()
-                        ),
-                    ))
-                }
-            },
-            None => None,
-        };
-        let spin = match daemon.spin {
-            Some(s) if s.get_ref().0 > 10_000_000 => {
-                return Err(src.at(
-                    s.span(),
-                    Some("spin"),
-                    "at most 10ms: a polling thread holds its core",
-                ))
-            }
-            Some(s) => std::time::Duration::from_nanos(s.into_inner().0),
-            None => isola_runtime::DEFAULT_SPIN,
-        };
-        let mut udp = Vec::new();
-        for a in &daemon.udp {
-            match a.get_ref().parse::<SocketAddr>() {
-                Ok(addr) => udp.push(addr),
-                Err(_) => {
-                    return Err(src.at(
-                        a.span(),
-                        Some("udp"),
-                        format!(
-                            "`{}`: give an IP address and a port, such as \"127.0.0.1:9000\"",
-                            a.get_ref()
-                        ),
-                    ))
-                }
-            }
-        }
+        let spare = raw.daemon.get_ref().spare_tenants.clone();
+        let mut config = check_daemon_table(&src, path, raw.daemon.into_inner())?;
+        let udp = config.udp.clone();
         let mut engines: Vec<EngineConfig> = Vec::new();
         for e in raw.engine {
             engines.push(check_engine(&src, base, e.into_inner(), &engines)?);
@@ -258,26 +260,17 @@ impl DaemonConfig {
         let scope = tenant::Scope {
             base,
             engines: &refs,
-            udp: &udp,
+            daemon: daemon_scope(&udp),
         };
-        // The tenant tables again as values, kept for live changes.
-        let tables: Vec<toml::Table> = toml::from_str::<toml::Table>(text)
-            .ok()
-            .and_then(|mut t| t.remove("tenant"))
-            .and_then(|t| match t {
-                toml::Value::Array(a) => Some(a.into_iter().filter_map(|v| v.as_table().cloned()).collect()),
-                _ => None,
-            })
-            .unwrap_or_default();
         let mut tenants: Vec<TenantConfig> = Vec::new();
-        for (i, t) in raw.tenant.into_iter().enumerate() {
-            let name_span = t.get_ref().name_span();
-            let checked = tenant::check_tenant(&src, &scope, t, tables.get(i).cloned().unwrap_or_default())?;
-            if tenants.iter().any(|o| o.name == checked.name) {
+        for t in raw.tenant {
+            let name_span = t.span();
+            let checked = tenant::check_tenant(&src, &scope, t.into_inner())?;
+            if tenants.iter().any(|o| o.name() == checked.name()) {
                 return Err(src.at(
                     name_span,
                     Some("name"),
-                    format!("tenant `{}` is defined twice", checked.name),
+                    format!("tenant `{}` is defined twice", checked.name()),
                 ));
             }
             tenants.push(checked);
@@ -285,7 +278,7 @@ impl DaemonConfig {
         if tenants.is_empty() {
             return Err(src.at(0..0, Some("tenant"), "a daemon needs at least one [[tenant]]"));
         }
-        let spare_tenants = match daemon.spare_tenants {
+        let spare_tenants = match spare {
             Some(n) if tenants.len() + n.get_ref() > MAX_TENANT_SLOTS => {
                 return Err(src.at(
                     n.span(),
@@ -294,41 +287,42 @@ impl DaemonConfig {
                 ))
             }
             Some(n) => n.into_inner(),
-            None => 8,
+            None => DEFAULT_SPARE_TENANTS,
         };
-        // A static partition in slots mode gives every tenant slot, spare
-        // ones too, a worker of its own; otherwise (`mode` "auto" or
-        // "slices") an engine with fewer places than tenant slots is
-        // time-sliced among them (FairNIC's form on a shared accelerator).
+        config.engines = engines;
+        config.tenants = tenants;
+        config.spare_tenants = spare_tenants;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Checks what no one key decides: a static partition in slots mode
+    /// gives every tenant slot, spare ones too, a worker of its own;
+    /// otherwise (`mode` "auto" or "slices") an engine with fewer places
+    /// than tenant slots is time-sliced among them (FairNIC's form on a
+    /// shared accelerator). The file's check runs it; so must a program
+    /// that fills a configuration in by code.
+    pub fn check(&self) -> Result<(), ScenarioError> {
         let slots_mode = |e: &EngineConfig| e.params.get("mode").is_some_and(|m| m == "slots");
-        for e in engines.iter().filter(|e| e.policy == "static" && slots_mode(e)) {
-            let slots = tenants.len() + spare_tenants;
+        let slots = self.tenants.len() + self.spare_tenants;
+        for e in self
+            .engines
+            .iter()
+            .filter(|e| e.policy == "static" && slots_mode(e))
+        {
             if e.workers.max(1) + e.queue_depth < slots {
-                return Err(src.at(
-                    0..0,
+                return Err(ScenarioError::whole_file(
+                    self.path.display().to_string(),
                     Some("spare_tenants"),
                     format!(
                         "engine `{}` runs a static partition with mode = \"slots\", which needs a worker for each of the {slots} tenant slots ({} tenants + spare_tenants); lower spare_tenants, add workers, or leave mode out to time-slice the engine",
                         e.name,
-                        tenants.len()
+                        self.tenants.len()
                     ),
                 ));
             }
         }
-        Ok(DaemonConfig {
-            path: path.to_path_buf(),
-            socket: base.join(socket),
-            admin_socket,
-            udp,
-            metrics,
-            spare_tenants,
-            spin,
-            pin_threads: daemon.pin_threads,
-            realtime: daemon.realtime,
-            max_input,
-            engines,
-            tenants,
-        })
+        Ok(())
     }
 
     /// The engines as SLO checks name them.
@@ -336,23 +330,132 @@ impl DaemonConfig {
         engine_refs(&self.engines)
     }
 
-    /// Checks `text`, one tenant table (what `isola ctl add` sends; named
-    /// `origin` in errors), against this configuration's engines and UDP
-    /// addresses.
+    /// Checks `text`, one tenant table (what `isola ctl add --file`
+    /// sends; named `origin` in errors), against this configuration's
+    /// engines and UDP addresses.
     pub fn parse_tenant(&self, text: &str, origin: &str) -> Result<TenantConfig, ScenarioError> {
+        let raw = isola_model::tenant::parse_raw_tenant(text, origin)?;
+        self.check_tenant(
+            raw,
+            &Source {
+                file: origin.to_string(),
+                text,
+            },
+        )
+    }
+
+    /// Checks tenant `raw` (read from `src`) against this configuration's
+    /// engines and UDP addresses, with the check its file's tenants had.
+    pub fn check_tenant(&self, raw: RawTenant, src: &Source<'_>) -> Result<TenantConfig, ScenarioError> {
         let engines = self.engine_refs();
         let scope = tenant::Scope {
             base: self.base(),
             engines: &engines,
-            udp: &self.udp,
+            daemon: daemon_scope(&self.udp),
         };
-        tenant::parse_tenant(text, origin, &scope)
+        tenant::check_tenant(src, &scope, raw)
     }
 
     /// The folder a relative path in this configuration is resolved
     /// against: the configuration file's.
     pub fn base(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+/// The `[daemon]` table: a configuration read from `path` with its keys
+/// (the rest at [`DaemonConfig::new`]'s defaults) and no engines or
+/// tenants yet.
+fn check_daemon_table(
+    src: &Source<'_>,
+    path: &Path,
+    daemon: RawDaemon,
+) -> Result<DaemonConfig, ScenarioError> {
+    let socket = daemon.socket.get_ref();
+    if socket.is_empty() {
+        return Err(src.at(daemon.socket.span(), Some("socket"), "give the socket's path"));
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let admin_socket = match &daemon.admin_socket {
+        Some(a) if a.get_ref().is_empty() || a.get_ref() == socket => {
+            return Err(src.at(a.span(), Some("admin_socket"), "give a path of its own"))
+        }
+        Some(a) => base.join(a.get_ref()),
+        None => base.join(format!("{socket}.admin")),
+    };
+    let max_input = match daemon.max_input {
+        Some(m) if m.get_ref().0 == 0 => {
+            return Err(src.at(m.span(), Some("max_input"), "must be at least 1B"))
+        }
+        Some(m) => m.into_inner().0,
+        None => DEFAULT_MAX_INPUT,
+    };
+    let metrics = match daemon.metrics {
+        Some(m) => match m.get_ref().parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                return Err(src.at(
+                    m.span(),
+                    Some("metrics"),
+                    format!(
+                        "`{}`: give an IP address and a port, such as \"127.0.0.1:9464\"",
+                        m.get_ref()
+                    ),
+                ))
+            }
+        },
+        None => None,
+    };
+    let spin = match daemon.spin {
+        Some(s) if s.get_ref().0 > 10_000_000 => {
+            return Err(src.at(
+                s.span(),
+                Some("spin"),
+                "at most 10ms: a polling thread holds its core",
+            ))
+        }
+        Some(s) => std::time::Duration::from_nanos(s.into_inner().0),
+        None => isola_runtime::DEFAULT_SPIN,
+    };
+    let mut udp = Vec::new();
+    for a in &daemon.udp {
+        match a.get_ref().parse::<SocketAddr>() {
+            Ok(addr) => udp.push(addr),
+            Err(_) => {
+                return Err(src.at(
+                    a.span(),
+                    Some("udp"),
+                    format!(
+                        "`{}`: give an IP address and a port, such as \"127.0.0.1:9000\"",
+                        a.get_ref()
+                    ),
+                ))
+            }
+        }
+    }
+    let mut config = DaemonConfig::new(base.join(socket));
+    config.path = path.to_path_buf();
+    config.admin_socket = admin_socket;
+    config.udp = udp;
+    config.metrics = metrics;
+    config.spin = spin;
+    config.pin_threads = daemon.pin_threads;
+    config.realtime = daemon.realtime;
+    config.max_input = max_input;
+    Ok(config)
+}
+
+/// The daemon's limits and identity, as tenant checks see them, with
+/// its packet path's addresses `udp`.
+fn daemon_scope(udp: &[SocketAddr]) -> DaemonScope<'_> {
+    DaemonScope {
+        udp,
+        max_memory_quota: isola_wire::layout::MAX_ARENA_BYTES,
+        max_ring_entries: isola_wire::layout::MAX_RING_ENTRIES,
+        own_ids: (
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+        ),
     }
 }
 
@@ -368,41 +471,34 @@ fn engine_refs(engines: &[EngineConfig]) -> Vec<EngineRef<'_>> {
 }
 
 /// Checks one `[[engine]]` (`earlier` are those before it; `base` anchors
-/// a relative profile path).
+/// a relative profile path). Keys left out take [`EngineConfig::new`]'s
+/// defaults.
 fn check_engine(
     src: &Source<'_>,
     base: &Path,
     e: RawEngine,
     earlier: &[EngineConfig],
 ) -> Result<EngineConfig, ScenarioError> {
-    let name = e.name.get_ref().clone();
-    isola_model::scenario::slo::check_name(src, e.name.span(), "name", &name)?;
-    if earlier.iter().any(|o| o.name == name) {
-        return Err(src.at(
-            e.name.span(),
-            Some("name"),
-            format!("engine `{name}` is defined twice"),
-        ));
+    let name = isola_model::engine::check_engine_name(src, &e.name, earlier.iter().map(|o| o.name.as_str()))?;
+    let kind = isola_model::engine::check_kind(src, e.kind.as_ref())?;
+    let mut engine = EngineConfig::new(name, kind);
+    check_ops(src, &e, kind)?;
+    engine.ops = e.ops.iter().map(|o| o.get_ref().clone()).collect();
+    check_threads(src, &e, &mut engine)?;
+    check_policy(src, &e, &mut engine)?;
+    check_cost(src, base, &e, &mut engine)?;
+    check_split(src, &e, &mut engine)?;
+    if let Some(l) = &e.learn {
+        engine.learn = *l.get_ref();
     }
-    let kind = match &e.kind {
-        None => EngineKind::Accelerator,
-        Some(k) => match EngineKind::from_name(k.get_ref()) {
-            Some(kind) => kind,
-            None => {
-                return Err(src.at(
-                    k.span(),
-                    Some("kind"),
-                    format!(
-                        "unknown engine kind `{}`: use accelerator, pu, dma or egress",
-                        k.get_ref()
-                    ),
-                ))
-            }
-        },
-    };
-    // A DMA engine carries packet kernels' writes into tenants' host
-    // windows, an egress engine the packet path's replies: neither runs
-    // an operator.
+    engine.bandwidth = check_bandwidth(src, &e, kind)?;
+    Ok(engine)
+}
+
+/// `ops`: operators the registry has (or a tenant's WebAssembly kernels);
+/// none on a DMA or egress engine, which carries the packet path's
+/// transfers and runs no operator.
+fn check_ops(src: &Source<'_>, e: &RawEngine, kind: EngineKind) -> Result<(), ScenarioError> {
     if let (EngineKind::Dma | EngineKind::Egress, Some(op)) = (kind, e.ops.first()) {
         return Err(src.at(
             op.span(),
@@ -410,46 +506,52 @@ fn check_engine(
             format!("a {kind} engine runs no operator: it carries the packet path's transfers"),
         ));
     }
-    for op in &e.ops {
-        // A tenant's WebAssembly kernels run as the operator `wasm`.
-        if op.get_ref() == crate::kernel::WASM_OPERATOR {
-            continue;
-        }
+    for op in e
+        .ops
+        .iter()
+        .filter(|op| op.get_ref() != crate::kernel::WASM_OPERATOR)
+    {
         if let Err(err) = isola_ops::find_operator(op.get_ref()) {
             return Err(src.at(op.span(), Some("ops"), err.to_string()));
         }
     }
-    let workers = match e.workers {
-        Some(w) if *w.get_ref() > 256 => {
-            return Err(src.at(w.span(), Some("workers"), "must be from 0 to 256"))
+    Ok(())
+}
+
+/// `workers` (0 to 256) and `queue_depth` (0 to 1024; none without workers).
+fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut EngineConfig) -> Result<(), ScenarioError> {
+    if let Some(w) = &e.workers {
+        if *w.get_ref() > 256 {
+            return Err(src.at(w.span(), Some("workers"), "must be from 0 to 256"));
         }
-        Some(w) => w.into_inner(),
-        None => 1,
-    };
-    let queue_depth = match e.queue_depth {
-        Some(q) if *q.get_ref() > 1024 => {
-            return Err(src.at(q.span(), Some("queue_depth"), "must be from 0 to 1024"))
+        engine.workers = *w.get_ref();
+    }
+    if let Some(q) = &e.queue_depth {
+        if *q.get_ref() > 1024 {
+            return Err(src.at(q.span(), Some("queue_depth"), "must be from 0 to 1024"));
         }
-        Some(q) if workers == 0 && *q.get_ref() > 0 => {
+        if engine.workers == 0 && *q.get_ref() > 0 {
             return Err(src.at(
                 q.span(),
                 Some("queue_depth"),
                 "with workers = 0 the dispatcher runs each task as the core picks it: no queue; leave queue_depth out",
-            ))
+            ));
         }
-        Some(q) => q.into_inner(),
-        None => 0,
-    };
-    let params = string_params(e.params);
+        engine.queue_depth = *q.get_ref();
+    }
+    Ok(())
+}
+
+/// `policy` (a registered one) and its `params`, built once now so that a
+/// bad parameter is reported at its line.
+fn check_policy(src: &Source<'_>, e: &RawEngine, engine: &mut EngineConfig) -> Result<(), ScenarioError> {
+    engine.params = string_params(e.params.clone());
     let policy_span = e.policy.as_ref().map_or(e.name.span(), |p| p.span());
-    let policy = match e.policy {
-        Some(p) => match isola_core::policy::find_policy(p.get_ref()) {
-            Ok(info) => info.name.to_string(),
-            Err(err) => return Err(src.at(p.span(), Some("policy"), err.to_string())),
-        },
-        None => default_policy(kind).to_string(),
-    };
-    // Built once now, so that a bad parameter is reported at its line.
+    if let Some(p) = &e.policy {
+        let info = isola_core::policy::find_policy(p.get_ref())
+            .map_err(|err| src.at(p.span(), Some("policy"), err.to_string()))?;
+        engine.policy = info.name.to_string();
+    }
     let share = isola_core::policy::TenantShare {
         weight: 1.0,
         class: isola_core::TenantClass::BestEffort,
@@ -457,105 +559,107 @@ fn check_engine(
     };
     let setup = isola_core::policy::registry::PolicySetup {
         tenants: &[share],
-        slots: (workers.max(1) + queue_depth) as u32,
+        slots: (engine.workers.max(1) + engine.queue_depth) as u32,
     };
-    if let Err(err) = isola_core::policy::build_policy(&policy, &params, &setup) {
-        return Err(src.at(policy_span, Some("params"), err.to_string()));
-    }
-    let profile = match (&e.profile, &e.cost) {
+    isola_core::policy::build_policy(&engine.policy, &engine.params, &setup)
+        .map_err(|err| src.at(policy_span, Some("params"), err.to_string()))?;
+    Ok(())
+}
+
+/// `cost = { base, per_byte_ns }` or `profile = "FILE"`, not both.
+fn check_cost(
+    src: &Source<'_>,
+    base: &Path,
+    e: &RawEngine,
+    engine: &mut EngineConfig,
+) -> Result<(), ScenarioError> {
+    match (&e.profile, &e.cost) {
         (Some(p), Some(_)) => {
             return Err(src.at(p.span(), Some("profile"), "give either cost or profile, not both"))
         }
         (Some(p), None) => {
-            Some(read_profile(&base.join(p.get_ref())).map_err(|m| src.at(p.span(), Some("profile"), m))?)
+            let profile =
+                read_profile(&base.join(p.get_ref())).map_err(|m| src.at(p.span(), Some("profile"), m))?;
+            engine.profile = Some(profile);
         }
-        (None, _) => None,
-    };
-    let (base_ns, per_byte_ns) = match e.cost {
-        Some(c) => {
-            let span = c.span();
-            let c = c.into_inner();
-            if !(c.per_byte_ns.is_finite() && c.per_byte_ns >= 0.0) {
-                return Err(src.at(span, Some("per_byte_ns"), "must be a finite number >= 0"));
+        (None, Some(c)) => {
+            let cost = c.get_ref();
+            if !(cost.per_byte_ns.is_finite() && cost.per_byte_ns >= 0.0) {
+                return Err(src.at(c.span(), Some("per_byte_ns"), "must be a finite number >= 0"));
             }
-            (c.base.0 as f64, c.per_byte_ns)
+            engine.base_ns = cost.base.0 as f64;
+            engine.per_byte_ns = cost.per_byte_ns;
         }
-        None => (1_000.0, 1.0),
-    };
-    let split = match e.split {
-        Some(s) if s.get_ref().0 == 0 => {
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+/// `split`, `split_when` and `split_time`: only on a kind whose tasks
+/// may be split (`EngineKind::splits_tasks`: processing units never).
+fn check_split(src: &Source<'_>, e: &RawEngine, engine: &mut EngineConfig) -> Result<(), ScenarioError> {
+    if let Some(s) = &e.split {
+        if !engine.kind.splits_tasks() {
+            return Err(src.at(
+                s.span(),
+                Some("split"),
+                format!(
+                    "a {} engine runs each task to completion: its tasks are never split",
+                    engine.kind
+                ),
+            ));
+        }
+        if s.get_ref().0 == 0 {
             return Err(src.at(
                 s.span(),
                 Some("split"),
                 "must be at least 1B; leave it out to run tasks whole",
-            ))
+            ));
         }
-        s => s.map(|s| s.into_inner().0),
+        engine.split = Some(s.get_ref().0);
+    }
+    let (split_when, split_time) = isola_model::engine::check_split_keys(
+        src,
+        isola_model::engine::RawSplitKeys {
+            split_when: e.split_when.as_ref(),
+            contention_window: e.contention_window.as_ref(),
+            split_time: e.split_time.as_ref(),
+        },
+    )?;
+    if let (Some(t), None) = (&e.split_time, engine.split) {
+        return Err(src.at(
+            t.span(),
+            Some("split_time"),
+            "caps the subtasks of a split: give `split` (the largest subtask, in bytes) too",
+        ));
+    }
+    engine.split_when = split_when;
+    engine.split_time = split_time;
+    Ok(())
+}
+
+/// `bandwidth`: a DMA engine's link, a data rate above 0.
+fn check_bandwidth(src: &Source<'_>, e: &RawEngine, kind: EngineKind) -> Result<Option<f64>, ScenarioError> {
+    let Some(b) = &e.bandwidth else {
+        return Ok(None);
     };
-    let split_when = match &e.split_when {
-        Some(w) => {
-            isola_model::scenario::parse_split_when(w.get_ref(), isola_core::DEFAULT_CONTENTION_WINDOW_NS)
-                .map_err(|m| src.at(w.span(), Some("split_when"), m))?
-        }
-        None => SplitWhen::Always,
-    };
-    let split_time = match e.split_time {
-        Some(t) if split.is_none() => {
-            return Err(src.at(
-                t.span(),
-                Some("split_time"),
-                "caps the subtasks of a split: give `split` (the largest subtask, in bytes) too",
-            ))
-        }
-        Some(t) if t.get_ref().0 == 0 => {
-            return Err(src.at(t.span(), Some("split_time"), "must be greater than zero"))
-        }
-        t => t.map(|t| t.into_inner().0),
-    };
-    let learn = match e.learn {
-        Some(l) => l.into_inner(),
-        None => matches!(kind, EngineKind::Accelerator | EngineKind::ProcessingUnits),
-    };
-    let bandwidth = match e.bandwidth {
-        None => None,
-        Some(b) if kind != EngineKind::Dma => {
-            return Err(src.at(
-                b.span(),
-                Some("bandwidth"),
-                "only a dma engine has a link bandwidth",
-            ))
-        }
-        Some(b) => {
-            let rate = b.get_ref().0;
-            let per_sec = rate.per_sec();
-            if rate.unit() != isola_core::RateUnit::BytesPerSec || !per_sec.is_finite() || per_sec <= 0.0 {
-                return Err(src.at(
-                    b.span(),
-                    Some("bandwidth"),
-                    "must be a data rate above 0, such as \"512Gbit/s\" or \"8GB/s\"",
-                ));
-            }
-            Some(per_sec)
-        }
-    };
-    let ops = e.ops.into_iter().map(Spanned::into_inner).collect();
-    Ok(EngineConfig {
-        name,
-        kind,
-        ops,
-        workers,
-        queue_depth,
-        policy,
-        params,
-        base_ns,
-        per_byte_ns,
-        profile,
-        split,
-        split_when,
-        split_time,
-        learn,
-        bandwidth,
-    })
+    if kind != EngineKind::Dma {
+        return Err(src.at(
+            b.span(),
+            Some("bandwidth"),
+            "only a dma engine has a link bandwidth",
+        ));
+    }
+    let rate = b.get_ref().0;
+    let per_sec = rate.per_sec();
+    if rate.unit() != isola_core::RateUnit::BytesPerSec || !per_sec.is_finite() || per_sec <= 0.0 {
+        return Err(src.at(
+            b.span(),
+            Some("bandwidth"),
+            "must be a data rate above 0, such as \"512Gbit/s\" or \"8GB/s\"",
+        ));
+    }
+    Ok(Some(per_sec))
 }
 
 /// Parameters as operators and policies take them: strings, a TOML value
@@ -568,18 +672,6 @@ pub(crate) fn string_params(params: BTreeMap<String, toml::Value>) -> BTreeMap<S
             other => (k, other.to_string()),
         })
         .collect()
-}
-
-/// The policy an engine of `kind` runs unless its `policy` says: the
-/// papers' own for the processing units (OSMOSIS' WLBVT), start-time fair
-/// queuing by weight for an accelerator.
-pub fn default_policy(kind: EngineKind) -> &'static str {
-    match kind {
-        EngineKind::ProcessingUnits => "wlbvt",
-        // OSMOSIS' DMA engine and egress: weighted round robin.
-        EngineKind::Dma | EngineKind::Egress => "wrr",
-        EngineKind::Accelerator => "sfq",
-    }
 }
 
 /// The profile at `path` (written by `isola profile`), with at least one

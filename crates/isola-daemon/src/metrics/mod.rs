@@ -437,21 +437,21 @@ impl Metrics {
             let mut series: Vec<Series> = self
                 .routes
                 .iter()
-                .map(|e| Series::new(f, &t.name, Some(&e.name)))
+                .map(|e| Series::new(f, t.name(), Some(&e.name)))
                 .collect();
-            series.push(Series::new(f, &t.name, None));
+            series.push(Series::new(f, t.name(), None));
             SlotMetrics {
                 info: TenantInfo {
-                    weight: t.slo.weight,
-                    latency: t.slo.latency,
+                    weight: t.slo().weight,
+                    latency: t.slo().latency,
                 },
                 series,
                 connections: f.connections.get_or_create_owned(&TenantLabels {
-                    tenant: t.name.clone(),
+                    tenant: t.name().to_string(),
                 }),
                 packets: PACKET_OUTCOMES.map(|outcome| {
                     f.packets.get_or_create_owned(&PacketLabels {
-                        tenant: t.name.clone(),
+                        tenant: t.name().to_string(),
                         outcome: outcome.to_string(),
                     })
                 }),

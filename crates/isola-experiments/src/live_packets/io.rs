@@ -19,7 +19,6 @@ use isola_client::Client;
 use isola_core::EngineKind;
 use isola_model::scenario::{DeviceSpec, Direction, TenantSpec};
 use isola_model::Scenario;
-use std::fmt::Write as _;
 use std::path::Path;
 
 /// Each IO tenant's host window: this many bytes at the start of its
@@ -129,48 +128,12 @@ pub(super) fn packets(t: &TenantSpec, sizes: &[u64], bodies: &[Vec<u8>]) -> Vec<
         .collect()
 }
 
-/// The flow keys of `t`'s IO flow: its direction (a write's reply, the
-/// data written, is not asked for).
-pub(super) fn flow_keys(t: &TenantSpec) -> &'static str {
-    match t.workload.direction {
-        Direction::Write => "dma = \"write\"\nreply = false\n",
-        Direction::Read => "dma = \"read\"\n",
-    }
-}
-
 /// The live link of DMA engine `e` under `stretch`, bytes per second.
 pub(super) fn live_bandwidth(scenario: &Scenario, e: usize, stretch: f64) -> Option<f64> {
     match scenario.engines.get(e).map(|e| &e.device) {
         Some(DeviceSpec::Dma(d)) => Some(d.bytes_per_sec / stretch),
         _ => None,
     }
-}
-
-/// The `[[engine]]` lines of DMA engine `e` under `policy` (with
-/// `params`, an inline table) and `split`: its link the scenario's
-/// divided by `stretch`, and its cost model that link's time per byte.
-pub(super) fn engine_config(
-    scenario: &Scenario,
-    e: usize,
-    (policy, params): (&str, &str),
-    stretch: f64,
-    split: Option<u64>,
-) -> String {
-    let engine = &scenario.engines[e];
-    let bandwidth = live_bandwidth(scenario, e, stretch).unwrap_or(1e9);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "[[engine]]\nname = \"{}\"\nkind = \"dma\"\nworkers = 1\npolicy = \"{policy}\"\n\
-         bandwidth = \"{}B/s\"\ncost = {{ base = \"1ns\", per_byte_ns = {:.6} }}\nparams = {params}",
-        engine.name,
-        bandwidth.round().max(1.0) as u64,
-        1e9 / bandwidth
-    );
-    if let Some(split) = split {
-        let _ = writeln!(s, "split = \"{split}B\"");
-    }
-    s
 }
 
 /// Attaches every IO tenant of `scenario` to the daemon at `socket` as a

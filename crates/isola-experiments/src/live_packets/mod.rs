@@ -44,18 +44,18 @@
 //! calibrated to its model cost (see the `scale` module's doc).
 
 use anyhow::{bail, Context};
-use isola_core::{EngineKind, LatencyObjective, Nanos, TenantId};
-use isola_daemon::{Daemon, DaemonConfig};
+use isola_core::{EngineKind, Nanos, TenantId};
+use isola_daemon::Daemon;
 use isola_model::results::{Outcome, RunEnd, TaskRecord};
 use isola_model::scenario::{ArrivalSpec, PolicyRun, TenantSpec};
 use isola_model::{PolicyResult, RunRecorder, Scenario};
 use isola_runtime::record::{record_completion, record_unfinished};
 use isola_sim::workload::ArrivalProcess;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+mod config;
 mod io;
 mod kernels;
 mod scale;
@@ -166,135 +166,6 @@ pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
     io::check(scenario)
 }
 
-/// The daemon configuration for one run: `ports[i]` is tenant `i`'s
-/// sender's source port.
-fn daemon_config(
-    scenario: &Scenario,
-    run: &PolicyRun,
-    kernels: &[Kernel],
-    scale: &Scale,
-    ports: &[u16],
-) -> String {
-    let mut s = String::from("[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nudp = [");
-    let udp: Vec<&str> = scenario.tenants.iter().map(|_| "\"127.0.0.1:0\"").collect();
-    let _ = writeln!(s, "{}]", udp.join(", "));
-    for (e_index, e) in scenario.engines.iter().enumerate() {
-        let (policy, params) = engine_policy(run, e);
-        if e.kind == EngineKind::Dma {
-            let policy = (policy.as_str(), inline_table(params));
-            s.push_str(&io::engine_config(
-                scenario,
-                e_index,
-                (policy.0, &policy.1),
-                scale.stretch,
-                run.split,
-            ));
-            continue;
-        }
-        let served: Vec<(usize, &Kernel)> = scenario
-            .tenants
-            .iter()
-            .zip(kernels)
-            .enumerate()
-            .filter(|(_, (t, _))| t.workload.stages[0] == e_index)
-            .map(|(i, (_, k))| (i, k))
-            .collect();
-        let mut ops: Vec<String> = served.iter().map(|(_, k)| format!("\"{}\"", k.op)).collect();
-        ops.dedup();
-        // The engine's cost model: its tenants' mean measured cost.
-        let base = served.iter().map(|(_, k)| k.measured_ns).sum::<f64>() / served.len().max(1) as f64;
-        let kind = match e.kind {
-            EngineKind::ProcessingUnits => "pu",
-            _ => "accelerator",
-        };
-        let _ = writeln!(
-            s,
-            "[[engine]]\nname = \"{}\"\nkind = \"{kind}\"\nworkers = {}\npolicy = \"{policy}\"\n\
-             queue_depth = {}\ncost = {{ base = \"{}ns\", per_byte_ns = 0.0 }}",
-            e.name,
-            engine_workers(scenario, run, scale, e_index),
-            e.queue_depth.saturating_sub(e.slots).min(1024),
-            base.round().max(1.0) as u64
-        );
-        if !ops.is_empty() {
-            let _ = writeln!(s, "ops = [{}]", ops.join(", "));
-        }
-        if let (Some(split), EngineKind::Accelerator) = (run.split, e.kind) {
-            let _ = writeln!(s, "split = \"{split}B\"");
-        }
-        let _ = writeln!(s, "params = {}", inline_table(params));
-    }
-    for ((t, k), port) in scenario.tenants.iter().zip(kernels).zip(ports) {
-        let _ = writeln!(
-            s,
-            "[[tenant]]\nname = \"{}\"\nmemory_quota = \"1GiB\"\nusers = [\"self\"]\nweight = {:?}\nqueue_cap = {}",
-            t.name, t.slo.weight, t.slo.queue_cap
-        );
-        if let Some(LatencyObjective::Absolute(ns)) = t.slo.latency {
-            let _ = writeln!(s, "latency = \"{ns}ns\"");
-        }
-        let _ = writeln!(
-            s,
-            "[[tenant.flow]]\nmatch = {{ src_port = {port}, proto = 17 }}\nkernel = \"{}\"\nparams = {}",
-            k.op,
-            inline_table(&k.params)
-        );
-        if io::is_io(scenario, t) {
-            s.push_str(io::flow_keys(t));
-        }
-    }
-    s
-}
-
-/// The policy (and its parameters) `run` gives engine `e`.
-fn engine_policy<'r>(
-    run: &'r PolicyRun,
-    e: &isola_model::scenario::EngineModel,
-) -> (&'r String, &'r BTreeMap<String, String>) {
-    let on = run.on.iter().rev().find(|p| p.on.selects(&e.name, e.kind));
-    on.map_or((&run.name, &run.params), |p| (&p.name, &p.params))
-}
-
-/// The worker threads engine `e_index` runs under `run`: its scaled count,
-/// or under a static partition, which gives every tenant a worker of its
-/// own, at least one per tenant (more threads on the same cores; the rates
-/// stay those of the scaled count, so every policy is offered the same
-/// packets).
-fn engine_workers(scenario: &Scenario, run: &PolicyRun, scale: &Scale, e_index: usize) -> usize {
-    let workers = scale.workers[e_index];
-    if engine_policy(run, &scenario.engines[e_index]).0 == "static" {
-        workers.max(scenario.tenants.len())
-    } else {
-        workers
-    }
-}
-
-/// `map` as a TOML inline table of strings.
-fn inline_table(map: &BTreeMap<String, String>) -> String {
-    let pairs: Vec<String> = map
-        .iter()
-        .map(|(k, v)| format!("{} = {}", toml_string(k), toml_string(v)))
-        .collect();
-    format!("{{ {} }}", pairs.join(", "))
-}
-
-/// `s` as a TOML basic string.
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// What one tenant's sender did.
 #[derive(Default)]
 struct Sent {
@@ -367,6 +238,43 @@ fn read_replies(sockets: &[UdpSocket], sent: &mut [Sent]) {
     }
 }
 
+/// The tenants' kernels, calibrated (padded where the real operators are
+/// too cheap to load the engines), and the run's scale.
+fn calibrate(scenario: &Scenario, seed: u64, dir: &std::path::Path) -> anyhow::Result<(Vec<Kernel>, Scale)> {
+    let mut kernels = kernels(scenario, seed, dir, None)?;
+    if let Some(pad) = padding(scenario, &kernels) {
+        // What each tenant's real operator cost (a `kernel` tenant's
+        // stand-in is only recalibrated).
+        let real: Vec<_> = kernels
+            .iter()
+            .map(|k| k.rules.is_none().then(|| (k.op.clone(), k.measured_ns)))
+            .collect();
+        kernels = self::kernels::kernels(scenario, seed, dir, Some(pad))?;
+        for (k, real) in kernels.iter_mut().zip(real) {
+            k.replaced = real;
+        }
+    }
+    let scale = scale(scenario, &kernels);
+    Ok((kernels, scale))
+}
+
+/// The daemon a packet run of `scenario` under `run` starts (its senders'
+/// ports left open), configured as [`run_policy`] configures it, and the
+/// time scale its SLOs were scaled by: for tests and audits that read back
+/// what each tenant's SLO became.
+pub fn daemon_for(
+    scenario: &Scenario,
+    run: &PolicyRun,
+    seed: u64,
+) -> anyhow::Result<(isola_daemon::DaemonConfig, isola_core::TimeScale)> {
+    check(scenario)?;
+    let dir = RunDir::new()?;
+    let (kernels, scale) = calibrate(scenario, seed, &dir.0)?;
+    let ports = vec![0; scenario.tenants.len()];
+    let config = config::daemon_config(scenario, run, &kernels, &scale, &ports, &dir.0)?;
+    Ok((config, config::time_scale(&scale)))
+}
+
 /// Runs `scenario` (checked with [`check`]) over packets under `run`;
 /// with `alone`, only that tenant sends.
 pub fn run_policy(
@@ -377,20 +285,7 @@ pub fn run_policy(
 ) -> anyhow::Result<PolicyResult> {
     check(scenario)?;
     let dir = RunDir::new()?;
-    let mut kernels = kernels(scenario, seed, &dir.0, None)?;
-    if let Some(pad) = padding(scenario, &kernels) {
-        // What each tenant's real operator cost (a `kernel` tenant's
-        // stand-in is only recalibrated).
-        let real: Vec<_> = kernels
-            .iter()
-            .map(|k| k.rules.is_none().then(|| (k.op.clone(), k.measured_ns)))
-            .collect();
-        kernels = self::kernels::kernels(scenario, seed, &dir.0, Some(pad))?;
-        for (k, real) in kernels.iter_mut().zip(real) {
-            k.replaced = real;
-        }
-    }
-    let scale = scale(scenario, &kernels);
+    let (kernels, scale) = calibrate(scenario, seed, &dir.0)?;
     let sockets = scenario
         .tenants
         .iter()
@@ -405,9 +300,7 @@ pub fn run_policy(
         .iter()
         .map(|s| s.local_addr().map(|a| a.port()))
         .collect::<std::io::Result<Vec<_>>>()?;
-    let text = daemon_config(scenario, run, &kernels, &scale, &ports);
-    let config = DaemonConfig::parse(&text, &dir.0.join("isolad.toml"))
-        .map_err(|e| anyhow::anyhow!("the generated daemon configuration: {e}"))?;
+    let config = config::daemon_config(scenario, run, &kernels, &scale, &ports, &dir.0)?;
     let daemon = Daemon::start(config).context("starting isolad in-process")?;
     daemon.record_completions(true);
     // IO tenants hold their host windows as clients for the whole run.
@@ -512,6 +405,10 @@ fn record(
     // Windows as long, in the scenario's time, as the scenario's.
     let mut scaled = scenario.clone();
     scaled.run.window = ((scenario.run.window as f64 * scale.dilation) as Nanos).max(1);
+    // Judged by the SLOs the daemon enforced (scaled as the run was).
+    for t in &mut scaled.tenants {
+        (t.slo, t.overrides) = t.scaled_slo(config::time_scale(scale));
+    }
     let mut recorder = RunRecorder::for_scenario(&scaled, |i| alone.is_none_or(|a| a == i));
     completions.sort_by_key(|c| c.finished_ns);
     let mut per_tenant = vec![0u64; scenario.tenants.len()];
@@ -576,7 +473,7 @@ fn notes(
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let (scaled, ran) = (scale.workers[i], engine_workers(scenario, run, scale, i));
+            let (scaled, ran) = (scale.workers[i], config::engine_workers(scenario, run, scale, i));
             let partition = if ran > scaled {
                 format!(" (a static partition: {ran} threads, one per tenant, offered the rates of {scaled})")
             } else {

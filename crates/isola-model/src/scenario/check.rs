@@ -3,19 +3,15 @@
 //! mistake. The run, engines and service models are checked here; tenants
 //! and their workloads in `tenant`.
 
-use super::raw::{RawEngine, RawRun, RawScenario, RawService, RawSize, RawSizeDist};
+use super::raw::{RawRun, RawScenario, RawService, RawSize, RawSizeDist};
 use super::source::Source;
 use super::{per_engine, tenant};
-use super::{
-    DeviceSpec, DmaSpec, EngineModel, PolicyRun, RunSpec, Scenario, ScenarioError, ServiceSpec, SizeDist,
-    Steering,
-};
-use crate::quantity::{Duration, RateValue, Size};
+use super::{PolicyRun, RunSpec, Scenario, ScenarioError, ServiceSpec, SizeDist};
+use crate::quantity::{Duration, Size};
 use isola_core::params::Params;
 use isola_core::policy::find_policy;
-use isola_core::SplitWhen;
+use isola_core::EngineKind;
 use isola_core::{AffineCost, EngineSpec, SchedulerBuilder};
-use isola_core::{EngineKind, RateUnit};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -66,12 +62,13 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
         let span = e.span().unwrap_or(0..0);
         src.at(span, None, e.message().trim().to_string())
     })?;
+    let kind_defaults = raw.run.as_ref().is_none_or(|r| r.get_ref().policies.is_none());
     let (mut run, policy_spans, policy_ons) = check_run(&src, raw.run)?;
     let name_spans: Vec<Range<usize>> = raw.engine.iter().map(|e| e.get_ref().name.span()).collect();
     let engines = raw
         .engine
         .into_iter()
-        .map(|e| check_engine(&src, e))
+        .map(|e| super::engine::check_engine(&src, e))
         .collect::<Result<Vec<_>, _>>()?;
     for (i, e) in engines.iter().enumerate() {
         if engines[..i].iter().any(|o| o.name == e.name) {
@@ -85,6 +82,10 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
     if engines.is_empty() {
         return Err(src.at(0..0, Some("engine"), "a scenario needs at least one [[engine]]"));
     }
+    if kind_defaults {
+        let kinds: Vec<EngineKind> = engines.iter().map(|e| e.kind).collect();
+        run.policies = vec![PolicyRun::kind_defaults(&kinds)];
+    }
     let base = path.parent().unwrap_or(Path::new("."));
     let mut tenants = Vec::new();
     for t in raw.tenant {
@@ -94,9 +95,9 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
     if tenants.is_empty() {
         return Err(src.at(0..0, Some("tenant"), "a scenario needs at least one [[tenant]]"));
     }
-    let refs = super::slo::engine_refs(&engines);
+    let refs = super::engine_refs(&engines);
     for ((p, span), on) in run.policies.iter_mut().zip(&policy_spans).zip(policy_ons) {
-        p.on = per_engine::check_policy_on(&src, span.clone(), on, &refs)?;
+        p.on.extend(per_engine::check_policy_on(&src, span.clone(), on, &refs)?);
     }
     // Build the core of every run now, as a driver will (cost models
     // aside), so a bad parameter value or an impossible setup is reported
@@ -157,13 +158,8 @@ fn check_run(
     let mut policies = Vec::new();
     match raw.policies {
         None => {
-            policies.push(PolicyRun {
-                name: "fcfs".into(),
-                label: "fcfs".into(),
-                params: BTreeMap::new(),
-                split: None,
-                on: Vec::new(),
-            });
+            // Each engine's kind's, once the engines are known.
+            policies.push(PolicyRun::kind_defaults(&[]));
             spans.push(0..0);
             ons.push(BTreeMap::new());
         }
@@ -347,210 +343,6 @@ fn profile_service(src: &Source<'_>, table: &toml::Table) -> Result<ServiceSpec,
         return Err(format!("{shown}: the profile of `{op}` has no valid points"));
     }
     Ok(ServiceSpec::Table(points))
-}
-
-/// One `[[engine]]`: its kind, the keys that kind takes, and its device.
-fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel, ScenarioError> {
-    let raw = raw.into_inner();
-    check_name(src, raw.name.span(), "name", raw.name.get_ref())?;
-    let kind = match EngineKind::from_name(raw.kind.get_ref()) {
-        Some(kind) => kind,
-        None => {
-            let other = raw.kind.get_ref();
-            return Err(src.at(
-                raw.kind.span(),
-                Some("kind"),
-                format!("unknown engine kind `{other}`: use accelerator, pu, dma or egress"),
-            ));
-        }
-    };
-    // Keys that only some kinds take: (key, where it is written if present, kinds).
-    fn at<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
-        v.as_ref().map(Spanned::span)
-    }
-    use EngineKind::*;
-    type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
-    let kind_keys: [KindKey; 12] = [
-        ("queue_depth", at(&raw.queue_depth), &[Accelerator]),
-        ("service", at(&raw.service), &[Accelerator, ProcessingUnits]),
-        ("clock", at(&raw.clock), &[ProcessingUnits]),
-        ("bandwidth", at(&raw.bandwidth), &[Dma, Egress]),
-        ("max_payload", at(&raw.max_payload), &[Dma]),
-        ("max_read_request", at(&raw.max_read_request), &[Dma]),
-        ("tlp_overhead", at(&raw.tlp_overhead), &[Dma]),
-        ("tlp_rate", at(&raw.tlp_rate), &[Dma]),
-        ("request_overhead", at(&raw.request_overhead), &[Dma]),
-        ("pcie", at(&raw.pcie), &[Dma]),
-        ("packet_overhead", at(&raw.packet_overhead), &[Egress]),
-        ("steering", at(&raw.steering), &[ProcessingUnits]),
-    ];
-    for (key, span, kinds) in kind_keys {
-        if let Some(span) = span.filter(|_| !kinds.contains(&kind)) {
-            let names: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
-            let message = format!("only applies to {} engines, not {kind}", names.join("/"));
-            return Err(src.at(span, Some(key), message));
-        }
-    }
-
-    let slots = match raw.slots {
-        Some(s) if *s.get_ref() == 0 => return Err(src.at(s.span(), Some("slots"), "must be at least 1")),
-        Some(s) => s.into_inner(),
-        None => 1,
-    };
-    let queue_depth = match raw.queue_depth {
-        Some(q) if *q.get_ref() < slots => {
-            return Err(src.at(
-                q.span(),
-                Some("queue_depth"),
-                format!("must be at least slots ({slots})"),
-            ))
-        }
-        Some(q) => q.into_inner(),
-        None => slots,
-    };
-    let window = raw
-        .contention_window
-        .as_ref()
-        .map_or(isola_core::DEFAULT_CONTENTION_WINDOW_NS, |w| w.get_ref().0);
-    let split_when = match raw.split_when.as_ref() {
-        Some(w) => super::parse_split_when(w.get_ref(), window)
-            .map_err(|m| src.at(w.span(), Some("split_when"), m))?,
-        None => SplitWhen::Always,
-    };
-    if let (SplitWhen::Always, Some(w)) = (split_when, &raw.contention_window) {
-        return Err(src.at(
-            w.span(),
-            Some("contention_window"),
-            "only applies with split_when = \"contended\" or \"for_latency\"",
-        ));
-    }
-    let split_time = match &raw.split_time {
-        Some(t) if t.get_ref().0 == 0 => {
-            return Err(src.at(t.span(), Some("split_time"), "must be greater than zero"))
-        }
-        t => t.as_ref().map(|t| t.get_ref().0),
-    };
-    let egress_ratio = match raw.egress_ratio {
-        Some(r) if !(r.get_ref().is_finite() && (0.0..=MAX_EGRESS_RATIO).contains(r.get_ref())) => {
-            return Err(src.at(
-                r.span(),
-                Some("egress_ratio"),
-                format!("must be between 0 and {MAX_EGRESS_RATIO} (a stage's output at most that many times its input)"),
-            ))
-        }
-        Some(r) => r.into_inner(),
-        None => 1.0,
-    };
-    let bytes_rate = |v: Option<Spanned<RateValue>>, key: &str| -> Result<f64, ScenarioError> {
-        match v {
-            None => Err(src.at(
-                raw.kind.span(),
-                Some(key),
-                format!("{kind} engines need a `{key}` (e.g. \"400Gbit/s\")"),
-            )),
-            Some(r) if r.get_ref().0.unit() != RateUnit::BytesPerSec => Err(src.at(
-                r.span(),
-                Some(key),
-                "must be a data rate such as \"512Gbit/s\" or \"8GB/s\"",
-            )),
-            Some(r) => Ok(r.into_inner().0.per_sec()),
-        }
-    };
-    let device = match kind {
-        Accelerator | ProcessingUnits => DeviceSpec::Compute {
-            service: raw.service.map(|s| check_service(src, s)).transpose()?,
-            clock_hz: raw.clock.map_or(1e9, |c| c.into_inner().0),
-        },
-        Dma => {
-            let size = |v: Option<Spanned<Size>>, key: &str, default: u64| -> Result<u64, ScenarioError> {
-                match v {
-                    Some(s) if s.get_ref().0 == 0 && key != "tlp_overhead" => {
-                        Err(src.at(s.span(), Some(key), "must be greater than zero"))
-                    }
-                    Some(s) => Ok(s.into_inner().0),
-                    None => Ok(default),
-                }
-            };
-            let max_payload = size(raw.max_payload, "max_payload", 256)?;
-            let max_read_request = size(raw.max_read_request, "max_read_request", 512)?;
-            let pcie = match (raw.pcie, &raw.tlp_rate) {
-                (Some(_), Some(r)) => {
-                    return Err(src.at(
-                        r.span(),
-                        Some("tlp_rate"),
-                        "does not combine with [engine.pcie], whose posted credits and root-complex costs replace it",
-                    ))
-                }
-                (Some(p), None) => Some(super::pcie::check_pcie(src, p, max_payload, max_read_request)?),
-                (None, _) => None,
-            };
-            if let (Some(_), Some(r)) = (&pcie, &raw.request_overhead) {
-                return Err(src.at(
-                    r.span(),
-                    Some("request_overhead"),
-                    "does not combine with [engine.pcie], whose descriptor and completion entry are a request's setup there",
-                ));
-            }
-            let tlp_rate = match raw.tlp_rate {
-                Some(r) if r.get_ref().0.unit() != RateUnit::OpsPerSec => {
-                    return Err(src.at(
-                        r.span(),
-                        Some("tlp_rate"),
-                        "must be a rate of TLPs such as \"50M/s\"",
-                    ))
-                }
-                r => r.map(|r| r.into_inner().0.per_sec()),
-            };
-            DeviceSpec::Dma(DmaSpec {
-                bytes_per_sec: bytes_rate(raw.bandwidth, "bandwidth")?,
-                max_payload,
-                max_read_request,
-                tlp_overhead: size(raw.tlp_overhead, "tlp_overhead", 24)?,
-                tlp_rate,
-                request_overhead: raw.request_overhead.map_or(0, |d| d.into_inner().0),
-                pcie,
-            })
-        }
-        Egress => DeviceSpec::Egress {
-            bytes_per_sec: bytes_rate(raw.bandwidth, "bandwidth")?,
-            packet_overhead: raw.packet_overhead.map_or(24, |s| s.into_inner().0),
-        },
-    };
-    let steering = match (raw.steering.as_ref().map(|s| s.get_ref().as_str()), raw.ring) {
-        (None | Some("scheduler"), None) => Steering::Scheduler,
-        (Some("rss"), ring) => Steering::Rss {
-            ring: match ring {
-                Some(r) if *r.get_ref() == 0 => {
-                    return Err(src.at(r.span(), Some("ring"), "must be at least 1"))
-                }
-                Some(r) => r.into_inner(),
-                None => super::DEFAULT_RSS_RING,
-            },
-        },
-        (Some("scheduler") | None, Some(r)) => {
-            return Err(src.at(r.span(), Some("ring"), "only applies with steering = \"rss\""));
-        }
-        (Some(other), _) => {
-            let span = raw.steering.as_ref().map_or(0..0, Spanned::span);
-            return Err(src.at(
-                span,
-                Some("steering"),
-                format!("unknown steering `{other}`: use \"scheduler\" or \"rss\""),
-            ));
-        }
-    };
-    Ok(EngineModel {
-        name: raw.name.into_inner(),
-        steering,
-        kind,
-        slots,
-        queue_depth,
-        egress_ratio,
-        split_when,
-        split_time,
-        learn: raw.learn.unwrap_or(false),
-        device,
-    })
 }
 
 /// A workload's `size`: a fixed size or a distribution (64 B if absent).

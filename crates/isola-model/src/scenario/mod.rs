@@ -19,14 +19,15 @@
 //! `tenant`) and error positions (`source`).
 
 mod check;
+mod engine;
 mod pcie;
 mod per_engine;
-mod raw;
+pub(crate) mod raw;
 mod service;
-pub mod slo;
 pub mod source;
 mod tenant;
 
+pub use check::{check_name, MAX_NAME_CHARS};
 pub use pcie::{Arbitration, PcieSpec, CREDIT_BYTES};
 pub use service::ServiceCost;
 
@@ -35,6 +36,17 @@ use isola_core::{EnginePolicy, EngineSelector, SloOverride, SplitWhen};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// A scenario's engines as SLO checks name them.
+pub(crate) fn engine_refs(engines: &[EngineModel]) -> Vec<crate::tenant::EngineRef<'_>> {
+    engines
+        .iter()
+        .map(|e| crate::tenant::EngineRef {
+            name: &e.name,
+            kind: e.kind,
+        })
+        .collect()
+}
 
 /// A scenario that cannot be used, with where and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -189,6 +201,38 @@ impl PolicyRun {
             split: None,
             on: Vec::new(),
         }
+    }
+
+    /// The run of a scenario that names no policies: every engine under
+    /// its kind's default policy (`isola_core::EngineKind::default_policy`,
+    /// the daemon's default too), labelled `default`, for a scenario
+    /// whose engines are of `kinds`.
+    pub fn kind_defaults(kinds: &[EngineKind]) -> PolicyRun {
+        let name = EngineKind::Accelerator.default_policy();
+        PolicyRun {
+            name: name.into(),
+            label: "default".into(),
+            params: BTreeMap::new(),
+            split: None,
+            on: EngineKind::ALL
+                .into_iter()
+                .filter(|k| k.default_policy() != name && kinds.contains(k))
+                .map(|k| EnginePolicy {
+                    on: EngineSelector::Kind(k),
+                    name: k.default_policy().into(),
+                    params: BTreeMap::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The policy (and its parameters) engine `name` of kind `kind` runs
+    /// under this run, by the core's rule ([`EnginePolicy::choose`]: a
+    /// policy named for the engine beats its kind's, which beats the
+    /// run's own).
+    pub fn policy_of(&self, name: &str, kind: EngineKind) -> (&str, &BTreeMap<String, String>) {
+        EnginePolicy::choose(&self.on, name, kind)
+            .map_or((&self.name, &self.params), |p| (&p.name, &p.params))
     }
 }
 
@@ -555,6 +599,24 @@ pub struct TenantSpec {
     /// Ingress matching rule (OSMOSIS' matching engine); packets that match
     /// it go to this tenant's channels.
     pub flow_match: Option<FlowMatch>,
+    /// Its keys as read: a live driver that starts isolad builds the
+    /// daemon's tenant from them with the one tenant check
+    /// ([`crate::tenant`]), so every key the scenario sets is in force.
+    pub keys: crate::tenant::RawTenant,
+}
+
+impl TenantSpec {
+    /// Its SLO and per-engine changes as a run at time scale `scale`
+    /// enforces them ([`isola_core::Slo::scaled`]).
+    pub fn scaled_slo(&self, scale: isola_core::TimeScale) -> (Slo, Vec<(EngineSelector, SloOverride)>) {
+        (
+            self.slo.scaled(scale),
+            self.overrides
+                .iter()
+                .map(|(on, o)| (on.clone(), o.scaled(scale)))
+                .collect(),
+        )
+    }
 }
 
 impl Scenario {

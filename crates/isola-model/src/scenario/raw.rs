@@ -6,7 +6,6 @@
 
 use super::{Direction, FlowMatch};
 use crate::quantity::{parse_size, Duration, Frequency, RateValue, Size};
-use isola_core::TenantClass;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -14,7 +13,7 @@ use std::fmt;
 use toml::Spanned;
 
 /// A parameter value as text: strings as written, other values as TOML.
-pub(super) fn value_text(v: toml::Value) -> String {
+pub(crate) fn value_text(v: toml::Value) -> String {
     match v {
         toml::Value::String(s) => s,
         other => other.to_string(),
@@ -28,7 +27,7 @@ pub(super) struct RawScenario {
     #[serde(default)]
     pub(super) engine: Vec<Spanned<RawEngine>>,
     #[serde(default)]
-    pub(super) tenant: Vec<Spanned<RawTenant>>,
+    pub(super) tenant: Vec<Spanned<crate::tenant::RawTenant>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -102,7 +101,7 @@ impl<'de> Deserialize<'de> for RawPolicy {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawEngine {
     pub(super) name: Spanned<String>,
-    pub(super) kind: Spanned<String>,
+    pub(super) kind: Option<Spanned<String>>,
     pub(super) slots: Option<Spanned<u32>>,
     pub(super) queue_depth: Option<Spanned<u32>>,
     pub(super) service: Option<Spanned<toml::Value>>,
@@ -134,32 +133,10 @@ pub(super) enum RawService {
     Cycles { base: f64, per_byte: f64 },
 }
 
-#[derive(Deserialize)]
+/// A `[tenant.workload]` table, as read.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTenant {
-    pub(super) name: Spanned<String>,
-    pub(super) weight: Option<Spanned<f64>>,
-    pub(super) class: Option<TenantClass>,
-    pub(super) reservation: Option<Spanned<RateValue>>,
-    pub(super) reservation_burst: Option<Spanned<f64>>,
-    pub(super) limit: Option<Spanned<RateValue>>,
-    pub(super) burst: Option<Spanned<Size>>,
-    pub(super) latency: Option<Spanned<Duration>>,
-    pub(super) latency_multiple: Option<Spanned<f64>>,
-    pub(super) budget: Option<Spanned<Duration>>,
-    pub(super) budget_action: Option<Spanned<String>>,
-    pub(super) queue_cap: Option<Spanned<usize>>,
-    pub(super) memory_quota: Option<Spanned<Size>>,
-    #[serde(default)]
-    pub(super) on: BTreeMap<String, Spanned<super::per_engine::RawOverride>>,
-    #[serde(rename = "match")]
-    pub(super) flow_match: Option<FlowMatch>,
-    pub(super) workload: Spanned<RawWorkload>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawWorkload {
+pub(crate) struct RawWorkload {
     pub(super) engine: Option<Spanned<String>>,
     pub(super) pipeline: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) op: Option<String>,
@@ -176,12 +153,13 @@ pub(super) struct RawWorkload {
     pub(super) measured_over_predicted: Option<Spanned<f64>>,
 }
 
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum RawSize {
     Fixed(u64),
     Dist(RawSizeDist),
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
 pub(super) enum RawSizeDist {
     Fixed {
@@ -227,7 +205,7 @@ impl<'de> Deserialize<'de> for RawSize {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub(super) enum RawArrival {
     Poisson(RateValue),

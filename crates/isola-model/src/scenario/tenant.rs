@@ -2,9 +2,10 @@
 //! (engines or pipeline, sizes, arrivals, a trace file's rows).
 
 use super::check::{check_service, check_size};
-use super::raw::{value_text, RawArrival, RawTenant};
+use super::raw::{value_text, RawArrival, RawWorkload};
 use super::source::Source;
 use super::{ArrivalSpec, DeviceSpec, EngineModel, ScenarioError, TenantSpec, TraceRow, WorkloadSpec};
+use crate::tenant::{Context, RawTenant};
 use isola_core::RateUnit;
 use std::ops::Range;
 use std::path::Path;
@@ -86,7 +87,9 @@ fn load_trace(
     Ok(rows)
 }
 
-/// One `[[tenant]]`: its SLO and its workload (engines, sizes, arrivals).
+/// One `[[tenant]]`: its SLO (checked as every tenant's is,
+/// [`crate::tenant::check_tenant`]) and its workload (engines, sizes,
+/// arrivals).
 pub(super) fn check_tenant(
     src: &Source<'_>,
     base: &Path,
@@ -95,74 +98,48 @@ pub(super) fn check_tenant(
     raw: Spanned<RawTenant>,
     bounded_by_duration: bool,
 ) -> Result<TenantSpec, ScenarioError> {
+    let tenant_span = raw.span();
     let raw = raw.into_inner();
-    let name = raw.name.get_ref().clone();
-    super::check::check_name(src, raw.name.span(), "name", &name)?;
-    if earlier.iter().any(|t| t.name == name) {
+    if earlier.iter().any(|t| t.name == raw.name()) {
         return Err(src.at(
             raw.name.span(),
             Some("name"),
-            format!("tenant `{name}` is defined twice"),
+            format!("tenant `{}` is defined twice", raw.name()),
         ));
     }
-    let refs = super::slo::engine_refs(engines);
-    let fields = super::slo::RawSlo {
-        weight: raw.weight,
-        class: raw.class,
-        reservation: raw.reservation,
-        reservation_burst: raw.reservation_burst,
-        limit: raw.limit,
-        burst: raw.burst,
-        latency: raw.latency,
-        latency_multiple: raw.latency_multiple,
-        budget: raw.budget,
-        budget_action: raw.budget_action,
-        queue_cap: raw.queue_cap,
-        memory_quota: raw.memory_quota,
-        on: raw.on,
+    let refs = super::engine_refs(engines);
+    let (tenant, workload) = crate::tenant::check_tenant_and_workload(src, Context::Scenario, &refs, raw)?;
+    let Some(workload) = workload else {
+        return Err(src.at(
+            tenant_span,
+            Some("workload"),
+            format!("tenant `{}` needs a [tenant.workload]", tenant.name),
+        ));
     };
-    let (slo, overrides) = super::slo::check_slo(src, raw.name.span(), &name, fields, &refs)?;
+    let workload = check_workload(src, base, engines, &tenant, workload, bounded_by_duration)?;
+    Ok(TenantSpec {
+        name: tenant.name,
+        slo: tenant.slo,
+        overrides: tenant.overrides,
+        flow_match: tenant.flow_match,
+        keys: tenant.raw,
+        workload,
+    })
+}
 
-    let w_span = raw.workload.span();
-    let w = raw.workload.into_inner();
-    let engine_index = |n: &Spanned<String>| {
-        engines
-            .iter()
-            .position(|e| &e.name == n.get_ref())
-            .ok_or_else(|| {
-                let known: Vec<&str> = engines.iter().map(|e| e.name.as_str()).collect();
-                src.at(
-                    n.span(),
-                    None,
-                    format!(
-                        "no engine named `{}` (engines: {})",
-                        n.get_ref(),
-                        known.join(", ")
-                    ),
-                )
-            })
-    };
-    let stages = match (&w.engine, &w.pipeline) {
-        (Some(e), None) => vec![engine_index(e)?],
-        (None, Some(p)) if !p.get_ref().is_empty() => {
-            p.get_ref().iter().map(engine_index).collect::<Result<_, _>>()?
-        }
-        (None, Some(p)) => return Err(src.at(p.span(), Some("pipeline"), "give at least one engine")),
-        (Some(_), Some(p)) => {
-            return Err(src.at(
-                p.span(),
-                Some("pipeline"),
-                "give either engine or pipeline, not both",
-            ))
-        }
-        (None, None) => {
-            return Err(src.at(
-                w_span,
-                Some("workload"),
-                "needs `engine = \"...\"` or `pipeline = [...]`",
-            ))
-        }
-    };
+/// Tenant `tenant`'s `[tenant.workload]`.
+fn check_workload(
+    src: &Source<'_>,
+    base: &Path,
+    engines: &[EngineModel],
+    tenant: &crate::tenant::TenantModel,
+    workload: Spanned<RawWorkload>,
+    bounded_by_duration: bool,
+) -> Result<WorkloadSpec, ScenarioError> {
+    let (name, slo) = (&tenant.name, &tenant.slo);
+    let w_span = workload.span();
+    let w = workload.into_inner();
+    let stages = check_stages(src, engines, w_span.clone(), &w)?;
     let service = w.service.map(|s| check_service(src, s)).transpose()?;
     for &s in &stages {
         if let DeviceSpec::Compute { service: None, .. } = engines[s].device {
@@ -195,7 +172,58 @@ pub(super) fn check_tenant(
         }
     }
     let arrival_span = w.arrival.span();
-    let arrival = match w.arrival.into_inner() {
+    let arrival = check_arrival(src, base, w.arrival, name, slo.queue_cap)?;
+    let flows = match w.flows {
+        Some(f) if *f.get_ref() == 0 => return Err(src.at(f.span(), Some("flows"), "must be at least 1")),
+        f => f.map(Spanned::into_inner),
+    };
+    let measured_over_predicted = match w.measured_over_predicted {
+        Some(k) if !(k.get_ref().is_finite() && (1e-3..=1e3).contains(k.get_ref())) => {
+            return Err(src.at(
+                k.span(),
+                Some("measured_over_predicted"),
+                "must be a number from 0.001 to 1000",
+            ))
+        }
+        Some(k) => k.into_inner(),
+        None => 1.0,
+    };
+    let count = w.count.map(|c| c.into_inner());
+    let finite = count.is_some() || matches!(arrival, ArrivalSpec::Trace(_));
+    if !finite && !bounded_by_duration {
+        return Err(src.at(
+            arrival_span,
+            Some("count"),
+            "this workload never ends: give it a `count` or give [run] a `duration`",
+        ));
+    }
+    Ok(WorkloadSpec {
+        stages,
+        op: w.op.unwrap_or_else(|| "generic".into()),
+        params: w.params.into_iter().map(|(k, v)| (k, value_text(v))).collect(),
+        size,
+        arrival,
+        count,
+        start: w.start.map_or(0, |s| s.0),
+        service,
+        direction: w.direction.map(Spanned::into_inner).unwrap_or_default(),
+        flow: w.flow,
+        flows,
+        measured_over_predicted,
+    })
+}
+
+/// A workload's `arrival` (tenant `name`'s, whose queue cap is
+/// `queue_cap`; a trace's path is relative to `base`).
+fn check_arrival(
+    src: &Source<'_>,
+    base: &Path,
+    arrival: Spanned<RawArrival>,
+    name: &str,
+    queue_cap: usize,
+) -> Result<ArrivalSpec, ScenarioError> {
+    let arrival_span = arrival.span();
+    Ok(match arrival.into_inner() {
         RawArrival::Poisson(r)
         | RawArrival::Constant(r)
         | RawArrival::Uniform(r)
@@ -250,61 +278,65 @@ pub(super) fn check_tenant(
             if n == 0 {
                 return Err(src.at(arrival_span, Some("closed"), "keep at least 1 task outstanding"));
             }
-            if n as usize > slo.queue_cap {
+            if n as usize > queue_cap {
                 return Err(src.at(
                     arrival_span,
                     Some("closed"),
-                    format!("{n} outstanding exceeds queue_cap {}", slo.queue_cap),
+                    format!("{n} outstanding exceeds queue_cap {}", queue_cap),
                 ));
             }
             ArrivalSpec::Closed(n)
         }
         RawArrival::Trace(file) => {
-            ArrivalSpec::Trace(load_trace(src, arrival_span.clone(), base, &file, &name)?)
+            ArrivalSpec::Trace(load_trace(src, arrival_span.clone(), base, &file, name)?)
         }
+    })
+}
+
+/// The engines a workload's tasks go through: its `engine`, or its
+/// `pipeline` (`w_span`: where the workload is written).
+fn check_stages(
+    src: &Source<'_>,
+    engines: &[EngineModel],
+    w_span: std::ops::Range<usize>,
+    w: &RawWorkload,
+) -> Result<Vec<usize>, ScenarioError> {
+    let engine_index = |n: &Spanned<String>| {
+        engines
+            .iter()
+            .position(|e| &e.name == n.get_ref())
+            .ok_or_else(|| {
+                let known: Vec<&str> = engines.iter().map(|e| e.name.as_str()).collect();
+                src.at(
+                    n.span(),
+                    None,
+                    format!(
+                        "no engine named `{}` (engines: {})",
+                        n.get_ref(),
+                        known.join(", ")
+                    ),
+                )
+            })
     };
-    let flows = match w.flows {
-        Some(f) if *f.get_ref() == 0 => return Err(src.at(f.span(), Some("flows"), "must be at least 1")),
-        f => f.map(Spanned::into_inner),
-    };
-    let measured_over_predicted = match w.measured_over_predicted {
-        Some(k) if !(k.get_ref().is_finite() && (1e-3..=1e3).contains(k.get_ref())) => {
+    Ok(match (&w.engine, &w.pipeline) {
+        (Some(e), None) => vec![engine_index(e)?],
+        (None, Some(p)) if !p.get_ref().is_empty() => {
+            p.get_ref().iter().map(engine_index).collect::<Result<_, _>>()?
+        }
+        (None, Some(p)) => return Err(src.at(p.span(), Some("pipeline"), "give at least one engine")),
+        (Some(_), Some(p)) => {
             return Err(src.at(
-                k.span(),
-                Some("measured_over_predicted"),
-                "must be a number from 0.001 to 1000",
+                p.span(),
+                Some("pipeline"),
+                "give either engine or pipeline, not both",
             ))
         }
-        Some(k) => k.into_inner(),
-        None => 1.0,
-    };
-    let count = w.count.map(|c| c.into_inner());
-    let finite = count.is_some() || matches!(arrival, ArrivalSpec::Trace(_));
-    if !finite && !bounded_by_duration {
-        return Err(src.at(
-            arrival_span,
-            Some("count"),
-            "this workload never ends: give it a `count` or give [run] a `duration`",
-        ));
-    }
-    Ok(TenantSpec {
-        name,
-        slo,
-        overrides,
-        flow_match: raw.flow_match,
-        workload: WorkloadSpec {
-            stages,
-            op: w.op.unwrap_or_else(|| "generic".into()),
-            params: w.params.into_iter().map(|(k, v)| (k, value_text(v))).collect(),
-            size,
-            arrival,
-            count,
-            start: w.start.map_or(0, |s| s.0),
-            service,
-            direction: w.direction.map(Spanned::into_inner).unwrap_or_default(),
-            flow: w.flow,
-            flows,
-            measured_over_predicted,
-        },
+        (None, None) => {
+            return Err(src.at(
+                w_span,
+                Some("workload"),
+                "needs `engine = \"...\"` or `pipeline = [...]`",
+            ))
+        }
     })
 }

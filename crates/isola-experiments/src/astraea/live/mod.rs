@@ -205,7 +205,7 @@ pub fn run(config: &LiveConfig, progress: &mut dyn Progress) -> anyhow::Result<L
         steps: (per_round * config.rounds + 1) as f64,
         realtime: Vec::new(),
         processes: match &config.processes {
-            Some(program) => Some(processes::Processes::new(program, &work)?),
+            Some(program) => Some(processes::Processes::new(program)?),
             None => None,
         },
     };

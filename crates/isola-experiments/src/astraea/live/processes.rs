@@ -14,10 +14,11 @@ use super::measure::HostBefore;
 use super::{realtime_usable, LiveConfig, Work, LS_ID, SLA_MULTIPLE};
 use crate::astraea::{BS, LS};
 use anyhow::{bail, Context};
+use isola_core::EngineKind;
+use isola_daemon::config::EngineConfig;
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_runtime::workload::{ClosedLoop, LoopRun};
-use isola_runtime::{Completion, Mode, RealtimeOutcome, SplitWhen};
-use std::fmt::Write as _;
+use isola_runtime::{Completion, Mode, RealtimeOutcome};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -25,7 +26,7 @@ use std::process::{Command, Stdio};
 pub(super) struct Processes {
     /// `isola` (its `load` subcommand is the tenant process).
     program: PathBuf,
-    /// The daemon's configuration, profile, socket and the tenants' reports.
+    /// The daemon's socket and the tenants' reports.
     dir: PathBuf,
 }
 
@@ -41,72 +42,87 @@ pub(super) struct Transit {
 }
 
 impl Processes {
-    /// Prepares runs with tenants run by `program load`; writes the
-    /// profile the daemon's engine predicts costs by.
-    pub(super) fn new(program: &Path, work: &Work) -> anyhow::Result<Processes> {
+    /// Prepares runs with tenants run by `program load`.
+    pub(super) fn new(program: &Path) -> anyhow::Result<Processes> {
         if !program.is_file() {
             bail!("the tenant program {} does not exist", program.display());
         }
         let dir = std::env::temp_dir().join(format!("isola-demo-processes-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let profile = serde_json::to_string(&work.profile)?;
-        std::fs::write(dir.join("profile.json"), profile)?;
         Ok(Processes {
             program: program.to_path_buf(),
             dir,
         })
     }
 
-    /// The daemon's configuration for a run in `mode`.
+    /// The daemon's configuration for a run in `mode`, filled in by code
+    /// as the in-process run's runtime is configured; its two tenants are
+    /// checked as a file's would be.
     fn daemon_config(&self, mode: &Mode, work: &Work, config: &LiveConfig) -> anyhow::Result<DaemonConfig> {
-        let (policy, params) = match mode {
-            Mode::Native => ("fcfs".to_string(), Default::default()),
-            Mode::Isolated { policy, params } => (policy.clone(), params.clone()),
-        };
         let realtime = realtime_usable(config);
+        let mut daemon = DaemonConfig::new(self.dir.join("isolad.sock"));
+        daemon.spare_tenants = 0;
         // As the in-process runtime: a real-time thread sleeps at once.
-        let spin_us = match (config.poll, realtime) {
-            (Some(p), _) => p.as_micros(),
-            (None, true) => 0,
-            (None, false) => isola_runtime::DEFAULT_SPIN.as_micros(),
+        daemon.spin = match (config.poll, realtime) {
+            (Some(p), _) => p,
+            (None, true) => std::time::Duration::ZERO,
+            (None, false) => isola_runtime::DEFAULT_SPIN,
         };
-        let uid = rustix::process::getuid().as_raw();
-        let quota = (work.bs_payload.len() as u64 * 4).max(64 << 20);
-        let mut text = format!(
-            "[daemon]\nsocket = \"isolad.sock\"\nspare_tenants = 0\nspin = \"{spin_us}us\"\n\
-             pin_threads = {}\nrealtime = {realtime}\nmax_input = \"{}B\"\n\n\
-             [[engine]]\nname = \"ec\"\nops = [\"ec-encode\"]\nworkers = 1\nqueue_depth = {}\n\
-             policy = \"{policy}\"\nprofile = \"profile.json\"\n",
-            config.pin_threads,
-            work.bs_payload.len(),
-            config.queue_depth,
-        );
-        if !params.is_empty() {
-            let kv: Vec<String> = params.iter().map(|(k, v)| format!("{k} = \"{v}\"")).collect();
-            writeln!(text, "params = {{ {} }}", kv.join(", "))?;
+        daemon.pin_threads = config.pin_threads;
+        daemon.realtime = realtime;
+        daemon.max_input = work.bs_payload.len() as u64;
+        let mut engine = EngineConfig::new("ec", EngineKind::Accelerator);
+        engine.ops = vec!["ec-encode".into()];
+        engine.queue_depth = config.queue_depth;
+        engine.profile = Some(work.profile.clone());
+        match mode {
+            Mode::Native => engine.policy = "fcfs".into(),
+            Mode::Isolated { policy, params } => {
+                engine.policy = policy.clone();
+                engine.params = params.clone();
+            }
+            Mode::ByEngine => {}
         }
         if *mode != Mode::Native {
-            let when = match config.split_when {
-                SplitWhen::Always => "always",
-                SplitWhen::Contended { .. } => "contended",
-                SplitWhen::ForLatency { .. } => "for_latency",
-            };
-            writeln!(
-                text,
-                "split = \"{}B\"\nsplit_when = \"{when}\"",
-                config.split_bytes
-            )?;
+            engine.split = Some(config.split_bytes);
+            engine.split_when = config.split_when;
         }
-        write!(
-            text,
-            "\n[[tenant]]\nname = \"{LS}\"\nweight = {}\nclass = \"latency-sensitive\"\n\
-             latency_multiple = {SLA_MULTIPLE}\nmemory_quota = \"{quota}B\"\nusers = [{uid}]\n\n\
-             [[tenant]]\nname = \"{BS}\"\nclass = \"bandwidth-sensitive\"\nmemory_quota = \"{quota}B\"\nusers = [{uid}]\n",
-            super::LS_WEIGHT
-        )?;
-        let path = self.dir.join("isolad.toml");
-        std::fs::write(&path, &text)?;
-        DaemonConfig::load(&path).map_err(|e| anyhow::anyhow!("the run's daemon configuration: {e}"))
+        daemon.engines.push(engine);
+        let quota = (work.bs_payload.len() as u64 * 4).max(64 << 20);
+        let tenants: [(&str, &[(&str, toml::Value)]); 2] = [
+            (
+                LS,
+                &[
+                    ("weight", super::LS_WEIGHT.into()),
+                    ("class", "latency-sensitive".into()),
+                    ("latency_multiple", SLA_MULTIPLE.into()),
+                ],
+            ),
+            (BS, &[("class", "bandwidth-sensitive".into())]),
+        ];
+        for (name, keys) in tenants {
+            let mut raw = isola_model::tenant::RawTenant::named(name);
+            let own = [
+                ("memory_quota", toml::Value::from(format!("{quota}B"))),
+                ("users", toml::Value::Array(vec!["self".into()])),
+            ];
+            for (key, value) in keys.iter().cloned().chain(own) {
+                raw.set(key, Some(value))
+                    .map_err(|m| anyhow::anyhow!("tenant `{name}`: key `{key}`: {m}"))?;
+            }
+            let src = isola_model::scenario::source::Source {
+                file: "the demo's daemon".into(),
+                text: "",
+            };
+            let tenant = daemon
+                .check_tenant(raw, &src)
+                .map_err(|e| anyhow::anyhow!("the run's daemon configuration: {e}"))?;
+            daemon.tenants.push(tenant);
+        }
+        daemon
+            .check()
+            .map_err(|e| anyhow::anyhow!("the run's daemon configuration: {e}"))?;
+        Ok(daemon)
     }
 
     /// Runs `loops` with a daemon in `mode`, each loop a tenant process,

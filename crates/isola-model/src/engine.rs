@@ -1,0 +1,98 @@
+//! The engine keys every file that describes an engine shares (a
+//! scenario's `[[engine]]`, isolad's `[[engine]]`), checked once here:
+//! its name, its kind (an accelerator unless said), and its split rule
+//! (`split_when`, `contention_window`, `split_time`). Whether a kind's
+//! tasks may be split at all, and the policy it runs unless told, are the
+//! core's ([`isola_core::EngineKind::splits_tasks`],
+//! [`isola_core::EngineKind::default_policy`]). The keys only one context
+//! has (a scenario's device models, isolad's operators and threads) are
+//! checked by that context's file.
+
+use crate::quantity::Duration;
+use crate::scenario::source::Source;
+use crate::scenario::{check_name, parse_split_when, ScenarioError};
+use isola_core::{EngineKind, SplitWhen};
+use std::ops::Range;
+use toml::Spanned;
+
+/// An engine's `name`, checked (a name, and not one of `earlier`).
+pub fn check_engine_name<'e>(
+    src: &Source<'_>,
+    name: &Spanned<String>,
+    earlier: impl IntoIterator<Item = &'e str>,
+) -> Result<String, ScenarioError> {
+    check_name(src, name.span(), "name", name.get_ref())?;
+    if earlier.into_iter().any(|o| o == name.get_ref()) {
+        return Err(src.at(
+            name.span(),
+            Some("name"),
+            format!("engine `{}` is defined twice", name.get_ref()),
+        ));
+    }
+    Ok(name.get_ref().clone())
+}
+
+/// An engine's `kind`: `accelerator` (the default), `pu`, `dma` or `egress`.
+pub fn check_kind(src: &Source<'_>, kind: Option<&Spanned<String>>) -> Result<EngineKind, ScenarioError> {
+    let Some(k) = kind else {
+        return Ok(EngineKind::Accelerator);
+    };
+    EngineKind::from_name(k.get_ref()).ok_or_else(|| {
+        src.at(
+            k.span(),
+            Some("kind"),
+            format!(
+                "unknown engine kind `{}`: use accelerator, pu, dma or egress",
+                k.get_ref()
+            ),
+        )
+    })
+}
+
+/// An engine's split keys, as read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawSplitKeys<'a> {
+    /// `split_when`: `always` (the default), `contended` or `for_latency`.
+    pub split_when: Option<&'a Spanned<String>>,
+    /// `contention_window`: how recent another tenant's work must be for
+    /// the engine to count as contended.
+    pub contention_window: Option<&'a Spanned<Duration>>,
+    /// `split_time`: the most predicted service of one subtask.
+    pub split_time: Option<&'a Spanned<Duration>>,
+}
+
+/// When an engine splits, and the most predicted service of a subtask
+/// (ns), from its split keys.
+pub fn check_split_keys(
+    src: &Source<'_>,
+    raw: RawSplitKeys<'_>,
+) -> Result<(SplitWhen, Option<u64>), ScenarioError> {
+    let window = raw
+        .contention_window
+        .map_or(isola_core::DEFAULT_CONTENTION_WINDOW_NS, |w| w.get_ref().0);
+    let split_when = match raw.split_when {
+        Some(w) => {
+            parse_split_when(w.get_ref(), window).map_err(|m| src.at(w.span(), Some("split_when"), m))?
+        }
+        None => SplitWhen::Always,
+    };
+    if let (SplitWhen::Always, Some(w)) = (split_when, raw.contention_window) {
+        return Err(src.at(
+            w.span(),
+            Some("contention_window"),
+            "only applies with split_when = \"contended\" or \"for_latency\"",
+        ));
+    }
+    let split_time = match raw.split_time {
+        Some(t) if t.get_ref().0 == 0 => {
+            return Err(src.at(t.span(), Some("split_time"), "must be greater than zero"))
+        }
+        t => t.map(|t| t.get_ref().0),
+    };
+    Ok((split_when, split_time))
+}
+
+/// Where a key is written, if it is.
+pub fn written<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
+    v.as_ref().map(Spanned::span)
+}
