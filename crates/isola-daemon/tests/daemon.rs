@@ -310,7 +310,10 @@ fn a_submission_over_quota_is_answered_and_told_on_the_event_ring() {
     let admin = isola_wire::control::connect(d.admin_socket()).unwrap();
     let set = isola_wire::admin::AdminRequest::Set {
         tenant: "a".into(),
-        changes: changes("memory_quota = \"16KiB\""),
+        changes: vec![isola_wire::admin::KeyChange {
+            key: "memory_quota".into(),
+            value: Some(serde_json::json!("16KiB")),
+        }],
     };
     isola_wire::control::send(rustix::fd::AsFd::as_fd(&admin), &set, None).unwrap();
     let (reply, _) =
@@ -456,15 +459,3 @@ fn a_daemon_whose_socket_files_are_gone_still_stops() {
     );
 }
 
-/// `text`'s keys (TOML) as the typed changes `isola ctl set` sends; `""`
-/// returns a key to its default.
-fn changes(text: &str) -> Vec<isola_wire::admin::KeyChange> {
-    let table: toml::Table = toml::from_str(text).unwrap();
-    table
-        .into_iter()
-        .map(|(key, v)| isola_wire::admin::KeyChange {
-            key,
-            value: (v.as_str() != Some("")).then(|| serde_json::to_value(v).unwrap()),
-        })
-        .collect()
-}
