@@ -77,7 +77,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     drop(progress);
     let profile = Profile {
-        machine: crate::format::machine(),
+        machine: isola_runtime::host::machine(),
         operators,
     };
     profile.save(&args.out)?;

@@ -116,7 +116,7 @@ fn execute(
     if let Some(dir) = &args.out {
         write_out(dir, &report)?;
         let command = std::env::args().collect::<Vec<_>>().join(" ");
-        let generated = isola_report::Generated::now(crate::format::machine(), command);
+        let generated = isola_report::Generated::now(isola_runtime::host::machine(), command);
         isola_report::write_report(dir, &isola_experiments::scenario_report(&report, how, generated))?;
     }
     let mut out = std::io::stdout().lock();
