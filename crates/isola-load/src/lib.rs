@@ -6,9 +6,10 @@
 //! rate) or closed loop (a number in flight), and tallies their outcomes
 //! and latencies on its own clock and the daemon's. [`udp`] is the packet
 //! generator: datagrams from several flows to isolad's packet path (or to
-//! an echo server of its own), each reply matched to its packet. Each
-//! returns what it measured as data: tallies, and reports that serialise
-//! as the `isola` command's JSON.
+//! an echo server of its own), each reply matched to its packet. The
+//! benchmarks measure how fast things run here: [`ops`] operators on their
+//! own threads, [`sim`] the simulator. Each returns what it measured as
+//! data: tallies, and reports that serialise as the `isola` command's JSON.
 //!
 //! What it must not do: schedule (the daemon does; a generator submits and
 //! measures), print, read arguments or standard input, or handle signals (a
@@ -19,9 +20,11 @@
 
 #![warn(missing_docs)]
 
+pub mod ops;
 mod percentiles;
 mod progress;
 pub mod rings;
+pub mod sim;
 pub mod udp;
 
 pub use percentiles::Percentiles;
