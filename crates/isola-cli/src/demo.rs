@@ -7,7 +7,7 @@
 use crate::format::{spread, table};
 use crate::progress::Bar;
 use anyhow::{bail, Context};
-use isola_experiments::astraea::live::{self, pct, LiveConfig, LiveResults, Spread};
+use isola_experiments::astraea::live::{self, pct, LiveConfig, LiveResults};
 use isola_experiments::astraea::{BS, LS};
 use isola_report::text::{bytes_binary, duration};
 use std::io::Write;
@@ -130,13 +130,7 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
 
 fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
     writeln!(out, "{}", r.experiment)?;
-    let ls_solo: Vec<f64> = r
-        .policies
-        .values()
-        .flat_map(|p| &p.rounds)
-        .map(|x| x.solo.ls_service_ns as f64)
-        .collect();
-    let range = |v: &[f64]| Spread::of(v.iter().copied()).map_or("-".into(), |s| spread(&s, duration));
+    let ls_solo = r.ls_solo_spread().map_or("-".into(), |s| spread(&s, duration));
     writeln!(
         out,
         "{}; subtasks of {} under isolation; {} round(s), every policy once a round; LS solo service time \
@@ -144,7 +138,7 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
         r.setup.code,
         bytes_binary(r.setup.split_bytes as f64),
         r.setup.rounds,
-        range(&ls_solo),
+        ls_solo,
     )?;
     let best = r.best_policy.as_deref();
     let processes = r.setup.processes;

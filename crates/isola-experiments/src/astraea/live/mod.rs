@@ -128,6 +128,17 @@ impl LiveResults {
         self.order.iter().filter_map(|n| Some((n, self.policies.get(n)?)))
     }
 
+    /// The LS tenant's solo service time, measured around each shared
+    /// run, over every round of every policy (none if nothing ran).
+    pub fn ls_solo_spread(&self) -> Option<Spread> {
+        Spread::of(
+            self.policies
+                .values()
+                .flat_map(|p| &p.rounds)
+                .map(|x| x.solo.ls_service_ns as f64),
+        )
+    }
+
     /// Each tenant of each round under each policy as CSV (`results.csv`),
     /// a header line first.
     pub fn csv(&self) -> String {
