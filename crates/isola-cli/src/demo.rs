@@ -7,7 +7,7 @@
 use crate::format::{spread, table};
 use crate::progress::Bar;
 use anyhow::{bail, Context};
-use isola_experiments::astraea::live::{self, pct, LiveConfig, LiveResults, PolicyComparison, Spread};
+use isola_experiments::astraea::live::{self, pct, LiveConfig, LiveResults};
 use isola_experiments::astraea::{BS, LS};
 use isola_report::text::{bytes_binary, duration};
 use std::io::Write;
@@ -128,20 +128,9 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
     })
 }
 
-/// The policies in the report's order, with their comparisons.
-fn in_order(r: &LiveResults) -> impl Iterator<Item = (&String, &PolicyComparison)> {
-    r.order.iter().filter_map(|n| Some((n, r.policies.get(n)?)))
-}
-
 fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
     writeln!(out, "{}", r.experiment)?;
-    let ls_solo: Vec<f64> = r
-        .policies
-        .values()
-        .flat_map(|p| &p.rounds)
-        .map(|x| x.solo.ls_service_ns as f64)
-        .collect();
-    let range = |v: &[f64]| Spread::of(v.iter().copied()).map_or("-".into(), |s| spread(&s, duration));
+    let ls_solo = r.ls_solo_spread().map_or("-".into(), |s| spread(&s, duration));
     writeln!(
         out,
         "{}; subtasks of {} under isolation; {} round(s), every policy once a round; LS solo service time \
@@ -149,12 +138,13 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
         r.setup.code,
         bytes_binary(r.setup.split_bytes as f64),
         r.setup.rounds,
-        range(&ls_solo),
+        ls_solo,
     )?;
     let best = r.best_policy.as_deref();
     let processes = r.setup.processes;
     let ratio = |v: f64| format!("{v:.2}");
-    let rows: Vec<Vec<String>> = in_order(r)
+    let rows: Vec<Vec<String>> = r
+        .in_order()
         .map(|(name, p)| {
             let (ls, bs) = (&p.tenants[LS], &p.tenants[BS]);
             let mark = if Some(name.as_str()) == best { " *" } else { "" };
@@ -204,7 +194,8 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
          14.84% with ASTRAEA, under 4% overhead alone.\n"
     )?;
     let ms = |ns: u64| duration(ns as f64);
-    let parts: Vec<Vec<String>> = in_order(r)
+    let parts: Vec<Vec<String>> = r
+        .in_order()
         .map(|(name, p)| {
             let b = &p.ls_breakdown;
             let m = &b.mean_all;
@@ -249,30 +240,8 @@ fn write_out(dir: &PathBuf, r: &LiveResults) -> anyhow::Result<()> {
     let path = dir.join("results.json");
     std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
-    let mut csv = String::from(
-        "policy,round,tenant,tasks,sla_violation_rate,p50_ns,p99_ns,throughput_bps,bandwidth_vs_solo,\
-         bandwidth_while_sharing,overhead_ratio\n",
-    );
-    for (name, p) in in_order(r) {
-        for round in &p.rounds {
-            for (t, x) in &round.tenants {
-                csv.push_str(&format!(
-                    "{name},{},{t},{},{:.6},{},{},{:.0},{:.4},{:.4},{:.4}\n",
-                    round.round,
-                    x.tasks,
-                    x.sla_violation_rate,
-                    x.latency_ns.p50,
-                    x.latency_ns.p99,
-                    x.throughput_bps,
-                    round.bandwidth_vs_solo,
-                    round.bandwidth_while_sharing,
-                    round.overhead_ratio
-                ));
-            }
-        }
-    }
     let path = dir.join("results.csv");
-    std::fs::write(&path, csv).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::write(&path, r.csv()).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 

@@ -127,7 +127,7 @@ fn gaps(flag: &str, given: &[String]) -> anyhow::Result<Vec<Duration>> {
     given
         .iter()
         .map(|g| {
-            let d = crate::load::duration_flag(flag, g)?;
+            let d = isola_load::duration_flag(flag, g)?;
             if d.is_zero() || d > Duration::from_secs(1) {
                 bail!("{flag}: {g} is not more than 0 and at most 1s");
             }
@@ -151,13 +151,13 @@ fn e2e(a: &E2eArgs) -> anyhow::Result<()> {
         gaps: gaps("--gaps", &a.gaps)?,
         app_sizes: sizes("--app-sizes", &a.app_sizes)?,
         app_gaps: gaps("--app-gaps", &a.app_gaps)?,
-        duration: crate::load::duration_flag("--duration", &a.duration)?,
-        warmup: crate::load::duration_flag("--warmup", &a.warmup)?,
+        duration: isola_load::duration_flag("--duration", &a.duration)?,
+        warmup: isola_load::duration_flag("--warmup", &a.warmup)?,
         flows: a.flows,
         table_capacity: a.table_capacity,
         table_shards: a.table_shards,
         workers: a.workers,
-        spin: crate::load::duration_flag("--spin", &a.spin)?,
+        spin: isola_load::duration_flag("--spin", &a.spin)?,
     };
     let report = dpubench::run(&config, &mut Bar::new(1000))?;
     crate::load::write_report(&a.json, &report, || render(&report))

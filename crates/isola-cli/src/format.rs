@@ -1,5 +1,6 @@
-//! Formatting for people: tables, this machine in a line (durations and
-//! sizes are `isola_report::text`'s).
+//! Formatting for people: tables and spreads (durations and sizes are
+//! `isola_report::text`'s; this machine in a line is
+//! `isola_runtime::host::machine`).
 
 /// Renders rows as a left-aligned first column and right-aligned others
 /// (names, then numbers).
@@ -43,30 +44,6 @@ pub fn table_aligned(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize
     out
 }
 
-/// This machine in a line: host name, CPU model, cores.
-pub fn machine() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let host = if host.is_empty() {
-        "unknown host".into()
-    } else {
-        host
-    };
-    format!("{host}: {cpu}, {cores} cores, {}", std::env::consts::OS)
-}
-
 /// A spread over repeated runs as `median [min-max]`, each value shown by
 /// `f`; the median alone when every run agrees (or only one ran).
 pub fn spread(s: &isola_model::results::Spread, f: impl Fn(f64) -> String) -> String {
@@ -89,18 +66,6 @@ mod tests {
             &[vec!["a".into(), "10".into()], vec!["bbb".into(), "2".into()]],
         );
         assert_eq!(t, "name   n\na     10\nbbb    2\n");
-    }
-
-    /// This machine's cores and system, and a host name.
-    #[test]
-    fn machine_says_where() {
-        let m = machine();
-        let cores = std::thread::available_parallelism().unwrap().get();
-        assert!(
-            m.ends_with(&format!(", {cores} cores, {}", std::env::consts::OS)),
-            "{m}"
-        );
-        assert!(!m.starts_with(':'), "{m}");
     }
 
     #[test]

@@ -1,17 +1,17 @@
 //! `isola kernel`: a tenant's WebAssembly packet kernel run on packets
-//! from files or stdin, without a daemon. The kernel is loaded by isolad's
-//! own code (`isola_daemon::kernel::FlowKernel::wasm`, under the limits a
-//! `[[tenant.flow]]` would get from `isola_daemon::kernel::flow_limits`)
-//! and each packet runs on its one instance as an isolad worker runs it;
+//! from files or stdin, without a daemon. The kernel is loaded and run by
+//! isolad's own code (`isola_daemon::kernel::trial`, under the limits a
+//! `[[tenant.flow]]` would get from `isola_daemon::kernel::flow_limits`);
 //! this prints what the kernel asked for and what it cost, or why it was
 //! stopped.
 
 use crate::format::table_aligned;
-use anyhow::{anyhow, bail, Context};
-use isola_daemon::kernel::{flow_limits, FlowKernel};
-use isola_kernels::{KernelError, KernelLimits, KernelOutput};
+use anyhow::{anyhow, Context};
+use isola_daemon::kernel::flow_limits;
+use isola_daemon::kernel::trial::{self, hex, Outcome, Packet, Record};
+use isola_kernels::KernelLimits;
 use isola_model::quantity::parse_size;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -78,14 +78,6 @@ pub struct Args {
     json: bool,
 }
 
-/// One packet and where it came from.
-#[derive(Debug)]
-struct Packet {
-    /// Its file (and line, with --hex), or `stdin`.
-    from: String,
-    bytes: Vec<u8>,
-}
-
 /// Runs `isola kernel`: success, or [`EXIT_STOPPED`] when a packet was
 /// stopped.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
@@ -97,17 +89,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(out) = &args.reply_out {
         crate::args::out_file("--reply-out", out)?;
     }
-    let packets = read_packets(args, limits)?;
-    let kernel = FlowKernel::wasm(path, limits).map_err(|e| anyhow!(e))?;
-    let mut results = Vec::with_capacity(packets.len());
-    for p in &packets {
-        let result = kernel.run_wasm(&p.bytes).context("not a WebAssembly kernel")?;
-        results.push(result);
-    }
+    let stdin = &mut std::io::stdin().lock();
+    let packets = trial::read_packets(&args.packets, stdin, args.hex, limits)?;
+    let results = trial::run(path, limits, &packets)?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
         for (i, (p, r)) in packets.iter().zip(&results).enumerate() {
-            serde_json::to_writer(&mut stdout, &json_row(i + 1, p, r))?;
+            serde_json::to_writer(&mut stdout, &Record::new(i + 1, p, r))?;
             stdout.write_all(b"\n")?;
         }
     } else {
@@ -150,103 +138,8 @@ fn limits(args: &Args) -> anyhow::Result<KernelLimits> {
     })
 }
 
-/// The packets, in order: each --packet file (or its lines), or stdin.
-fn read_packets(args: &Args, limits: KernelLimits) -> anyhow::Result<Vec<Packet>> {
-    // A packet larger than the kernel's memory cannot be copied in; hex
-    // text takes up to three characters a byte.
-    let raw_limit = limits.memory_bytes;
-    let hex_limit = raw_limit.saturating_mul(3).saturating_add(4096);
-    let limit = if args.hex { hex_limit } else { raw_limit };
-    let mut sources = Vec::new();
-    if args.packets.is_empty() {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .take(limit + 1)
-            .read_to_end(&mut bytes)
-            .context("stdin: cannot read")?;
-        if bytes.len() as u64 > limit {
-            bail!("stdin: more than {limit} bytes{}", too_large_hint(args.hex));
-        }
-        sources.push(("stdin".to_string(), bytes));
-    } else {
-        for file in &args.packets {
-            let bytes = isola_model::input::read_bounded(file, limit).map_err(|e| {
-                let hint = if e.contains("limit of") {
-                    too_large_hint(args.hex)
-                } else {
-                    ""
-                };
-                anyhow!("--packet {}: {e}{hint}", file.display())
-            })?;
-            sources.push((file.display().to_string(), bytes));
-        }
-    }
-    let mut packets = Vec::new();
-    for (from, bytes) in sources {
-        if args.hex {
-            packets.extend(hex_packets(&from, &bytes)?);
-        } else {
-            packets.push(Packet { from, bytes });
-        }
-    }
-    if packets.is_empty() {
-        bail!("no packets: the --hex input has no packet lines");
-    }
-    Ok(packets)
-}
-
-/// Why a packet file may be refused for its size.
-fn too_large_hint(hex: bool) -> &'static str {
-    if hex {
-        " (hex text of at most three characters a byte of the kernel's memory, --kernel-memory)"
-    } else {
-        " (a packet is at most the kernel's memory, --kernel-memory)"
-    }
-}
-
-/// The packets of hex text `bytes` from `from`, one a line; an error names
-/// the line and column.
-fn hex_packets(from: &str, bytes: &[u8]) -> anyhow::Result<Vec<Packet>> {
-    let text = std::str::from_utf8(bytes).map_err(|e| anyhow!("{from}: not hex text: {e}"))?;
-    let mut packets = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let at = format!("{from}:{}", n + 1);
-        let mut packet = Vec::with_capacity(line.len() / 2);
-        let mut high: Option<u8> = None;
-        for (col, c) in line.chars().enumerate() {
-            if c.is_whitespace() {
-                if high.is_some() {
-                    bail!("{at}:{}: a byte needs two hex digits", col + 1);
-                }
-                continue;
-            }
-            let Some(d) = c.to_digit(16) else {
-                bail!("{at}:{}: `{c}` is not a hex digit", col + 1);
-            };
-            let d = d as u8;
-            match high.take() {
-                Some(h) => packet.push(h << 4 | d),
-                None => high = Some(d),
-            }
-        }
-        if high.is_some() {
-            bail!("{at}: an odd number of hex digits (a byte needs two)");
-        }
-        packets.push(Packet {
-            from: at,
-            bytes: packet,
-        });
-    }
-    Ok(packets)
-}
-
 /// The rows a person reads, then a line for each stopped packet.
-fn table(packets: &[Packet], results: &[Result<KernelOutput, KernelError>]) -> String {
+fn table(packets: &[Packet], results: &[Outcome]) -> String {
     let mut notes = String::new();
     let rows: Vec<Vec<String>> = packets
         .iter()
@@ -343,66 +236,9 @@ fn dma_summary(dma: &[(u64, Vec<u8>)]) -> String {
     parts.join(", ")
 }
 
-/// Lowercase hex, two digits a byte.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// One packet for scripts.
-fn json_row(n: usize, p: &Packet, r: &Result<KernelOutput, KernelError>) -> serde_json::Value {
-    use serde_json::json;
-    match r {
-        Ok(out) => json!({
-            "packet": n,
-            "from": p.from,
-            "bytes": p.bytes.len(),
-            "ok": true,
-            "fuel_used": out.fuel_used,
-            "reply": out.reply.as_deref().map(|b| json!({ "len": b.len(), "hex": hex(b) })),
-            "dma": out.dma.iter().map(|(offset, b)| json!({
-                "offset": offset,
-                "len": b.len(),
-                "hex": hex(b),
-            })).collect::<Vec<_>>(),
-            "stopped": null,
-        }),
-        Err(e) => json!({
-            "packet": n,
-            "from": p.from,
-            "bytes": p.bytes.len(),
-            "ok": false,
-            "fuel_used": null,
-            "reply": null,
-            "dma": [],
-            "stopped": {
-                "code": e.code(),
-                "name": e.name(),
-                "reason": e.to_string(),
-                "restarted": e.restarts_kernel(),
-            },
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hex_lines_are_packets_and_mistakes_are_placed() {
-        let ps = hex_packets("f", b"# a comment\n68 65 6c6c 6f\n\nff00\n").unwrap();
-        assert_eq!(ps.len(), 2);
-        assert_eq!(ps[0].bytes, b"hello");
-        assert_eq!(ps[0].from, "f:2");
-        assert_eq!(ps[1].bytes, [0xff, 0]);
-        assert_eq!(ps[1].from, "f:4");
-        let e = hex_packets("f", b"00\n0g\n").unwrap_err().to_string();
-        assert_eq!(e, "f:2:2: `g` is not a hex digit");
-        let e = hex_packets("f", b"abc\n").unwrap_err().to_string();
-        assert!(e.starts_with("f:1: an odd number"), "{e}");
-        let e = hex_packets("f", b"a bc\n").unwrap_err().to_string();
-        assert!(e.starts_with("f:1:2: a byte needs two"), "{e}");
-    }
 
     #[test]
     fn previews_show_text_escaped_and_binary_in_hex() {

@@ -5,9 +5,8 @@
 use crate::format::table_with;
 use crate::progress::Bar;
 use anyhow::Context;
-use isola_ops::{find_operator, sample_params};
 use isola_report::text::{bytes_binary, duration};
-use isola_runtime::profile::{profile_operator, Profile, ProfileFile};
+use isola_runtime::profile::{profile_operators, ProfileFile};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -60,26 +59,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .with_context(|| format!("--param `{p}`: expected KEY=VALUE"))?;
         given.insert(k.trim().to_string(), v.trim().to_string());
     }
+    let budget = Duration::from_secs_f64(args.seconds);
     let mut progress = Bar::new(ops.len() as u64);
-    let mut operators = Vec::new();
-    for (i, op) in ops.iter().enumerate() {
-        progress.update(i as u64, op.to_string());
-        let info = find_operator(op)?;
-        let mut params = sample_params(op);
-        for (k, v) in &given {
-            if info.params.iter().any(|p| p.name == k) {
-                params.insert(k.clone(), v.clone());
-            }
-        }
-        let budget = Duration::from_secs_f64(args.seconds);
-        operators
-            .push(profile_operator(op, &params, &sizes, budget).with_context(|| format!("profiling {op}"))?);
-    }
+    let mut tell = |i: usize, op: &str| progress.update(i as u64, op.to_string());
+    let machine = isola_runtime::host::machine();
+    let profile = profile_operators(&ops, &given, &sizes, budget, machine, &mut tell)?;
     drop(progress);
-    let profile = Profile {
-        machine: crate::format::machine(),
-        operators,
-    };
     profile.save(&args.out)?;
     let mut out = std::io::stdout().lock();
     if args.json {

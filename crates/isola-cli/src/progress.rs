@@ -52,6 +52,13 @@ impl isola_experiments::Progress for Bar {
     }
 }
 
+/// The load generators' progress reports, as fractions of the bar.
+impl isola_load::Progress for Bar {
+    fn update(&mut self, fraction: f64, what: &str) {
+        isola_experiments::Progress::update(self, fraction, what);
+    }
+}
+
 impl Drop for Bar {
     fn drop(&mut self) {
         self.bar.finish_and_clear();

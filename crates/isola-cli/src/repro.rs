@@ -144,7 +144,7 @@ fn write_out(dir: &Path, outcomes: &[Outcome]) -> anyhow::Result<()> {
     std::fs::write(&path, serde_json::to_string_pretty(outcomes)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let generated = Generated::now(crate::format::machine(), command);
+    let generated = Generated::now(isola_runtime::host::machine(), command);
     isola_report::write_report(dir, &isola_experiments::report(outcomes, generated))?;
     Ok(())
 }

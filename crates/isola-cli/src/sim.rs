@@ -60,30 +60,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 pub fn run_live(args: &Args) -> anyhow::Result<()> {
     let max_payload = crate::args::max_payload(&args.max_payload)?;
     execute(args, "live", |scenario, seed, tick| {
-        use isola_experiments::live_calibrate::{calibrate, NOT_CALIBRATED};
-        isola_experiments::live::check_payloads(scenario, max_payload)?;
-        isola_experiments::live::check_live(scenario)?;
-        // A run over packets calibrates its kernels' stand-in itself.
-        let over_packets = isola_experiments::live_packets::uses_packets(scenario);
-        let (calibrated, note) = if args.no_calibrate || over_packets {
-            let note = (args.no_calibrate && !over_packets).then(|| NOT_CALIBRATED.to_string());
-            (None, note)
-        } else {
-            if isola_experiments::live_calibrate::has_operators(scenario) {
-                eprintln!("timing each tenant's operator alone on this machine (--no-calibrate skips it)...");
-            }
-            let c = calibrate(scenario)?;
-            let note = c.note();
-            (Some(c.scenario), note)
-        };
-        let scenario = calibrated.as_ref().unwrap_or(scenario);
-        let mut report = isola_experiments::live::run_live(scenario, &args.policies, Some(seed), tick)?;
-        if let Some(note) = note {
-            for p in &mut report.policies {
-                p.warnings.insert(0, note.clone());
-            }
-        }
-        Ok(report)
+        let mut timing =
+            || eprintln!("timing each tenant's operator alone on this machine (--no-calibrate skips it)...");
+        let calibrate = !args.no_calibrate;
+        isola_experiments::live_calibrate::run_live(
+            scenario,
+            &args.policies,
+            seed,
+            max_payload,
+            calibrate,
+            &mut timing,
+            tick,
+        )
     })
 }
 
@@ -116,7 +104,7 @@ fn execute(
     if let Some(dir) = &args.out {
         write_out(dir, &report)?;
         let command = std::env::args().collect::<Vec<_>>().join(" ");
-        let generated = isola_report::Generated::now(crate::format::machine(), command);
+        let generated = isola_report::Generated::now(isola_runtime::host::machine(), command);
         isola_report::write_report(dir, &isola_experiments::scenario_report(&report, how, generated))?;
     }
     let mut out = std::io::stdout().lock();

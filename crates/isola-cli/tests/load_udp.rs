@@ -252,148 +252,104 @@ fn the_echo_baseline_answers_every_packet_by_its_number() {
     );
 }
 
-#[test]
-fn mistakes_name_their_flag() {
-    let stderr = |args: &[&str]| {
-        let out = isola(&[&["load", "udp"][..], args].concat());
-        assert!(!out.status.success(), "{args:?} succeeded");
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    };
-    let to = ["--to", "127.0.0.1:9"];
-    for (extra, flag) in [
-        (&["--to", "nowhere", "--rate", "max", "--count", "5"][..], "--to"),
-        (&["--rate", "max", "--count", "5"][..], "--to"),
-        (
-            &["--to", "127.0.0.1:0", "--rate", "max", "--count", "5"][..],
-            "--to",
-        ),
-        (
-            &["--to", "[::1]:9", "--rate", "max", "--count", "5"][..],
-            "--bind",
-        ),
-        (&[to[0], to[1], "--rate", "10", "--count", "5"][..], "--rate"),
-        (&[to[0], to[1], "--rate", "1GB/s", "--count", "5"][..], "--rate"),
-        (&[to[0], to[1], "--rate", "fast", "--count", "5"][..], "--rate"),
-        (&[to[0], to[1], "--rate", "max"][..], "--count"),
-        (&[to[0], to[1], "--rate", "max", "--count", "0"][..], "--count"),
-        (
-            &[to[0], to[1], "--rate", "max", "--duration", "5"][..],
-            "--duration",
-        ),
-        (
-            &[to[0], to[1], "--rate", "max", "--count", "5", "--flows", "0"][..],
-            "--flows",
-        ),
-        (
-            &[to[0], to[1], "--rate", "max", "--count", "5", "--window", "0"][..],
-            "--window",
-        ),
-        (
-            &[to[0], to[1], "--rate", "1k/s", "--count", "5", "--window", "8"][..],
-            "--window",
-        ),
-        (
-            &[
-                to[0],
-                to[1],
-                "--rate",
-                "max",
-                "--count",
-                "5",
-                "--arrivals",
-                "poisson",
-            ][..],
-            "--arrivals",
-        ),
-        (
-            &[
-                to[0],
-                to[1],
-                "--rate",
-                "1k/s",
-                "--count",
-                "5",
-                "--arrivals",
-                "bursts:0",
-            ][..],
-            "--arrivals",
-        ),
-        (
-            &[to[0], to[1], "--rate", "max", "--count", "5", "--size", "64"][..],
-            "--size",
-        ),
-        (
-            &[to[0], to[1], "--rate", "max", "--count", "5", "--size", "70000B"][..],
-            "--size",
-        ),
-        (
-            &[
-                to[0],
-                to[1],
-                "--rate",
-                "max",
-                "--count",
-                "5",
-                "--size",
-                "uniform:9B",
-            ][..],
-            "--size",
-        ),
-        (
-            &[
-                to[0], to[1], "--rate", "max", "--count", "5", "--echo", "--size", "4B",
-            ][..],
-            "--size",
-        ),
-        (
-            &[to[0], to[1], "--rate", "max", "--count", "5", "--timeout", "1m"][..],
-            "--timeout",
-        ),
-        (
-            &[to[0], to[1], "--rate", "max", "--count", "5", "--warmup", "2d"][..],
-            "--warmup",
-        ),
-        (
-            &[
-                to[0],
-                to[1],
-                "--rate",
-                "max",
-                "--count",
-                "5",
-                "--src-port",
-                "65535",
-                "--flows",
-                "2",
-            ][..],
-            "--src-port",
-        ),
-        (
-            &[
-                to[0],
-                to[1],
-                "--rate",
-                "max",
-                "--count",
-                "5",
-                "--bind",
-                "10.255.255.1",
-            ][..],
-            "--bind",
-        ),
-        (
-            &["--echo-baseline", to[0], to[1], "--rate", "max", "--count", "5"][..],
-            "--to",
-        ),
-    ] {
-        let e = stderr(extra);
-        assert!(e.contains(flag), "{extra:?}: {e}");
+/// `isola load udp` with `args` fails; its standard error.
+fn refused(args: &[&str]) -> String {
+    let out = isola(&[&["load", "udp"][..], args].concat());
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Each `(args, flag)`: `isola load udp` with `args` fails naming `flag`.
+fn each_names_its_flag(cases: &[(&[&str], &str)]) {
+    for (args, flag) in cases {
+        let e = refused(args);
+        assert!(e.contains(flag), "{args:?}: {e}");
     }
+}
+
+/// A run that would be sent to the discard port, with `extra`.
+fn to_discard<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let base: [&'a str; 6] = ["--to", "127.0.0.1:9", "--rate", "max", "--count", "5"];
+    [&base[..], extra].concat()
+}
+
+#[test]
+fn mistakes_in_where_to_send_name_their_flag() {
+    let bad_src_port = to_discard(&["--src-port", "65535", "--flows", "2"]);
+    let bad_bind = to_discard(&["--bind", "10.255.255.1"]);
+    each_names_its_flag(&[
+        (&["--to", "nowhere", "--rate", "max", "--count", "5"], "--to"),
+        (&["--rate", "max", "--count", "5"], "--to"),
+        (&["--to", "127.0.0.1:0", "--rate", "max", "--count", "5"], "--to"),
+        (&["--to", "[::1]:9", "--rate", "max", "--count", "5"], "--bind"),
+        (&bad_src_port, "--src-port"),
+        (&bad_bind, "--bind"),
+        (
+            &[
+                "--echo-baseline",
+                "--to",
+                "127.0.0.1:9",
+                "--rate",
+                "max",
+                "--count",
+                "5",
+            ],
+            "--to",
+        ),
+    ]);
     // A source port taken: the message names the flag and the address.
     let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
-    let e = stderr(&[to[0], to[1], "--rate", "max", "--count", "5", "--src-port", &port]);
+    let e = refused(&to_discard(&["--src-port", &port]));
     assert!(e.contains("--src-port") && e.contains(&port), "{e}");
+}
+
+#[test]
+fn mistakes_in_how_fast_name_their_flag() {
+    let to = ["--to", "127.0.0.1:9"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        ([&to[..], &["--rate", "10", "--count", "5"]].concat(), "--rate"),
+        ([&to[..], &["--rate", "1GB/s", "--count", "5"]].concat(), "--rate"),
+        ([&to[..], &["--rate", "fast", "--count", "5"]].concat(), "--rate"),
+        (to_discard(&["--window", "0"]), "--window"),
+        (
+            [&to[..], &["--rate", "1k/s", "--count", "5", "--window", "8"]].concat(),
+            "--window",
+        ),
+        (to_discard(&["--arrivals", "poisson"]), "--arrivals"),
+        (
+            [
+                &to[..],
+                &["--rate", "1k/s", "--count", "5", "--arrivals", "bursts:0"],
+            ]
+            .concat(),
+            "--arrivals",
+        ),
+    ];
+    let cases: Vec<(&[&str], &str)> = cases.iter().map(|(a, f)| (&a[..], *f)).collect();
+    each_names_its_flag(&cases);
+}
+
+#[test]
+fn mistakes_in_what_and_how_long_name_their_flag() {
+    let to = ["--to", "127.0.0.1:9"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        ([&to[..], &["--rate", "max"]].concat(), "--count"),
+        ([&to[..], &["--rate", "max", "--count", "0"]].concat(), "--count"),
+        (
+            [&to[..], &["--rate", "max", "--duration", "5"]].concat(),
+            "--duration",
+        ),
+        (to_discard(&["--flows", "0"]), "--flows"),
+        (to_discard(&["--size", "64"]), "--size"),
+        (to_discard(&["--size", "70000B"]), "--size"),
+        (to_discard(&["--size", "uniform:9B"]), "--size"),
+        (to_discard(&["--echo", "--size", "4B"]), "--size"),
+        (to_discard(&["--timeout", "1m"]), "--timeout"),
+        (to_discard(&["--warmup", "2d"]), "--warmup"),
+    ];
+    let cases: Vec<(&[&str], &str)> = cases.iter().map(|(a, f)| (&a[..], *f)).collect();
+    each_names_its_flag(&cases);
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! module (`kernel = "wasm:PATH"`, `isola_kernels`) run under the flow's
 //! fuel limit and memory cap. Either way it is an `Operator`, built once
 //! when the configuration is read, so the runtime runs a packet's task
-//! like any other and the core schedules it like any other.
+//! like any other and the core schedules it like any other. [`trial`]
+//! tries a kernel on packets without a daemon (`isola kernel`).
+
+pub mod trial;
 
 use isola_kernels::{KernelError, KernelLimits, KernelOutput, WasmKernel};
 use isola_ops::{OpError, Operator};

@@ -203,6 +203,48 @@ pub fn has_operators(scenario: &Scenario) -> bool {
         .any(|t| runs_an_operator(scenario, &t.workload))
 }
 
+/// `isola run`: `scenario` live under the runs `only` selects, with
+/// `seed`. Its payloads are checked against `max_payload` and its engines
+/// for a live run; then, with `calibrate` and unless it runs over packets
+/// (whose kernels' stand-in calibrates itself), each tenant's operator is
+/// timed alone here first (`timing` is called before, where there is one
+/// to time) and the models off by more than [`TOLERANCE`] scaled. What
+/// was measured, or that nothing was with `calibrate` off, heads each
+/// policy's warnings.
+pub fn run_live(
+    scenario: &Scenario,
+    only: &[String],
+    seed: u64,
+    max_payload: u64,
+    calibrate: bool,
+    timing: &mut dyn FnMut(),
+    tick: &mut dyn FnMut(usize, usize, f64),
+) -> anyhow::Result<isola_model::SimReport> {
+    crate::live::check_payloads(scenario, max_payload)?;
+    crate::live::check_live(scenario)?;
+    // A run over packets calibrates its kernels' stand-in itself.
+    let over_packets = crate::live_packets::uses_packets(scenario);
+    let (calibrated, note) = if !calibrate || over_packets {
+        let note = (!calibrate && !over_packets).then(|| NOT_CALIBRATED.to_string());
+        (None, note)
+    } else {
+        if has_operators(scenario) {
+            timing();
+        }
+        let c = self::calibrate(scenario)?;
+        let note = c.note();
+        (Some(c.scenario), note)
+    };
+    let scenario = calibrated.as_ref().unwrap_or(scenario);
+    let mut report = crate::live::run_live(scenario, only, Some(seed), tick)?;
+    if let Some(note) = note {
+        for p in &mut report.policies {
+            p.warnings.insert(0, note.clone());
+        }
+    }
+    Ok(report)
+}
+
 /// Whether workload `w` computes with a real operator (not only
 /// transfers, not a live stand-in kernel).
 fn runs_an_operator(scenario: &Scenario, w: &isola_model::scenario::WorkloadSpec) -> bool {

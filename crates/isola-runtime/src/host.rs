@@ -5,6 +5,9 @@
 //! cause is one of these; the demo and `isola run` report them beside the
 //! latencies so that a run the host disturbed says so.
 //!
+//! It also says which machine this is ([`machine`]), as every report
+//! names where it was measured.
+//!
 //! Linux only in substance: elsewhere every reading is `None`, and the
 //! runtime runs as before.
 
@@ -177,9 +180,47 @@ pub fn realtime_throttle_share() -> Option<f64> {
     Some((1.0 - runtime as f64 / period as f64).clamp(0.0, 1.0))
 }
 
+/// This machine in a line: host name, CPU model, cores and system
+/// (`box: AMD EPYC 7763 64-Core Processor, 2 cores, linux`), as reports
+/// name where they were measured.
+pub fn machine() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let host = if host.is_empty() {
+        "unknown host".into()
+    } else {
+        host
+    };
+    format!("{host}: {cpu}, {cores} cores, {}", std::env::consts::OS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This machine's cores and system, and a host name.
+    #[test]
+    fn machine_says_where() {
+        let m = machine();
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert!(
+            m.ends_with(&format!(", {cores} cores, {}", std::env::consts::OS)),
+            "{m}"
+        );
+        assert!(!m.starts_with(':'), "{m}");
+    }
 
     #[test]
     fn proc_stat_is_read_in_ticks_of_ten_milliseconds() {

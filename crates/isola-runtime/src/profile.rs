@@ -3,7 +3,7 @@
 //! scheduler can predict a task's cost before running it.
 
 pub use isola_core::profile::{OperatorProfile, Profile, ProfilePoint};
-use isola_ops::{build_operator, text_payload, valid_input, OpError};
+use isola_ops::{build_operator, find_operator, sample_params, text_payload, valid_input, OpError};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -17,6 +17,14 @@ pub enum ProfileError {
     /// No sizes to measure.
     #[error("no sizes to profile")]
     NoSizes,
+    /// Profiling one of several operators failed.
+    #[error("profiling {op}: {cause}")]
+    Profiling {
+        /// The operator.
+        op: String,
+        /// What failed.
+        cause: Box<ProfileError>,
+    },
     /// Reading or writing the file failed.
     #[error("{path}: {cause}")]
     Io {
@@ -33,6 +41,38 @@ pub enum ProfileError {
         /// What is wrong, with line and column.
         cause: serde_json::Error,
     },
+}
+
+/// Profiles each of `ops` (registry names) on `sizes` for about `budget`
+/// each, with its sample parameters (`isola_ops::sample_params`), those
+/// of `given` that it takes replacing them, into a profile of this
+/// `machine`; `progress` is told each operator (its index and name) before
+/// it is measured.
+pub fn profile_operators(
+    ops: &[&str],
+    given: &BTreeMap<String, String>,
+    sizes: &[u64],
+    budget: Duration,
+    machine: String,
+    progress: &mut dyn FnMut(usize, &str),
+) -> Result<Profile, ProfileError> {
+    let mut operators = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        progress(i, op);
+        let info = find_operator(op)?;
+        let mut params = sample_params(op);
+        for (k, v) in given {
+            if info.params.iter().any(|p| p.name == k) {
+                params.insert(k.clone(), v.clone());
+            }
+        }
+        let profile = profile_operator(op, &params, sizes, budget).map_err(|e| ProfileError::Profiling {
+            op: op.to_string(),
+            cause: Box::new(e),
+        })?;
+        operators.push(profile);
+    }
+    Ok(Profile { machine, operators })
 }
 
 /// Measures `op` with `params` on valid inputs carrying payloads of each of

@@ -122,6 +122,52 @@ pub struct LiveResults {
     pub realtime: Vec<RealtimeOutcome>,
 }
 
+impl LiveResults {
+    /// The policies in the order shown, with their comparisons.
+    pub fn in_order(&self) -> impl Iterator<Item = (&String, &PolicyComparison)> {
+        self.order.iter().filter_map(|n| Some((n, self.policies.get(n)?)))
+    }
+
+    /// The LS tenant's solo service time, measured around each shared
+    /// run, over every round of every policy (none if nothing ran).
+    pub fn ls_solo_spread(&self) -> Option<Spread> {
+        Spread::of(
+            self.policies
+                .values()
+                .flat_map(|p| &p.rounds)
+                .map(|x| x.solo.ls_service_ns as f64),
+        )
+    }
+
+    /// Each tenant of each round under each policy as CSV (`results.csv`),
+    /// a header line first.
+    pub fn csv(&self) -> String {
+        let mut csv = String::from(
+            "policy,round,tenant,tasks,sla_violation_rate,p50_ns,p99_ns,throughput_bps,bandwidth_vs_solo,\
+             bandwidth_while_sharing,overhead_ratio\n",
+        );
+        for (name, p) in self.in_order() {
+            for round in &p.rounds {
+                for (t, x) in &round.tenants {
+                    csv.push_str(&format!(
+                        "{name},{},{t},{},{:.6},{},{},{:.0},{:.4},{:.4},{:.4}\n",
+                        round.round,
+                        x.tasks,
+                        x.sla_violation_rate,
+                        x.latency_ns.p50,
+                        x.latency_ns.p99,
+                        x.throughput_bps,
+                        round.bandwidth_vs_solo,
+                        round.bandwidth_while_sharing,
+                        round.overhead_ratio
+                    ));
+                }
+            }
+        }
+        csv
+    }
+}
+
 /// The experiment's fixed setup (ASTRAEA's artifact).
 const DATA_BLOCKS: usize = 128;
 const PARITY_BLOCKS: usize = 32;

@@ -13,8 +13,8 @@
 //! `recv`, no hand-off between threads.
 
 use super::{Arrivals, Matching, Pace, Plan};
-use crate::load::drive::Stopped;
-use crate::load::Length;
+use crate::progress::RunProgress;
+use crate::{Length, Progress, Stopped};
 use isola_core::metrics::LatencyHistogram;
 use isola_sim::workload::SizeSampler;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -215,23 +215,20 @@ struct Driver<'a> {
     measured_sent: u64,
     last_send: Option<Instant>,
     last_reply: Option<Instant>,
-    progress: crate::load::drive::RunProgress,
+    progress: RunProgress<'a>,
 }
 
 /// Runs `plan` over the flows' `sockets` (connected, non-blocking) until
-/// its count or duration or Ctrl-C (`stop`), then takes replies until every
-/// packet is answered or lost.
-pub fn run(
+/// its count or duration or `stop` (Ctrl-C), then takes replies until
+/// every packet is answered or lost.
+pub(super) fn run(
     sockets: &[UdpSocket],
     plan: &Plan,
     framer: Option<super::frame::Framer>,
     stop: &AtomicBool,
+    progress: &mut dyn Progress,
 ) -> RunOutcome {
     let start = Instant::now();
-    let total = match plan.length {
-        Length::Count(n) => n,
-        Length::Duration(d) => d.as_millis() as u64,
-    };
     let largest = plan.size.max_bytes() as usize;
     let mut d = Driver {
         plan,
@@ -250,7 +247,7 @@ pub fn run(
         measure_from: start + plan.warmup,
         sizes: SizeSampler::new(&plan.size, plan.seed, 0),
         next_size: None,
-        payload: crate::load::random_bytes(largest.max(8), plan.seed),
+        payload: crate::random_bytes(largest.max(8), plan.seed),
         framer,
         reply: vec![0; 1 << 16],
         next_flow: 0,
@@ -260,7 +257,7 @@ pub fn run(
         measured_sent: 0,
         last_send: None,
         last_reply: None,
-        progress: crate::load::drive::RunProgress::new(total, start),
+        progress: RunProgress::new(progress, start),
     };
     let mut fds: Vec<PollFd<'_>> = sockets.iter().map(|s| PollFd::new(s, PollFlags::IN)).collect();
     let result = d
@@ -356,9 +353,7 @@ impl Driver<'_> {
     fn advance_due(&mut self, per_s: f64, arrivals: Arrivals) {
         self.next_due_s += match arrivals {
             Arrivals::Constant => 1.0 / per_s,
-            Arrivals::Poisson => {
-                crate::load::drive::arrival_gap(per_s, crate::load::Arrivals::Poisson, &mut self.rng)
-            }
+            Arrivals::Poisson => crate::poisson_gap(per_s, &mut self.rng),
             Arrivals::Bursts(n) if self.sent_total % u64::from(n) == 0 => f64::from(n) / per_s,
             Arrivals::Bursts(_) => 0.0,
         };

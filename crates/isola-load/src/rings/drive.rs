@@ -8,8 +8,9 @@
 //! took the entry to when it completed it (the completion carries both).
 //! Only tasks that ended `Ok` are timed; every outcome is counted.
 
-use super::{Arrivals, Input, Length, Mode, Plan};
-use crate::progress::Bar;
+use super::{Arrivals, Input, Mode, Plan};
+use crate::progress::RunProgress;
+use crate::{Length, Progress, Stopped};
 use anyhow::bail;
 use isola_client::{detail, Client, ClientError, Outcome};
 use isola_core::metrics::LatencyHistogram;
@@ -35,14 +36,10 @@ const GRACE: Duration = Duration::from_secs(10);
 /// The gap before the next open-loop arrival at `rate` tasks/s, in s:
 /// `1 / rate`, or exponentially distributed with that mean (drawn from
 /// `rng`'s sequence).
-pub(super) fn arrival_gap(rate: f64, arrivals: Arrivals, rng: &mut u64) -> f64 {
+fn arrival_gap(rate: f64, arrivals: Arrivals, rng: &mut u64) -> f64 {
     match arrivals {
         Arrivals::Constant => 1.0 / rate,
-        Arrivals::Poisson => {
-            // A uniform in [0, 1) from the top 53 bits.
-            let u = (super::splitmix64(rng) >> 11) as f64 / (1u64 << 53) as f64;
-            -(1.0 - u).ln() / rate
-        }
+        Arrivals::Poisson => crate::poisson_gap(rate, rng),
     }
 }
 
@@ -220,22 +217,6 @@ pub struct Events {
     pub unknown: u64,
 }
 
-/// Why submitting stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stopped {
-    /// `--count` tasks were submitted.
-    Count,
-    /// `--duration` passed.
-    Duration,
-    /// Ctrl-C or SIGTERM.
-    Interrupted,
-    /// The daemon said it drains.
-    Draining,
-    /// The connection failed (the run's error says how).
-    Error,
-}
-
 /// One size's latencies.
 #[derive(Debug, Clone, Default)]
 pub struct SizeTally {
@@ -318,26 +299,23 @@ struct Driver<'a> {
     /// Since when due tasks find no room.
     blocked_since: Option<Instant>,
     tally: Tally,
-    progress: RunProgress,
+    progress: RunProgress<'a>,
 }
 
 /// Runs `plan` on `client` with operator `handle` and the inputs `layout`
 /// placed (sizes and lengths as `inputs`), until its count or duration,
-/// Ctrl-C (`stop`), the daemon's drain, or an error; then waits for the
+/// `stop` (Ctrl-C), the daemon's drain, or an error; then waits for the
 /// answers of the tasks in flight.
-pub fn run(
+pub(super) fn run(
     client: &mut Client,
     handle: u32,
     inputs: &[Input],
     layout: &Layout,
     plan: &Plan,
     stop: &AtomicBool,
+    progress: &mut dyn Progress,
 ) -> RunOutcome {
     let start = Instant::now();
-    let total = match plan.length {
-        Length::Count(n) => n,
-        Length::Duration(d) => d.as_millis() as u64,
-    };
     let mut d = Driver {
         handle,
         layout,
@@ -368,7 +346,7 @@ pub fn run(
             warmup_s: 0.0,
             stopped: Stopped::Error,
         },
-        progress: RunProgress::new(total, start),
+        progress: RunProgress::new(progress, start),
     };
     let result = d
         .submit_until_done(client, stop)
@@ -637,49 +615,6 @@ impl Driver<'_> {
             a.saturating_duration_since(self.measure_from).as_secs_f64()
         });
         self.tally
-    }
-}
-
-/// A load run's progress bar: warm-up, then what was measured (items for
-/// `--count`, milliseconds for `--duration`), moved ten times a second at
-/// most. Both load generators show their runs with it.
-pub(crate) struct RunProgress {
-    bar: Bar,
-    at: Instant,
-}
-
-impl RunProgress {
-    /// A bar of `total` steps for a run that started at `start`.
-    pub(crate) fn new(total: u64, start: Instant) -> RunProgress {
-        RunProgress {
-            bar: Bar::new(total),
-            at: start,
-        }
-    }
-
-    /// Shows `measured` items (or the time since `measure_from`, as
-    /// `length` says), labelled by `label`.
-    pub(crate) fn show(
-        &mut self,
-        length: Length,
-        measure_from: Instant,
-        measured: u64,
-        label: impl FnOnce() -> String,
-    ) {
-        let now = Instant::now();
-        if now.duration_since(self.at) < Duration::from_millis(100) {
-            return;
-        }
-        self.at = now;
-        if now < measure_from {
-            self.bar.update(0, "warm-up");
-            return;
-        }
-        let position = match length {
-            Length::Count(_) => measured,
-            Length::Duration(_) => now.duration_since(measure_from).as_millis() as u64,
-        };
-        self.bar.update(position, label());
     }
 }
 

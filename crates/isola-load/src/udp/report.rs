@@ -1,22 +1,15 @@
 //! What `isola load udp` reports: the run's settings, then per flow and
 //! over all flows the packets sent, received and lost, the throughput in
-//! packets and bits per second each way, and the reply latency, as JSON
-//! ([`Report`]'s fields) or as a table for people ([`Report::render`]).
-//! Percentiles, tables and numbers are written as `isola load` writes them.
+//! packets and bits per second each way, and the reply latency, as data
+//! that serialises as its JSON ([`Report`]'s fields). Percentiles are
+//! `isola load`'s.
 
 use super::drive::{FlowTally, Tally};
-use super::{Args, Arrivals, Matching, Pace, Plan};
-use crate::format::table;
-use crate::load::drive::Stopped;
-use crate::load::report::{stopped_text, Percentiles};
-use crate::load::Length;
+use super::{Arrivals, Matching, Pace, Plan, Settings};
+use crate::{Length, Percentiles, Stopped};
 use isola_core::metrics::LatencyHistogram;
-use isola_report::text::{duration, si};
 use serde::Serialize;
 use std::net::SocketAddr;
-
-/// Per-flow rows the table shows (the JSON has every flow).
-const TABLE_FLOWS: usize = 16;
 
 /// Packets and bits of payload per second, each way.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -160,11 +153,11 @@ fn flow_report(src: Option<String>, t: &FlowTally, latency: &LatencyHistogram, t
 }
 
 impl Report {
-    /// The report of a run of `args` (checked into `plan`) to `to` from
-    /// the flows at `locals` that measured `t`; `echoed` is the echo
+    /// The report of a run of `settings` (checked into `plan`) to `to`
+    /// from the flows at `locals` that measured `t`; `echoed` is the echo
     /// server's count.
     pub fn new(
-        args: &Args,
+        settings: &Settings,
         plan: &Plan,
         to: SocketAddr,
         locals: &[SocketAddr],
@@ -206,9 +199,9 @@ impl Report {
         };
         Report {
             to: to.to_string(),
-            echo_baseline: args.echo_baseline,
+            echo_baseline: settings.echo_baseline,
             echoed,
-            size: args.size.trim().to_string(),
+            size: settings.size.trim().to_string(),
             mean_size_bytes: if sum.sent > 0 {
                 sum.sent_bytes as f64 / sum.sent as f64
             } else {
@@ -240,148 +233,7 @@ impl Report {
                 .map(|(f, at)| flow_report(Some(at.to_string()), f, &f.latency, t))
                 .collect(),
             unreachable: t.unreachable,
-            machine: crate::format::machine(),
+            machine: isola_runtime::host::machine(),
         }
-    }
-
-    /// The report for people: a summary, packets per flow, latencies.
-    pub fn render(&self) -> String {
-        let n = self.flows.len();
-        let src = |f: Option<&FlowReport>| f.and_then(|f| f.src.clone()).unwrap_or_default();
-        let from = match n {
-            1 => format!("1 flow ({})", src(self.flows.first())),
-            2 => format!(
-                "2 flows ({}, {})",
-                src(self.flows.first()),
-                src(self.flows.last())
-            ),
-            _ => format!(
-                "{n} flows ({} ... {})",
-                src(self.flows.first()),
-                src(self.flows.last())
-            ),
-        };
-        let to = if self.echo_baseline {
-            format!("{} (this process's echo server)", self.to)
-        } else {
-            self.to.clone()
-        };
-        let mut out = format!(
-            "isola load udp: to {to} from {from}, payloads {} (mean {}B)\n",
-            self.size,
-            si(self.mean_size_bytes)
-        );
-        let p = &self.pace;
-        let how = match (p.rate_per_s, p.arrivals, p.window) {
-            (Some(r), Some("bursts"), _) => format!("{}/s in bursts of {}", si(r), p.burst.unwrap_or(1)),
-            (Some(r), Some("constant"), _) => format!("{}/s evenly spaced", si(r)),
-            (Some(r), _, _) => format!("{}/s Poisson arrivals", si(r)),
-            (_, _, Some(w)) => format!("as fast as a window of {w} per flow allows"),
-            _ => String::new(),
-        };
-        let warmup = if self.warmup_s > 0.0 {
-            format!(" after a {} warm-up", duration(self.warmup_s * 1e9))
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "{how}; measured {}{warmup}; stopped: {}\n",
-            duration(self.measured_s * 1e9),
-            stopped_text(self.stopped)
-        ));
-        let matching = if self.matching == "echo" {
-            "by the sequence number they echo"
-        } else {
-            "in order per flow"
-        };
-        out.push_str(&format!(
-            "replies matched {matching}; a packet unanswered after {} is lost\n",
-            duration(self.timeout_s * 1e9)
-        ));
-        out.push_str(&format!("machine: {}\n\n", self.machine));
-
-        let shown: Vec<&FlowReport> = if n > 1 && n <= TABLE_FLOWS {
-            self.flows.iter().collect()
-        } else {
-            Vec::new()
-        };
-        let name = |f: &FlowReport| f.src.clone().unwrap_or_else(|| "all flows".into());
-        let rows: Vec<Vec<String>> = shown
-            .iter()
-            .copied()
-            .chain(std::iter::once(&self.total))
-            .map(|f| {
-                let t = &f.throughput;
-                vec![
-                    name(f),
-                    f.sent.to_string(),
-                    f.received.to_string(),
-                    f.lost.to_string(),
-                    format!("{:.2}%", f.loss_pct),
-                    f.late.to_string(),
-                    f.marked.to_string(),
-                    si(t.sent_pps),
-                    si(t.sent_bps),
-                    si(t.received_pps),
-                    si(t.received_bps),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "flow",
-                "sent",
-                "received",
-                "lost",
-                "loss",
-                "late",
-                "marked",
-                "pkt/s out",
-                "bit/s out",
-                "pkt/s in",
-                "bit/s in",
-            ],
-            &rows,
-        ));
-        if n > TABLE_FLOWS {
-            out.push_str(&format!("({n} flows: each in --json)\n"));
-        }
-        out.push('\n');
-        let rows: Vec<Vec<String>> = shown
-            .iter()
-            .copied()
-            .chain(std::iter::once(&self.total))
-            .map(|f| {
-                let mut r = vec![name(f)];
-                r.extend(f.latency.cells());
-                r
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "reply latency",
-                "count",
-                "mean",
-                "p50",
-                "p90",
-                "p99",
-                "p99.9",
-                "max",
-            ],
-            &rows,
-        ));
-        if self.unreachable > 0 {
-            out.push_str(&format!(
-                "\n{} ICMP errors (port or host unreachable): nothing listens at {}\n",
-                self.unreachable, self.to
-            ));
-        }
-        if self.total.late > 0 {
-            out.push_str(&format!(
-                "{} replies came after their packet's timeout (counted lost; raise --timeout)\n",
-                self.total.late
-            ));
-        }
-        out
     }
 }
