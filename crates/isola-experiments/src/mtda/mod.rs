@@ -435,8 +435,7 @@ fn recovery(r: &PolicyResult, t: Timeline) -> (f64, Option<f64>) {
         .filter(|(at, _)| *at >= t.settled && *at < t.burst_at)
         .map(|(_, p)| victims_p99(p))
         .collect();
-    pre.sort_unstable();
-    let level = pre.get(pre.len() / 2).copied().unwrap_or(0) as f64;
+    let level = isola_core::metrics::median(&mut pre).unwrap_or(0) as f64;
     let after: Vec<(u64, &SeriesPoint)> = windows(r, t.duration)
         .filter(|(at, _)| *at >= t.burst_at)
         .collect();
