@@ -173,37 +173,34 @@ fn scrape_until(addr: SocketAddr, ready: impl Fn(&Scrape) -> bool) -> (Scrape, S
     }
 }
 
-#[test]
-fn counters_match_what_each_tenant_submitted_and_outlive_its_connection() {
-    let (d, socket, config_path) = daemon("counts");
-    let addr = d.metrics_addr().expect("metrics are served");
-    // Before any task, every series is there at zero.
-    let s = parse(&scrape_text(addr));
-    assert_eq!(value(&s, "isola_tasks_submitted_total", &te("a", "acc")), 0.0);
-    assert_eq!(value(&s, "isola_tenant_connections", &[("tenant", "a")]), 0.0);
+/// Submits `s` as `c` with the next tag and waits for its answer.
+fn run(c: &mut Client, tag: &mut u64, s: Submission) -> Outcome {
+    *tag += 1;
+    c.submit(&Submission { tag: *tag, ..s }).unwrap();
+    c.wait().unwrap().outcome
+}
 
-    let mut a = Client::connect(&socket, "a").unwrap();
+/// Tenant `a`'s work, checking each answer: 10 crc32c and 4 sha256 tasks,
+/// 3 bad entries, 3 tasks for an operator no engine serves, and 10 rounds
+/// of 3 tasks of 40 KiB at once against its 64 KiB quota. Returns its
+/// client (still connected) and what it saw of the rounds.
+fn tenant_a(socket: &Path, tag: &mut u64) -> (Client, Seen) {
+    let mut a = Client::connect(socket, "a").unwrap();
     let crc = a.register("crc32c", &BTreeMap::new()).unwrap();
     let sha = a.register("sha256", &BTreeMap::new()).unwrap();
     let md5 = a.register("md5", &BTreeMap::new()).unwrap();
     a.write(0, b"123456789").unwrap();
-    let mut tag = 0;
-    let mut run = |c: &mut Client, s: Submission| {
-        tag += 1;
-        c.submit(&Submission { tag, ..s }).unwrap();
-        c.wait().unwrap().outcome
-    };
     for _ in 0..10 {
-        assert_eq!(run(&mut a, submission(crc, 9, 4, 0)), Outcome::Ok);
+        assert_eq!(run(&mut a, tag, submission(crc, 9, 4, 0)), Outcome::Ok);
     }
     for _ in 0..4 {
-        assert_eq!(run(&mut a, submission(sha, 9, 32, 0)), Outcome::Ok);
+        assert_eq!(run(&mut a, tag, submission(sha, 9, 32, 0)), Outcome::Ok);
     }
     // Bad entries: two with an unknown handle (no engine), one whose
     // input lies outside the arena (on `acc`, crc32c's engine).
     for _ in 0..2 {
         assert!(matches!(
-            run(&mut a, submission(99, 9, 4, 0)),
+            run(&mut a, tag, submission(99, 9, 4, 0)),
             Outcome::BadEntry(_)
         ));
     }
@@ -211,10 +208,10 @@ fn counters_match_what_each_tenant_submitted_and_outlive_its_connection() {
         input_offset: 1 << 40,
         ..submission(crc, 9, 4, 0)
     };
-    assert!(matches!(run(&mut a, outside), Outcome::BadEntry(_)));
+    assert!(matches!(run(&mut a, tag, outside), Outcome::BadEntry(_)));
     // An operator no engine serves.
     for _ in 0..3 {
-        assert_eq!(run(&mut a, submission(md5, 9, 16, 0)), Outcome::Rejected(3));
+        assert_eq!(run(&mut a, tag, submission(md5, 9, 16, 0)), Outcome::Rejected(3));
     }
     // Over quota: three tasks of 40 KiB at once against a 64 KiB quota.
     let mut seen = Seen::default();
@@ -230,20 +227,17 @@ fn counters_match_what_each_tenant_submitted_and_outlive_its_connection() {
         }
     }
     assert!(seen.over_quota > 0, "{seen:?}");
-    // Tenant `c`, without a latency objective.
-    let mut c = Client::connect(&socket, "c").unwrap();
-    let crc_c = c.register("crc32c", &BTreeMap::new()).unwrap();
-    c.write(0, b"123456789").unwrap();
-    for _ in 0..5 {
-        assert_eq!(run(&mut c, submission(crc_c, 9, 4, 0)), Outcome::Ok);
-    }
+    (a, seen)
+}
 
-    // The fairness index is recomputed every second.
-    std::thread::sleep(Duration::from_millis(1100));
-    let text = scrape_text(addr);
-    let s = parse(&text);
+/// One expected sample: its name, its labels and its value.
+type Expected = (&'static str, Vec<(&'static str, &'static str)>, u64);
+
+/// Every counter and gauge after [`tenant_a`] (which saw `seen`) and `c`'s
+/// 5 crc32c tasks, both still connected.
+fn expected(seen: &Seen) -> Vec<Expected> {
     let acc_done = 10 + seen.ok;
-    let expected = [
+    vec![
         (
             "isola_tasks_submitted_total",
             te("a", "acc").to_vec(),
@@ -308,7 +302,33 @@ fn counters_match_what_each_tenant_submitted_and_outlive_its_connection() {
         ("isola_queue_depth", te("a", "acc").to_vec(), 0),
         ("isola_tenant_connections", vec![("tenant", "a")], 1),
         ("isola_tenant_connections", vec![("tenant", "c")], 1),
-    ];
+    ]
+}
+
+#[test]
+fn counters_match_what_each_tenant_submitted_and_outlive_its_connection() {
+    let (d, socket, config_path) = daemon("counts");
+    let addr = d.metrics_addr().expect("metrics are served");
+    // Before any task, every series is there at zero.
+    let s = parse(&scrape_text(addr));
+    assert_eq!(value(&s, "isola_tasks_submitted_total", &te("a", "acc")), 0.0);
+    assert_eq!(value(&s, "isola_tenant_connections", &[("tenant", "a")]), 0.0);
+
+    let mut tag = 0;
+    let (a, seen) = tenant_a(&socket, &mut tag);
+    // Tenant `c`, without a latency objective.
+    let mut c = Client::connect(&socket, "c").unwrap();
+    let crc_c = c.register("crc32c", &BTreeMap::new()).unwrap();
+    c.write(0, b"123456789").unwrap();
+    for _ in 0..5 {
+        assert_eq!(run(&mut c, &mut tag, submission(crc_c, 9, 4, 0)), Outcome::Ok);
+    }
+
+    // The fairness index is recomputed every second.
+    std::thread::sleep(Duration::from_millis(1100));
+    let text = scrape_text(addr);
+    let s = parse(&text);
+    let expected = expected(&seen);
     for (name, labels, want) in &expected {
         assert_eq!(value(&s, name, labels), *want as f64, "{name} {labels:?}\n{text}");
     }

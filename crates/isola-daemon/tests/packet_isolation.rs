@@ -106,7 +106,7 @@ fn run(policy: &str, workers: usize) -> Option<Duration> {
     eprintln!(
         "{policy}, {workers} workers: capacity {c:.0} flooder packets/s, offered {rate:.0}/s ({sent} sent); victim p50 {} p99 {}; \
          flooder received {} replied {} dropped {}",
-        shown(latencies[latencies.len() / 2]),
+        shown(isola_core::metrics::median(&mut latencies.clone()).expect("300 latencies")),
         shown(p99(&latencies)),
         counts.tenants[1].0,
         counts.tenants[1].1,

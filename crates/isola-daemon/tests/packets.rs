@@ -346,39 +346,68 @@ fn an_engines_kind_sets_its_default_policy() {
     }
 }
 
+/// `s`'s bytes, two hex digits each.
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// NIST SP 800-38A, F.5.1 (CTR-AES128.Encrypt): four blocks of plaintext
+/// (with the key and counter block in [`egress_daemon`]'s flow)...
+const CTR_PLAINTEXT: &str = "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51\
+     30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710";
+/// ...and their ciphertext.
+const CTR_BLOCKS: [&str; 4] = [
+    "874d6191b620e3261bef6864990db6ce",
+    "9806f66b7970fdff8617187bb9fffdff",
+    "5ae4df3edbd5d35e5b4f09020db03eab",
+    "1e031dda2fbe03d1792170a0f3009cee",
+];
+
+/// A daemon in `dir` with a processing-unit engine and an egress engine
+/// that cuts replies into 16-byte pieces; tenant `a`'s flow, the packets
+/// from port `pa`, runs AES-CTR with F.5.1's key and counter block.
+fn egress_daemon(dir: &std::path::Path, pa: u16) -> Daemon {
+    let text = format!(
+        r#"[daemon]
+socket = "isolad.sock"
+udp = ["127.0.0.1:0"]
+[[engine]]
+name = "pu"
+kind = "pu"
+workers = 1
+[[engine]]
+name = "out"
+kind = "egress"
+split = "16B"
+[[tenant]]
+name = "a"
+memory_quota = "1MiB"
+users = ["self"]
+[[tenant.flow]]
+match = {{ src_port = {pa} }}
+kernel = "aes-ctr"
+params = {{ key = "2b7e151628aed2a6abf7158809cf4f3c", iv = "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff" }}
+"#
+    );
+    Daemon::start(DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap()).unwrap()
+}
+
 #[test]
 fn with_an_egress_engine_a_reply_is_a_task_the_core_cuts_into_datagrams() {
     // NIST SP 800-38A, F.5.1 (CTR-AES128.Encrypt): four blocks of
     // plaintext and their ciphertext. The egress engine cuts each reply
     // into 16-byte pieces (its `split`), so the reply comes back as the
     // four ciphertext blocks, in order, from the port the packet went to.
-    let hex = |s: &str| -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    };
-    let plaintext = hex("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51\
-         30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710");
-    let blocks = [
-        "874d6191b620e3261bef6864990db6ce",
-        "9806f66b7970fdff8617187bb9fffdff",
-        "5ae4df3edbd5d35e5b4f09020db03eab",
-        "1e031dda2fbe03d1792170a0f3009cee",
-    ];
+    let plaintext = hex(CTR_PLAINTEXT);
+    let blocks = CTR_BLOCKS;
     let dir = std::env::temp_dir().join(format!("isolad-egress-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let a = client();
     let pa = a.local_addr().unwrap().port();
-    let text = format!(
-        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
-         [[engine]]\nname = \"pu\"\nkind = \"pu\"\nworkers = 1\n\
-         [[engine]]\nname = \"out\"\nkind = \"egress\"\nsplit = \"16B\"\n\
-         [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
-         [[tenant.flow]]\nmatch = {{ src_port = {pa} }}\nkernel = \"aes-ctr\"\n\
-         params = {{ key = \"2b7e151628aed2a6abf7158809cf4f3c\", iv = \"f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff\" }}\n"
-    );
-    let d = Daemon::start(DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap()).unwrap();
+    let d = egress_daemon(&dir, pa);
     d.record_completions(true);
     let ingress = d.udp_addrs()[0];
     let packets = 3;

@@ -248,9 +248,53 @@ fn run_policy_live_inner(
     } else {
         None
     };
+    let ports = add_engines(&mut b, scenario, run, sink.as_ref())?;
+    let region_sizes = add_tenants(&mut b, scenario, run);
+    let rt = b.start()?;
+    let core_log = rt.core_log();
+    let started = Instant::now();
+    let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));
+    let results = drive_tenants(&rt, scenario, alone, seed, &region_sizes, (started, deadline));
+    // The wall time the run actually took: rates are over it, whatever
+    // the duration asked (a run that overran its duration says so).
+    let elapsed = started.elapsed().as_nanos() as Nanos;
+    let ended_ns = rt.now_ns();
+    rt.shutdown();
+    let tasks = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let calls = core_log.map(|l| l.calls()).unwrap_or_default();
+    let mut warnings = run_warnings(scenario, &tasks, elapsed);
+    if let Some(sink) = sink {
+        // What the sink got of what the egress workers sent (loopback
+        // datagrams are dropped only when its buffer overflows).
+        let sent: u64 = ports.iter().map(|p| p.sent().bytes).sum();
+        let got = sink.wait_for(sent, Duration::from_millis(200));
+        if got.bytes != sent {
+            warnings.push(format!(
+                "the run's egress sink received {} of the {sent} bytes sent ({} datagrams)",
+                got.bytes, got.datagrams
+            ));
+        }
+    }
+    if factor > 1.0 {
+        warnings.insert(0, live_scale::slowed_warning(factor));
+    }
+    let mut result = result(scenario, run, tasks, elapsed, ended_ns);
+    result.warnings = warnings;
+    Ok((result, calls))
+}
+
+/// Adds `scenario`'s engines to `b` for run `run`: transfer engines (DMA,
+/// egress sending to `sink`) and compute engines with the scenario's
+/// service model as their cost model. Returns the egress engines' ports.
+fn add_engines(
+    b: &mut RuntimeBuilder,
+    scenario: &Scenario,
+    run: &PolicyRun,
+    sink: Option<&EgressSink>,
+) -> anyhow::Result<Vec<Arc<isola_runtime::EgressPort>>> {
     let mut ports = Vec::new();
     for (engine_index, e) in scenario.engines.iter().enumerate() {
-        if let Some(mut config) = transfer_engine(e, sink.as_ref())? {
+        if let Some(mut config) = transfer_engine(e, sink)? {
             if let isola_runtime::EngineDevice::Egress(port) = &config.device {
                 ports.push(Arc::clone(port));
             }
@@ -260,36 +304,51 @@ fn run_policy_live_inner(
             b.engine(config);
             continue;
         }
-        let (service, clock_hz) = match &e.device {
-            DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
-            _ => (None, 1e9),
-        };
-        // The scenario's service model is the engine's cost model; a
-        // tenant's own model (on its workload) predicts that tenant's tasks
-        // (its handle's `with_cost`, below), as in the simulator. An engine
-        // without one uses its first tenant's, for the scheduler's charges.
-        let tenant_model = || {
-            scenario
-                .tenants
-                .iter()
-                .find(|t| t.workload.stages.contains(&engine_index))
-                .and_then(|t| t.workload.service.clone())
-        };
-        let cost: Arc<dyn isola_core::CostModel> = match service.or_else(tenant_model) {
-            Some(s) => Arc::new(ServiceCost::new(&s, clock_hz)),
-            None => bail!("engine `{}` needs a service model to predict costs live", e.name),
-        };
-        let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
-            .with_queue_depth(e.queue_depth.saturating_sub(e.slots) as usize)
-            .with_kind(e.kind)
-            .with_split_when(e.split_when)
-            .with_split_time(e.split_time)
-            .with_learning(e.learn.then(isola_core::CostLearning::default));
-        if e.kind == EngineKind::Accelerator {
-            config.split_bytes = run.split;
-        }
-        b.engine(config);
+        b.engine(compute_engine(scenario, run, engine_index)?);
     }
+    Ok(ports)
+}
+
+/// The configuration of `scenario`'s compute engine `engine_index` for
+/// run `run`.
+fn compute_engine(scenario: &Scenario, run: &PolicyRun, engine_index: usize) -> anyhow::Result<EngineConfig> {
+    let e = &scenario.engines[engine_index];
+    let (service, clock_hz) = match &e.device {
+        DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
+        _ => (None, 1e9),
+    };
+    // The scenario's service model is the engine's cost model; a
+    // tenant's own model (on its workload) predicts that tenant's tasks
+    // (its handle's `with_cost`, in `drive_tenants`), as in the simulator.
+    // An engine without one uses its first tenant's, for the scheduler's
+    // charges.
+    let tenant_model = || {
+        scenario
+            .tenants
+            .iter()
+            .find(|t| t.workload.stages.contains(&engine_index))
+            .and_then(|t| t.workload.service.clone())
+    };
+    let cost: Arc<dyn isola_core::CostModel> = match service.or_else(tenant_model) {
+        Some(s) => Arc::new(ServiceCost::new(&s, clock_hz)),
+        None => bail!("engine `{}` needs a service model to predict costs live", e.name),
+    };
+    let mut config = EngineConfig::new(&e.name, &[], e.slots as usize, cost)
+        .with_queue_depth(e.queue_depth.saturating_sub(e.slots) as usize)
+        .with_kind(e.kind)
+        .with_split_when(e.split_when)
+        .with_split_time(e.split_time)
+        .with_learning(e.learn.then(isola_core::CostLearning::default));
+    if e.kind == EngineKind::Accelerator {
+        config.split_bytes = run.split;
+    }
+    Ok(config)
+}
+
+/// Adds `scenario`'s tenants to `b` (with a host region each where the
+/// scenario has DMA) and run `run`'s policies; returns each tenant's
+/// region size.
+fn add_tenants(b: &mut RuntimeBuilder, scenario: &Scenario, run: &PolicyRun) -> Vec<u64> {
     let has_dma = scenario.engines.iter().any(|e| e.kind == EngineKind::Dma);
     let mut region_sizes = Vec::new();
     for t in &scenario.tenants {
@@ -310,13 +369,20 @@ fn run_policy_live_inner(
     for p in &run.on {
         b.engine_policy(p.on.clone(), p.name.clone(), p.params.clone());
     }
-    let rt = b.start()?;
-    let core_log = rt.core_log();
-    let started = Instant::now();
-    let deadline = scenario.run.duration.map(|d| started + Duration::from_nanos(d));
-    let rt_ref = &rt;
-    let region_sizes = &region_sizes;
-    let results: Vec<anyhow::Result<TenantTasks>> = std::thread::scope(|scope| {
+    region_sizes
+}
+
+/// Drives every tenant of `scenario` (or only `alone`) on its own thread
+/// until the run ends (`(started, deadline)`); each tenant's tasks.
+fn drive_tenants(
+    rt: &isola_runtime::Runtime,
+    scenario: &Scenario,
+    alone: Option<usize>,
+    seed: u64,
+    region_sizes: &[u64],
+    (started, deadline): (Instant, Option<Instant>),
+) -> Vec<anyhow::Result<TenantTasks>> {
+    std::thread::scope(|scope| {
         let threads: Vec<_> = scenario
             .tenants
             .iter()
@@ -326,7 +392,7 @@ fn run_policy_live_inner(
                     if alone.is_some_and(|a| a != i) {
                         return Ok(TenantTasks::default());
                     }
-                    let mut handle = rt_ref.tenant(TenantId(i as u32));
+                    let mut handle = rt.tenant(TenantId(i as u32));
                     // Its model predicts its operator stages (on their engine's clock).
                     let clock_hz =
                         t.workload
@@ -339,7 +405,7 @@ fn run_policy_live_inner(
                     if let (Some(service), Some(clock_hz)) = (&t.workload.service, clock_hz) {
                         handle = handle.with_cost(Arc::new(ServiceCost::new(service, clock_hz)));
                     }
-                    let clock = || rt_ref.now_ns();
+                    let clock = || rt.now_ns();
                     let tenant = TenantRun {
                         handle: &handle,
                         spec: t,
@@ -357,16 +423,14 @@ fn run_policy_live_inner(
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a tenant driver panicked")))
             })
             .collect()
-    });
-    // The wall time the run actually took: rates are over it, whatever
-    // the duration asked (a run that overran its duration says so).
-    let elapsed = started.elapsed().as_nanos() as Nanos;
-    let ended_ns = rt.now_ns();
-    rt.shutdown();
-    let tasks = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
-    let calls = core_log.map(|l| l.calls()).unwrap_or_default();
+    })
+}
+
+/// What a run that took `elapsed` ns warns of: load generators that fell
+/// behind their arrivals, and a run that overran its duration.
+fn run_warnings(scenario: &Scenario, tasks: &[TenantTasks], elapsed: Nanos) -> Vec<String> {
     let mut warnings = Vec::new();
-    for (t, tasks) in scenario.tenants.iter().zip(&tasks) {
+    for (t, tasks) in scenario.tenants.iter().zip(tasks) {
         if tasks.late > 0 || tasks.dropped_at_end {
             warnings.push(format!(
                 "tenant `{}`'s load generator fell behind its arrivals by up to {} ({} submitted over 1 ms late{}): \
@@ -394,24 +458,187 @@ fn run_policy_live_inner(
             isola_model::quantity::format_duration(elapsed)
         ));
     }
-    if let Some(sink) = sink {
-        // What the sink got of what the egress workers sent (loopback
-        // datagrams are dropped only when its buffer overflows).
-        let sent: u64 = ports.iter().map(|p| p.sent().bytes).sum();
-        let got = sink.wait_for(sent, Duration::from_millis(200));
-        if got.bytes != sent {
-            warnings.push(format!(
-                "the run's egress sink received {} of the {sent} bytes sent ({} datagrams)",
-                got.bytes, got.datagrams
-            ));
+    warnings
+}
+
+/// An operator's parameters, by name.
+type Params = BTreeMap<String, String>;
+
+/// A tenant's task inputs. One text payload, grown to the largest size
+/// asked for; each task's input is built from a prefix of it. Inputs are
+/// cached for at most [`Inputs::CACHED`] distinct (size, operator) pairs,
+/// so a size distribution with many values cannot exhaust memory.
+struct Inputs<'a> {
+    /// The workload's operator parameters.
+    params: &'a Params,
+    /// Whether the workload computes (else its inputs are plain text).
+    computes: bool,
+    /// The text's seed.
+    seed: u64,
+    text: Vec<u8>,
+    payloads: HashMap<(u64, String), Arc<Vec<u8>>>,
+    /// Each operator's parameters: the workload's over the operator's
+    /// sample ones (so an AES key or an EC code need not be spelled out to
+    /// try a scenario); its inputs are built, and its tasks submitted,
+    /// with them.
+    op_params: HashMap<String, Params>,
+}
+
+impl Inputs<'_> {
+    const CACHED: usize = 64;
+
+    /// The input of `bytes` for operator `op`, and the operator's parameters.
+    fn input(&mut self, bytes: u64, op: &str) -> anyhow::Result<(Arc<Vec<u8>>, Params)> {
+        let params = self
+            .op_params
+            .entry(op.to_string())
+            .or_insert_with(|| {
+                let mut p = sample_params(op);
+                p.extend(self.params.clone());
+                p
+            })
+            .clone();
+        if let Some(p) = self.payloads.get(&(bytes, op.to_string())) {
+            return Ok((Arc::clone(p), params));
         }
+        if (self.text.len() as u64) < bytes {
+            self.text = text_payload(bytes as usize, self.seed);
+        }
+        let text = &self.text[..bytes as usize];
+        let p = Arc::new(if self.computes && live_kernel(op).is_none() {
+            valid_input(op, &params, text)?
+        } else {
+            text.to_vec()
+        });
+        if self.payloads.len() < Self::CACHED {
+            self.payloads.insert((bytes, op.to_string()), Arc::clone(&p));
+        }
+        Ok((p, params))
     }
-    if factor > 1.0 {
-        warnings.insert(0, live_scale::slowed_warning(factor));
+}
+
+/// One tenant's driver: what it submits with, and what it has seen.
+struct Driver<'a> {
+    handle: &'a isola_runtime::TenantHandle,
+    workload: &'a isola_model::scenario::WorkloadSpec,
+    engines: &'a [isola_model::scenario::EngineModel],
+    /// Where its next transfer goes in its host region.
+    region: RegionCursor,
+    inputs: Inputs<'a>,
+    /// Each operator built once (building can be costly), for its stages.
+    operators: HashMap<String, Arc<dyn isola_ops::Operator>>,
+    tx: crossbeam_channel::Sender<Completion>,
+    rx: crossbeam_channel::Receiver<Completion>,
+    clock: &'a dyn Fn() -> Nanos,
+    sizes: SizeSampler,
+    /// The workload's count.
+    limit: u64,
+    submitted: u64,
+    started: Instant,
+    deadline: Option<Instant>,
+    out: TenantTasks,
+}
+
+impl Driver<'_> {
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
-    let mut result = result(scenario, run, tasks, elapsed, ended_ns);
-    result.warnings = warnings;
-    Ok((result, calls))
+
+    /// Submits a task of `bytes` for operator `op` through the workload's
+    /// stages.
+    fn submit(&mut self, bytes: u64, op: &str) -> anyhow::Result<bool> {
+        let (payload, params) = self.inputs.input(bytes, op)?;
+        let operator = match self.operators.get(op) {
+            _ if !self.inputs.computes => None,
+            Some(o) => Some(Arc::clone(o)),
+            None => {
+                let o = live_stages::build(op, &params)?;
+                self.operators.insert(op.to_string(), Arc::clone(&o));
+                Some(o)
+            }
+        };
+        let stages = live_stages::stages(
+            self.workload,
+            self.engines,
+            operator.as_ref(),
+            self.region.next(payload.len() as u64),
+        )?;
+        let at = (self.clock)();
+        let id = self.handle.submit_stages_to(stages, payload, &self.tx)?;
+        self.out.unfinished.insert(id, (at, bytes));
+        Ok(true)
+    }
+
+    /// A closed loop of `n` tasks in flight.
+    fn closed(&mut self, n: u32) -> anyhow::Result<()> {
+        let w = self.workload;
+        // A start past the run's end waits no longer than the run.
+        let start = self.started + Duration::from_nanos(w.start);
+        let wait_until = Instant::now().max(self.deadline.map_or(start, |d| start.min(d)));
+        std::thread::sleep(wait_until.saturating_duration_since(Instant::now()));
+        let mut in_flight = 0u64;
+        while in_flight < u64::from(n) && self.submitted < self.limit && !self.past_deadline() {
+            let bytes = self.sizes.sample();
+            if self.submit(bytes, &w.op)? {
+                in_flight += 1;
+            }
+            self.submitted += 1;
+        }
+        while in_flight > 0 {
+            // At the run's end, what is still in flight is incomplete.
+            let Some(c) = recv_until(&self.rx, self.deadline) else {
+                break;
+            };
+            in_flight -= 1;
+            self.out.record(c);
+            if self.submitted < self.limit && !self.past_deadline() {
+                let bytes = self.sizes.sample();
+                if self.submit(bytes, &w.op)? {
+                    in_flight += 1;
+                }
+                self.submitted += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Open-loop arrivals `spec`, from the streams of `seed` and tenant
+    /// `index`.
+    fn open(&mut self, spec: &ArrivalSpec, seed: u64, index: usize) -> anyhow::Result<()> {
+        let w = self.workload;
+        let mut arrivals = ArrivalProcess::new(spec, w.start, seed, index);
+        while self.submitted < self.limit {
+            let Some(next) = arrivals.next_arrival() else {
+                break;
+            };
+            let at = self.started + Duration::from_nanos(next.at);
+            if self.deadline.is_some_and(|d| at >= d) {
+                break;
+            }
+            // The wall clock ends the run too: a generator that fell
+            // behind stops at the run's end instead of going on.
+            if self.past_deadline() {
+                self.out.dropped_at_end = true;
+                break;
+            }
+            let now = Instant::now();
+            let lag = now.saturating_duration_since(at).as_nanos() as Nanos;
+            self.out.worst_lag_ns = self.out.worst_lag_ns.max(lag);
+            self.out.late += u64::from(lag > 1_000_000);
+            std::thread::sleep(at.saturating_duration_since(now));
+            let (bytes, op) = next.traced.unwrap_or_else(|| (self.sizes.sample(), w.op.clone()));
+            self.submit(bytes, &op)?;
+            self.submitted += 1;
+            self.rx.try_iter().for_each(|c| self.out.record(c));
+        }
+        while !self.out.unfinished.is_empty() {
+            match recv_until(&self.rx, self.deadline) {
+                Some(c) => self.out.record(c),
+                None => break,
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Submits one tenant's workload, open or closed loop, until its count,
@@ -428,137 +655,40 @@ fn drive_tenant(
         handle,
         spec: t,
         engines,
-        mut region,
+        region,
     } = tenant;
     let w = &t.workload;
-    // A workload of transfers only moves bytes: its inputs are plain text.
-    let computes = computes(w, engines);
-    let mut sizes = SizeSampler::new(&w.size, seed, index);
-    // One text payload, grown to the largest size asked for; each task's
-    // input is built from a prefix of it. Inputs are cached for at most
-    // `CACHED_INPUTS` distinct (size, operator) pairs, so a size
-    // distribution with many values cannot exhaust memory.
-    const CACHED_INPUTS: usize = 64;
-    let mut text: Vec<u8> = Vec::new();
-    let mut payloads: HashMap<(u64, String), Arc<Vec<u8>>> = HashMap::new();
-    // Each operator's parameters: the workload's over the operator's sample
-    // ones (so an AES key or an EC code need not be spelled out to try a
-    // scenario); its inputs are built, and its tasks submitted, with them.
-    type Params = BTreeMap<String, String>;
-    let mut op_params: HashMap<String, Params> = HashMap::new();
-    let mut input = |bytes: u64, op: &str| -> anyhow::Result<(Arc<Vec<u8>>, Params)> {
-        let params = op_params
-            .entry(op.to_string())
-            .or_insert_with(|| {
-                let mut p = sample_params(op);
-                p.extend(w.params.clone());
-                p
-            })
-            .clone();
-        if let Some(p) = payloads.get(&(bytes, op.to_string())) {
-            return Ok((Arc::clone(p), params));
-        }
-        if (text.len() as u64) < bytes {
-            text = text_payload(bytes as usize, seed ^ index as u64);
-        }
-        let text = &text[..bytes as usize];
-        let p = Arc::new(if computes && live_kernel(op).is_none() {
-            valid_input(op, &params, text)?
-        } else {
-            text.to_vec()
-        });
-        if payloads.len() < CACHED_INPUTS {
-            payloads.insert((bytes, op.to_string()), Arc::clone(&p));
-        }
-        Ok((p, params))
-    };
     let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
-    let mut out = TenantTasks::default();
-    let mut submitted = 0u64;
-    let limit = w.count.unwrap_or(u64::MAX);
-    let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
-    // Each operator built once (building can be costly), for its stages.
-    let mut operators: HashMap<String, Arc<dyn isola_ops::Operator>> = HashMap::new();
-    let mut submit = |bytes: u64, op: &str, out: &mut TenantTasks| -> anyhow::Result<bool> {
-        let (payload, params) = input(bytes, op)?;
-        let operator = match operators.get(op) {
-            _ if !computes => None,
-            Some(o) => Some(Arc::clone(o)),
-            None => {
-                let o = live_stages::build(op, &params)?;
-                operators.insert(op.to_string(), Arc::clone(&o));
-                Some(o)
-            }
-        };
-        let stages = live_stages::stages(w, engines, operator.as_ref(), region.next(payload.len() as u64))?;
-        let at = clock();
-        let id = handle.submit_stages_to(stages, payload, &tx)?;
-        out.unfinished.insert(id, (at, bytes));
-        Ok(true)
+    let mut driver = Driver {
+        handle,
+        workload: w,
+        engines,
+        region,
+        inputs: Inputs {
+            params: &w.params,
+            // A workload of transfers only moves bytes: its inputs are plain text.
+            computes: computes(w, engines),
+            seed: seed ^ index as u64,
+            text: Vec::new(),
+            payloads: HashMap::new(),
+            op_params: HashMap::new(),
+        },
+        operators: HashMap::new(),
+        tx,
+        rx,
+        clock,
+        sizes: SizeSampler::new(&w.size, seed, index),
+        limit: w.count.unwrap_or(u64::MAX),
+        submitted: 0,
+        started,
+        deadline,
+        out: TenantTasks::default(),
     };
     match &w.arrival {
-        ArrivalSpec::Closed(n) => {
-            // A start past the run's end waits no longer than the run.
-            let start = started + Duration::from_nanos(w.start);
-            let wait_until = Instant::now().max(deadline.map_or(start, |d| start.min(d)));
-            std::thread::sleep(wait_until.saturating_duration_since(Instant::now()));
-            let mut in_flight = 0u64;
-            while in_flight < u64::from(*n) && submitted < limit && !past_deadline() {
-                if submit(sizes.sample(), &w.op, &mut out)? {
-                    in_flight += 1;
-                }
-                submitted += 1;
-            }
-            while in_flight > 0 {
-                // At the run's end, what is still in flight is incomplete.
-                let Some(c) = recv_until(&rx, deadline) else {
-                    break;
-                };
-                in_flight -= 1;
-                out.record(c);
-                if submitted < limit && !past_deadline() {
-                    if submit(sizes.sample(), &w.op, &mut out)? {
-                        in_flight += 1;
-                    }
-                    submitted += 1;
-                }
-            }
-        }
-        spec => {
-            let mut arrivals = ArrivalProcess::new(spec, w.start, seed, index);
-            while submitted < limit {
-                let Some(next) = arrivals.next_arrival() else {
-                    break;
-                };
-                let at = started + Duration::from_nanos(next.at);
-                if deadline.is_some_and(|d| at >= d) {
-                    break;
-                }
-                // The wall clock ends the run too: a generator that fell
-                // behind stops at the run's end instead of going on.
-                if past_deadline() {
-                    out.dropped_at_end = true;
-                    break;
-                }
-                let now = Instant::now();
-                let lag = now.saturating_duration_since(at).as_nanos() as Nanos;
-                out.worst_lag_ns = out.worst_lag_ns.max(lag);
-                out.late += u64::from(lag > 1_000_000);
-                std::thread::sleep(at.saturating_duration_since(now));
-                let (bytes, op) = next.traced.unwrap_or_else(|| (sizes.sample(), w.op.clone()));
-                submit(bytes, &op, &mut out)?;
-                submitted += 1;
-                rx.try_iter().for_each(|c| out.record(c));
-            }
-            while !out.unfinished.is_empty() {
-                match recv_until(&rx, deadline) {
-                    Some(c) => out.record(c),
-                    None => break,
-                }
-            }
-        }
+        ArrivalSpec::Closed(n) => driver.closed(*n)?,
+        spec => driver.open(spec, seed, index)?,
     }
-    Ok(out)
+    Ok(driver.out)
 }
 
 impl TenantTasks {

@@ -26,14 +26,24 @@ fn run(name: &str, scenario: &str, files: &[(&str, &str)]) -> SimReport {
     report.unwrap().unwrap()
 }
 
+/// One accelerator under FCFS, and the start of tenant `t`.
+const ONE_ACCELERATOR: &str = r#"[run]
+policies = ["fcfs"]
+
+[[engine]]
+name = "acc"
+kind = "accelerator"
+service = { dist = "affine", base = "1us", per_byte_ns = 1.0 }
+
+[[tenant]]
+name = "t"
+"#;
+
 /// Runs one tenant `t` with `tenant` (its SLO lines and workload table) on
 /// one accelerator, `files` written beside the scenario, and returns that
 /// tenant's result.
 fn run_one_tenant(name: &str, tenant: &str, files: &[(&str, &str)]) -> TenantResult {
-    let scenario = format!(
-        "[run]\npolicies = [\"fcfs\"]\n\n[[engine]]\nname = \"acc\"\nkind = \"accelerator\"\n\
-         service = {{ dist = \"affine\", base = \"1us\", per_byte_ns = 1.0 }}\n\n[[tenant]]\nname = \"t\"\n{tenant}"
-    );
+    let scenario = format!("{ONE_ACCELERATOR}{tenant}");
     let mut report = run(name, &scenario, files);
     report.policies.remove(0).tenants.remove(0)
 }
@@ -139,10 +149,20 @@ fn what_has_no_live_model_is_refused() {
     assert!(err.contains("no real implementation"), "mm1.toml: {err}");
     // RSS steering exists only in the simulator: refused, not ignored.
     let rss = Scenario::parse(
-        "[[engine]]\nname = \"cores\"\nkind = \"pu\"\nslots = 2\nsteering = \"rss\"\n\
-         service = { dist = \"exponential\", mean = \"1us\" }\n\
-         [[tenant]]\nname = \"t\"\n[tenant.workload]\nengine = \"cores\"\nop = \"crc32c\"\n\
-         arrival = { poisson = \"1k/s\" }\ncount = 10\n",
+        r#"[[engine]]
+name = "cores"
+kind = "pu"
+slots = 2
+steering = "rss"
+service = { dist = "exponential", mean = "1us" }
+[[tenant]]
+name = "t"
+[tenant.workload]
+engine = "cores"
+op = "crc32c"
+arrival = { poisson = "1k/s" }
+count = 10
+"#,
         "rss.toml",
     )
     .unwrap();

@@ -214,7 +214,7 @@ pub type Pace<'a> = dyn FnMut(usize, usize) -> Result<(), DecodeError> + 'a;
 /// the next frame starts.
 fn decode_frame(
     input: &[u8],
-    mut at: usize,
+    at: usize,
     out: &mut Vec<u8>,
     limit: u64,
     pace: &mut Pace<'_>,
@@ -233,7 +233,56 @@ fn decode_frame(
     if magic != MAGIC {
         return Err(corrupt("bad magic number (junk after the last frame?)").into());
     }
-    let descriptor_start = at + 4;
+    let (frame, mut at) = read_descriptor(input, at + 4)?;
+    let frame_start = out.len();
+    // A stated content size past the limit fails before any work. Within
+    // it (and plausible: LZ4 expands the frame's remaining bytes at most
+    // 255-fold), the output is reserved once.
+    if frame
+        .content_size
+        .is_some_and(|n| n > limit.saturating_sub(frame_start) as u64)
+    {
+        return Err(DecodeError::OverLimit);
+    }
+    let remaining = input.len().saturating_sub(at) as u64;
+    if let Some(n) = frame.content_size.filter(|&n| n <= remaining.saturating_mul(255)) {
+        out.reserve_exact(n as usize);
+    }
+    let blocks = Blocks {
+        frame: &frame,
+        frame_start,
+        limit,
+    };
+    at = blocks.decode(input, at, out, pace)?;
+    if frame
+        .content_size
+        .is_some_and(|n| n != (out.len() - frame_start) as u64)
+    {
+        return Err(corrupt("content size mismatch").into());
+    }
+    let content = &out[frame_start..];
+    if frame.flg & FLG_CONTENT_CHECKSUM != 0 {
+        if u32_at(input, at)? != XxHash32::oneshot(0, content) {
+            return Err(corrupt("content checksum mismatch").into());
+        }
+        at += 4;
+    }
+    Ok(at)
+}
+
+/// What a frame's descriptor says of how to decode it.
+struct Descriptor {
+    /// Its flags.
+    flg: u8,
+    /// The largest block, bytes.
+    max_block: usize,
+    /// The content size it states, if it does.
+    content_size: Option<u64>,
+}
+
+/// Reads and checks the frame descriptor at `descriptor_start` (its
+/// header checksum included); returns it and where the first block starts.
+fn read_descriptor(input: &[u8], descriptor_start: usize) -> Result<(Descriptor, usize), DecodeError> {
     let flg = *input.get(descriptor_start).ok_or_else(short)?;
     let bd = *input.get(descriptor_start + 1).ok_or_else(short)?;
     if flg & 0b1100_0000 != FLG_VERSION || flg & 0b10 != 0 || bd & 0b1000_1111 != 0 {
@@ -258,84 +307,95 @@ fn decode_frame(
         b.copy_from_slice(&descriptor[2..10]);
         u64::from_le_bytes(b)
     });
-    at = descriptor_start + descriptor_len;
+    let at = descriptor_start + descriptor_len;
     if *input.get(at).ok_or_else(short)? != header_checksum(descriptor) {
         return Err(corrupt("header checksum mismatch").into());
     }
-    at += 1;
-    let frame_start = out.len();
-    let linked = flg & FLG_INDEPENDENT == 0;
-    // A stated content size past the limit fails before any work. Within
-    // it (and plausible: LZ4 expands the frame's remaining bytes at most
-    // 255-fold), the output is reserved once.
-    if content_size.is_some_and(|n| n > limit.saturating_sub(frame_start) as u64) {
-        return Err(DecodeError::OverLimit);
-    }
-    let remaining = input.len().saturating_sub(at) as u64;
-    if let Some(n) = content_size.filter(|&n| n <= remaining.saturating_mul(255)) {
-        out.reserve_exact(n as usize);
-    }
-    // Output may pass the limit by at most one block, to tell a block over
-    // the limit from a corrupt one.
-    let ceiling = limit.saturating_add(max_block);
-    loop {
-        let size = u32_at(input, at)?;
-        at += 4;
-        if size == 0 {
-            break;
-        }
-        let made_before = out.len();
-        let len = (size & !STORED) as usize;
-        if len > max_block {
-            return Err(corrupt("block larger than the frame's maximum").into());
-        }
-        let data = input.get(at..at + len).ok_or_else(short)?;
-        at += len;
-        if flg & FLG_BLOCK_CHECKSUM != 0 {
-            if u32_at(input, at)? != XxHash32::oneshot(0, data) {
-                return Err(corrupt("block checksum mismatch").into());
-            }
+    let frame = Descriptor {
+        flg,
+        max_block,
+        content_size,
+    };
+    Ok((frame, at + 1))
+}
+
+/// A frame's blocks, decoded into output whose frame begins at
+/// `frame_start`, `limit` bytes at most.
+struct Blocks<'a> {
+    frame: &'a Descriptor,
+    frame_start: usize,
+    limit: usize,
+}
+
+impl Blocks<'_> {
+    /// Decodes the blocks from `at` to the end mark, appending to `out`;
+    /// returns where the end mark ends.
+    fn decode(
+        &self,
+        input: &[u8],
+        mut at: usize,
+        out: &mut Vec<u8>,
+        pace: &mut Pace<'_>,
+    ) -> Result<usize, DecodeError> {
+        let Descriptor {
+            flg,
+            max_block,
+            content_size,
+        } = *self.frame;
+        let (frame_start, limit) = (self.frame_start, self.limit);
+        let linked = flg & FLG_INDEPENDENT == 0;
+        // Output may pass the limit by at most one block, to tell a block over
+        // the limit from a corrupt one.
+        let ceiling = limit.saturating_add(max_block);
+        loop {
+            let size = u32_at(input, at)?;
             at += 4;
-        }
-        if size & STORED != 0 {
-            reserve_within(out, data.len(), ceiling)?;
-            out.extend_from_slice(data);
-        } else {
-            // Linked blocks may refer to this frame's last 64 KiB of output.
-            let dict_start = if linked {
-                frame_start.max(out.len().saturating_sub(WINDOW))
+            if size == 0 {
+                return Ok(at);
+            }
+            let made_before = out.len();
+            let len = (size & !STORED) as usize;
+            if len > max_block {
+                return Err(corrupt("block larger than the frame's maximum").into());
+            }
+            let data = input.get(at..at + len).ok_or_else(short)?;
+            at += len;
+            if flg & FLG_BLOCK_CHECKSUM != 0 {
+                if u32_at(input, at)? != XxHash32::oneshot(0, data) {
+                    return Err(corrupt("block checksum mismatch").into());
+                }
+                at += 4;
+            }
+            if size & STORED != 0 {
+                reserve_within(out, data.len(), ceiling)?;
+                out.extend_from_slice(data);
             } else {
-                out.len()
-            };
-            // With the content size known, a block may fill only what is left.
-            let room = match content_size {
-                Some(n) => (n - (out.len() - frame_start) as u64).min(max_block as u64) as usize,
-                None => max_block,
-            };
-            reserve_within(out, room, ceiling)?;
-            block::decompress_append(data, out, room, dict_start)
-                .ok_or_else(|| corrupt("bad block, or more content than the frame states (content size)"))?;
+                // Linked blocks may refer to this frame's last 64 KiB of output.
+                let dict_start = if linked {
+                    frame_start.max(out.len().saturating_sub(WINDOW))
+                } else {
+                    out.len()
+                };
+                // With the content size known, a block may fill only what is left.
+                let room = match content_size {
+                    Some(n) => (n - (out.len() - frame_start) as u64).min(max_block as u64) as usize,
+                    None => max_block,
+                };
+                reserve_within(out, room, ceiling)?;
+                block::decompress_append(data, out, room, dict_start).ok_or_else(|| {
+                    corrupt("bad block, or more content than the frame states (content size)")
+                })?;
+            }
+            if content_size.is_some_and(|n| (out.len() - frame_start) as u64 > n) {
+                return Err(corrupt("content size mismatch").into());
+            }
+            if out.len() > limit {
+                return Err(DecodeError::OverLimit);
+            }
+            // A block of no output still costs its input (and a call).
+            pace((out.len() - made_before).max(len).max(1), at)?;
         }
-        if content_size.is_some_and(|n| (out.len() - frame_start) as u64 > n) {
-            return Err(corrupt("content size mismatch").into());
-        }
-        if out.len() > limit {
-            return Err(DecodeError::OverLimit);
-        }
-        // A block of no output still costs its input (and a call).
-        pace((out.len() - made_before).max(len).max(1), at)?;
     }
-    if content_size.is_some_and(|n| n != (out.len() - frame_start) as u64) {
-        return Err(corrupt("content size mismatch").into());
-    }
-    let content = &out[frame_start..];
-    if flg & FLG_CONTENT_CHECKSUM != 0 {
-        if u32_at(input, at)? != XxHash32::oneshot(0, content) {
-            return Err(corrupt("content checksum mismatch").into());
-        }
-        at += 4;
-    }
-    Ok(at)
 }
 
 #[cfg(test)]

@@ -62,8 +62,7 @@ fn block(size: usize, frag: Option<u64>, on_dispatcher: bool) -> Vec<u128> {
 }
 
 fn median(mut v: Vec<u128>) -> f64 {
-    v.sort_unstable();
-    v[v.len() / 2] as f64
+    isola_core::metrics::median(&mut v).expect("samples") as f64
 }
 
 fn main() {

@@ -99,10 +99,10 @@ pub fn profile_operator(
             std::hint::black_box(operator.run(std::hint::black_box(&input))?);
             samples.push(t.elapsed().as_nanos() as f64);
         }
-        samples.sort_by(f64::total_cmp);
+        let median_ns = isola_core::metrics::median_f64(&mut samples).expect("at least 3 samples");
         points.push(ProfilePoint {
             bytes: input.len() as u64,
-            median_ns: samples[samples.len() / 2],
+            median_ns,
             samples: samples.len(),
         });
     }

@@ -87,6 +87,19 @@ pub fn check_submission(
     if !empty && input.start < output.end && output.start < input.end {
         return Err(EntryError::Overlap);
     }
+    // What the checks guarantee the daemon, which slices the arena with it.
+    debug_assert!(
+        input.end as u64 <= arena_bytes
+            && output.end as u64 <= arena_bytes
+            && input.len() as u64 == s.input_len
+            && output.len() as u64 == s.output_cap
+            && s.input_len <= max_input,
+        "a checked submission's ranges are its own, inside the arena"
+    );
+    debug_assert!(
+        empty || input.end <= output.start || output.end <= input.start,
+        "a checked submission's ranges are disjoint"
+    );
     Ok(CheckedSubmission {
         handle: s.handle,
         input,

@@ -161,6 +161,13 @@ impl Region {
     fn arena_bytes(&self) -> &[AtomicU8] {
         let start = self.layout.arena_offset as usize;
         let len = self.layout.geometry.arena_bytes as usize;
+        // The slice below is sound only inside the mapping: a layout's
+        // arena is (checked when read from a header), and this costs one
+        // comparison per copy.
+        assert!(
+            start.checked_add(len).is_some_and(|end| end <= self.words * 8),
+            "the arena lies inside the mapping"
+        );
         // SAFETY: the arena lies inside the mapping (the layout puts it
         // there and the mapping covers `total_bytes`); AtomicU8 has the
         // layout of u8 and any alignment; accesses are atomic.
@@ -170,10 +177,15 @@ impl Region {
     /// The arena's bytes `offset..offset + len`, or an error outside it.
     fn arena_range(&self, offset: u64, len: u64) -> Result<std::ops::Range<usize>, RegionError> {
         let arena = self.layout.geometry.arena_bytes;
-        match offset.checked_add(len) {
-            Some(end) if end <= arena => Ok(offset as usize..end as usize),
-            _ => Err(RegionError::OutsideArena { offset, len, arena }),
-        }
+        let range = match offset.checked_add(len) {
+            Some(end) if end <= arena => offset as usize..end as usize,
+            _ => return Err(RegionError::OutsideArena { offset, len, arena }),
+        };
+        debug_assert!(
+            range.len() as u64 == len && range.end as u64 <= arena,
+            "an arena range is the bytes asked, inside the arena"
+        );
+        Ok(range)
     }
 
     /// Copies `len` bytes of the arena at `offset` out (a snapshot: the
@@ -237,11 +249,16 @@ impl Region {
         }
         let base = self.layout.arena_offset as usize / 8;
         debug_assert_eq!(self.layout.arena_offset % 8, 0, "the arena starts on a word");
-        (
+        let split = (
             range.start..first_word * 8,
             base + first_word..base + end_word,
             end_word * 8..range.end,
-        )
+        );
+        debug_assert!(
+            split.0.len() + split.1.len() * 8 + split.2.len() == range.len() && split.1.end <= self.words,
+            "head, words and tail tile the range, the words inside the region"
+        );
+        split
     }
 }
 

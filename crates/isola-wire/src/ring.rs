@@ -74,6 +74,10 @@ pub struct Producer {
 impl Producer {
     /// The producer of the ring at `place`, starting at index 0.
     pub fn new(place: RingPlace) -> Producer {
+        debug_assert!(
+            place.count.is_power_of_two(),
+            "a ring's entries are a power of two"
+        );
         Producer { place, tail: 0 }
     }
 
@@ -94,11 +98,18 @@ impl Producer {
     /// Publishes `entry`, or says why it cannot.
     pub fn push<const N: usize>(&mut self, words: &[AtomicU64], entry: &[u64; N]) -> Result<(), RingError> {
         fits(words, &self.place, N)?;
-        if self.pending(words)? == self.place.count {
+        let pending = self.pending(words)?;
+        if pending == self.place.count {
             return Err(RingError::Full);
         }
+        // What `fits` and `pending` checked: a free slot, inside the region.
+        debug_assert!(pending < self.place.count, "a push has a free slot");
         let slot = (self.tail & (self.place.count - 1)) as usize;
         let at = self.place.entries + slot * N;
+        debug_assert!(
+            slot < self.place.count as usize && at + N <= words.len(),
+            "a ring's slot lies inside the region"
+        );
         for (i, &w) in entry.iter().enumerate() {
             words[at + i].store(w, Ordering::Relaxed);
         }
@@ -128,6 +139,10 @@ pub struct Consumer {
 impl Consumer {
     /// The consumer of the ring at `place`, starting at index 0.
     pub fn new(place: RingPlace) -> Consumer {
+        debug_assert!(
+            place.count.is_power_of_two(),
+            "a ring's entries are a power of two"
+        );
         Consumer { place, head: 0 }
     }
 
@@ -159,11 +174,22 @@ impl Consumer {
     /// Copies the next entry out and frees its slot, if there is one.
     pub fn pop<const N: usize>(&mut self, words: &[AtomicU64]) -> Result<Option<[u64; N]>, RingError> {
         fits(words, &self.place, N)?;
-        if self.available(words)? == 0 {
+        let available = self.available(words)?;
+        if available == 0 {
             return Ok(None);
         }
+        // What `fits` and `available` checked: a published entry, inside
+        // the region, whatever the peer wrote into its index.
+        debug_assert!(
+            available <= self.place.count,
+            "no more published than the ring holds"
+        );
         let slot = (self.head & (self.place.count - 1)) as usize;
         let at = self.place.entries + slot * N;
+        debug_assert!(
+            slot < self.place.count as usize && at + N <= words.len(),
+            "a ring's slot lies inside the region"
+        );
         let mut entry = [0u64; N];
         for (i, w) in entry.iter_mut().enumerate() {
             *w = words[at + i].load(Ordering::Relaxed);

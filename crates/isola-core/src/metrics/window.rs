@@ -1,9 +1,65 @@
 //! Service per tenant per time window, for time series of shares and of
 //! Jain's index (OSMOSIS Figures 9 and 12), by weight and against each
-//! tenant's fair allocation under its demand.
+//! tenant's fair allocation under its demand: in fixed windows
+//! ([`WindowedService`], a run's series) or over a sliding one
+//! ([`SlidingService`], a daemon's last seconds). Either way a window's
+//! index by weight is [`jain_of_active`]'s.
 
-use super::fairness::{jain_normalized, jain_of_demand};
+use super::fairness::{jain_normalized, jain_of_demand, FairnessError};
 use crate::units::Nanos;
+use std::collections::VecDeque;
+
+/// Jain's index, by weight, of the service of the tenants active in a
+/// window, `(service, weight)` each: fewer than two are fair (1, nobody to
+/// be unfair to); else [`jain_normalized`] of the service by the weights
+/// (entitlement among the active), an error for a service not finite and
+/// >= 0 or a weight not positive.
+pub fn jain_of_active(active: &[(f64, f64)]) -> Result<f64, FairnessError> {
+    if active.len() < 2 {
+        return Ok(1.0);
+    }
+    let (served, weights): (Vec<f64>, Vec<f64>) = active.iter().copied().unzip();
+    jain_normalized(&served, &weights)
+}
+
+/// The service each of a fixed set of counters got over the last `ticks`
+/// ticks, from their cumulative totals read once a tick (a daemon's busy
+/// time per tenant and engine): a sliding window, where
+/// [`WindowedService`] has fixed ones. Holds `ticks + 1` snapshots at most.
+#[derive(Debug, Clone)]
+pub struct SlidingService {
+    ticks: usize,
+    /// The totals of the last ticks, oldest first.
+    snapshots: VecDeque<Vec<f64>>,
+}
+
+impl SlidingService {
+    /// A window of `ticks` ticks (at least 1).
+    pub fn new(ticks: usize) -> Self {
+        SlidingService {
+            ticks: ticks.max(1),
+            snapshots: VecDeque::new(),
+        }
+    }
+
+    /// Takes this tick's `totals` and returns each counter's service over
+    /// the window: its total now less its total at the oldest tick kept,
+    /// `ticks` ticks ago once there are that many (at the first tick, its
+    /// total), never negative.
+    pub fn tick(&mut self, totals: Vec<f64>) -> Vec<f64> {
+        while self.snapshots.len() > self.ticks {
+            self.snapshots.pop_front();
+        }
+        let oldest = self.snapshots.front();
+        let served = totals
+            .iter()
+            .enumerate()
+            .map(|(i, now)| (now - oldest.and_then(|o| o.get(i)).copied().unwrap_or(0.0)).max(0.0))
+            .collect();
+        self.snapshots.push_back(totals);
+        served
+    }
+}
 
 /// Which window of `window` ns holds a time (`t / window`), remembering the
 /// window last asked about: a run's times come mostly in order, so most
@@ -221,15 +277,11 @@ impl WindowedService {
     pub fn jain_series(&self, weights: &[f64]) -> Vec<f64> {
         (0..self.windows())
             .map(|w| {
-                let (served, ent): (Vec<f64>, Vec<f64>) = (0..self.tenants)
+                let active: Vec<(f64, f64)> = (0..self.tenants)
                     .filter(|&t| self.active[w][t])
                     .map(|t| (self.service[w][t], weights.get(t).copied().unwrap_or(1.0)))
-                    .unzip();
-                if served.len() < 2 {
-                    1.0
-                } else {
-                    jain_normalized(&served, &ent).unwrap_or(1.0)
-                }
+                    .collect();
+                jain_of_active(&active).unwrap_or(1.0)
             })
             .collect()
     }
@@ -311,6 +363,32 @@ mod tests {
         assert!((j[0] - 0.9).abs() < 1e-12);
         assert!((j[1] - 0.5).abs() < 1e-12);
         assert_eq!(j[2], 1.0);
+    }
+
+    #[test]
+    fn a_sliding_window_is_the_totals_less_those_ticks_ago() {
+        let mut s = SlidingService::new(2);
+        // The first tick: everything so far.
+        assert_eq!(s.tick(vec![3.0, 0.0]), vec![3.0, 0.0]);
+        // Then since the oldest tick kept: the first, until there are
+        // two ticks before it.
+        assert_eq!(s.tick(vec![5.0, 1.0]), vec![2.0, 1.0]);
+        assert_eq!(s.tick(vec![6.0, 1.0]), vec![3.0, 1.0]);
+        assert_eq!(s.tick(vec![6.0, 4.0]), vec![1.0, 3.0]);
+        assert_eq!(s.tick(vec![6.0, 4.0]), vec![0.0, 3.0]);
+        // A counter that went back (reset) counts as none, never less.
+        assert_eq!(s.tick(vec![0.0, 4.0]), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn jain_of_the_active_is_fair_below_two_and_by_weight_above() {
+        assert_eq!(jain_of_active(&[]), Ok(1.0));
+        assert_eq!(jain_of_active(&[(0.0, 1.0)]), Ok(1.0));
+        // Service in proportion to the weights (2:1): fair.
+        assert_eq!(jain_of_active(&[(2.0, 2.0), (1.0, 1.0)]), Ok(1.0));
+        // One served, one waiting unserved: 1/2.
+        assert_eq!(jain_of_active(&[(5.0, 1.0), (0.0, 1.0)]), Ok(0.5));
+        assert!(jain_of_active(&[(1.0, 0.0), (1.0, 1.0)]).is_err());
     }
 
     #[test]

@@ -209,6 +209,53 @@ impl EngineState {
         }
     }
 
+    /// Tenant `t`'s bookkeeping here agrees with itself: its state with
+    /// its channel and the heaps, its counts with its channel, its
+    /// dispatches in service with its counters. O(1); every scheduler call
+    /// that changes a tenant's channel checks it afterwards in debug builds
+    /// (the invariants TigerBeetle-style: stated, and loud in tests).
+    #[inline]
+    pub(super) fn debug_check(&self, t: usize) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let len = self.channels[t].len() as u64;
+        debug_assert_eq!(
+            self.state[t] == ChannelState::Empty,
+            len == 0,
+            "tenant {t}: a channel is empty exactly when its state says so ({:?})",
+            self.state[t]
+        );
+        debug_assert!(
+            self.queued[t] >= len && (self.queued[t] == 0) == (len == 0),
+            "tenant {t}: every queued task has a dispatch to go ({} dispatches, {len} tasks)",
+            self.queued[t]
+        );
+        debug_assert_eq!(
+            self.state[t] == ChannelState::Throttled,
+            self.throttled.contains(t),
+            "tenant {t}: throttled exactly while it waits for its release"
+        );
+        debug_assert!(
+            !self.reservation_due.contains(t) || self.state[t] == ChannelState::Ready,
+            "tenant {t}: only a ready tenant's reservation comes due"
+        );
+        debug_assert!(
+            self.busy <= self.spec.slots,
+            "more dispatches in service than slots"
+        );
+        let st = &self.stats[t];
+        debug_assert_eq!(
+            st.dispatched.checked_sub(st.completed),
+            Some(u64::from(self.in_flight[t])),
+            "tenant {t}: every dispatch completes once, and is in service until then"
+        );
+        debug_assert!(
+            st.tasks_completed <= st.submitted,
+            "tenant {t}: more tasks completed than accepted"
+        );
+    }
+
     /// Tenant `t`'s channel is non-empty and not ready: make it ready if its
     /// limit lets its head go at `now`, else throttle it until it does.
     #[inline]
@@ -259,15 +306,27 @@ impl EngineState {
         }
         if let Some((t, due)) = self.reservation_due.peek() {
             if due.tag() <= now as f64 && self.policy.admits(t, &cx!(self)) {
+                debug_assert_eq!(
+                    self.state[t],
+                    ChannelState::Ready,
+                    "a reservation came due for a tenant that is not ready"
+                );
                 return Some((t, DispatchReason::Reservation));
             }
         }
         if let Some(t) = self.policy.pick(now, &cx!(self)) {
+            // A policy's pick is a ready head: a tenant of this engine,
+            // ready, with a non-empty channel.
+            debug_assert!(
+                t < self.state.len(),
+                "policy picked tenant {t}, which does not exist"
+            );
             debug_assert_eq!(
                 self.state[t],
                 ChannelState::Ready,
                 "policy picked a tenant that is not ready"
             );
+            debug_assert!(!self.channels[t].is_empty(), "policy picked an empty channel");
             if self.state[t] == ChannelState::Ready {
                 return Some((t, DispatchReason::Policy));
             }
@@ -390,6 +449,10 @@ impl EngineState {
         q.plan = plan;
         q.split = split_key(split);
         q.next = head.into();
+        debug_assert!(
+            self.queued[t] >= old_count as u64 && self.queued_cost[t] >= old_cost,
+            "tenant {t}: the head's dispatches and cost are counted as queued"
+        );
         self.queued[t] = self.queued[t] - old_count as u64 + count as u64;
         self.queued_cost[t] = self.queued_cost[t] - old_cost + head.remaining_cost;
     }
@@ -453,6 +516,14 @@ impl EngineState {
             }
             self.stats[t].reserved_dispatches += 1;
         }
+        debug_assert!(
+            self.queued[t] > 0 && self.queued_cost[t] >= head.cost,
+            "tenant {t}: a dispatch taken was counted as queued"
+        );
+        debug_assert!(
+            self.busy < self.spec.slots,
+            "a dispatch taken without a free slot"
+        );
         self.in_flight[t] += 1;
         self.queued[t] -= 1;
         self.queued_cost[t] -= head.cost;

@@ -120,7 +120,9 @@ impl Scheduler {
             staged.push((on, shares, policy));
         }
         for (e, (on, shares, policy)) in self.engines.iter_mut().zip(staged) {
+            assert_eq!(shares.len(), self.tenants.len(), "a share per tenant");
             e.apply_slo(now, t, &on, shares, policy);
+            e.debug_check(t);
         }
         self.tenants[t] = changed;
         Ok(())
@@ -159,7 +161,15 @@ impl Scheduler {
             let head_before = e.channels[t].head().map(|q| q.task.id);
             let withdrawn = e.channels[t].take_where(usize::from(started), |q| which(q.task.id));
             for q in withdrawn {
-                debug_assert!(q.group.is_none(), "only the head may be partly dispatched");
+                // Nothing of a withdrawn task was dispatched: all of its
+                // dispatches and bytes are counted as queued and held.
+                assert!(q.group.is_none(), "only the head may be partly dispatched");
+                assert!(
+                    e.queued[t] >= q.plan.count() as u64
+                        && e.queued_cost[t] >= q.next.remaining_cost
+                        && self.held[t] >= u128::from(q.task.bytes),
+                    "a withdrawn task was counted as queued and held"
+                );
                 e.queued[t] -= q.plan.count() as u64;
                 e.queued_cost[t] -= q.next.remaining_cost;
                 self.held[t] -= u128::from(q.task.bytes);
@@ -167,6 +177,7 @@ impl Scheduler {
             }
             if e.channels[t].head().map(|q| q.task.id) == head_before {
                 // Its head is the same: nothing the policy knows changed.
+                e.debug_check(t);
                 continue;
             }
             // Its head went: the policy is started afresh without it, then
@@ -182,6 +193,7 @@ impl Scheduler {
                 e.replan_head(now, t);
                 e.admit_head(now, t);
             }
+            e.debug_check(t);
         }
         out
     }

@@ -207,6 +207,14 @@ impl Scheduler {
             e.backlogged_since[t] = now;
             e.admit_head(now, t);
         }
+        // Postconditions: the task is queued within the channel's cap, its
+        // cost bounded, and the tenant's bookkeeping consistent.
+        debug_assert!(
+            e.channels[t].len() <= e.channels[t].cap() && e.state[t] != ChannelState::Empty,
+            "an accepted task is queued within its channel's cap"
+        );
+        debug_assert!(cost <= crate::MAX_TASK_COST_NS);
+        e.debug_check(t);
         Ok(())
     }
 
@@ -226,8 +234,24 @@ impl Scheduler {
         // was alone is split if another tenant has arrived since.
         e.replan_head(now, t);
         let taken = e.take_head(now, t, reason);
+        // Postconditions: the dispatch is of an existing tenant's task on
+        // this engine, within its slots, and the tenant's bookkeeping holds.
+        debug_assert!(
+            taken.task.tenant.index() == t && t < self.tenants.len(),
+            "a dispatch serves the tenant chosen"
+        );
+        debug_assert!(e.busy <= e.spec.slots && e.in_flight[t] > 0);
+        debug_assert!(
+            taken.head.bytes <= taken.task.bytes,
+            "a dispatch serves at most its task's bytes"
+        );
+        e.debug_check(t);
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1);
+        debug_assert!(
+            self.in_service.len() < u32::MAX as usize,
+            "a dispatch id's slot fits in 32 bits"
+        );
         let slot = self.in_service.insert(InService {
             generation,
             engine,
@@ -291,6 +315,7 @@ impl Scheduler {
             // A group missing after `close` means the rest was handed back.
             Some(g) => match e.subtasks_left.get_mut(g) {
                 Some(left) => {
+                    debug_assert!(*left > 0, "a split task's subtasks complete once each");
                     *left -= 1;
                     let done = *left == 0;
                     if done {
@@ -333,6 +358,7 @@ impl Scheduler {
             subtask: s.subtask,
             task_done,
         };
+        e.debug_check(t);
         self.in_service.remove(slot);
         Ok(completed)
     }
@@ -439,6 +465,10 @@ impl Scheduler {
                     if let Some(g) = q.group {
                         e.subtasks_left.try_remove(g);
                     }
+                    assert!(
+                        self.held[t] >= u128::from(q.task.bytes),
+                        "a queued task's bytes are held"
+                    );
                     self.held[t] -= u128::from(q.task.bytes);
                     out.push(q.task);
                 }
@@ -448,6 +478,9 @@ impl Scheduler {
             }
             e.throttled = IndexedHeap::new(e.state.len());
             e.reservation_due = IndexedHeap::new(e.state.len());
+            for t in 0..e.state.len() {
+                e.debug_check(t);
+            }
         }
         out
     }

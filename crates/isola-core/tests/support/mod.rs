@@ -148,37 +148,36 @@ pub fn build(setup: &Setup) -> (Scheduler, EngineId, Vec<TenantId>) {
     (s, engines[0], ids)
 }
 
-pub fn run(setup: &Setup) -> Outcome {
-    let (mut s, engines, ids) = build_engines(setup);
-    let n = setup.slos.len();
-    let op = OpSpec::named("generic");
-    let mut out = Outcome {
-        end: 0,
-        busy: vec![0; n],
-        dispatched: vec![0; n],
-        dispatch_times: vec![Vec::new(); n],
-        engine_dispatch_times: vec![vec![Vec::new(); n]; engines.len()],
-        completions: Vec::new(),
-        rejected: Vec::new(),
-        accepted: Vec::new(),
-        submitted_bytes: HashMap::new(),
-        dispatched_ids: Vec::new(),
-        windows: WindowedService::new(setup.window, n),
-        scheduler: build(setup).0,
-    };
-    let mut next_id = 0u64;
-    let mut submit = |s: &mut Scheduler,
-                      out: &mut Outcome,
-                      now: Nanos,
-                      (e, t): (EngineId, usize),
-                      cost: Nanos,
-                      bytes: u64| {
-        next_id += 1;
+/// A run of `setup` in progress: the scheduler, what is in service, and
+/// what happened so far.
+struct Driver<'a> {
+    setup: &'a Setup,
+    s: Scheduler,
+    ids: Vec<TenantId>,
+    op: Arc<OpSpec>,
+    next_id: u64,
+    /// (completion time, sequence) of every dispatch in service.
+    running: BinaryHeap<Reverse<(Nanos, u64)>>,
+    /// Sequence -> (dispatch, tenant, cost).
+    meta: HashMap<u64, (DispatchId, usize, Nanos)>,
+    seq: u64,
+    /// Dispatches so far.
+    total: u64,
+    out: Outcome,
+}
+
+impl Driver<'_> {
+    /// Submits a task of tenant `t` to engine `e` at `now`, checking what
+    /// a refusal says.
+    fn submit(&mut self, now: Nanos, (e, t): (EngineId, usize), cost: Nanos, bytes: u64) {
+        let (s, out, ids) = (&mut self.s, &mut self.out, &self.ids);
+        self.next_id += 1;
+        let next_id = self.next_id;
         let task = Task {
             id: TaskId(next_id),
             tenant: ids[t],
             engine: e,
-            op: op.clone(),
+            op: self.op.clone(),
             bytes,
             arrival: now,
             deadline: None,
@@ -204,8 +203,81 @@ pub fn run(setup: &Setup) -> Outcome {
                 out.rejected.push((r.task.id, r.reason));
             }
         }
+    }
+
+    /// Dispatches on engine `e` at `now` until it has nothing to give or
+    /// the setup's dispatches are done.
+    fn dispatch(&mut self, now: Nanos, e: EngineId) {
+        let (setup, out) = (self.setup, &mut self.out);
+        while self.total < setup.max_dispatches {
+            let Some(d) = self.s.next(now, e) else { break };
+            let t = d.task.tenant.index();
+            let cost = setup.actual.get(t).copied().unwrap_or(d.task.predicted_cost);
+            self.total += 1;
+            out.dispatched[t] += 1;
+            out.dispatch_times[t].push(now);
+            out.engine_dispatch_times[e.index()][t].push(now);
+            out.dispatched_ids.push((d.task.id, d.subtask));
+            out.windows.add_service(t, now, now + cost);
+            self.seq += 1;
+            self.running.push(Reverse((now + cost, self.seq)));
+            self.meta.insert(self.seq, (d.id, t, cost));
+        }
+    }
+
+    /// Completes every dispatch due by `now`; closed loops resubmit.
+    fn complete_due(&mut self, now: Nanos) {
+        let setup = self.setup;
+        while let Some(Reverse((at, k))) = self.running.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.running.pop();
+            let (id, tenant, cost) = self.meta.remove(&k).unwrap();
+            let c = self
+                .s
+                .complete(now, id, cost)
+                .expect("completion of a dispatch in service");
+            self.out.busy[tenant] += cost;
+            self.out.end = now;
+            self.out.completions.push(c);
+            let closed = setup.outstanding > 0 || setup.closed_loop.contains(&tenant);
+            if closed && c.task_done && self.total < setup.max_dispatches {
+                self.submit(now, (c.engine, tenant), setup.cost[tenant], setup.bytes[tenant]);
+            }
+        }
+    }
+}
+
+pub fn run(setup: &Setup) -> Outcome {
+    let (s, engines, ids) = build_engines(setup);
+    let n = setup.slos.len();
+    let out = Outcome {
+        end: 0,
+        busy: vec![0; n],
+        dispatched: vec![0; n],
+        dispatch_times: vec![Vec::new(); n],
+        engine_dispatch_times: vec![vec![Vec::new(); n]; engines.len()],
+        completions: Vec::new(),
+        rejected: Vec::new(),
+        accepted: Vec::new(),
+        submitted_bytes: HashMap::new(),
+        dispatched_ids: Vec::new(),
+        windows: WindowedService::new(setup.window, n),
+        scheduler: build(setup).0,
     };
-    let mut now = 0;
+    let mut d = Driver {
+        setup,
+        s,
+        ids,
+        op: OpSpec::named("generic"),
+        next_id: 0,
+        running: BinaryHeap::new(),
+        meta: HashMap::new(),
+        seq: 0,
+        total: 0,
+        out,
+    };
     for &e in &engines {
         for t in 0..n {
             let initial = if setup.closed_loop.contains(&t) {
@@ -214,69 +286,29 @@ pub fn run(setup: &Setup) -> Outcome {
                 setup.outstanding
             };
             for _ in 0..initial {
-                submit(&mut s, &mut out, 0, (e, t), setup.cost[t], setup.bytes[t]);
+                d.submit(0, (e, t), setup.cost[t], setup.bytes[t]);
             }
         }
     }
-    // (completion time, sequence) -> (dispatch, tenant, cost)
-    let mut running: BinaryHeap<Reverse<(Nanos, u64)>> = BinaryHeap::new();
-    let mut meta: HashMap<u64, (DispatchId, usize, Nanos)> = HashMap::new();
-    let mut seq = 0u64;
+    let mut now = 0;
     let mut arrivals = setup.arrivals.iter().peekable();
-    let mut total = 0u64;
     loop {
         while let Some(a) = arrivals.peek().filter(|a| a.at <= now) {
-            submit(&mut s, &mut out, now, (engines[0], a.tenant), a.cost, a.bytes);
+            d.submit(now, (engines[0], a.tenant), a.cost, a.bytes);
             arrivals.next();
         }
         for &e in &engines {
-            while total < setup.max_dispatches {
-                let Some(d) = s.next(now, e) else { break };
-                let t = d.task.tenant.index();
-                let cost = setup.actual.get(t).copied().unwrap_or(d.task.predicted_cost);
-                total += 1;
-                out.dispatched[t] += 1;
-                out.dispatch_times[t].push(now);
-                out.engine_dispatch_times[e.index()][t].push(now);
-                out.dispatched_ids.push((d.task.id, d.subtask));
-                out.windows.add_service(t, now, now + cost);
-                seq += 1;
-                running.push(Reverse((now + cost, seq)));
-                meta.insert(seq, (d.id, t, cost));
-            }
+            d.dispatch(now, e);
         }
-        let next_completion = running.peek().map(|r| r.0 .0);
+        let next_completion = d.running.peek().map(|r| r.0 .0);
         let next_arrival = arrivals.peek().map(|a| a.at);
-        let wake = s.next_wakeup().filter(|&w| w > now);
+        let wake = d.s.next_wakeup().filter(|&w| w > now);
         let Some(t) = [next_completion, next_arrival, wake].into_iter().flatten().min() else {
             break;
         };
         now = t;
-        while let Some(Reverse((at, k))) = running.peek().copied() {
-            if at > now {
-                break;
-            }
-            running.pop();
-            let (id, tenant, cost) = meta.remove(&k).unwrap();
-            let c = s
-                .complete(now, id, cost)
-                .expect("completion of a dispatch in service");
-            out.busy[tenant] += cost;
-            out.end = now;
-            out.completions.push(c);
-            let closed = setup.outstanding > 0 || setup.closed_loop.contains(&tenant);
-            if closed && c.task_done && total < setup.max_dispatches {
-                submit(
-                    &mut s,
-                    &mut out,
-                    now,
-                    (c.engine, tenant),
-                    setup.cost[tenant],
-                    setup.bytes[tenant],
-                );
-            }
-        }
+        d.complete_due(now);
     }
-    out.scheduler = s;
-    out
+    d.out.scheduler = d.s;
+    d.out
 }

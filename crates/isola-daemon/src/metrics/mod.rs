@@ -17,6 +17,7 @@
 //! is a short mutex of its tenant and engine alone). Counters belong to
 //! the tenant, not to a connection: they stay when a connection ends.
 
+use isola_core::metrics::{jain_of_active, SlidingService};
 use isola_core::LatencyObjective;
 use isola_runtime::Completion as TaskDone;
 use isola_wire::entry::{detail, Completion, Outcome};
@@ -27,7 +28,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, RwLock};
 use std::time::Duration;
@@ -359,9 +359,9 @@ pub struct Metrics {
     /// stay in the exposition); one added gets its own.
     slots: Vec<RwLock<Option<SlotMetrics>>>,
     fairness: Vec<Gauge<f64, AtomicU64>>,
-    /// Busy seconds of every (tenant slot, real engine), one snapshot a
-    /// tick, oldest first, for the fairness window.
-    window: Mutex<VecDeque<Vec<f64>>>,
+    /// Busy seconds of every (tenant slot, real engine), one total a
+    /// tick, for the fairness window.
+    window: Mutex<SlidingService>,
     /// What the engines learned of their operators' costs.
     costs: CostGauges,
 }
@@ -415,7 +415,9 @@ impl Metrics {
                     g
                 })
                 .collect(),
-            window: Mutex::new(VecDeque::new()),
+            window: Mutex::new(SlidingService::new(
+                (FAIRNESS_WINDOW.as_millis() / FAIRNESS_TICK.as_millis()).max(1) as usize,
+            )),
             costs,
             families,
             registry,
@@ -646,28 +648,21 @@ impl Metrics {
         let Ok(mut window) = self.window.lock() else {
             return;
         };
-        let keep = (FAIRNESS_WINDOW.as_millis() / FAIRNESS_TICK.as_millis()).max(1) as usize;
-        while window.len() > keep {
-            window.pop_front();
-        }
-        let oldest = window.front().cloned().unwrap_or_else(|| vec![0.0; now.len()]);
-        window.push_back(now.clone());
+        let served = window.tick(now);
         for (e, gauge) in self.fairness.iter().enumerate() {
-            let (mut served, mut weights) = (Vec::new(), Vec::new());
+            let mut active = Vec::new();
             for (t, weight) in weights_of.iter().enumerate() {
                 let Some(weight) = weight else {
                     continue;
                 };
                 let i = t * engines + e;
-                let got = (now[i] - oldest[i]).max(0.0);
-                if got > 0.0 || waiting[i] {
-                    served.push(got);
-                    weights.push(*weight);
+                if served[i] > 0.0 || waiting[i] {
+                    active.push((served[i], *weight));
                 }
             }
-            if served.is_empty() {
-                gauge.set(1.0);
-            } else if let Ok(j) = isola_core::metrics::jain_normalized(&served, &weights) {
+            // Nobody active is fair; a window the index cannot be taken of
+            // (a weight not positive) leaves it as it was.
+            if let Ok(j) = jain_of_active(&active) {
                 gauge.set(j);
             }
         }

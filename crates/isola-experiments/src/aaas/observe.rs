@@ -75,16 +75,25 @@ fn f2(x: f64) -> String {
     format!("{x:.2}")
 }
 
-/// Every observation's sweep; tables and verdicts go to `o`. `span` is
+/// Every observation's sweep; tables and verdicts go to `o`. `at` is
 /// where the experiment's progress stands.
 pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
-    let nic = Link::Nic;
-    // Obs. 4: 4 KB writes, QP ratios 1 to 16.
+    obs4_qp_ratio(runner, o, at)?;
+    obs5_size_mix(runner, o, at)?;
+    obs6_writes_against_reads(runner, o, at)?;
+    obs7_fig3a_pairs(runner, o, at)?;
+    obs8_mtu_table(runner, o, at)?;
+    obs10_small_writes(runner, o, at)?;
+    Ok(())
+}
+
+/// Obs. 4: 4 KB writes, QP ratios 1 to 16.
+fn obs4_qp_ratio(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut worst: f64 = 0.0;
     for (qa, qb) in [(1, 1), (2, 1), (4, 1), (8, 4), (16, 8), (16, 1), (1, 16)] {
         let flows = [flow("a", 4096, "write", qa), flow("b", 4096, "write", qb)];
-        let p = run(runner, &format!("obs4-{qa}v{qb}"), nic, &flows, at)?;
+        let p = run(runner, &format!("obs4-{qa}v{qb}"), Link::Nic, &flows, at)?;
         let want = qa as f64 / qb as f64;
         worst = worst.max((p.rate() / want - 1.0).abs());
         rows.push(vec![
@@ -110,13 +119,16 @@ pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> any
             worst * 100.0
         ),
     });
+    Ok(())
+}
 
-    // Obs. 5: 4 KB writes against B's sizes, one QP each.
+/// Obs. 5: 4 KB writes against B's sizes, one QP each.
+fn obs5_size_mix(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
     for size in [256, 512, 1024, 2048, 4096, 8192] {
         let flows = [flow("a", 4096, "write", 1), flow("b", size, "write", 1)];
-        let p = run(runner, &format!("obs5-4k-{size}"), nic, &flows, at)?;
+        let p = run(runner, &format!("obs5-4k-{size}"), Link::Nic, &flows, at)?;
         ratios.push(p.rate());
         rows.push(vec![
             format!("{size}"),
@@ -144,15 +156,18 @@ pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> any
             verdict(met, "ring")
         ),
     });
+    Ok(())
+}
 
-    // Obs. 6: writes with reads (and with writes), 2 QPs each, over sizes.
+/// Obs. 6: writes with reads (and with writes), 2 QPs each, over sizes.
+fn obs6_writes_against_reads(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let (mut hetero, mut homo) = (Vec::new(), Vec::new());
     for size in [256, 1024, 4096, 8192] {
         let wr = [flow("a", size, "write", 2), flow("b", size, "read", 2)];
         let ww = [flow("a", size, "write", 2), flow("b", size, "write", 2)];
-        let p = run(runner, &format!("obs6-wr-{size}"), nic, &wr, at)?;
-        let q = run(runner, &format!("obs6-ww-{size}"), nic, &ww, at)?;
+        let p = run(runner, &format!("obs6-wr-{size}"), Link::Nic, &wr, at)?;
+        let q = run(runner, &format!("obs6-ww-{size}"), Link::Nic, &ww, at)?;
         hetero.push(p.rate());
         homo.push(q.rate());
         rows.push(vec![
@@ -185,8 +200,11 @@ pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> any
             verdict(met, "ring")
         ),
     });
+    Ok(())
+}
 
-    // Obs. 7: Fig. 3(a)'s pairs, reads on the FPGA link, FPGA_DEPTH in flight each.
+/// Obs. 7: Fig. 3(a)'s pairs, reads on the FPGA link, FPGA_DEPTH in flight each.
+fn obs7_fig3a_pairs(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
     let a = run(
         runner,
         "obs7-512-64",
@@ -240,8 +258,11 @@ pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> any
             b.iops()
         ),
     });
+    Ok(())
+}
 
-    // Obs. 8: Table 2 for reads (MaxReadReqSize) and writes (MaxPayloadSize).
+/// Obs. 8: Table 2 for reads (MaxReadReqSize) and writes (MaxPayloadSize).
+fn obs8_mtu_table(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let (mut cells, mut matched) = (0, 0);
     for (direction, mtus) in [("read", [256u64, 512, 1024]), ("write", [128, 256, 512])] {
@@ -303,8 +324,11 @@ pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> any
         met,
         detail: format!("{}: {matched} of {cells} cells as Table 2", verdict(met, "")),
     });
+    Ok(())
+}
 
-    // Obs. 10: 4 KB writes with small writes, 4 QPs each (Fig. 3(c)).
+/// Obs. 10: 4 KB writes with small writes, 4 QPs each (Fig. 3(c)).
+fn obs10_small_writes(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
     let ideal = run(runner, "obs10-4k-alone", FPGA, &[flow("a", 4096, "write", 4)], at)?;
     let ideal = ideal.gbps[0];
     let mut rows = vec![vec![

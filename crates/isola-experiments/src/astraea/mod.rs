@@ -13,7 +13,7 @@ pub mod live;
 use crate::experiment::{Check, Experiment, Outcome};
 use crate::judge::{direction, fmt_pct, row_of, succeeded, tenant};
 use crate::progress::Progress;
-use crate::runner::{every_policy, Runner};
+use crate::runner::{every_policy, PolicyOutcome, Runner};
 use anyhow::Context;
 use isola_model::scenario::PolicyRun;
 use isola_model::PolicyResult;
@@ -50,10 +50,72 @@ fn run(runner: &mut Runner) -> anyhow::Result<Outcome> {
 
 /// Every policy at each LS weight on the simulator.
 fn simulated(mut o: Outcome, runner: &mut Runner) -> anyhow::Result<Outcome> {
-    // Every policy at several priorities for the LS tenant (its weight):
-    // the two SLAs pull against each other (the LS tenant always has work,
-    // so whatever share it gets the BS tenant loses while it runs), and the
-    // weight picks the point on that trade-off. Native ignores weights.
+    let results = weighted_runs(runner)?;
+    let ok = succeeded(&results, &mut o.notes);
+    let rows: Vec<Vec<String>> = ok
+        .iter()
+        .map(|(label, r)| {
+            let (Some(ls), Some(bs)) = (tenant(r, LS), tenant(r, BS)) else {
+                return vec![label.to_string()];
+            };
+            astraea_row(
+                label,
+                ls.sla_violation_rate,
+                (ls.latency_ns.p50, ls.latency_ns.p99),
+                bs.sla_violation_rate,
+                (bs_bandwidth_while_sharing(r), bs_bandwidth_over_run(r)),
+            )
+        })
+        .collect();
+    let scored: Vec<AstraeaScore> = ok
+        .iter()
+        .filter(|(l, _)| *l != "native")
+        .filter_map(|(l, r)| {
+            let t = tenant(r, LS)?;
+            Some(AstraeaScore {
+                label: l,
+                ls_violations: t.sla_violation_rate,
+                ls_worst: t.sla_violation_rate,
+                bs_while_sharing: bs_bandwidth_while_sharing(r)?,
+                bs_over_run: bs_bandwidth_over_run(r)?,
+                ls_p99: t.latency_ns.p99,
+            })
+        })
+        .collect();
+    astraea_goals(&mut o, &scored);
+    if let Some(c) = direction(
+        &ok,
+        "astraea@w16",
+        &["native"],
+        "LS SLA violations",
+        true,
+        fmt_pct,
+        |r| tenant(r, LS).map(|t| t.sla_violation_rate),
+    ) {
+        o.directions.push(c);
+    }
+    o.tables.push(Table {
+        caption: "Per policy and LS weight (policy@wN; every policy but native splits tasks into 128 KiB \
+                  subtasks); BS bandwidth is its engine share while the LS tenant runs, against alone"
+            .into(),
+        header: ASTRAEA_HEADER.map(String::from).to_vec(),
+        highlight_row: row_of(&rows, o.best_policy.as_deref()),
+        rows,
+    });
+    o.figures.push(draw::figure(&ok));
+    o.notes.push(
+        "overhead alone is a property of a real runtime; the simulator has none: `isola demo` measures it live"
+            .into(),
+    );
+    o.notes.push(SETUP_DIFFERS.into());
+    Ok(o)
+}
+
+/// Every policy at several priorities for the LS tenant (its weight):
+/// the two SLAs pull against each other (the LS tenant always has work,
+/// so whatever share it gets the BS tenant loses while it runs), and the
+/// weight picks the point on that trade-off. Native ignores weights.
+fn weighted_runs(runner: &mut Runner) -> anyhow::Result<Vec<PolicyOutcome>> {
     let mut scenario = isola_model::Scenario::parse(
         include_str!("../../../../scenarios/repro/astraea.toml"),
         "scenarios/repro/astraea.toml",
@@ -87,92 +149,37 @@ fn simulated(mut o: Outcome, runner: &mut Runner) -> anyhow::Result<Outcome> {
         let share = 1.0 / LS_WEIGHTS.len() as f64;
         results.extend(runner.run_policies(&scenario, &setup, &runs, (i as f64 * share, share)));
     }
-    let ok = succeeded(&results, &mut o.notes);
-    // The BS tenant's share of the engine while the LS tenant runs, over its
-    // share once alone in the same run: its bandwidth against its solo
-    // bandwidth while they share. (The LS tenant's 128 tasks overlap only
-    // the first few percent of the BS tenant's 256, so a whole-run average
-    // would hide any loss.)
-    let bw = |r: &PolicyResult| -> Option<f64> {
-        let ls_end = tenant(r, LS)?.flow_completion_ns;
-        let bs = r.tenants.iter().position(|t| t.name == BS)?;
-        let window = r.series.get(1)?.start_ns;
-        let mean =
-            |points: Vec<f64>| (!points.is_empty()).then(|| points.iter().sum::<f64>() / points.len() as f64);
-        let (during, after): (Vec<_>, Vec<_>) = r
-            .series
-            .iter()
-            .filter(|p| p.start_ns + window <= ls_end || p.start_ns >= ls_end)
-            .partition(|p| p.start_ns < ls_end);
-        let during = mean(during.iter().map(|p| p.engine_share[bs]).collect())?;
-        // The last window is partial.
-        let after = mean(after.iter().rev().skip(1).map(|p| p.engine_share[bs]).collect())?;
-        (after > 0.0).then(|| during / after)
-    };
-    // Over the BS tenant's whole run: closed loop with one task
-    // outstanding, its bandwidth is inversely proportional to its mean
-    // latency, so against solo it is 1 / its slowdown.
-    let bw_over_run = |r: &PolicyResult| -> Option<f64> {
-        let s = tenant(r, BS)?.slowdown?;
-        (s > 0.0).then(|| 1.0 / s)
-    };
-    let rows: Vec<Vec<String>> = ok
+    Ok(results)
+}
+
+/// The BS tenant's share of the engine while the LS tenant runs, over its
+/// share once alone in the same run: its bandwidth against its solo
+/// bandwidth while they share. (The LS tenant's 128 tasks overlap only
+/// the first few percent of the BS tenant's 256, so a whole-run average
+/// would hide any loss.)
+fn bs_bandwidth_while_sharing(r: &PolicyResult) -> Option<f64> {
+    let ls_end = tenant(r, LS)?.flow_completion_ns;
+    let bs = r.tenants.iter().position(|t| t.name == BS)?;
+    let window = r.series.get(1)?.start_ns;
+    let mean =
+        |points: Vec<f64>| (!points.is_empty()).then(|| points.iter().sum::<f64>() / points.len() as f64);
+    let (during, after): (Vec<_>, Vec<_>) = r
+        .series
         .iter()
-        .map(|(label, r)| {
-            let (Some(ls), Some(bs)) = (tenant(r, LS), tenant(r, BS)) else {
-                return vec![label.to_string()];
-            };
-            astraea_row(
-                label,
-                ls.sla_violation_rate,
-                (ls.latency_ns.p50, ls.latency_ns.p99),
-                bs.sla_violation_rate,
-                (bw(r), bw_over_run(r)),
-            )
-        })
-        .collect();
-    let scored: Vec<AstraeaScore> = ok
-        .iter()
-        .filter(|(l, _)| *l != "native")
-        .filter_map(|(l, r)| {
-            let t = tenant(r, LS)?;
-            Some(AstraeaScore {
-                label: l,
-                ls_violations: t.sla_violation_rate,
-                ls_worst: t.sla_violation_rate,
-                bs_while_sharing: bw(r)?,
-                bs_over_run: bw_over_run(r)?,
-                ls_p99: t.latency_ns.p99,
-            })
-        })
-        .collect();
-    astraea_goals(&mut o, &scored);
-    if let Some(c) = direction(
-        &ok,
-        "astraea@w16",
-        &["native"],
-        "LS SLA violations",
-        true,
-        fmt_pct,
-        |r| tenant(r, LS).map(|t| t.sla_violation_rate),
-    ) {
-        o.directions.push(c);
-    }
-    o.tables.push(Table {
-        caption: "Per policy and LS weight (policy@wN; every policy but native splits tasks into 128 KiB \
-                  subtasks); BS bandwidth is its engine share while the LS tenant runs, against alone"
-            .into(),
-        header: ASTRAEA_HEADER.map(String::from).to_vec(),
-        highlight_row: row_of(&rows, o.best_policy.as_deref()),
-        rows,
-    });
-    o.figures.push(draw::figure(&ok));
-    o.notes.push(
-        "overhead alone is a property of a real runtime; the simulator has none: `isola demo` measures it live"
-            .into(),
-    );
-    o.notes.push(SETUP_DIFFERS.into());
-    Ok(o)
+        .filter(|p| p.start_ns + window <= ls_end || p.start_ns >= ls_end)
+        .partition(|p| p.start_ns < ls_end);
+    let during = mean(during.iter().map(|p| p.engine_share[bs]).collect())?;
+    // The last window is partial.
+    let after = mean(after.iter().rev().skip(1).map(|p| p.engine_share[bs]).collect())?;
+    (after > 0.0).then(|| during / after)
+}
+
+/// The BS tenant's bandwidth against solo over its whole run: closed loop
+/// with one task outstanding, its bandwidth is inversely proportional to
+/// its mean latency, so against solo it is 1 / its slowdown.
+fn bs_bandwidth_over_run(r: &PolicyResult) -> Option<f64> {
+    let s = tenant(r, BS)?.slowdown?;
+    (s > 0.0).then(|| 1.0 / s)
 }
 
 /// Where this setup differs from the poster's, and what each difference

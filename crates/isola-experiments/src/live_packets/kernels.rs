@@ -214,61 +214,12 @@ pub(super) fn kernels(
     let mut kernels = Vec::with_capacity(scenario.tenants.len());
     // Each stand-in's modelled cost, to be made its target below.
     let mut targets = Vec::with_capacity(scenario.tenants.len());
-    for (i, t) in scenario.tenants.iter().enumerate() {
-        let stands_in = stands_in(scenario, t) || pad.is_some();
-        let op = if stands_in {
-            KERNEL_STAND_IN
-        } else {
-            real_op(scenario, t)?
-        }
-        .to_string();
-        let mut params = isola_ops::sample_params(&op);
-        let mut rules = None;
-        if stands_in {
-            params.insert("output".into(), "verdicts".into());
-            // Random flows (no rules to aim them at): none matches the
-            // chain, so every packet scans all of it.
-            params.insert("random-rules".into(), "0".into());
-            rules = Some(1000);
-        } else {
-            params.extend(t.workload.params.clone());
-        }
-        let (sizes, payloads) = payloads(scenario, t, i, seed, &op, &params)?;
-        let wire = super::io::is_io(scenario, t).then(|| super::io::packets(t, &sizes, &payloads));
-        let model: Option<Vec<f64>> = sizes.iter().map(|&b| model_cost(scenario, t, b)).collect();
-        let model = model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64);
-        // A stand-in's modelled cost: at its own sizes when padded or an IO
-        // tenant (its data is what its kernel works on), else at 1 KiB.
-        targets.push(
-            match (stands_in, pad.is_some() || super::io::is_io(scenario, t)) {
-                (false, _) => None,
-                (true, true) => model,
-                (true, false) => model_cost(scenario, t, 1024),
-            },
-        );
-        kernels.push(Kernel {
-            op,
-            params,
-            payloads,
-            wire,
-            measured_ns: 0.0,
-            model_ns: model,
-            rules,
-            replaced: None,
-        });
+    for i in 0..scenario.tenants.len() {
+        let (kernel, target) = build_kernel(scenario, i, seed, pad)?;
+        kernels.push(kernel);
+        targets.push(target);
     }
-    // Each stand-in's target time: padded, `pad` times its modelled cost;
-    // else KERNEL_TARGET_NS times its modelled cost over the cheapest one's.
-    let cheapest = targets.iter().flatten().copied().fold(f64::INFINITY, f64::min);
-    let targets: Vec<Option<f64>> = targets
-        .iter()
-        .map(|m| {
-            m.map(|m| match pad {
-                Some(d) => d * m,
-                None => KERNEL_TARGET_NS * m / cheapest,
-            })
-        })
-        .collect();
+    let targets = target_times(&targets, pad);
     let key = calibration_key(scenario, seed, pad.is_some());
     let known = CALIBRATED.lock().ok().and_then(|c| c.get(&key).cloned());
     if let Some(known) = known {
@@ -279,14 +230,92 @@ pub(super) fn kernels(
         }
         return Ok(kernels);
     }
-    // The first `kernel` tenant is the reference: its chain is set to its
-    // target time, the others' to their target ratios to it, each ratio
-    // measured pass by pass (so the machine's load, which moves absolute
-    // times, cancels out). The cost grows linearly with the rules.
+    calibrate(&mut kernels, &targets, dir)?;
+    if let Ok(mut c) = CALIBRATED.lock() {
+        c.insert(key, kernels.iter().map(|k| (k.rules, k.measured_ns)).collect());
+    }
+    Ok(kernels)
+}
+
+/// Tenant `i`'s kernel (not yet timed), and if it stands in, its modelled
+/// cost (the base of its target time).
+fn build_kernel(
+    scenario: &Scenario,
+    i: usize,
+    seed: u64,
+    pad: Option<f64>,
+) -> anyhow::Result<(Kernel, Option<f64>)> {
+    let t = &scenario.tenants[i];
+    let stands_in = stands_in(scenario, t) || pad.is_some();
+    let op = if stands_in {
+        KERNEL_STAND_IN
+    } else {
+        real_op(scenario, t)?
+    }
+    .to_string();
+    let mut params = isola_ops::sample_params(&op);
+    let mut rules = None;
+    if stands_in {
+        params.insert("output".into(), "verdicts".into());
+        // Random flows (no rules to aim them at): none matches the
+        // chain, so every packet scans all of it.
+        params.insert("random-rules".into(), "0".into());
+        rules = Some(1000);
+    } else {
+        params.extend(t.workload.params.clone());
+    }
+    let (sizes, payloads) = payloads(scenario, t, i, seed, &op, &params)?;
+    let wire = super::io::is_io(scenario, t).then(|| super::io::packets(t, &sizes, &payloads));
+    let model: Option<Vec<f64>> = sizes.iter().map(|&b| model_cost(scenario, t, b)).collect();
+    let model = model.map(|m| m.iter().sum::<f64>() / m.len().max(1) as f64);
+    // A stand-in's modelled cost: at its own sizes when padded or an IO
+    // tenant (its data is what its kernel works on), else at 1 KiB.
+    let target = match (stands_in, pad.is_some() || super::io::is_io(scenario, t)) {
+        (false, _) => None,
+        (true, true) => model,
+        (true, false) => model_cost(scenario, t, 1024),
+    };
+    let kernel = Kernel {
+        op,
+        params,
+        payloads,
+        wire,
+        measured_ns: 0.0,
+        model_ns: model,
+        rules,
+        replaced: None,
+    };
+    Ok((kernel, target))
+}
+
+/// Each stand-in's target time from its modelled cost `models`: padded,
+/// `pad` times its modelled cost; else KERNEL_TARGET_NS times its
+/// modelled cost over the cheapest one's.
+fn target_times(models: &[Option<f64>], pad: Option<f64>) -> Vec<Option<f64>> {
+    let cheapest = models.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+    models
+        .iter()
+        .map(|m| {
+            m.map(|m| match pad {
+                Some(d) => d * m,
+                None => KERNEL_TARGET_NS * m / cheapest,
+            })
+        })
+        .collect()
+}
+
+/// Sets the stand-ins' chains to their `targets`, in rounds, timing every
+/// kernel each round.
+///
+/// The first `kernel` tenant is the reference: its chain is set to its
+/// target time, the others' to their target ratios to it, each ratio
+/// measured pass by pass (so the machine's load, which moves absolute
+/// times, cancels out). The cost grows linearly with the rules.
+fn calibrate(kernels: &mut [Kernel], targets: &[Option<f64>], dir: &Path) -> anyhow::Result<()> {
     let reference = targets.iter().position(Option::is_some);
     // Chains start in their targets' ratios (1000 rules for the reference).
     let base = reference.and_then(|r| targets[r]).unwrap_or(1.0);
-    for (k, target) in kernels.iter_mut().zip(&targets) {
+    for (k, target) in kernels.iter_mut().zip(targets) {
         if let (Some(_), Some(t)) = (k.rules, target) {
             k.rules = Some(((1000.0 * t / base).round() as u64).clamp(1, MAX_CHAIN));
         }
@@ -298,28 +327,12 @@ pub(super) fn kernels(
         for k in kernels.iter_mut() {
             k.set_chain(dir)?;
         }
-        let times = time_kernels(&kernels)?;
+        let times = time_kernels(kernels)?;
         for (k, ns) in kernels.iter_mut().zip(times) {
             k.measured_ns = ns;
         }
         let Some(r) = reference else { break };
-        // How far each chain is from its target: the reference's time
-        // from its target time, the others' ratios to it from theirs.
-        let off: Vec<Option<f64>> = kernels
-            .iter()
-            .zip(&targets)
-            .enumerate()
-            .map(|(i, (k, target))| {
-                let target = (*target)?;
-                k.rules?;
-                Some(if i == r {
-                    k.measured_ns / target
-                } else {
-                    let ratio = k.measured_ns / kernels[r].measured_ns;
-                    ratio / (target / targets[r].unwrap_or(target))
-                })
-            })
-            .collect();
+        let off = chain_errors(kernels, targets, r);
         let within = |i: usize, off: f64| (off - 1.0).abs() <= if i == r { 0.10 } else { 0.03 };
         if round == 7
             || off
@@ -348,10 +361,27 @@ pub(super) fn kernels(
             k.rules = Some(next.round() as u64);
         }
     }
-    if let Ok(mut c) = CALIBRATED.lock() {
-        c.insert(key, kernels.iter().map(|k| (k.rules, k.measured_ns)).collect());
-    }
-    Ok(kernels)
+    Ok(())
+}
+
+/// How far each chain is from its target: the reference `r`'s time from
+/// its target time, the others' ratios to it from theirs.
+fn chain_errors(kernels: &[Kernel], targets: &[Option<f64>], r: usize) -> Vec<Option<f64>> {
+    kernels
+        .iter()
+        .zip(targets)
+        .enumerate()
+        .map(|(i, (k, target))| {
+            let target = (*target)?;
+            k.rules?;
+            Some(if i == r {
+                k.measured_ns / target
+            } else {
+                let ratio = k.measured_ns / kernels[r].measured_ns;
+                ratio / (target / targets[r].unwrap_or(target))
+            })
+        })
+        .collect()
 }
 
 impl Kernel {

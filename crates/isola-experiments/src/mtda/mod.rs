@@ -435,8 +435,7 @@ fn recovery(r: &PolicyResult, t: Timeline) -> (f64, Option<f64>) {
         .filter(|(at, _)| *at >= t.settled && *at < t.burst_at)
         .map(|(_, p)| victims_p99(p))
         .collect();
-    pre.sort_unstable();
-    let level = pre.get(pre.len() / 2).copied().unwrap_or(0) as f64;
+    let level = isola_core::metrics::median(&mut pre).unwrap_or(0) as f64;
     let after: Vec<(u64, &SeriesPoint)> = windows(r, t.duration)
         .filter(|(at, _)| *at >= t.burst_at)
         .collect();
@@ -464,6 +463,37 @@ fn mtda_burst(runner: &mut Runner) -> anyhow::Result<Outcome> {
     } else {
         PAPER_TIMELINE
     };
+    let results = burst_runs(runner, t)?;
+    let ok = succeeded(&results, &mut o.notes);
+    judge_burst(&mut o, &ok, t);
+    o.figures.push(draw::burst(&ok));
+    o.notes.push(format!(
+        "requests are batches of 32 packets of 1 KiB; the analytics tenant goes from 10% to 60% of the cores at {} \
+         (the others stay at 10% each). Where this differs from Fig. 13: 12 s, not 30 s; \
+         batches make each analytics request hold a core 326 us, 32x a packet, so every \
+         work-conserving policy's victims' p99 is up to 32x what per-packet requests would give; `dpdk-rss/4` \
+         spreads each tenant's batches over 4 flows (its victims' p99 depends on which cores they share with the \
+         burst); the measured costs (analytics 10-20x the others), under which only a partition protects",
+        Timeline::secs(t.burst_at)
+    ));
+    if runner.live() {
+        o.notes.push(format!(
+            "live, Fig. 13's timeline is scaled by {LIVE_TIME_SCALE}: {} of scenario time, the burst at {}, the \
+             pre-burst level from {} (the paper's: {}, {}, {}); each request is one UDP datagram of 32 KiB",
+            Timeline::secs(t.duration),
+            Timeline::secs(t.burst_at),
+            Timeline::secs(t.settled),
+            Timeline::secs(PAPER_TIMELINE.duration),
+            Timeline::secs(PAPER_TIMELINE.burst_at),
+            Timeline::secs(PAPER_TIMELINE.settled),
+        ));
+    }
+    Ok(o)
+}
+
+/// The burst's runs on timeline `t`: every policy and MTDA allotting
+/// cores, and simulated, DPDK as the paper ran it.
+fn burst_runs(runner: &mut Runner, t: Timeline) -> anyhow::Result<Vec<PolicyOutcome>> {
     let text = scenario::burst(
         &format!("{}ns", t.duration),
         &format!("{}ns", t.burst_at),
@@ -492,7 +522,12 @@ fn mtda_burst(runner: &mut Runner) -> anyhow::Result<Outcome> {
         let native = [run_of("fcfs", &format!("dpdk-rss/{flows}"), &[])];
         results.extend(runner.simulate("mtda-burst-rss.toml", &text, &native, (share, 1.0 - share))?);
     }
-    let ok = succeeded(&results, &mut o.notes);
+    Ok(results)
+}
+
+/// Judges the burst's runs `ok` on timeline `t`: the best policy, its
+/// goal, the directions against the baselines and the table go to `o`.
+fn judge_burst(o: &mut Outcome, ok: &[(&str, &PolicyResult)], t: Timeline) {
     let recovery = |r: &PolicyResult| recovery(r, t);
     let rows: Vec<Vec<String>> = ok
         .iter()
@@ -531,7 +566,7 @@ fn mtda_burst(runner: &mut Runner) -> anyhow::Result<Outcome> {
     });
     for ours in ["mtda", "mtda/cores", "ipipe"] {
         if let Some(c) = direction(
-            &ok,
+            ok,
             ours,
             &["dpdk-rss/4", "static"],
             "victims' worst p99 after the burst",
@@ -561,27 +596,4 @@ fn mtda_burst(runner: &mut Runner) -> anyhow::Result<Outcome> {
         highlight_row: row_of(&rows, o.best_policy.as_deref()),
         rows,
     });
-    o.figures.push(draw::burst(&ok));
-    o.notes.push(format!(
-        "requests are batches of 32 packets of 1 KiB; the analytics tenant goes from 10% to 60% of the cores at {} \
-         (the others stay at 10% each). Where this differs from Fig. 13: 12 s, not 30 s; \
-         batches make each analytics request hold a core 326 us, 32x a packet, so every \
-         work-conserving policy's victims' p99 is up to 32x what per-packet requests would give; `dpdk-rss/4` \
-         spreads each tenant's batches over 4 flows (its victims' p99 depends on which cores they share with the \
-         burst); the measured costs (analytics 10-20x the others), under which only a partition protects",
-        Timeline::secs(t.burst_at)
-    ));
-    if runner.live() {
-        o.notes.push(format!(
-            "live, Fig. 13's timeline is scaled by {LIVE_TIME_SCALE}: {} of scenario time, the burst at {}, the \
-             pre-burst level from {} (the paper's: {}, {}, {}); each request is one UDP datagram of 32 KiB",
-            Timeline::secs(t.duration),
-            Timeline::secs(t.burst_at),
-            Timeline::secs(t.settled),
-            Timeline::secs(PAPER_TIMELINE.duration),
-            Timeline::secs(PAPER_TIMELINE.burst_at),
-            Timeline::secs(PAPER_TIMELINE.settled),
-        ));
-    }
-    Ok(o)
 }

@@ -18,9 +18,10 @@ impl Spread {
     /// The spread of `values` (`None` if there are none). NaNs sort last.
     pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
         let mut v: Vec<f64> = values.into_iter().collect();
-        v.sort_by(f64::total_cmp);
+        // Sorts `v`: its ends are the range.
+        let median = isola_core::metrics::median_f64(&mut v)?;
         Some(Spread {
-            median: *v.get(v.len() / 2)?,
+            median,
             min: *v.first()?,
             max: *v.last()?,
         })

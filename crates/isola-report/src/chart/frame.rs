@@ -4,7 +4,7 @@
 //! by `lines` and `bars`.
 
 use super::axis::{Mapped, Ticks};
-use super::{bars, lines, Axis, Chart, Marks, Reference};
+use super::{bars, lines, Axis, Chart, Marks, Reference, Series};
 use crate::text::escape;
 use std::fmt::Write;
 
@@ -142,6 +142,24 @@ pub(super) fn legend(svg: &mut String, at: &mut Legend, i: usize, name: &str, sw
 
 /// The one renderer behind [`Chart::render`].
 pub(super) fn render(chart: &Chart) -> String {
+    let (x, y) = fit_axes(chart);
+    // How the lines are drawn: coinciding ones once, each visible.
+    let plan = match &chart.marks {
+        Marks::Lines { series } => Some(lines::Plan::new(&x, &y, series)),
+        Marks::Bars { .. } => None,
+    };
+    let layout = Layout::new(chart, plan.as_ref());
+    let mut svg = String::new();
+    open(&mut svg, chart, &y, plan.as_ref(), &layout);
+    x_ticks(&mut svg, chart, &x, layout.upright);
+    axis_labels(&mut svg, chart, &layout);
+    marks(&mut svg, chart, &x, &y, plan.as_ref());
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The axes fitted to the marks and the reference lines.
+fn fit_axes(chart: &Chart) -> (Mapped, Mapped) {
     let (h_refs, v_refs): (Vec<f64>, Vec<f64>) =
         chart
             .references
@@ -153,7 +171,7 @@ pub(super) fn render(chart: &Chart) -> String {
                 }
                 (h, v)
             });
-    let (x, y) = match &chart.marks {
+    match &chart.marks {
         Marks::Lines { series } => {
             let points = || series.iter().flat_map(|s| s.points.iter());
             let x = Mapped::fit(
@@ -174,47 +192,66 @@ pub(super) fn render(chart: &Chart) -> String {
             let x = Mapped::fit(&Axis::new(""), [0.0, 1.0].into_iter(), false);
             (x, y)
         }
-    };
+    }
+}
 
-    // How the lines are drawn: coinciding ones once, each visible.
-    let plan = match &chart.marks {
-        Marks::Lines { series } => Some(lines::Plan::new(&x, &y, series)),
-        Marks::Bars { .. } => None,
-    };
-    // What a browser should find drawn (the report's check reads these).
-    let (kind, expect_series, expect_bars) = match (&chart.marks, &plan) {
-        (Marks::Bars { categories, series }, _) => ("bars", 0, bars::drawn(&y, categories.len(), series)),
-        (Marks::Lines { .. }, plan) => ("lines", plan.as_ref().map_or(0, lines::Plan::drawn), 0),
-    };
+/// The chart's height and what sits under its plot.
+struct Layout {
+    /// The widest category name, when category names stand up.
+    upright: Option<f64>,
+    /// Where the x axis' label ends and the note begins.
+    base: f64,
+    /// The note under the x axis' label, in lines.
+    note: Vec<String>,
+    /// The whole chart's height.
+    height: f64,
+}
 
-    // Category names that do not fit under their group stand up (rotated a
-    // quarter turn), and the chart grows to hold them: never cut, never
-    // overlapping.
-    let upright = match &chart.marks {
-        Marks::Bars { categories, .. } => {
-            let group_w = PLOT_W / categories.len().max(1) as f64;
-            let widest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as f64 * CHAR_W;
-            (widest > group_w - 4.0).then_some(widest)
-        }
-        Marks::Lines { .. } => None,
-    };
-    let base = HEIGHT + upright.map_or(0.0, |w| (w + 8.0 - 18.0).max(0.0));
-    // A note under the x axis' label, wrapped to the chart's width.
-    let note: Vec<String> = plan
-        .as_ref()
-        .map(lines::Plan::note)
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|n| wrap(n, ((WIDTH - 2.0 * NOTE_X) / CHAR_W) as usize))
-        .collect();
-    let height = base
-        + if note.is_empty() {
-            0.0
-        } else {
-            note.len() as f64 * LINE_H + 6.0
+impl Layout {
+    fn new(chart: &Chart, plan: Option<&lines::Plan>) -> Self {
+        // Category names that do not fit under their group stand up (rotated a
+        // quarter turn), and the chart grows to hold them: never cut, never
+        // overlapping.
+        let upright = match &chart.marks {
+            Marks::Bars { categories, .. } => {
+                let group_w = PLOT_W / categories.len().max(1) as f64;
+                let widest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as f64 * CHAR_W;
+                (widest > group_w - 4.0).then_some(widest)
+            }
+            Marks::Lines { .. } => None,
         };
+        let base = HEIGHT + upright.map_or(0.0, |w| (w + 8.0 - 18.0).max(0.0));
+        // A note under the x axis' label, wrapped to the chart's width.
+        let note: Vec<String> = plan
+            .map(lines::Plan::note)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|n| wrap(n, ((WIDTH - 2.0 * NOTE_X) / CHAR_W) as usize))
+            .collect();
+        let height = base
+            + if note.is_empty() {
+                0.0
+            } else {
+                note.len() as f64 * LINE_H + 6.0
+            };
+        Layout {
+            upright,
+            base,
+            note,
+            height,
+        }
+    }
+}
 
-    let mut svg = String::new();
+/// The `<svg>` element with what a browser should find drawn, the
+/// background, the title, and the horizontal grid lines with the y ticks.
+fn open(svg: &mut String, chart: &Chart, y: &Mapped, plan: Option<&lines::Plan>, layout: &Layout) {
+    // What a browser should find drawn (the report's check reads these).
+    let (kind, expect_series, expect_bars) = match &chart.marks {
+        Marks::Bars { categories, series } => ("bars", 0, bars::drawn(y, categories.len(), series)),
+        Marks::Lines { .. } => ("lines", plan.map_or(0, lines::Plan::drawn), 0),
+    };
+    let height = layout.height;
     let _ = writeln!(
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="{kind}" data-expect-series="{expect_series}" data-expect-bars="{expect_bars}" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img" aria-label="{}">"#,
@@ -229,7 +266,7 @@ pub(super) fn render(chart: &Chart) -> String {
     );
     // Horizontal grid lines and y ticks.
     for v in y.ticks() {
-        let Some(ty) = py(&y, v) else { continue };
+        let Some(ty) = py(y, v) else { continue };
         let _ = writeln!(
             svg,
             r##"<line x1="{LEFT}" x2="{:.1}" y1="{ty:.1}" y2="{ty:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
@@ -239,45 +276,32 @@ pub(super) fn render(chart: &Chart) -> String {
             escape(&chart.y.format.apply(v))
         );
     }
-    // X ticks, or category names under the bar groups.
-    let tick = |svg: &mut String, at: f64, label: &str| {
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{at:.1}" x2="{at:.1}" y1="{:.1}" y2="{:.1}" stroke="#888"/><text x="{at:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            TOP + PLOT_H,
-            TOP + PLOT_H + 5.0,
-            TOP + PLOT_H + 18.0,
-            escape(label)
-        );
-    };
+}
+
+/// An x tick at `at` labelled `label`.
+fn tick(svg: &mut String, at: f64, label: &str) {
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{at:.1}" x2="{at:.1}" y1="{:.1}" y2="{:.1}" stroke="#888"/><text x="{at:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+        TOP + PLOT_H,
+        TOP + PLOT_H + 5.0,
+        TOP + PLOT_H + 18.0,
+        escape(label)
+    );
+}
+
+/// X ticks, or category names under the bar groups (standing up where
+/// `upright`).
+fn x_ticks(svg: &mut String, chart: &Chart, x: &Mapped, upright: Option<f64>) {
     match &chart.marks {
         Marks::Lines { series } => {
             let values = match chart.x.ticks {
                 Ticks::Auto => x.ticks(),
-                Ticks::AtData => {
-                    let mut v: Vec<f64> = series
-                        .iter()
-                        .flat_map(|s| s.points.iter().map(|p| p.0))
-                        .filter(|&v| Mapped::transform(x.scale, v).is_some())
-                        .collect();
-                    v.sort_by(f64::total_cmp);
-                    v.dedup();
-                    // As many as fit side by side, at most 12.
-                    let widest = v
-                        .iter()
-                        .map(|&t| chart.x.format.apply(t).chars().count())
-                        .max()
-                        .unwrap_or(1) as f64
-                        * CHAR_W
-                        + 8.0;
-                    let fit = ((PLOT_W / widest) as usize).clamp(2, 12);
-                    let every = v.len().div_ceil(fit).max(1);
-                    v.into_iter().step_by(every).collect()
-                }
+                Ticks::AtData => ticks_at_data(chart, x, series),
             };
             for v in values {
-                if let Some(at) = px(&x, v) {
-                    tick(&mut svg, at, &chart.x.format.apply(v));
+                if let Some(at) = px(x, v) {
+                    tick(svg, at, &chart.x.format.apply(v));
                 }
             }
         }
@@ -296,11 +320,36 @@ pub(super) fn render(chart: &Chart) -> String {
                         escape(c)
                     );
                 } else {
-                    tick(&mut svg, at, c);
+                    tick(svg, at, c);
                 }
             }
         }
     }
+}
+
+/// X ticks at the series' x values: as many as fit side by side, at most 12.
+fn ticks_at_data(chart: &Chart, x: &Mapped, series: &[Series]) -> Vec<f64> {
+    let mut v: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter(|&v| Mapped::transform(x.scale, v).is_some())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    let widest = v
+        .iter()
+        .map(|&t| chart.x.format.apply(t).chars().count())
+        .max()
+        .unwrap_or(1) as f64
+        * CHAR_W
+        + 8.0;
+    let fit = ((PLOT_W / widest) as usize).clamp(2, 12);
+    let every = v.len().div_ceil(fit).max(1);
+    v.into_iter().step_by(every).collect()
+}
+
+/// The plot's frame, the axes' labels and the note under the chart.
+fn axis_labels(svg: &mut String, chart: &Chart, layout: &Layout) {
     let _ = writeln!(
         svg,
         r##"<rect class="plot-area" x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#444"/>"##
@@ -309,14 +358,14 @@ pub(super) fn render(chart: &Chart) -> String {
         svg,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         LEFT + PLOT_W / 2.0,
-        base - 10.0,
+        layout.base - 10.0,
         escape(&chart.x.label)
     );
-    for (k, line) in note.iter().enumerate() {
+    for (k, line) in layout.note.iter().enumerate() {
         let _ = writeln!(
             svg,
             r##"<text class="note" x="{NOTE_X}" y="{:.1}" fill="#333">{}</text>"##,
-            base + 6.0 + k as f64 * LINE_H,
+            layout.base + 6.0 + k as f64 * LINE_H,
             escape(line)
         );
     }
@@ -326,44 +375,55 @@ pub(super) fn render(chart: &Chart) -> String {
         TOP + PLOT_H / 2.0,
         escape(&chart.y.label)
     );
+}
 
-    // The marks, and a legend entry for each series; reference lines under
-    // lines (a line along one stays in sight) and over bars (which would
-    // hide them), their labels over both.
-    let (ref_lines, ref_labels) = references(chart, &x, &y);
+/// The marks, and a legend entry for each series; reference lines under
+/// lines (a line along one stays in sight) and over bars (which would
+/// hide them), their labels over both.
+fn marks(svg: &mut String, chart: &Chart, x: &Mapped, y: &Mapped, plan: Option<&lines::Plan>) {
+    let (ref_lines, ref_labels) = references(chart, x, y);
     match &chart.marks {
         Marks::Lines { .. } => {
             svg.push_str(&ref_lines);
-            if let Some(plan) = &plan {
-                plan.draw(&mut svg);
+            if let Some(plan) = plan {
+                plan.draw(svg);
             }
         }
         Marks::Bars { categories, series } => {
-            // The reference lines' labels, which value labels must not cover.
-            let avoid: Vec<bars::TextBox> = chart
-                .references
-                .iter()
-                .filter_map(|r| match r {
-                    Reference::Horizontal { y: v, label } => {
-                        let ly = (py(&y, *v)? - 4.0).max(TOP + 11.0);
-                        let right = LEFT + PLOT_W - 4.0;
-                        Some((
-                            right - label.chars().count() as f64 * 6.5,
-                            ly - 11.0,
-                            right,
-                            ly + 2.0,
-                        ))
-                    }
-                    Reference::Vertical { .. } => None,
-                })
-                .collect();
-            bars::draw(&mut svg, &y, chart.y.format, categories, series, &avoid);
+            bars::draw(
+                svg,
+                y,
+                chart.y.format,
+                categories,
+                series,
+                &reference_labels(chart, y),
+            );
             svg.push_str(&ref_lines);
         }
     }
     svg.push_str(&ref_labels);
-    svg.push_str("</svg>\n");
-    svg
+}
+
+/// Where the horizontal reference lines' labels lie, which bars' value
+/// labels must not cover.
+fn reference_labels(chart: &Chart, y: &Mapped) -> Vec<bars::TextBox> {
+    chart
+        .references
+        .iter()
+        .filter_map(|r| match r {
+            Reference::Horizontal { y: v, label } => {
+                let ly = (py(y, *v)? - 4.0).max(TOP + 11.0);
+                let right = LEFT + PLOT_W - 4.0;
+                Some((
+                    right - label.chars().count() as f64 * 6.5,
+                    ly - 11.0,
+                    right,
+                    ly + 2.0,
+                ))
+            }
+            Reference::Vertical { .. } => None,
+        })
+        .collect()
 }
 
 /// The chart's reference lines, and their labels, as SVG.

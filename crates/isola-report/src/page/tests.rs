@@ -16,8 +16,6 @@ fn noise(state: &mut u64) -> f64 {
     (*state >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// A report like `isola repro`'s: shares over time as small multiples,
-/// Jain's index, latency CDFs on a log axis, grouped and single bars.
 /// A latency CDF named `name` from `samples`: every `every`th sample in
 /// order, with the fraction of samples at or below it.
 fn cdf_series(name: &str, mut samples: Vec<f64>, every: usize) -> Series {
@@ -33,16 +31,71 @@ fn cdf_series(name: &str, mut samples: Vec<f64>, every: usize) -> Series {
     Series::new(name, points)
 }
 
+/// The sample's policies.
+const POLICIES: [&str; 4] = ["fcfs", "drr", "wfq", "osmosis"];
+
+/// The heavy tenant's share of the PUs under the `p`th policy at `t`:
+/// FCFS lets it take 80%; the others converge on half.
+fn share(p: usize, t: f64) -> f64 {
+    let target = if p == 0 { 0.8 } else { 0.5 };
+    target + (0.8 - target) * (-t * (2.0 + p as f64 * 3.0)).exp()
+}
+
+/// The sample's times: every 20 ms for 1 s.
+fn times() -> Vec<f64> {
+    (0..=50).map(|i| i as f64 * 0.02).collect()
+}
+
+/// A report like `isola repro`'s: shares over time as small multiples,
+/// Jain's index, latency CDFs on a log axis, grouped and single bars.
 pub(super) fn sample() -> Report {
-    let policies = ["fcfs", "drr", "wfq", "osmosis"];
     let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-    let times: Vec<f64> = (0..=50).map(|i| i as f64 * 0.02).collect();
-    let share = |p: usize, t: f64| {
-        // FCFS lets the heavy tenant take 80%; the others converge on half.
-        let target = if p == 0 { 0.8 } else { 0.5 };
-        target + (0.8 - target) * (-t * (2.0 + p as f64 * 3.0)).exp()
-    };
-    let share_panels: Vec<Chart> = policies
+    let cdfs = latency_cdfs(&mut rng);
+    let (jain_steady, cdfs_light) = coinciding(&mut rng);
+    Report {
+        title: "Isola repro: <sample> & checks".into(),
+        generated: Generated {
+            date: "2025-01-31 14:05 UTC".into(),
+            machine: "test-host: Example CPU, 16 cores, linux".into(),
+            command: "isola repro --all --out \"results\"".into(),
+        },
+        summary: summary(),
+        sections: vec![
+            osmosis_section(jain_steady),
+            astraea_section(cdfs, cdfs_light),
+            crowded(),
+        ],
+    }
+}
+
+/// The sample's summary: a goal met, one missed, one informational.
+fn summary() -> Vec<SummaryRow> {
+    vec![
+        SummaryRow {
+            section: "osmosis-fig9".into(),
+            goal: "Fair PU shares under contention".into(),
+            result: "Jain's index 0.99 after 0.4 s".into(),
+            met: Some(true),
+        },
+        SummaryRow {
+            section: "astraea-fig2".into(),
+            goal: "p99 latency < 200 µs for the LS tenant".into(),
+            result: "p99 = 310 µs under fcfs, 140 µs under osmosis".into(),
+            met: Some(false),
+        },
+        SummaryRow {
+            section: "throughput".into(),
+            goal: "Informational".into(),
+            result: "within 5% across policies".into(),
+            met: None,
+        },
+    ]
+}
+
+/// Each policy's PU shares over time, one panel per policy.
+fn share_panels() -> Vec<Chart> {
+    let times = times();
+    POLICIES
         .iter()
         .enumerate()
         .map(|(p, name)| {
@@ -59,12 +112,17 @@ pub(super) fn sample() -> Report {
             )
             .reference_y(0.5, "fair share")
         })
-        .collect();
-    let jain = Chart::lines(
+        .collect()
+}
+
+/// Jain's index of the two tenants' shares over time, per policy.
+fn jain_chart() -> Chart {
+    let times = times();
+    Chart::lines(
         "Jain's fairness index",
         Axis::new("time").format(Format::Seconds),
         Axis::new("Jain's index").range(0.0, 1.0),
-        policies
+        POLICIES
             .iter()
             .enumerate()
             .map(|(p, name)| {
@@ -82,29 +140,82 @@ pub(super) fn sample() -> Report {
             })
             .collect(),
     )
-    .reference_y(1.0, "perfectly fair");
-    let cdfs = Chart::cdf(
+    .reference_y(1.0, "perfectly fair")
+}
+
+/// The latency-sensitive tenant's latency CDF per policy, on a log axis.
+fn latency_cdfs(rng: &mut u64) -> Chart {
+    Chart::cdf(
         "Latency-sensitive tenant",
         Axis::new("latency").log10().format(Format::Seconds),
-        policies
+        POLICIES
             .iter()
             .enumerate()
             .map(|(p, name)| {
                 let base = 20e-6 * (1.0 + p as f64);
                 let samples: Vec<f64> = (0..5000)
-                    .map(|_| base * (1.0 + 50.0 * noise(&mut rng).powi(6)))
+                    .map(|_| base * (1.0 + 50.0 * noise(rng).powi(6)))
                     .collect();
                 cdf_series(name, samples, 25)
             })
             .collect(),
     )
-    .reference_x(200e-6, "SLA 200 µs");
-    let (jain_steady, cdfs_light) = coinciding(&mut rng);
+    .reference_x(200e-6, "SLA 200 µs")
+}
+
+/// OSMOSIS' section: a table of shares, the share panels and Jain's index
+/// (with `jain_steady` beside it).
+fn osmosis_section(jain_steady: Chart) -> Section {
+    Section {
+        name: "osmosis-fig9".into(),
+        title: "OSMOSIS: PU shares under contention".into(),
+        description: "Two tenants share the PU cluster; the heavy one sends 4× the work.".into(),
+        paper_claims: vec!["WLBVT converges to a 50/50 share within 1 s (Fig. 9)".into()],
+        findings: vec!["osmosis reaches 50/50 within 0.4 s; fcfs stays at 80/20".into()],
+        best_policy: Some("osmosis".into()),
+        tables: vec![Table {
+            caption: "Shares after 1 s".into(),
+            header: vec!["policy".into(), "heavy".into(), "light".into(), "Jain".into()],
+            rows: POLICIES
+                .iter()
+                .enumerate()
+                .map(|(p, name)| {
+                    let s = share(p, 1.0);
+                    vec![
+                        name.to_string(),
+                        format!("{:.1}%", s * 100.0),
+                        format!("{:.1}%", (1.0 - s) * 100.0),
+                        format!("{:.3}", 1.0 / (2.0 * (s * s + (1.0 - s) * (1.0 - s)))),
+                    ]
+                })
+                .collect(),
+            highlight_row: Some(3),
+        }],
+        figures: vec![
+            Figure {
+                title: "Per-tenant PU share over time, one panel per policy".into(),
+                caption: "Shares sampled every 20 ms.".into(),
+                paper: Some("OSMOSIS Fig. 9: under WLBVT both tenants get half the PUs.".into()),
+                charts: share_panels(),
+            },
+            Figure {
+                title: "Jain's fairness index over time".into(),
+                caption: "1 is perfectly fair, 0.5 one tenant takes all.".into(),
+                paper: Some("OSMOSIS Fig. 12: Jain's index stays above 0.95.".into()),
+                charts: vec![jain_chart(), jain_steady],
+            },
+        ],
+    }
+}
+
+/// ASTRAEA's section: the latency CDFs (`cdfs` and `cdfs_light`), SLA
+/// violations and throughput as bars.
+fn astraea_section(cdfs: Chart, cdfs_light: Chart) -> Section {
     let violations = Chart::bars(
         "SLA violations",
         "policy",
         Axis::new("requests over SLA").format(Format::Percent),
-        policies.iter().map(|p| p.to_string()).collect(),
+        POLICIES.iter().map(|p| p.to_string()).collect(),
         vec![
             BarSeries::new("latency-sensitive", vec![0.42, 0.12, 0.03, 0.0]),
             BarSeries::new("bandwidth-sensitive", vec![0.01, 0.05, 0.04, 0.02]),
@@ -114,102 +225,31 @@ pub(super) fn sample() -> Report {
         "Throughput",
         "policy",
         Axis::new("Gbit/s"),
-        policies.iter().map(|p| p.to_string()).collect(),
+        POLICIES.iter().map(|p| p.to_string()).collect(),
         vec![BarSeries::new("total", vec![92.0, 88.5, 87.0, 90.1])],
     )
     .reference_y(100.0, "line rate");
-    Report {
-        title: "Isola repro: <sample> & checks".into(),
-        generated: Generated {
-            date: "2025-01-31 14:05 UTC".into(),
-            machine: "test-host: Example CPU, 16 cores, linux".into(),
-            command: "isola repro --all --out \"results\"".into(),
-        },
-        summary: vec![
-            SummaryRow {
-                section: "osmosis-fig9".into(),
-                goal: "Fair PU shares under contention".into(),
-                result: "Jain's index 0.99 after 0.4 s".into(),
-                met: Some(true),
+    Section {
+        name: "astraea-fig2".into(),
+        title: "ASTRAEA: latency of the latency-sensitive tenant".into(),
+        description: "A latency-sensitive tenant shares the EC engine with a bandwidth hog.".into(),
+        paper_claims: vec!["p99 under 200 µs with isolation".into()],
+        findings: vec!["p99 140 µs under osmosis".into()],
+        best_policy: Some("osmosis".into()),
+        tables: vec![],
+        figures: vec![
+            Figure {
+                title: "Latency CDF".into(),
+                caption: "5000 requests per policy.".into(),
+                paper: Some("ASTRAEA Fig. 2: FCFS has a long tail.".into()),
+                charts: vec![cdfs, cdfs_light],
             },
-            SummaryRow {
-                section: "astraea-fig2".into(),
-                goal: "p99 latency < 200 µs for the LS tenant".into(),
-                result: "p99 = 310 µs under fcfs, 140 µs under osmosis".into(),
-                met: Some(false),
+            Figure {
+                title: "SLA violations and throughput".into(),
+                caption: "Violations per tenant; total throughput.".into(),
+                paper: None,
+                charts: vec![violations, throughput],
             },
-            SummaryRow {
-                section: "throughput".into(),
-                goal: "Informational".into(),
-                result: "within 5% across policies".into(),
-                met: None,
-            },
-        ],
-        sections: vec![
-            Section {
-                name: "osmosis-fig9".into(),
-                title: "OSMOSIS: PU shares under contention".into(),
-                description: "Two tenants share the PU cluster; the heavy one sends 4× the work.".into(),
-                paper_claims: vec!["WLBVT converges to a 50/50 share within 1 s (Fig. 9)".into()],
-                findings: vec!["osmosis reaches 50/50 within 0.4 s; fcfs stays at 80/20".into()],
-                best_policy: Some("osmosis".into()),
-                tables: vec![Table {
-                    caption: "Shares after 1 s".into(),
-                    header: vec!["policy".into(), "heavy".into(), "light".into(), "Jain".into()],
-                    rows: policies
-                        .iter()
-                        .enumerate()
-                        .map(|(p, name)| {
-                            let s = share(p, 1.0);
-                            vec![
-                                name.to_string(),
-                                format!("{:.1}%", s * 100.0),
-                                format!("{:.1}%", (1.0 - s) * 100.0),
-                                format!("{:.3}", 1.0 / (2.0 * (s * s + (1.0 - s) * (1.0 - s)))),
-                            ]
-                        })
-                        .collect(),
-                    highlight_row: Some(3),
-                }],
-                figures: vec![
-                    Figure {
-                        title: "Per-tenant PU share over time, one panel per policy".into(),
-                        caption: "Shares sampled every 20 ms.".into(),
-                        paper: Some("OSMOSIS Fig. 9: under WLBVT both tenants get half the PUs.".into()),
-                        charts: share_panels,
-                    },
-                    Figure {
-                        title: "Jain's fairness index over time".into(),
-                        caption: "1 is perfectly fair, 0.5 one tenant takes all.".into(),
-                        paper: Some("OSMOSIS Fig. 12: Jain's index stays above 0.95.".into()),
-                        charts: vec![jain, jain_steady],
-                    },
-                ],
-            },
-            Section {
-                name: "astraea-fig2".into(),
-                title: "ASTRAEA: latency of the latency-sensitive tenant".into(),
-                description: "A latency-sensitive tenant shares the EC engine with a bandwidth hog.".into(),
-                paper_claims: vec!["p99 under 200 µs with isolation".into()],
-                findings: vec!["p99 140 µs under osmosis".into()],
-                best_policy: Some("osmosis".into()),
-                tables: vec![],
-                figures: vec![
-                    Figure {
-                        title: "Latency CDF".into(),
-                        caption: "5000 requests per policy.".into(),
-                        paper: Some("ASTRAEA Fig. 2: FCFS has a long tail.".into()),
-                        charts: vec![cdfs, cdfs_light],
-                    },
-                    Figure {
-                        title: "SLA violations and throughput".into(),
-                        caption: "Violations per tenant; total throughput.".into(),
-                        paper: None,
-                        charts: vec![violations, throughput],
-                    },
-                ],
-            },
-            crowded(),
         ],
     }
 }
@@ -222,7 +262,7 @@ fn coinciding(rng: &mut u64) -> (Chart, Chart) {
     let names = [
         "fcfs", "rr", "drr", "wfq", "osmosis", "astraea", "wlbvt", "native",
     ];
-    let times: Vec<f64> = (0..=50).map(|i| i as f64 * 0.02).collect();
+    let times = times();
     let jain = Chart::lines(
         "Jain's index, steady load",
         Axis::new("time").format(Format::Seconds),

@@ -364,8 +364,7 @@ pub(super) fn recorded(done: &[&Completion], slas: Option<[SlaRule; 2]>) -> anyh
 /// The median service time of `done` (0 if empty).
 pub(super) fn median_service(done: &[&Completion]) -> Nanos {
     let mut v: Vec<Nanos> = done.iter().map(|c| c.service_ns).collect();
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
+    isola_core::metrics::median(&mut v).unwrap_or(0)
 }
 
 /// The shared run `both` against its references. A task violates its SLA

@@ -123,8 +123,7 @@ impl PolicyComparison {
 /// The round whose `key` is the median (the upper middle one).
 fn median_by<T>(items: &[T], key: impl Fn(&T) -> f64) -> Option<&T> {
     let mut order: Vec<&T> = items.iter().collect();
-    order.sort_by(|a, b| key(a).total_cmp(&key(b)));
-    order.get(order.len() / 2).copied()
+    isola_core::metrics::median_by(&mut order, |a, b| key(a).total_cmp(&key(b))).copied()
 }
 
 /// Whether isolation held, against ASTRAEA's SLA rule.
