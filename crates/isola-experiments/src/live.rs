@@ -242,12 +242,7 @@ fn run_policy_live_inner(
     let scenario = &slowed;
     let mut b = RuntimeBuilder::new();
     b.record_core_calls(record);
-    // The run's own destination for egress engines' sends.
-    let sink = if scenario.engines.iter().any(|e| e.kind == EngineKind::Egress) {
-        Some(EgressSink::bind(false).map_err(|e| anyhow::anyhow!("the run's egress sink: {e}"))?)
-    } else {
-        None
-    };
+    let sink = egress_sink(scenario)?;
     let ports = add_engines(&mut b, scenario, run, sink.as_ref())?;
     let region_sizes = add_tenants(&mut b, scenario, run);
     let rt = b.start()?;
@@ -283,6 +278,28 @@ fn run_policy_live_inner(
     Ok((result, calls))
 }
 
+/// The runtime a live run of `scenario` under `run` starts, its arrivals
+/// and SLOs slowed as the run slows them ([`live_scale::slowed`]), not
+/// started: for tests and audits that read back the core it builds
+/// ([`RuntimeBuilder::scheduler`]).
+pub fn runtime_builder(scenario: &Scenario, run: &PolicyRun) -> anyhow::Result<RuntimeBuilder> {
+    let slowed = live_scale::slowed(scenario, live_scale::auto_factor(scenario));
+    let sink = egress_sink(&slowed)?;
+    let mut b = RuntimeBuilder::new();
+    add_engines(&mut b, &slowed, run, sink.as_ref())?;
+    add_tenants(&mut b, &slowed, run);
+    Ok(b)
+}
+
+/// The run's own destination for egress engines' sends, if it has any.
+fn egress_sink(scenario: &Scenario) -> anyhow::Result<Option<EgressSink>> {
+    if !scenario.engines.iter().any(|e| e.kind == EngineKind::Egress) {
+        return Ok(None);
+    }
+    let sink = EgressSink::bind(false).map_err(|e| anyhow::anyhow!("the run's egress sink: {e}"))?;
+    Ok(Some(sink))
+}
+
 /// Adds `scenario`'s engines to `b` for run `run`: transfer engines (DMA,
 /// egress sending to `sink`) and compute engines with the scenario's
 /// service model as their cost model. Returns the egress engines' ports.
@@ -298,8 +315,9 @@ fn add_engines(
             if let isola_runtime::EngineDevice::Egress(port) = &config.device {
                 ports.push(Arc::clone(port));
             }
-            // Transfers are cut into the run's fragments, as simulated.
-            config.split_bytes = run.split;
+            // Transfers are cut into the run's fragments, as simulated
+            // (where the core says the kind splits).
+            config.split_bytes = run.split.filter(|_| e.kind.splits_tasks());
             config = config.with_split_when(e.split_when).with_split_time(e.split_time);
             b.engine(config);
             continue;
@@ -339,9 +357,7 @@ fn compute_engine(scenario: &Scenario, run: &PolicyRun, engine_index: usize) -> 
         .with_split_when(e.split_when)
         .with_split_time(e.split_time)
         .with_learning(e.learn.then(isola_core::CostLearning::default));
-    if e.kind == EngineKind::Accelerator {
-        config.split_bytes = run.split;
-    }
+    config.split_bytes = run.split.filter(|_| e.kind.splits_tasks());
     Ok(config)
 }
 

@@ -78,9 +78,11 @@ pub(super) fn daemon_config(
         let mut tenant = config
             .check_tenant(raw, &src)
             .map_err(|e| anyhow::anyhow!("tenant `{}` cannot run over packets: {e}", t.name))?;
-        let (slo, overrides) = t.scaled_slo(time_scale(scale));
-        tenant.tenant.slo = slo;
-        tenant.tenant.overrides = overrides;
+        let model = &mut tenant.tenant;
+        model.slo = model.slo.scaled(time_scale(scale));
+        for (_, change) in &mut model.overrides {
+            *change = change.scaled(time_scale(scale));
+        }
         config.tenants.push(tenant);
     }
     config.check().context("the run's daemon configuration")?;
