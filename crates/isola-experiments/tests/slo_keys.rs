@@ -152,3 +152,18 @@ fn every_driver_enforces_every_slo_key() {
         );
     }
 }
+
+/// A key the packet harness cannot honour refuses the run before it
+/// starts, naming the key: a memory quota below isolad's smallest arena.
+#[test]
+fn a_key_isolad_cannot_honour_refuses_the_packet_run_by_name() {
+    let s = scenario("memory_quota = \"1KiB\"", true);
+    assert!(isola_sim::scheduler_for(&s, run_of(&s)).is_ok());
+    let err = isola_experiments::live_packets::daemon_for(&s, run_of(&s), 1)
+        .expect_err("a 1 KiB quota cannot hold a connection's arena")
+        .to_string();
+    assert!(
+        err.contains("memory_quota") && err.contains("tenant `t`"),
+        "{err}"
+    );
+}

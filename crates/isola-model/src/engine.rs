@@ -92,6 +92,26 @@ pub fn check_split_keys(
     Ok((split_when, split_time))
 }
 
+/// Where an engine is described, which decides what its `learn` defaults to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineContext {
+    /// A scenario: the engine's service model is its true cost.
+    Scenario,
+    /// isolad: the engine runs real operators on a configured cost model.
+    Daemon,
+}
+
+/// Whether an engine learns its operators' costs unless its `learn` says
+/// (decided here alone): where it runs real operators on configured,
+/// guessed costs (isolad's accelerators and processing units), yes; a DMA
+/// or egress engine, whose cost is its link's, no; in a scenario, whose
+/// service model is the engine's own cost, no (learning there would only
+/// add a fit's noise to exact predictions; a scenario whose tenants' costs
+/// differ from the model, `measured_over_predicted`, sets `learn`).
+pub fn default_learn(kind: EngineKind, context: EngineContext) -> bool {
+    context == EngineContext::Daemon && matches!(kind, EngineKind::Accelerator | EngineKind::ProcessingUnits)
+}
+
 /// Where a key is written, if it is.
 pub fn written<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
     v.as_ref().map(Spanned::span)

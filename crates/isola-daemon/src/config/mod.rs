@@ -128,7 +128,7 @@ impl EngineConfig {
             split: None,
             split_when: SplitWhen::Always,
             split_time: None,
-            learn: matches!(kind, EngineKind::Accelerator | EngineKind::ProcessingUnits),
+            learn: isola_model::engine::default_learn(kind, isola_model::engine::EngineContext::Daemon),
             bandwidth: None,
         }
     }

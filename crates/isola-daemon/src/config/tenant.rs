@@ -160,12 +160,12 @@ fn load_flow(
     let kernel = match f.kernel.strip_prefix(WASM_PREFIX) {
         Some(path) => {
             let limits = crate::kernel::flow_limits(f.fuel, f.kernel_memory, quota)
-                .map_err(|e| src.at(f.span.clone(), Some(e.key), e.message))?;
+                .map_err(|e| src.at(src.key_in(f.span.clone(), e.key), Some(e.key), e.message))?;
             FlowKernel::wasm(&base.join(path), limits)
-                .map_err(|e| src.at(f.span.clone(), Some("kernel"), e))?
+                .map_err(|e| src.at(src.key_in(f.span.clone(), "kernel"), Some("kernel"), e))?
         }
         None => FlowKernel::builtin(&f.kernel, f.params.clone())
-            .map_err(|e| src.at(f.span.clone(), Some("kernel"), e))?,
+            .map_err(|e| src.at(src.key_in(f.span.clone(), "kernel"), Some("kernel"), e))?,
     };
     Ok(FlowConfig {
         rule: f.rule,

@@ -55,7 +55,9 @@ pub(super) fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<
         None => 1.0,
     };
     let steering = check_steering(src, &raw)?;
-    let learn = raw.learn.unwrap_or(false);
+    let learn = raw
+        .learn
+        .unwrap_or_else(|| crate::engine::default_learn(kind, crate::engine::EngineContext::Scenario));
     let name = raw.name.get_ref().clone();
     let device = check_device(src, raw, kind)?;
     Ok(EngineModel {

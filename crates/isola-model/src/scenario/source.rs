@@ -44,6 +44,29 @@ impl Source<'_> {
         }
     }
 
+    /// Where key `key` is written in the table whose span is `span` (a
+    /// line `key = ...` in it, up to the next table's header), else `span`
+    /// itself: for tables read without positions inside them.
+    pub fn key_in(&self, span: Range<usize>, key: &str) -> Range<usize> {
+        let start = span.start.min(self.text.len());
+        let mut offset = start;
+        // A `[[table]]`'s span may cover its header alone: its keys run to
+        // the next header.
+        for (i, line) in self.text[start..].split_inclusive('\n').enumerate() {
+            let trimmed = line.trim_start();
+            if i > 0 && trimmed.starts_with('[') && offset >= span.end {
+                break;
+            }
+            let rest = trimmed.strip_prefix(key).map(str::trim_start);
+            if rest.is_some_and(|r| r.starts_with('=')) {
+                let at = offset + (line.len() - trimmed.len());
+                return at..at + key.len();
+            }
+            offset += line.len();
+        }
+        span
+    }
+
     /// The key whose value starts at `offset` (`key = <offset>`), or the key
     /// written at `offset` (`<offset>key = ...`).
     fn key_near(&self, offset: usize) -> Option<String> {

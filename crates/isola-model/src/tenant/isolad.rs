@@ -187,27 +187,31 @@ fn check_flow(
     let f = f.get_ref();
     let flow_match = f.flow_match.unwrap_or_default();
     if let Some(why) = unserved(&flow_match, scope.udp) {
-        return Err(src.at(span, Some("match"), why));
+        return Err(src.at(src.key_in(span, "match"), Some("match"), why));
     }
     let wasm = f.kernel.starts_with(WASM_PREFIX);
     if f.dma.is_some() {
         if wasm {
             return Err(src.at(
-                span,
+                src.key_in(span, "dma"),
                 Some("dma"),
                 "a WebAssembly kernel asks for its own DMA writes; `dma` is for a built-in kernel's flow",
             ));
         }
         if !engines.iter().any(|e| e.kind == EngineKind::Dma) {
             return Err(src.at(
-                span,
+                src.key_in(span, "dma"),
                 Some("dma"),
                 "an IO flow needs a `kind = \"dma\"` engine, and the daemon has none",
             ));
         }
     }
     if wasm && !f.params.is_empty() {
-        return Err(src.at(span, Some("params"), "a WebAssembly kernel takes no params"));
+        return Err(src.at(
+            src.key_in(span, "params"),
+            Some("params"),
+            "a WebAssembly kernel takes no params",
+        ));
     }
     if !wasm {
         for (key, given) in [

@@ -106,8 +106,7 @@ fn written(raw: &RawTenant, key: &str) -> Option<std::ops::Range<usize>> {
 }
 
 /// Checks one tenant table against `engines` in `context` (a scenario's
-/// workload is checked by [`crate::Scenario`], which calls
-/// [`check_tenant_and_workload`]).
+/// workload is checked by [`crate::Scenario`] beside it).
 pub fn check_tenant(
     src: &Source<'_>,
     context: Context<'_>,
