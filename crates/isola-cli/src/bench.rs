@@ -3,10 +3,10 @@
 //! the simulator's events per second for each policy and tenant count
 //! (`isola_load::sim`).
 
-use crate::format::table_with;
 use crate::progress::Bar;
 use anyhow::{bail, Context};
 use isola_load::ops::{payload_of, Point, Sweep};
+use isola_report::text::table_with;
 use isola_report::text::{bytes_binary, duration};
 use std::io::Write;
 use std::path::{Path, PathBuf};

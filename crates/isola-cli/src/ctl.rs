@@ -280,7 +280,7 @@ fn table(tenants: &[TenantStatus]) -> String {
             ]
         })
         .collect();
-    let mut out = crate::format::table_aligned(&header, &rows, |i| !matches!(i, 1 | 2 | 4));
+    let mut out = isola_report::text::table_aligned(&header, &rows, |i| !matches!(i, 1 | 2 | 4));
     if tenants.is_empty() {
         out.push_str("(no tenants)\n");
     }
@@ -333,7 +333,7 @@ fn costs_table(engines: &[EngineCosts]) -> String {
             ]);
         }
     }
-    let mut out = crate::format::table_aligned(&header, &rows, |i| !matches!(i, 0 | 1 | 7));
+    let mut out = isola_report::text::table_aligned(&header, &rows, |i| !matches!(i, 0 | 1 | 7));
     if rows.is_empty() {
         out.push_str("(no operator has run yet)\n");
     }

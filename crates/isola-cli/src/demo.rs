@@ -4,11 +4,11 @@
 //! verdict and any warning about the host, and writes results.json and
 //! results.csv.
 
-use crate::format::{spread, table};
 use crate::progress::Bar;
 use anyhow::{bail, Context};
 use isola_experiments::astraea::live::{self, pct, LiveConfig, LiveResults};
 use isola_experiments::astraea::{BS, LS};
+use isola_report::text::table;
 use isola_report::text::{bytes_binary, duration};
 use std::io::Write;
 use std::path::PathBuf;
@@ -130,7 +130,7 @@ fn config(args: &Args) -> anyhow::Result<LiveConfig> {
 
 fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
     writeln!(out, "{}", r.experiment)?;
-    let ls_solo = r.ls_solo_spread().map_or("-".into(), |s| spread(&s, duration));
+    let ls_solo = r.ls_solo_spread().map_or("-".into(), |s| s.show(duration));
     writeln!(
         out,
         "{}; subtasks of {} under isolation; {} round(s), every policy once a round; LS solo service time \
@@ -150,18 +150,18 @@ fn print_report(out: &mut impl Write, r: &LiveResults) -> std::io::Result<()> {
             let mark = if Some(name.as_str()) == best { " *" } else { "" };
             let mut row = vec![
                 format!("{name}{mark}"),
-                spread(&p.spread.ls_sla_violation_rate, pct),
+                p.spread.ls_sla_violation_rate.show(pct),
                 duration(ls.latency_ns.p50 as f64),
                 duration(ls.latency_ns.p99 as f64),
-                spread(&p.spread.bs_sla_violation_rate, pct),
+                p.spread.bs_sla_violation_rate.show(pct),
                 duration(bs.latency_ns.p99 as f64),
-                spread(&p.spread.bandwidth_vs_solo, ratio),
-                spread(&p.spread.bandwidth_while_sharing, ratio),
-                spread(&p.spread.overhead_ratio, |v| format!("{v:.3}")),
+                p.spread.bandwidth_vs_solo.show(ratio),
+                p.spread.bandwidth_while_sharing.show(ratio),
+                p.spread.overhead_ratio.show(|v| format!("{v:.3}")),
             ];
             if processes {
                 let transit = p.spread.cross_process_ns.as_ref();
-                row.push(transit.map_or("-".into(), |s| spread(s, duration)));
+                row.push(transit.map_or("-".into(), |s| s.show(duration)));
             }
             row
         })

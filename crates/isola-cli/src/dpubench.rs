@@ -4,10 +4,10 @@
 //! application-recognition sweep (latency and the server's CPU use), or
 //! the JSON report.
 
-use crate::format::table;
 use crate::progress::Bar;
 use anyhow::{bail, Context};
 use isola_experiments::dpubench::{self, E2eConfig, E2eReport, Point, Programs};
+use isola_report::text::table;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -5,12 +5,12 @@
 //! this prints what the kernel asked for and what it cost, or why it was
 //! stopped.
 
-use crate::format::table_aligned;
 use anyhow::{anyhow, Context};
 use isola_daemon::kernel::flow_limits;
 use isola_daemon::kernel::trial::{self, hex, Outcome, Packet, Record};
 use isola_kernels::KernelLimits;
 use isola_model::quantity::parse_size;
+use isola_report::text::table_aligned;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,8 +1,8 @@
 //! `isola op`: run one operator on a file, like `openssl` or `lz4` would.
 
-use crate::format::table_with;
 use anyhow::{bail, Context};
 use isola_ops::{build_operator, run_split, OPERATORS};
+use isola_report::text::table_with;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

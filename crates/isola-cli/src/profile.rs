@@ -2,9 +2,9 @@
 //! this machine, fit it, and save the profile (the runtime's and the
 //! simulator's cost model: `service = { profile = "FILE", op = "NAME" }`).
 
-use crate::format::table_with;
 use crate::progress::Bar;
 use anyhow::Context;
+use isola_report::text::table_with;
 use isola_report::text::{bytes_binary, duration};
 use isola_runtime::profile::{profile_operators, ProfileFile};
 use std::collections::BTreeMap;

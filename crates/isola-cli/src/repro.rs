@@ -8,10 +8,10 @@
 //! The experiments are `isola_experiments`'; this command picks them, shows
 //! their progress, prints their outcomes and writes the files.
 
-use crate::format::{table, table_with};
 use crate::progress::Bar;
 use anyhow::Context;
 use isola_experiments::{run_experiments, select, Outcome, ALL};
+use isola_report::text::{table, table_with};
 use isola_report::Generated;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,11 +1,11 @@
 //! `isola sim`: simulate a scenario under its policies and print the results.
 
-use crate::format::{spread, table};
 use crate::progress::Bar;
 use anyhow::Context;
 use isola_model::results::SeedSweep;
 use isola_model::{Scenario, SimReport};
 use isola_report::text::duration;
+use isola_report::text::table;
 use isola_sim::simulate;
 use std::io::Write;
 use std::path::PathBuf;
@@ -163,8 +163,8 @@ fn execute_seeds(
             out,
             "policy {}   Jain {} by weight over the run, Fair1 {}   ({how}, median [range] over {seeds})",
             p.policy,
-            spread(&p.jain, |v| format!("{v:.4}")),
-            spread(&p.fair1, |v| format!("{v:.4}")),
+            p.jain.show(|v| format!("{v:.4}")),
+            p.fair1.show(|v| format!("{v:.4}")),
         )?;
         let rows: Vec<Vec<String>> = p
             .tenants
@@ -172,10 +172,10 @@ fn execute_seeds(
             .map(|t| {
                 vec![
                     t.name.clone(),
-                    spread(&t.throughput_bps, |v| format!("{:.3}", v * 8.0 / 1e9)),
-                    spread(&t.p50_ns, duration),
-                    spread(&t.p99_ns, duration),
-                    spread(&t.sla_violation_rate, |v| format!("{:.2}%", v * 100.0)),
+                    t.throughput_bps.show(|v| format!("{:.3}", v * 8.0 / 1e9)),
+                    t.p50_ns.show(duration),
+                    t.p99_ns.show(duration),
+                    t.sla_violation_rate.show(|v| format!("{:.2}%", v * 100.0)),
                 ]
             })
             .collect();

@@ -4,10 +4,10 @@
 //! the packets sent, received and lost, the throughput each way and the
 //! reply latency), written the same way.
 
-use crate::format::table;
 use isola_load::rings::{self, ModeReport};
 use isola_load::udp::{self, FlowReport};
 use isola_load::{Percentiles, Stopped};
+use isola_report::text::table;
 use isola_report::text::{bytes_binary, duration, si};
 
 /// The latency tables' header.
