@@ -458,4 +458,3 @@ fn a_daemon_whose_socket_files_are_gone_still_stops() {
         "the daemon never stopped"
     );
 }
-
