@@ -1,6 +1,6 @@
-//! The load generators' reports for people: `isola load`'s ([`rings`]:
+//! The load generators' reports for people: `isola load`'s ([`rings()`]:
 //! the run's settings, its tasks by outcome, its throughput and its
-//! latencies) and `isola load udp`'s ([`udp`]: per flow and over all flows
+//! latencies) and `isola load udp`'s ([`udp()`]: per flow and over all flows
 //! the packets sent, received and lost, the throughput each way and the
 //! reply latency), written the same way. Text for a terminal, returned:
 //! the caller prints it.
