@@ -102,13 +102,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     stdout.flush()?;
     if let Some(out) = &args.reply_out {
-        let replies: Vec<u8> = results
-            .iter()
-            .filter_map(|r| r.as_ref().ok()?.reply.as_deref())
-            .flatten()
-            .copied()
-            .collect();
-        std::fs::write(out, replies).with_context(|| format!("--reply-out {}", out.display()))?;
+        std::fs::write(out, trial::replies(&results))
+            .with_context(|| format!("--reply-out {}", out.display()))?;
     }
     Ok(if results.iter().any(Result::is_err) {
         ExitCode::from(EXIT_STOPPED)

@@ -240,6 +240,17 @@ impl Record {
     }
 }
 
+/// The replies' bytes, concatenated in packet order (a packet without a
+/// reply, or stopped, adds nothing).
+pub fn replies(results: &[Outcome]) -> Vec<u8> {
+    results
+        .iter()
+        .filter_map(|r| r.as_ref().ok()?.reply.as_deref())
+        .flatten()
+        .copied()
+        .collect()
+}
+
 /// The rows a person reads, then a line for each stopped packet.
 pub fn table(packets: &[Packet], results: &[Outcome]) -> String {
     let mut notes = String::new();
