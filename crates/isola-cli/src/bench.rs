@@ -3,11 +3,9 @@
 //! the simulator's events per second for each policy and tenant count
 //! (`isola_load::sim`).
 
-use crate::format::table_with;
 use crate::progress::Bar;
 use anyhow::{bail, Context};
-use isola_load::ops::{payload_of, Point, Sweep};
-use isola_report::text::{bytes_binary, duration};
+use isola_load::ops::{payload_of, Sweep};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -121,7 +119,7 @@ fn run_ops(args: &OpsArgs) -> anyhow::Result<()> {
         serde_json::to_writer(&mut out, &sweep)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", render_table(&sweep.points))?;
+        write!(out, "{}", sweep.table())?;
         if let Some(dir) = &args.out {
             writeln!(out, "results and plots written to {}", dir.display())?;
         }
@@ -149,62 +147,8 @@ fn run_sim(args: &SimArgs) -> anyhow::Result<()> {
         writeln!(out)?;
         return Ok(());
     }
-    let rows: Vec<Vec<String>> = points
-        .iter()
-        .filter(|p| p.cannot_run.is_none())
-        .map(|p| {
-            vec![
-                p.policy.clone(),
-                p.tenants.to_string(),
-                p.events_per_run.to_string(),
-                p.runs.to_string(),
-                format!("{:.2}", p.events_per_s / 1e6),
-                format!("{:.0}", p.ns_per_event),
-                p.events_per_cpu_s
-                    .map_or("-".into(), |e| format!("{:.2}", e / 1e6)),
-            ]
-        })
-        .collect();
-    let header = [
-        "policy",
-        "tenants",
-        "events/run",
-        "runs",
-        "M events/s",
-        "ns/event",
-        "M events/CPU-s",
-    ];
-    write!(out, "{}", table_with(&header, &rows, 1))?;
-    for p in &points {
-        if let Some(why) = &p.cannot_run {
-            writeln!(out, "{} with {} tenants cannot run: {why}", p.policy, p.tenants)?;
-        }
-    }
+    write!(out, "{}", isola_load::sim::table(&points))?;
     Ok(())
-}
-
-fn render_table(points: &[Point]) -> String {
-    let rows: Vec<Vec<String>> = points
-        .iter()
-        .map(|p| {
-            vec![
-                p.op.clone(),
-                p.category.clone(),
-                bytes_binary(p.size_bytes as f64),
-                p.threads.to_string(),
-                format!("{:.1}", p.mb_per_s),
-                format!("{:.0}", p.ops_per_s),
-                duration(p.latency_ns),
-            ]
-        })
-        .collect();
-    table_with(
-        &[
-            "operator", "category", "size", "threads", "MB/s", "ops/s", "latency",
-        ],
-        &rows,
-        2,
-    )
 }
 
 fn write_out(dir: &Path, sweep: &Sweep) -> anyhow::Result<()> {

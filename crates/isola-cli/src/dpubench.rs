@@ -1,13 +1,12 @@
 //! `isola dpubench e2e`: DPUBench's end-to-end programs live
 //! (`isola_experiments::dpubench`): prints the flow-table sweep
 //! (throughput and loss against packet size and gap) and the
-//! application-recognition sweep (latency and the server's CPU use), or
-//! the JSON report.
+//! application-recognition sweep (latency and the server's CPU use) as
+//! `dpubench::table` writes them, or the JSON report.
 
-use crate::format::table;
 use crate::progress::Bar;
 use anyhow::{bail, Context};
-use isola_experiments::dpubench::{self, E2eConfig, E2eReport, Point, Programs};
+use isola_experiments::dpubench::{self, E2eConfig, Programs};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -160,113 +159,5 @@ fn e2e(a: &E2eArgs) -> anyhow::Result<()> {
         spin: isola_load::duration_flag("--spin", &a.spin)?,
     };
     let report = dpubench::run(&config, &mut Bar::new(1000))?;
-    crate::load::write_report(&a.json, &report, || render(&report))
-}
-
-fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1e3)
-}
-
-/// A latency, or `-` where packets were lost: replies are matched to the
-/// oldest packet in flight of their flow, so after a drop a reply is
-/// charged to an older packet and the latency reads long.
-fn latency(p: &Point, ns: u64) -> String {
-    if p.lost == 0 {
-        us(ns)
-    } else {
-        "-".into()
-    }
-}
-
-/// The tables: the flow-table sweep, then application recognition.
-pub fn render(r: &E2eReport) -> String {
-    let mut out = format!(
-        "DPUBench end-to-end programs over isolad's packet path on this machine ({} cores, load average \
-         {:.1} before, {:.1} after; loopback UDP, scaled rates: see docs/dpubench.md)\n\n",
-        r.cores, r.loadavg.0, r.loadavg.1
-    );
-    let rows = |program: &str| -> Vec<&Point> { r.points.iter().filter(|p| p.program == program).collect() };
-    let ft = rows("flow-table");
-    if !ft.is_empty() {
-        out.push_str("flow-table (Fig. 14): throughput and loss against packet size and inter-packet gap\n");
-        let body: Vec<Vec<String>> = ft
-            .iter()
-            .map(|p| {
-                vec![
-                    format!("{}", p.size),
-                    us(p.gap_ns),
-                    format!("{:.0}", p.offered_pps),
-                    format!("{:.0}", p.throughput_pps),
-                    format!("{:.1}", p.throughput_mbps),
-                    format!("{:.2}", p.loss_pct),
-                    format!("{}", p.dropped),
-                    format!("{:.0}", p.server_cpu_pct),
-                    format!("{:.1}", p.server_cpu_us_per_packet),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "size B",
-                "gap us",
-                "offered pps",
-                "replies pps",
-                "Mbps",
-                "loss %",
-                "queue drops",
-                "server CPU %",
-                "CPU us/pkt",
-            ],
-            &body,
-        ));
-        out.push('\n');
-    }
-    let ar = rows("app-recognition");
-    if !ar.is_empty() {
-        out.push_str(
-            "app-recognition (Fig. 15, 16): latency and server CPU use; payloads: mix of every rule, or one \
-             action (latency `-`: packets were lost, see docs/dpubench.md)\n",
-        );
-        let body: Vec<Vec<String>> = ar
-            .iter()
-            .map(|p| {
-                vec![
-                    p.payloads.clone(),
-                    format!("{}", p.size),
-                    us(p.gap_ns),
-                    format!("{:.0}", p.throughput_pps),
-                    format!("{:.2}", p.loss_pct),
-                    latency(p, p.p50_ns),
-                    latency(p, p.p90_ns),
-                    latency(p, p.p99_ns),
-                    latency(p, p.p999_ns),
-                    format!("{:.1}", p.server_cpu_pct),
-                    format!("{:.1}", p.server_cpu_us_per_packet),
-                ]
-            })
-            .collect();
-        out.push_str(&table(
-            &[
-                "payloads",
-                "size B",
-                "gap us",
-                "replies pps",
-                "loss %",
-                "p50 us",
-                "p90 us",
-                "p99 us",
-                "p99.9 us",
-                "server CPU %",
-                "CPU us/pkt",
-            ],
-            &body,
-        ));
-    }
-    let bad: u64 = r.points.iter().map(|p| p.aborted).sum();
-    if bad > 0 {
-        out.push_str(&format!(
-            "\nwarning: the daemon's kernels refused {bad} packets (aborted)\n"
-        ));
-    }
-    out
+    crate::load::write_report(&a.json, &report, || dpubench::table(&report))
 }

@@ -3,12 +3,11 @@
 //! isolad's own code (`isola_daemon::kernel::trial`, under the limits a
 //! `[[tenant.flow]]` would get from `isola_daemon::kernel::flow_limits`);
 //! this prints what the kernel asked for and what it cost, or why it was
-//! stopped.
+//! stopped (`trial::table`, or a `trial::Record` a line as JSON).
 
-use crate::format::table_aligned;
 use anyhow::{anyhow, Context};
 use isola_daemon::kernel::flow_limits;
-use isola_daemon::kernel::trial::{self, hex, Outcome, Packet, Record};
+use isola_daemon::kernel::trial::{self, Record};
 use isola_kernels::KernelLimits;
 use isola_model::quantity::parse_size;
 use std::io::Write;
@@ -99,17 +98,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             stdout.write_all(b"\n")?;
         }
     } else {
-        stdout.write_all(table(&packets, &results).as_bytes())?;
+        stdout.write_all(trial::table(&packets, &results).as_bytes())?;
     }
     stdout.flush()?;
     if let Some(out) = &args.reply_out {
-        let replies: Vec<u8> = results
-            .iter()
-            .filter_map(|r| r.as_ref().ok()?.reply.as_deref())
-            .flatten()
-            .copied()
-            .collect();
-        std::fs::write(out, replies).with_context(|| format!("--reply-out {}", out.display()))?;
+        std::fs::write(out, trial::replies(&results))
+            .with_context(|| format!("--reply-out {}", out.display()))?;
     }
     Ok(if results.iter().any(Result::is_err) {
         ExitCode::from(EXIT_STOPPED)
@@ -136,119 +130,4 @@ fn limits(args: &Args) -> anyhow::Result<KernelLimits> {
         };
         anyhow!("{flag}: {}", e.message)
     })
-}
-
-/// The rows a person reads, then a line for each stopped packet.
-fn table(packets: &[Packet], results: &[Outcome]) -> String {
-    let mut notes = String::new();
-    let rows: Vec<Vec<String>> = packets
-        .iter()
-        .zip(results)
-        .enumerate()
-        .map(|(i, (p, r))| {
-            let n = i + 1;
-            match r {
-                Ok(out) => vec![
-                    n.to_string(),
-                    p.from.clone(),
-                    p.bytes.len().to_string(),
-                    out.fuel_used.to_string(),
-                    "ok".into(),
-                    out.reply.as_deref().map_or("none".into(), preview),
-                    dma_summary(&out.dma),
-                ],
-                Err(e) => {
-                    notes.push_str(&format!(
-                        "packet {n} stopped ({}, code {}): {e}{}\n",
-                        e.name(),
-                        e.code(),
-                        if e.restarts_kernel() {
-                            "; its instance was replaced by a fresh one"
-                        } else {
-                            ""
-                        }
-                    ));
-                    vec![
-                        n.to_string(),
-                        p.from.clone(),
-                        p.bytes.len().to_string(),
-                        "-".into(),
-                        format!("stopped: {} ({})", e.name(), e.code()),
-                        "-".into(),
-                        "-".into(),
-                    ]
-                }
-            }
-        })
-        .collect();
-    let mut out = table_aligned(
-        &[
-            "packet",
-            "from",
-            "bytes",
-            "fuel",
-            "outcome",
-            "reply",
-            "dma writes",
-        ],
-        &rows,
-        |col| matches!(col, 2 | 3),
-    );
-    out.push_str(&notes);
-    out
-}
-
-/// Bytes of a reply shown in the table.
-const PREVIEW_BYTES: usize = 24;
-
-/// A reply for the table: its length, then its first bytes as an escaped
-/// string if it is text, in hex otherwise.
-fn preview(reply: &[u8]) -> String {
-    let shown = &reply[..reply.len().min(PREVIEW_BYTES)];
-    let more = if reply.len() > shown.len() { "…" } else { "" };
-    let text = shown
-        .iter()
-        .all(|&b| b.is_ascii_graphic() || b == b' ' || b == b'\n' || b == b'\t');
-    let body = if reply.is_empty() {
-        String::new()
-    } else if text {
-        format!(" \"{}{more}\"", shown.escape_ascii())
-    } else {
-        format!(" {}{more}", hex(shown))
-    };
-    format!("{} B{body}", reply.len())
-}
-
-/// A packet's DMA write requests for the table: length and offset of each
-/// (the first three, then how many more).
-fn dma_summary(dma: &[(u64, Vec<u8>)]) -> String {
-    if dma.is_empty() {
-        return "none".into();
-    }
-    let mut parts: Vec<String> = dma
-        .iter()
-        .take(3)
-        .map(|(offset, bytes)| format!("{} B at {offset}", bytes.len()))
-        .collect();
-    if dma.len() > 3 {
-        parts.push(format!("{} more", dma.len() - 3));
-    }
-    parts.join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn previews_show_text_escaped_and_binary_in_hex() {
-        assert_eq!(preview(b"hi\n"), "3 B \"hi\\n\"");
-        assert_eq!(preview(&[1, 2]), "2 B 0102");
-        assert_eq!(preview(b""), "0 B");
-        assert_eq!(preview(&[b'a'; 30]), format!("30 B \"{}…\"", "a".repeat(24)));
-        assert_eq!(
-            dma_summary(&vec![(0, vec![0; 4]); 5]),
-            "4 B at 0, 4 B at 0, 4 B at 0, 2 more"
-        );
-    }
 }

@@ -2,11 +2,10 @@
 //! against a running `isolad` (`isola_load::rings`), and `isola load udp`,
 //! the packet generator ([`udp`], `isola_load::udp`). This module takes
 //! the flags, stops a run on Ctrl-C (a second Ctrl-C ends the process at
-//! once), shows its progress and prints its report ([`render`]) as a
-//! table or JSON; the generators, their checks and their figures are
-//! `isola_load`'s.
+//! once), shows its progress and prints its report as a table
+//! (`isola_load::render`) or JSON; the generators, their checks, their
+//! figures and their tables are `isola_load`'s.
 
-mod render;
 mod udp;
 
 use crate::progress::Bar;
@@ -165,7 +164,7 @@ fn run_rings(args: &RingsArgs) -> anyhow::Result<()> {
     let stop = stop_on_signals()?;
     let outcome = session.run(&inputs, &checked.plan, &stop, &mut Bar::new(1000));
     let report = rings::Report::new(&settings, &checked, &inputs, &session.layout, &outcome.tally);
-    write_report(&args.json, &report, || render::rings(&report))?;
+    write_report(&args.json, &report, || isola_load::render::rings(&report))?;
     outcome.result(&args.socket)
 }
 

@@ -14,7 +14,6 @@ mod bench;
 mod ctl;
 mod demo;
 mod dpubench;
-mod format;
 mod kernel;
 mod load;
 mod op;

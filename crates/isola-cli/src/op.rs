@@ -1,8 +1,7 @@
 //! `isola op`: run one operator on a file, like `openssl` or `lz4` would.
 
-use crate::format::table_with;
 use anyhow::{bail, Context};
-use isola_ops::{build_operator, run_split, OPERATORS};
+use isola_ops::{build_operator, run_split};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -38,28 +37,7 @@ pub struct Args {
 /// Runs `isola op`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.list {
-        let rows: Vec<Vec<String>> = OPERATORS
-            .iter()
-            .map(|o| {
-                let params: Vec<String> = o.params.iter().map(|p| p.name.to_string()).collect();
-                vec![
-                    o.name.to_string(),
-                    o.category.to_string(),
-                    if o.splittable { "yes" } else { "no" }.to_string(),
-                    if params.is_empty() {
-                        "-".into()
-                    } else {
-                        params.join(",")
-                    },
-                    o.description.to_string(),
-                ]
-            })
-            .collect();
-        let text = table_with(
-            &["operator", "category", "split", "params", "description"],
-            &rows,
-            5,
-        );
+        let text = isola_ops::operators_table();
         std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())?;
         return Ok(());
     }

@@ -1,4 +1,5 @@
-//! `isola policies`: the policy registry as a table or as JSON.
+//! `isola policies`: the policy registry as a table
+//! (`isola_model::policies::text`) or as JSON.
 
 use isola_core::POLICIES;
 use std::io::Write;
@@ -20,27 +21,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         writeln!(out)?;
         return Ok(());
     }
-    let width = POLICIES.iter().map(|p| p.name.len()).max().unwrap_or(0) + 2;
-    let pad = " ".repeat(width);
-    for p in POLICIES {
-        writeln!(out, "{:width$}{}", p.name, p.description)?;
-        if !p.aliases.is_empty() {
-            writeln!(out, "{pad}aliases: {}", p.aliases.join(", "))?;
-        }
-        let conserving = if p.work_conserving { "yes" } else { "no" };
-        writeln!(out, "{pad}source: {}; work-conserving: {conserving}", p.source)?;
-        if p.params.is_empty() {
-            writeln!(out, "{pad}params: none")?;
-        }
-        for (i, param) in p.params.iter().enumerate() {
-            let label = if i == 0 { "params: " } else { "        " };
-            writeln!(
-                out,
-                "{pad}{label}{} = {}  ({})",
-                param.name, param.default, param.description
-            )?;
-        }
-        writeln!(out)?;
-    }
+    write!(out, "{}", isola_model::policies::text())?;
     Ok(())
 }

@@ -2,10 +2,8 @@
 //! this machine, fit it, and save the profile (the runtime's and the
 //! simulator's cost model: `service = { profile = "FILE", op = "NAME" }`).
 
-use crate::format::table_with;
 use crate::progress::Bar;
 use anyhow::Context;
-use isola_report::text::{bytes_binary, duration};
 use isola_runtime::profile::{profile_operators, ProfileFile};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -72,46 +70,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         writeln!(out)?;
         return Ok(());
     }
-    let rows: Vec<Vec<String>> = profile
-        .operators
-        .iter()
-        .map(|p| {
-            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let points: Vec<String> = p
-                .points
-                .iter()
-                .map(|x| format!("{}:{}", bytes_binary(x.bytes as f64), duration(x.median_ns)))
-                .collect();
-            vec![
-                p.op.clone(),
-                if params.is_empty() {
-                    "-".into()
-                } else {
-                    params.join(",")
-                },
-                duration(p.base_ns),
-                format!("{:.3}", p.per_byte_ns),
-                format!("{:.1}%", p.affine_error * 100.0),
-                points.join(" "),
-            ]
-        })
-        .collect();
-    write!(
-        out,
-        "{}",
-        table_with(
-            &[
-                "operator",
-                "params",
-                "base",
-                "ns/byte",
-                "affine err",
-                "measured (size:median)"
-            ],
-            &rows,
-            2
-        )
-    )?;
+    write!(out, "{}", isola_runtime::profile::table(&profile))?;
     writeln!(
         out,
         "profile written to {} (predictions interpolate the measured points; \"affine err\" is how far the best straight line strays from them)",

@@ -8,10 +8,9 @@
 //! The experiments are `isola_experiments`'; this command picks them, shows
 //! their progress, prints their outcomes and writes the files.
 
-use crate::format::{table, table_with};
 use crate::progress::Bar;
 use anyhow::Context;
-use isola_experiments::{run_experiments, select, Outcome, ALL};
+use isola_experiments::{run_experiments, select, Outcome};
 use isola_report::Generated;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -49,14 +48,10 @@ pub struct Args {
 /// Runs `isola repro`.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.list {
-        let rows: Vec<Vec<String>> = ALL
-            .iter()
-            .map(|e| vec![e.name.to_string(), e.paper.to_string(), e.title.to_string()])
-            .collect();
         writeln!(
             std::io::stdout().lock(),
             "{}",
-            table_with(&["experiment", "paper", "what"], &rows, 3)
+            isola_experiments::text::experiments()
         )?;
         return Ok(());
     }
@@ -74,67 +69,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         writeln!(out)?;
     } else {
         for o in &outcomes {
-            print_outcome(&mut out, o)?;
+            write!(out, "{}", isola_experiments::text::outcome(o))?;
         }
-        print_summary(&mut out, &outcomes)?;
+        write!(out, "{}", isola_experiments::text::summary(&outcomes))?;
         if let Some(dir) = &args.out {
             writeln!(out, "results written to {}", dir.display())?;
         }
     }
     Ok(())
-}
-
-fn print_outcome(out: &mut impl Write, o: &Outcome) -> std::io::Result<()> {
-    writeln!(out, "== {}: {} ({}, {})", o.name, o.title, o.paper, o.mode)?;
-    for t in &o.tables {
-        writeln!(out, "{}", t.caption)?;
-        let header: Vec<&str> = t.header.iter().map(String::as_str).collect();
-        writeln!(out, "{}", table(&header, &t.rows))?;
-    }
-    writeln!(out, "paper:")?;
-    for c in &o.paper_claims {
-        writeln!(out, "  - {c}")?;
-    }
-    if let Some(best) = &o.best_policy {
-        writeln!(out, "best policy here: {best}")?;
-    }
-    for (kind, checks) in [("goal", &o.goals), ("paper's direction", &o.directions)] {
-        for c in checks {
-            let verdict = if c.met { "met" } else { "NOT met" };
-            writeln!(out, "{kind}: {} -> {verdict} ({})", c.what, c.detail)?;
-        }
-    }
-    for n in &o.notes {
-        writeln!(out, "note: {n}")?;
-    }
-    writeln!(out)
-}
-
-fn print_summary(out: &mut impl Write, outcomes: &[Outcome]) -> std::io::Result<()> {
-    if outcomes.len() < 2 {
-        return Ok(());
-    }
-    let rows: Vec<Vec<String>> = outcomes
-        .iter()
-        .map(|o| {
-            let met = o.goals.iter().filter(|c| c.met).count();
-            let dirs = o.directions.iter().filter(|c| c.met).count();
-            vec![
-                o.name.clone(),
-                o.best_policy.clone().unwrap_or_else(|| "-".into()),
-                format!("{met}/{}", o.goals.len()),
-                format!("{dirs}/{}", o.directions.len()),
-            ]
-        })
-        .collect();
-    writeln!(
-        out,
-        "{}",
-        table(
-            &["experiment", "best policy", "goals met", "paper directions held"],
-            &rows
-        )
-    )
 }
 
 /// Writes `results.json`, and the report (`report.html`, `report.json`).

@@ -1,11 +1,9 @@
 //! `isola sim`: simulate a scenario under its policies and print the results.
 
-use crate::format::{spread, table};
 use crate::progress::Bar;
 use anyhow::Context;
 use isola_model::results::SeedSweep;
 use isola_model::{Scenario, SimReport};
-use isola_report::text::duration;
 use isola_sim::simulate;
 use std::io::Write;
 use std::path::PathBuf;
@@ -112,7 +110,7 @@ fn execute(
         serde_json::to_writer(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        print_tables(&mut out, &report, how)?;
+        write!(out, "{}", isola_experiments::text::scenario(&report, how))?;
         if let Some(dir) = &args.out {
             writeln!(out, "results written to {}", dir.display())?;
         }
@@ -157,34 +155,11 @@ fn execute_seeds(
         writeln!(out)?;
         return Ok(());
     }
-    let seeds = format!("seeds {}-{}", first, first.wrapping_add(n - 1));
-    for p in &sweep.policies {
-        writeln!(
-            out,
-            "policy {}   Jain {} by weight over the run, Fair1 {}   ({how}, median [range] over {seeds})",
-            p.policy,
-            spread(&p.jain, |v| format!("{v:.4}")),
-            spread(&p.fair1, |v| format!("{v:.4}")),
-        )?;
-        let rows: Vec<Vec<String>> = p
-            .tenants
-            .iter()
-            .map(|t| {
-                vec![
-                    t.name.clone(),
-                    spread(&t.throughput_bps, |v| format!("{:.3}", v * 8.0 / 1e9)),
-                    spread(&t.p50_ns, duration),
-                    spread(&t.p99_ns, duration),
-                    spread(&t.sla_violation_rate, |v| format!("{:.2}%", v * 100.0)),
-                ]
-            })
-            .collect();
-        writeln!(
-            out,
-            "{}",
-            table(&["tenant", "Gbit/s", "p50", "p99", "SLA viol"], &rows)
-        )?;
-    }
+    write!(
+        out,
+        "{}",
+        isola_experiments::text::seed_sweep(&sweep, how, first, n)
+    )?;
     if let Some(dir) = &args.out {
         writeln!(out, "results written to {}", dir.join("sweep.json").display())?;
     }
@@ -209,85 +184,5 @@ fn write_out(dir: &PathBuf, report: &SimReport) -> anyhow::Result<()> {
     let csv = dir.join("timeseries.csv");
     let f = std::fs::File::create(&csv).with_context(|| format!("creating {}", csv.display()))?;
     report.write_series_csv(std::io::BufWriter::new(f))?;
-    Ok(())
-}
-
-/// `how` says how the run's duration was spent: "simulated" or "live".
-/// A warning every policy has (a note on the whole run, such as what a
-/// live run measured first) is printed once, before the tables; the rest
-/// under their policy's table.
-fn print_tables(out: &mut impl Write, report: &SimReport, how: &str) -> std::io::Result<()> {
-    let shared: Vec<&String> = match report.policies.split_first() {
-        Some((first, rest)) => first
-            .warnings
-            .iter()
-            .filter(|w| rest.iter().all(|p| p.warnings.contains(w)))
-            .collect(),
-        None => Vec::new(),
-    };
-    for w in &shared {
-        writeln!(out, "warning: {w}")?;
-    }
-    if !shared.is_empty() {
-        writeln!(out)?;
-    }
-    for p in &report.policies {
-        let fair2 = p.fair2.map_or("-".to_string(), |f| format!("{f:.3}"));
-        writeln!(
-            out,
-            "policy {}   Jain {:.4} by weight over the run, {} against demand per window   Fair1 {:.4}   Fair2 {}   ({} {how}, {} events)",
-            p.policy,
-            p.jain,
-            p.mean_jain_of_demand().map_or("-".to_string(), |j| format!("{j:.4}")),
-            p.fair1,
-            fair2,
-            duration(p.duration_ns as f64),
-            p.events
-        )?;
-        let rows: Vec<Vec<String>> = p
-            .tenants
-            .iter()
-            .map(|t| {
-                let mut row = vec![
-                    t.name.clone(),
-                    t.completed.to_string(),
-                    format!("{:.3}", t.throughput_bps * 8.0 / 1e9),
-                    // Tasks per second with a prefix: 8 MiB tasks run at
-                    // a few hundred a second, 64 B ones at millions.
-                    isola_report::text::si(t.throughput_ops),
-                    duration(t.latency_ns.p50 as f64),
-                    duration(t.latency_ns.p99 as f64),
-                    duration(t.latency_ns.p999 as f64),
-                    format!("{:.2}%", t.sla_violation_rate * 100.0),
-                    format!("{:.3}", t.engine_time_share),
-                ];
-                row.push(t.slowdown.map_or("-".into(), |s| format!("{s:.2}")));
-                let lost = t.rejected + t.aborted;
-                row.push(if lost == 0 {
-                    "-".into()
-                } else {
-                    format!("{}/{}", t.rejected, t.aborted)
-                });
-                row
-            })
-            .collect();
-        let header = [
-            "tenant",
-            "completed",
-            "Gbit/s",
-            "tasks/s",
-            "p50",
-            "p99",
-            "p99.9",
-            "SLA viol",
-            "share",
-            "slowdown",
-            "rej/abort",
-        ];
-        writeln!(out, "{}", table(&header, &rows))?;
-        for w in p.warnings.iter().filter(|w| !shared.contains(w)) {
-            writeln!(out, "warning: {w}")?;
-        }
-    }
     Ok(())
 }

@@ -15,7 +15,8 @@
 //! binary) only reads flags and the configuration.
 //!
 //! It counts what it serves (`metrics`), and serves the counts to
-//! Prometheus over HTTP where the configuration says (`http`).
+//! Prometheus over HTTP where the configuration says (`http`). Its admin
+//! protocol's client side, behind `isola ctl`, is [`ctl`].
 
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ mod aborts;
 mod admin;
 pub mod config;
 mod connection;
+pub mod ctl;
 mod egress;
 mod host_write;
 mod http;

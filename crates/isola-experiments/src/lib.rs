@@ -16,7 +16,8 @@
 //! the temporary files of the daemons and tenant processes it starts). It
 //! returns data ([`Outcome`]s with tables as rows and figures, live
 //! results) and reports progress through [`Progress`]; the caller shows
-//! them. It holds no scheduling logic: policies are isola-core's, run by
+//! them, as text for people from [`text`] (and `LiveResults::text`,
+//! [`dpubench::table`]) or as JSON. It holds no scheduling logic: policies are isola-core's, run by
 //! isola-sim and isola-runtime.
 
 #![warn(missing_docs)]
@@ -38,6 +39,7 @@ mod progress;
 mod report;
 mod runner;
 mod scenario_report;
+pub mod text;
 
 pub use experiment::{select, Check, Experiment, Outcome, ALL};
 pub use progress::{NoProgress, Progress};

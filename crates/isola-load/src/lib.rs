@@ -9,7 +9,9 @@
 //! an echo server of its own), each reply matched to its packet. The
 //! benchmarks measure how fast things run here: [`ops`] operators on their
 //! own threads, [`sim`] the simulator. Each returns what it measured as
-//! data: tallies, and reports that serialise as the `isola` command's JSON.
+//! data: tallies, and reports that serialise as the `isola` command's JSON;
+//! [`render`] (and [`ops::Sweep::table`], [`sim::table`]) turn them into the
+//! text a person reads, which the caller prints.
 //!
 //! What it must not do: schedule (the daemon does; a generator submits and
 //! measures), print, read arguments or standard input, or handle signals (a
@@ -23,6 +25,7 @@
 pub mod ops;
 mod percentiles;
 mod progress;
+pub mod render;
 pub mod rings;
 pub mod sim;
 pub mod udp;

@@ -3,13 +3,13 @@
 //! count on this machine ([`sweep`]), each operator on its own valid
 //! input (a compressible text payload of the size, compressed for
 //! decompressors, signed for verifiers, packetised for packet operators),
-//! as data ([`Sweep`]), its CSV ([`Sweep::csv`]) and one chart per
-//! operator ([`Sweep::charts`]).
+//! as data ([`Sweep`]), its CSV ([`Sweep::csv`]), its table for people
+//! ([`Sweep::table`]) and one chart per operator ([`Sweep::charts`]).
 
 use crate::Progress;
 use anyhow::Context;
 use isola_ops::{build_operator, find_operator, sample_params, text_payload, valid_input, Operator};
-use isola_report::text::bytes_binary;
+use isola_report::text::{bytes_binary, duration, table_with};
 use isola_report::{Axis, Chart, Format, Series};
 use serde::Serialize;
 use std::fmt::Write;
@@ -142,6 +142,33 @@ fn measure(op: &dyn Operator, input: &[u8], threads: usize, seconds: f64) -> (u6
 }
 
 impl Sweep {
+    /// Every point as a table for people: operator, category, size,
+    /// threads, MB/s, operations/s and the mean latency of one operation.
+    pub fn table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .points
+            .iter()
+            .map(|p| {
+                vec![
+                    p.op.clone(),
+                    p.category.clone(),
+                    bytes_binary(p.size_bytes as f64),
+                    p.threads.to_string(),
+                    format!("{:.1}", p.mb_per_s),
+                    format!("{:.0}", p.ops_per_s),
+                    duration(p.latency_ns),
+                ]
+            })
+            .collect();
+        table_with(
+            &[
+                "operator", "category", "size", "threads", "MB/s", "ops/s", "latency",
+            ],
+            &rows,
+            2,
+        )
+    }
+
     /// Every point as CSV (`results.csv`), a header line first.
     pub fn csv(&self) -> String {
         let mut csv = String::from(

@@ -1,6 +1,6 @@
 //! The simulator's speed (`isola bench sim`): events per second of wall
 //! time, and of this thread's CPU time, for each policy and tenant count on
-//! OSMOSIS' PU contention scaled up (`isola_sim::speed`).
+//! OSMOSIS' PU contention scaled up (`isola_sim::speed`), and its table.
 
 use crate::Progress;
 use serde::Serialize;
@@ -48,6 +48,46 @@ pub fn measure(
         }
     }
     points
+}
+
+/// The points as a table for people (those that ran), then a line for
+/// each policy and tenant count that cannot run, saying why.
+pub fn table(points: &[Point]) -> String {
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .filter(|p| p.cannot_run.is_none())
+        .map(|p| {
+            vec![
+                p.policy.clone(),
+                p.tenants.to_string(),
+                p.events_per_run.to_string(),
+                p.runs.to_string(),
+                format!("{:.2}", p.events_per_s / 1e6),
+                format!("{:.0}", p.ns_per_event),
+                p.events_per_cpu_s
+                    .map_or("-".into(), |e| format!("{:.2}", e / 1e6)),
+            ]
+        })
+        .collect();
+    let header = [
+        "policy",
+        "tenants",
+        "events/run",
+        "runs",
+        "M events/s",
+        "ns/event",
+        "M events/CPU-s",
+    ];
+    let mut out = isola_report::text::table_with(&header, &rows, 1);
+    for p in points {
+        if let Some(why) = &p.cannot_run {
+            out.push_str(&format!(
+                "{} with {} tenants cannot run: {why}\n",
+                p.policy, p.tenants
+            ));
+        }
+    }
+    out
 }
 
 /// Measures `policy` with `tenants` for about `seconds`.

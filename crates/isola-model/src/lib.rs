@@ -5,8 +5,9 @@
 //! runtime's harness, the demo) or as a service: the scenario format and its
 //! checks ([`scenario`], with the quantities people write in it,
 //! [`quantity`]), the results schema and the recorder that computes results
-//! from a driver's records ([`results`]), and ingress matching, 5-tuple
-//! rules to flow queues ([`ingress`]).
+//! from a driver's records ([`results`]), ingress matching, 5-tuple
+//! rules to flow queues ([`ingress`]), and the policies a scenario may
+//! name as a person reads them ([`policies`]).
 //!
 //! What it must not do: run anything. It has no event loop, no threads, no
 //! clock and no I/O beyond reading the scenario (and the trace or profile
@@ -19,6 +20,7 @@
 pub mod engine;
 pub mod ingress;
 pub mod input;
+pub mod policies;
 pub mod quantity;
 pub mod results;
 pub mod scenario;

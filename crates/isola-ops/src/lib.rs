@@ -35,6 +35,7 @@ pub mod registry;
 pub mod sample;
 pub mod scan;
 pub mod sign;
+mod table;
 pub mod toeplitz;
 pub mod watch;
 
@@ -42,4 +43,5 @@ pub use limits::DEFAULT_MAX_OUTPUT;
 pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
 pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};
 pub use sample::{text_payload, valid_input};
+pub use table::operators_table;
 pub use watch::{for_each_chunk, Checkpoint, NeverStop, Watch, WATCH_CHUNK_BYTES};

@@ -1,5 +1,6 @@
 //! Text as the report writes it: numbers as people read them (SI suffixes,
-//! binary byte sizes, durations) and escaping for HTML and SVG.
+//! binary byte sizes, durations), plain-text tables for a terminal, and
+//! escaping for HTML and SVG.
 
 /// Escapes text for SVG and HTML (element content and quoted attributes).
 pub fn escape(text: &str) -> String {
@@ -79,6 +80,49 @@ pub fn duration(ns: f64) -> String {
     }
 }
 
+/// Renders rows as a left-aligned first column and right-aligned others
+/// (names, then numbers), one line each under the header.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    table_with(header, rows, 1)
+}
+
+/// Renders rows with the first `left` columns left-aligned, the rest right-aligned.
+pub fn table_with(header: &[&str], rows: &[Vec<String>], left: usize) -> String {
+    table_aligned(header, rows, |i| i >= left)
+}
+
+/// Renders rows with the columns `right` says right-aligned (numbers), the
+/// others left-aligned; columns two spaces apart, lines without trailing
+/// spaces.
+pub fn table_aligned(header: &[&str], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    let cols = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "  " };
+            if !right(i) {
+                s.push_str(&format!("{sep}{c:<w$}", w = width[i]));
+            } else {
+                s.push_str(&format!("{sep}{c:>w$}", w = width[i]));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(header.to_vec());
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +152,15 @@ mod tests {
         assert_eq!(duration(12_345.0), "12.3us");
         assert_eq!(duration(4_560_000.0), "4.56ms");
         assert_eq!(duration(1.234e9), "1.23s");
+    }
+
+    #[test]
+    fn tables_align() {
+        let t = table(
+            &["name", "n"],
+            &[vec!["a".into(), "10".into()], vec!["bbb".into(), "2".into()]],
+        );
+        assert_eq!(t, "name   n\na     10\nbbb    2\n");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Resource-occupation profiling (ASTRAEA): service time against input size
 //! per operator, measured on this machine, fitted, and saved, so the
-//! scheduler can predict a task's cost before running it.
+//! scheduler can predict a task's cost before running it; [`table`] is a
+//! profile for people.
 
 pub use isola_core::profile::{OperatorProfile, Profile, ProfilePoint};
 use isola_ops::{build_operator, find_operator, sample_params, text_payload, valid_input, OpError};
+use isola_report::text::{bytes_binary, duration, table_with};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -135,6 +137,48 @@ fn least_squares(points: &[ProfilePoint]) -> (f64, f64) {
         .sum();
     let slope = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
     ((my - slope * mx).max(0.0), slope)
+}
+
+/// The profile as a table for people: per operator its parameters, the
+/// fitted base and cost per byte, how far the best straight line strays
+/// from the measured points, and the points (size:median).
+pub fn table(profile: &Profile) -> String {
+    let rows: Vec<Vec<String>> = profile
+        .operators
+        .iter()
+        .map(|p| {
+            let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let points: Vec<String> = p
+                .points
+                .iter()
+                .map(|x| format!("{}:{}", bytes_binary(x.bytes as f64), duration(x.median_ns)))
+                .collect();
+            vec![
+                p.op.clone(),
+                if params.is_empty() {
+                    "-".into()
+                } else {
+                    params.join(",")
+                },
+                duration(p.base_ns),
+                format!("{:.3}", p.per_byte_ns),
+                format!("{:.1}%", p.affine_error * 100.0),
+                points.join(" "),
+            ]
+        })
+        .collect();
+    table_with(
+        &[
+            "operator",
+            "params",
+            "base",
+            "ns/byte",
+            "affine err",
+            "measured (size:median)",
+        ],
+        &rows,
+        2,
+    )
 }
 
 /// Reading and writing profile files.

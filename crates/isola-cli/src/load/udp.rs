@@ -2,7 +2,7 @@
 //! flags: sends datagrams from several flows to isolad's packet path (or
 //! to an echo server of this process's own), then prints the report.
 
-use super::{render, stop_on_signals, write_report};
+use super::{stop_on_signals, write_report};
 use crate::progress::Bar;
 use isola_load::udp::{Session, Settings};
 use std::net::{IpAddr, SocketAddr};
@@ -123,6 +123,6 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let session = Session::open(&settings, &plan)?;
     let stop = stop_on_signals()?;
     let (report, result) = session.run(&settings, &plan, &stop, &mut Bar::new(1000));
-    write_report(&args.json, &report, || render::udp(&report))?;
+    write_report(&args.json, &report, || isola_load::render::udp(&report))?;
     result
 }

@@ -2,7 +2,8 @@
 //! (`isola kernel`): the packets read from files or a reader, raw or as
 //! hexadecimal text ([`read_packets`]), run in order on one instance of
 //! the kernel as an isolad worker runs them ([`run`]), and each packet's
-//! outcome as a record for scripts ([`Record`]).
+//! outcome as a record for scripts ([`Record`]) or a table for people
+//! ([`table`]).
 
 use super::FlowKernel;
 use anyhow::{anyhow, bail, Context};
@@ -239,6 +240,115 @@ impl Record {
     }
 }
 
+/// The replies' bytes, concatenated in packet order (a packet without a
+/// reply, or stopped, adds nothing).
+pub fn replies(results: &[Outcome]) -> Vec<u8> {
+    results
+        .iter()
+        .filter_map(|r| r.as_ref().ok()?.reply.as_deref())
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// The rows a person reads, then a line for each stopped packet.
+pub fn table(packets: &[Packet], results: &[Outcome]) -> String {
+    let mut notes = String::new();
+    let rows: Vec<Vec<String>> = packets
+        .iter()
+        .zip(results)
+        .enumerate()
+        .map(|(i, (p, r))| {
+            let n = i + 1;
+            match r {
+                Ok(out) => vec![
+                    n.to_string(),
+                    p.from.clone(),
+                    p.bytes.len().to_string(),
+                    out.fuel_used.to_string(),
+                    "ok".into(),
+                    out.reply.as_deref().map_or("none".into(), preview),
+                    dma_summary(&out.dma),
+                ],
+                Err(e) => {
+                    notes.push_str(&format!(
+                        "packet {n} stopped ({}, code {}): {e}{}\n",
+                        e.name(),
+                        e.code(),
+                        if e.restarts_kernel() {
+                            "; its instance was replaced by a fresh one"
+                        } else {
+                            ""
+                        }
+                    ));
+                    vec![
+                        n.to_string(),
+                        p.from.clone(),
+                        p.bytes.len().to_string(),
+                        "-".into(),
+                        format!("stopped: {} ({})", e.name(), e.code()),
+                        "-".into(),
+                        "-".into(),
+                    ]
+                }
+            }
+        })
+        .collect();
+    let mut out = isola_report::text::table_aligned(
+        &[
+            "packet",
+            "from",
+            "bytes",
+            "fuel",
+            "outcome",
+            "reply",
+            "dma writes",
+        ],
+        &rows,
+        |col| matches!(col, 2 | 3),
+    );
+    out.push_str(&notes);
+    out
+}
+
+/// Bytes of a reply shown in the table.
+const PREVIEW_BYTES: usize = 24;
+
+/// A reply for the table: its length, then its first bytes as an escaped
+/// string if it is text, in hex otherwise.
+fn preview(reply: &[u8]) -> String {
+    let shown = &reply[..reply.len().min(PREVIEW_BYTES)];
+    let more = if reply.len() > shown.len() { "…" } else { "" };
+    let text = shown
+        .iter()
+        .all(|&b| b.is_ascii_graphic() || b == b' ' || b == b'\n' || b == b'\t');
+    let body = if reply.is_empty() {
+        String::new()
+    } else if text {
+        format!(" \"{}{more}\"", shown.escape_ascii())
+    } else {
+        format!(" {}{more}", hex(shown))
+    };
+    format!("{} B{body}", reply.len())
+}
+
+/// A packet's DMA write requests for the table: length and offset of each
+/// (the first three, then how many more).
+fn dma_summary(dma: &[(u64, Vec<u8>)]) -> String {
+    if dma.is_empty() {
+        return "none".into();
+    }
+    let mut parts: Vec<String> = dma
+        .iter()
+        .take(3)
+        .map(|(offset, bytes)| format!("{} B at {offset}", bytes.len()))
+        .collect();
+    if dma.len() > 3 {
+        parts.push(format!("{} more", dma.len() - 3));
+    }
+    parts.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,5 +367,17 @@ mod tests {
         assert!(e.starts_with("f:1: an odd number"), "{e}");
         let e = hex_packets("f", b"a bc\n").unwrap_err().to_string();
         assert!(e.starts_with("f:1:2: a byte needs two"), "{e}");
+    }
+
+    #[test]
+    fn previews_show_text_escaped_and_binary_in_hex() {
+        assert_eq!(preview(b"hi\n"), "3 B \"hi\\n\"");
+        assert_eq!(preview(&[1, 2]), "2 B 0102");
+        assert_eq!(preview(b""), "0 B");
+        assert_eq!(preview(&[b'a'; 30]), format!("30 B \"{}…\"", "a".repeat(24)));
+        assert_eq!(
+            dma_summary(&vec![(0, vec![0; 4]); 5]),
+            "4 B at 0, 4 B at 0, 4 B at 0, 2 more"
+        );
     }
 }

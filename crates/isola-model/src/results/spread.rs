@@ -26,6 +26,17 @@ impl Spread {
             max: *v.last()?,
         })
     }
+
+    /// The spread for people as `median [min-max]`, each value shown by
+    /// `f`; the median alone when every run agrees (or only one ran).
+    pub fn show(&self, f: impl Fn(f64) -> String) -> String {
+        let (med, lo, hi) = (f(self.median), f(self.min), f(self.max));
+        if lo == hi {
+            med
+        } else {
+            format!("{med} [{lo}-{hi}]")
+        }
+    }
 }
 
 #[cfg(test)]
@@ -38,5 +49,13 @@ mod tests {
         assert_eq!((s.median, s.min, s.max), (0.3, 0.1, 0.9));
         assert_eq!(Spread::of([2.0]).map(|s| s.median), Some(2.0));
         assert_eq!(Spread::of([]), None);
+    }
+
+    #[test]
+    fn a_spread_shows_its_range_only_when_runs_differ() {
+        let s = |median, min, max| Spread { median, min, max };
+        let pct = |v: f64| format!("{:.2}%", v * 100.0);
+        assert_eq!(s(0.02, 0.01, 0.03).show(pct), "2.00% [1.00%-3.00%]");
+        assert_eq!(s(0.5, 0.5, 0.5).show(pct), "50.00%");
     }
 }

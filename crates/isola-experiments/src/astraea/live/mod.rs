@@ -21,6 +21,7 @@
 mod measure;
 mod processes;
 mod summary;
+mod text;
 
 pub use measure::{HostInterference, LsBreakdown, Percentiles, RoundResult, SoloReference, TenantSummary};
 pub(crate) use processes::process_cpu_ns;

@@ -1,14 +1,14 @@
-//! The load generators' reports for people: `isola load`'s ([`rings`]:
+//! The load generators' reports for people: `isola load`'s ([`rings()`]:
 //! the run's settings, its tasks by outcome, its throughput and its
-//! latencies) and `isola load udp`'s ([`udp`]: per flow and over all flows
+//! latencies) and `isola load udp`'s ([`udp()`]: per flow and over all flows
 //! the packets sent, received and lost, the throughput each way and the
-//! reply latency), written the same way.
+//! reply latency), written the same way. Text for a terminal, returned:
+//! the caller prints it.
 
-use crate::format::table;
-use isola_load::rings::{self, ModeReport};
-use isola_load::udp::{self, FlowReport};
-use isola_load::{Percentiles, Stopped};
-use isola_report::text::{bytes_binary, duration, si};
+use crate::rings::{self, ModeReport};
+use crate::udp::{self, FlowReport};
+use crate::{Percentiles, Stopped};
+use isola_report::text::{bytes_binary, duration, si, table};
 
 /// The latency tables' header.
 const LATENCY: [&str; 7] = ["count", "mean", "p50", "p90", "p99", "p99.9", "max"];
