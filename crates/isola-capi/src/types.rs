@@ -125,18 +125,18 @@ pub struct isola_event {
 #[allow(non_camel_case_types)]
 pub type isola_completion_cb = Option<unsafe extern "C" fn(c: *const isola_completion, arg: *mut c_void)>;
 
-/// Outcome: done, the output is in the arena.
+/// Status: done, the output is in the arena.
 pub const ISOLA_OUTCOME_OK: u32 = 0;
-/// Outcome: the scheduler refused the task (detail: `ISOLA_REJECTED_*`).
+/// Status: the scheduler refused the task (detail: `ISOLA_REJECTED_*`).
 pub const ISOLA_OUTCOME_REJECTED: u32 = 1;
-/// Outcome: the operator refused the input or failed (detail:
+/// Status: the operator refused the input or failed (detail:
 /// `ISOLA_FAILED_*`).
 pub const ISOLA_OUTCOME_OPERATOR_FAILED: u32 = 2;
-/// Outcome: the task's entry was malformed (detail: `ISOLA_BAD_ENTRY_*`).
+/// Status: the task's entry was malformed (detail: `ISOLA_BAD_ENTRY_*`).
 pub const ISOLA_OUTCOME_BAD_ENTRY: u32 = 3;
-/// Outcome: cancelled before it ran.
+/// Status: cancelled before it ran.
 pub const ISOLA_OUTCOME_CANCELLED: u32 = 4;
-/// Outcome: still running when the daemon's drain ended.
+/// Status: still running when the daemon's drain ended.
 pub const ISOLA_OUTCOME_ABANDONED: u32 = 5;
 
 /// Rejected: the tenant's channel on the engine was full.
@@ -187,7 +187,7 @@ pub const ISOLA_EVENT_KERNEL_ABORTED: u32 = 6;
 pub const ISOLA_EVENT_HOST_WRITTEN: u32 = 7;
 
 /// The C view of a wire completion.
-pub(crate) fn completion(c: &isola_wire::Completion) -> isola_completion {
+pub(crate) fn completion(c: &isola_wire::CompletionEntry) -> isola_completion {
     let (outcome, detail) = outcome_code(c.outcome);
     isola_completion {
         tag: c.tag,
@@ -203,16 +203,16 @@ pub(crate) fn completion(c: &isola_wire::Completion) -> isola_completion {
 }
 
 /// An outcome's code and detail, as the wire carries them.
-pub fn outcome_code(o: isola_wire::Outcome) -> (u32, u32) {
-    use isola_wire::Outcome;
+pub fn outcome_code(o: isola_wire::CompletionStatus) -> (u32, u32) {
+    use isola_wire::CompletionStatus;
     match o {
-        Outcome::Ok => (ISOLA_OUTCOME_OK, 0),
-        Outcome::Rejected(d) => (ISOLA_OUTCOME_REJECTED, d),
-        Outcome::OperatorFailed(d) => (ISOLA_OUTCOME_OPERATOR_FAILED, d),
-        Outcome::BadEntry(d) => (ISOLA_OUTCOME_BAD_ENTRY, d),
-        Outcome::Cancelled => (ISOLA_OUTCOME_CANCELLED, 0),
-        Outcome::Abandoned => (ISOLA_OUTCOME_ABANDONED, 0),
-        Outcome::Unknown(c, d) => (c, d),
+        CompletionStatus::Ok => (ISOLA_OUTCOME_OK, 0),
+        CompletionStatus::Rejected(d) => (ISOLA_OUTCOME_REJECTED, d),
+        CompletionStatus::OperatorFailed(d) => (ISOLA_OUTCOME_OPERATOR_FAILED, d),
+        CompletionStatus::BadEntry(d) => (ISOLA_OUTCOME_BAD_ENTRY, d),
+        CompletionStatus::Cancelled => (ISOLA_OUTCOME_CANCELLED, 0),
+        CompletionStatus::Abandoned => (ISOLA_OUTCOME_ABANDONED, 0),
+        CompletionStatus::Unknown(c, d) => (c, d),
     }
 }
 
@@ -245,22 +245,22 @@ pub fn event_code(k: isola_wire::EventKind) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use isola_wire::{Completion, Event, EventKind, Outcome};
+    use isola_wire::{CompletionEntry, CompletionStatus, Event, EventKind};
 
     /// The codes are the wire's: a completion's second word holds
     /// `code | detail << 32`, an event's first word its kind.
     #[test]
     fn codes_are_the_wires() {
         for o in [
-            Outcome::Ok,
-            Outcome::Rejected(2),
-            Outcome::OperatorFailed(3),
-            Outcome::BadEntry(6),
-            Outcome::Cancelled,
-            Outcome::Abandoned,
-            Outcome::Unknown(77, 9),
+            CompletionStatus::Ok,
+            CompletionStatus::Rejected(2),
+            CompletionStatus::OperatorFailed(3),
+            CompletionStatus::BadEntry(6),
+            CompletionStatus::Cancelled,
+            CompletionStatus::Abandoned,
+            CompletionStatus::Unknown(77, 9),
         ] {
-            let c = Completion {
+            let c = CompletionEntry {
                 tag: 1,
                 outcome: o,
                 output_len: 0,

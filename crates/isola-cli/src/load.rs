@@ -163,7 +163,7 @@ fn run_rings(args: &RingsArgs) -> anyhow::Result<()> {
     }
     let stop = stop_on_signals()?;
     let outcome = session.run(&inputs, &checked.plan, &stop, &mut Bar::new(1000));
-    let report = rings::Report::new(&settings, &checked, &inputs, &session.layout, &outcome.tally);
+    let report = rings::RingsReport::new(&settings, &checked, &inputs, &session.layout, &outcome.tally);
     write_report(&args.json, &report, || isola_load::render::rings(&report))?;
     outcome.result(&args.socket)
 }

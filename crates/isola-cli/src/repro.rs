@@ -10,7 +10,7 @@
 
 use crate::progress::Bar;
 use anyhow::Context;
-use isola_experiments::{run_experiments, select, Outcome};
+use isola_experiments::{run_experiments, select, ExperimentResult};
 use isola_report::Generated;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -80,7 +80,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// Writes `results.json`, and the report (`report.html`, `report.json`).
-fn write_out(dir: &Path, outcomes: &[Outcome]) -> anyhow::Result<()> {
+fn write_out(dir: &Path, outcomes: &[ExperimentResult]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join("results.json");
     std::fs::write(&path, serde_json::to_string_pretty(outcomes)? + "\n")

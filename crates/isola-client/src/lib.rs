@@ -16,12 +16,12 @@
 #![warn(missing_docs)]
 
 use isola_wire::control::{self, ControlError, Reply, Request};
-use isola_wire::{Completion, Consumer, Producer, Region, RingError, Submission};
+use isola_wire::{CompletionEntry, Consumer, Producer, Region, RingError, Submission};
 use rustix::fd::{AsFd, OwnedFd};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 
-pub use isola_wire::entry::{detail, Outcome};
+pub use isola_wire::entry::{detail, CompletionStatus};
 
 /// What went wrong on the tenant's side.
 #[derive(Debug, thiserror::Error)]
@@ -227,11 +227,11 @@ impl Client {
     }
 
     /// The next completion, if one is ready.
-    pub fn poll(&mut self) -> Result<Option<Completion>, ClientError> {
+    pub fn poll(&mut self) -> Result<Option<CompletionEntry>, ClientError> {
         let c = self
             .cq
-            .pop::<{ Completion::WORDS }>(self.region.words())?
-            .map(|w| Completion::decode(&w));
+            .pop::<{ CompletionEntry::WORDS }>(self.region.words())?
+            .map(|w| CompletionEntry::decode(&w));
         match c {
             // A slot freed: the daemon may have waited for one to take more.
             Some(_) => self.wake_daemon()?,
@@ -285,7 +285,7 @@ impl Client {
 
     /// The next completion, waiting for the daemon's wake-up if none is
     /// ready (an error if the daemon goes away meanwhile).
-    pub fn wait(&mut self) -> Result<Completion, ClientError> {
+    pub fn wait(&mut self) -> Result<CompletionEntry, ClientError> {
         let start = std::time::Instant::now();
         loop {
             if let Some(c) = self.poll()? {
@@ -315,7 +315,10 @@ impl Client {
     /// or if a signal interrupted the sleep (the caller looks at its
     /// clock and its flags, and calls again). An error if the daemon goes
     /// away meanwhile.
-    pub fn wait_until(&mut self, deadline: std::time::Instant) -> Result<Option<Completion>, ClientError> {
+    pub fn wait_until(
+        &mut self,
+        deadline: std::time::Instant,
+    ) -> Result<Option<CompletionEntry>, ClientError> {
         let start = std::time::Instant::now();
         loop {
             if let Some(c) = self.poll()? {

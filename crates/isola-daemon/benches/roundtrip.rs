@@ -29,7 +29,7 @@ use isola_core::{AffineCost, Slo, TenantId};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_runtime::{EngineConfig, Mode, RuntimeBuilder};
 use isola_wire::control::{self, Reply, Request};
-use isola_wire::{Completion, Consumer, Geometry, Producer, Region, Submission};
+use isola_wire::{CompletionEntry, Consumer, Geometry, Producer, Region, Submission};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::net::{RecvFlags, SendFlags};
 use std::collections::BTreeMap;
@@ -105,9 +105,9 @@ fn serve_rings(socket: &OwnedFd) {
         let input = region.read_arena(s.input_offset, s.input_len).unwrap_or_default();
         let out = crc.run(&input).unwrap_or_default();
         let _ = region.write_arena(s.output_offset, &out);
-        let c = Completion {
+        let c = CompletionEntry {
             tag: s.tag,
-            outcome: isola_wire::Outcome::Ok,
+            outcome: isola_wire::CompletionStatus::Ok,
             output_len: out.len() as u64,
             arrival_ns: 0,
             dispatch_ns: 0,
@@ -227,9 +227,9 @@ impl Rings {
         if self.sq.consumer_sleeps(words) {
             control::send(self.socket.as_fd(), &Request::Kick, None).expect("the server is there");
         }
-        let c = next_entry::<{ Completion::WORDS }>(&self.region, &mut self.cq, &self.socket)
+        let c = next_entry::<{ CompletionEntry::WORDS }>(&self.region, &mut self.cq, &self.socket)
             .expect("the server answers");
-        assert_eq!(Completion::decode(&c).output_len, 4);
+        assert_eq!(CompletionEntry::decode(&c).output_len, 4);
     }
 }
 
@@ -377,7 +377,10 @@ fn bench(c: &mut Criterion) {
     let ((daemon, mut client), (daemon_here, mut client_here), s) = daemons(&dir);
     let through = |client: &mut Client| {
         client.submit(&s).expect("submitted");
-        assert_eq!(client.wait().expect("answered").outcome, isola_wire::Outcome::Ok);
+        assert_eq!(
+            client.wait().expect("answered").outcome,
+            isola_wire::CompletionStatus::Ok
+        );
     };
     let mut through_daemon = || through(&mut client);
     let mut through_daemon_here = || through(&mut client_here);

@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo run -p isola-daemon --example submit -- SOCKET TENANT COUNT`
 
-use isola_client::{Client, Outcome};
+use isola_client::{Client, CompletionStatus};
 use isola_wire::Submission;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ fn run(socket: &std::path::Path, tenant: &str, count: u64) -> Result<(), String>
         };
         c.submit(&s).map_err(|e| format!("submitting task {tag}: {e}"))?;
         let done = c.wait().map_err(|e| format!("waiting for task {tag}: {e}"))?;
-        if done.outcome != Outcome::Ok {
+        if done.outcome != CompletionStatus::Ok {
             return Err(format!("task {tag}: {:?}", done.outcome));
         }
     }

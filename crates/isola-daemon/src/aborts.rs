@@ -61,14 +61,14 @@ struct Logged {
     unsaid: u64,
 }
 
-/// The daemon's log of aborted packets, rate-limited per tenant slot.
+/// The daemon's log of aborted packets, rate-limited per tenant seat.
 #[derive(Debug, Default)]
 pub(crate) struct AbortLog {
     tenants: Mutex<HashMap<usize, Logged>>,
 }
 
 impl AbortLog {
-    /// Takes one abort of tenant slot `tenant` at `now`; answers the line
+    /// Takes one abort of tenant seat `tenant` at `now`; answers the line
     /// to write, if one is due (the first abort, or the first after
     /// [`LOG_INTERVAL`]), with `describe` called only then.
     pub(crate) fn take(
@@ -101,7 +101,7 @@ impl AbortLog {
 }
 
 impl crate::Shared {
-    /// Packet of tenant slot `tenant`'s flow `flow` from `from` was
+    /// Packet of tenant seat `tenant`'s flow `flow` from `from` was
     /// aborted with `cause`: counted `aborted`, its tenant told
     /// (`KernelAborted`, the flow and the cause's number), and the log
     /// told if a line is due ([`AbortLog`]).
@@ -120,7 +120,7 @@ impl crate::Shared {
                 .lock()
                 .ok()
                 .and_then(|t| {
-                    t.slots
+                    t.seats
                         .get(tenant)
                         .and_then(|s| s.config.as_ref())
                         .map(|c| c.name().to_string())

@@ -11,15 +11,15 @@
 //! connection's own thread only reads its socket: registrations, and the
 //! tenant's kicks when the dispatcher sleeps. The daemon never takes more
 //! submissions than its completion ring can hold answers for, so a
-//! completion always has a slot. When the tenant goes away, its queued
+//! completion always has a seat. When the tenant goes away, its queued
 //! work is cancelled, and the region is released once every task taken
 //! is answered.
 
-use crate::config::TenantConfig;
+use crate::config::DaemonTenant;
 use crate::Shared;
-use isola_runtime::{Completion as TaskDone, SubmitError, TaskError};
+use isola_runtime::{Completion, SubmitError, TaskError};
 use isola_wire::control::{self, Reply, Request};
-use isola_wire::entry::{detail, Completion, Event, EventKind, Outcome, Submission};
+use isola_wire::entry::{detail, CompletionEntry, CompletionStatus, Event, EventKind, Submission};
 use isola_wire::layout::Geometry;
 use isola_wire::{check_submission, Consumer, Producer, Region};
 use rustix::fd::{AsFd, OwnedFd};
@@ -50,7 +50,7 @@ struct Pending {
 /// What the connection's thread, the dispatcher's poller of its ring and
 /// the runtime's completion callbacks share (and the daemon, to drain it).
 pub(crate) struct Conn {
-    /// Its tenant's slot.
+    /// Its tenant's seat.
     pub(crate) tenant: usize,
     pub(crate) socket: OwnedFd,
     pub(crate) region: Region,
@@ -127,9 +127,9 @@ impl Conn {
         Ok(in_flight + unread < self.region.layout().cq.count)
     }
 
-    /// Publishes `c` (there is always a slot: see `serve`'s admission) and
+    /// Publishes `c` (there is always a seat: see `serve`'s admission) and
     /// wakes the tenant.
-    fn answer(&self, c: Completion) {
+    fn answer(&self, c: CompletionEntry) {
         let wake = match self.cq.lock() {
             Ok(mut cq) => {
                 cq.push(self.region.words(), &c.encode()).is_ok() && cq.consumer_sleeps(self.region.words())
@@ -199,7 +199,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     let removing = shared
         .tenants
         .lock()
-        .map(|table| table.slots[tenant].removing)
+        .map(|table| table.seats[tenant].removing)
         .unwrap_or(true);
     if shared.draining.load(Ordering::Acquire) || removing {
         conn.drain(shared.now_ns());
@@ -261,7 +261,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
     // Every task taken is answered: the tenant's next wait hears the end.
     let _ = rustix::net::shutdown(&conn.socket, rustix::net::Shutdown::Both);
     // Its host window (if it holds the tenant's) goes with it, before the
-    // slot can be vacated and given to another tenant.
+    // seat can be vacated and given to another tenant.
     shared.host_windows.set(tenant, &conn, 0, 0);
     shared.release(tenant);
 }
@@ -330,7 +330,7 @@ fn converse(shared: &Shared, conn: &Arc<Conn>) {
 
 /// Reads `Hello`, checks the peer's credentials and the tenant's
 /// connection count, makes and passes the region.
-fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, TenantConfig, Region), String> {
+fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, DaemonTenant, Region), String> {
     let peer = control::peer(socket).map_err(|e| e.to_string())?;
     let (tenant_name, version) = match control::recv::<Request>(socket.as_fd()) {
         Ok((Request::Hello { tenant, version }, _)) => (tenant, version),
@@ -410,7 +410,7 @@ pub(crate) fn take_submissions(
         // it is answered.
         let (tenant, engine) = (handle.id().index(), operators.get(entry.handle as usize));
         let engine = engine.and_then(|(op, _)| shared.metrics.engine_of(op));
-        let refuse = |outcome: Outcome| {
+        let refuse = |outcome: CompletionStatus| {
             shared.metrics.refused(tenant, engine, outcome);
             refusal(entry.tag, outcome, now)
         };
@@ -422,7 +422,7 @@ pub(crate) fn take_submissions(
         ) {
             Ok(c) => c,
             Err(e) => {
-                conn.answer(refuse(Outcome::BadEntry(e.code())));
+                conn.answer(refuse(CompletionStatus::BadEntry(e.code())));
                 continue;
             }
         };
@@ -460,8 +460,8 @@ pub(crate) fn take_submissions(
 
 /// The answer to entry `tag`, refused with `outcome` as it arrived at
 /// `at_ns` (it never ran).
-fn refusal(tag: u64, outcome: Outcome, at_ns: u64) -> Completion {
-    Completion {
+fn refusal(tag: u64, outcome: CompletionStatus, at_ns: u64) -> CompletionEntry {
+    CompletionEntry {
         tag,
         outcome,
         output_len: 0,
@@ -478,7 +478,7 @@ struct Entry {
     checked: isola_wire::CheckedSubmission,
     op: Arc<dyn isola_ops::Operator>,
     arrival_ns: u64,
-    /// Its tenant slot and engine, for the metrics.
+    /// Its tenant seat and engine, for the metrics.
     tenant: usize,
     engine: Option<usize>,
 }
@@ -500,7 +500,7 @@ fn submit_entry(
         tenant,
         engine,
     } = entry;
-    let refuse = |outcome: Outcome| {
+    let refuse = |outcome: CompletionStatus| {
         shared.metrics.refused(tenant, engine, outcome);
         refusal(checked.tag, outcome, arrival_ns)
     };
@@ -508,7 +508,7 @@ fn submit_entry(
         .region
         .read_arena(checked.input.start as u64, checked.input.len() as u64)
     else {
-        conn.answer(refuse(Outcome::BadEntry(0)));
+        conn.answer(refuse(CompletionStatus::BadEntry(0)));
         return true;
     };
     // Held across the submission, so that its completion, which may
@@ -520,7 +520,7 @@ fn submit_entry(
     // thread takes after closing it), nothing more is submitted.
     if conn.closed.load(Ordering::Acquire) {
         drop(pending);
-        conn.answer(refuse(Outcome::Cancelled));
+        conn.answer(refuse(CompletionStatus::Cancelled));
         return false;
     }
     match handle.submit_operator_calling(op, input, Arc::clone(done)) {
@@ -546,19 +546,21 @@ fn submit_entry(
 }
 
 /// The outcome code of a refused submission.
-fn submit_outcome(e: &SubmitError) -> Outcome {
+fn submit_outcome(e: &SubmitError) -> CompletionStatus {
     match e {
-        SubmitError::ShutDown => Outcome::Cancelled,
-        SubmitError::NoEngine(_) | SubmitError::NoCostModel { .. } => Outcome::Rejected(detail::NO_ENGINE),
-        _ => Outcome::OperatorFailed(detail::OPERATOR),
+        SubmitError::ShutDown => CompletionStatus::Cancelled,
+        SubmitError::NoEngine(_) | SubmitError::NoCostModel { .. } => {
+            CompletionStatus::Rejected(detail::NO_ENGINE)
+        }
+        _ => CompletionStatus::OperatorFailed(detail::OPERATOR),
     }
 }
 
 /// Writes finished task `c`'s output and completion (called by the
 /// runtime thread that completed it).
-fn answer_task(conn: &Conn, c: TaskDone) {
+fn answer_task(conn: &Conn, c: Completion) {
     // Read, not removed yet: until its answer is on the completion ring the
-    // task counts as in flight, so the slot it was admitted with stays its
+    // task counts as in flight, so the seat it was admitted with stays its
     // own (`Conn::has_room`).
     let Some(p) = conn.pending.lock().ok().and_then(|m| m.get(&c.task).cloned()) else {
         return;
@@ -579,19 +581,19 @@ fn answer_task(conn: &Conn, c: TaskDone) {
     }
     let (outcome, output_len) = match &c.result {
         Ok(out) if out.len() > p.output.len() => (
-            Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),
+            CompletionStatus::OperatorFailed(detail::OUTPUT_TOO_LARGE),
             out.len() as u64,
         ),
         Ok(out) => match conn.region.write_arena(p.output.start as u64, out) {
-            Ok(()) => (Outcome::Ok, out.len() as u64),
+            Ok(()) => (CompletionStatus::Ok, out.len() as u64),
             Err(_) => (
-                Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE),
+                CompletionStatus::OperatorFailed(detail::OUTPUT_TOO_LARGE),
                 out.len() as u64,
             ),
         },
         Err(e) => (task_outcome(e), 0),
     };
-    let answer = Completion {
+    let answer = CompletionEntry {
         tag: p.tag,
         outcome,
         output_len,
@@ -613,19 +615,19 @@ fn answer_task(conn: &Conn, c: TaskDone) {
 }
 
 /// The outcome code of a task that ended in an error.
-fn task_outcome(e: &TaskError) -> Outcome {
+fn task_outcome(e: &TaskError) -> CompletionStatus {
     match e {
         TaskError::Rejected(isola_core::RejectReason::ChannelFull { .. }) => {
-            Outcome::Rejected(detail::CHANNEL_FULL)
+            CompletionStatus::Rejected(detail::CHANNEL_FULL)
         }
         TaskError::Rejected(isola_core::RejectReason::OverQuota { .. }) => {
-            Outcome::Rejected(detail::OVER_QUOTA)
+            CompletionStatus::Rejected(detail::OVER_QUOTA)
         }
-        TaskError::Rejected(_) => Outcome::Rejected(detail::OTHER),
-        TaskError::Cancelled => Outcome::Cancelled,
-        TaskError::Abandoned { .. } => Outcome::Abandoned,
-        TaskError::Panicked { .. } => Outcome::OperatorFailed(detail::PANICKED),
-        TaskError::OverBudget { .. } => Outcome::OperatorFailed(detail::OVER_BUDGET),
-        _ => Outcome::OperatorFailed(detail::OPERATOR),
+        TaskError::Rejected(_) => CompletionStatus::Rejected(detail::OTHER),
+        TaskError::Cancelled => CompletionStatus::Cancelled,
+        TaskError::Abandoned { .. } => CompletionStatus::Abandoned,
+        TaskError::Panicked { .. } => CompletionStatus::OperatorFailed(detail::PANICKED),
+        TaskError::OverBudget { .. } => CompletionStatus::OperatorFailed(detail::OVER_BUDGET),
+        _ => CompletionStatus::OperatorFailed(detail::OPERATOR),
     }
 }

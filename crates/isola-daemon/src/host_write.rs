@@ -29,11 +29,11 @@ struct Window {
     len: u64,
 }
 
-/// Every tenant slot's host window, if one is set, and the link to host
+/// Every tenant seat's host window, if one is set, and the link to host
 /// memory they are reached over.
 #[derive(Default)]
 pub(crate) struct HostWindows {
-    slots: Vec<Mutex<Option<Window>>>,
+    seats: Vec<Mutex<Option<Window>>>,
     /// The DMA engine's link (`bandwidth`), ns per byte: a copy of `n`
     /// bytes takes at least `n` times it (none: as fast as memory copies).
     ns_per_byte: Option<f64>,
@@ -42,17 +42,17 @@ pub(crate) struct HostWindows {
 impl std::fmt::Debug for HostWindows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostWindows")
-            .field("slots", &self.slots.len())
+            .field("seats", &self.seats.len())
             .finish()
     }
 }
 
 impl HostWindows {
-    /// No window yet for any of `slots` tenant slots, reached over a link
+    /// No window yet for any of `seats` tenant seats, reached over a link
     /// of `bandwidth` bytes per second (none: unpaced).
-    pub(crate) fn new(slots: usize, bandwidth: Option<f64>) -> HostWindows {
+    pub(crate) fn new(seats: usize, bandwidth: Option<f64>) -> HostWindows {
         HostWindows {
-            slots: (0..slots).map(|_| Mutex::new(None)).collect(),
+            seats: (0..seats).map(|_| Mutex::new(None)).collect(),
             ns_per_byte: bandwidth.map(|b| 1e9 / b),
         }
     }
@@ -83,35 +83,35 @@ impl HostWindows {
     /// len` (checked against the arena by the caller); `len` 0 withdraws
     /// it if `conn` holds it.
     pub(crate) fn set(&self, t: usize, conn: &Arc<Conn>, start: u64, len: u64) {
-        let Some(Ok(mut slot)) = self.slots.get(t).map(Mutex::lock) else {
+        let Some(Ok(mut seat)) = self.seats.get(t).map(Mutex::lock) else {
             return;
         };
         if len > 0 {
-            *slot = Some(Window {
+            *seat = Some(Window {
                 conn: Arc::downgrade(conn),
                 start,
                 len,
             });
-        } else if slot
+        } else if seat
             .as_ref()
             .is_some_and(|w| std::ptr::eq(w.conn.as_ptr(), Arc::as_ptr(conn)))
         {
-            *slot = None;
+            *seat = None;
         }
     }
 
-    /// Tenant slot `t` has no window any more (it is vacated: a tenant
-    /// added to the slot later must not write to this one's memory).
+    /// Tenant seat `t` has no window any more (it is vacated: a tenant
+    /// added to the seat later must not write to this one's memory).
     pub(crate) fn clear(&self, t: usize) {
-        if let Some(Ok(mut slot)) = self.slots.get(t).map(Mutex::lock) {
-            *slot = None;
+        if let Some(Ok(mut seat)) = self.seats.get(t).map(Mutex::lock) {
+            *seat = None;
         }
     }
 
     /// Tenant `t`'s window now: its connection (still open) and place.
     fn current(&self, t: usize) -> Option<(Arc<Conn>, u64, u64)> {
-        let slot = self.slots.get(t)?.lock().ok()?;
-        let w = slot.as_ref()?;
+        let seat = self.seats.get(t)?.lock().ok()?;
+        let w = seat.as_ref()?;
         Some((w.conn.upgrade()?, w.start, w.len))
     }
 }

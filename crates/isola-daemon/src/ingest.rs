@@ -2,7 +2,7 @@
 //!
 //! isolad's submission rings are polled by the runtime's dispatcher (the
 //! one thread that also takes every completion and fills every engine
-//! slot). A task's input is copied out of the tenant's arena before the
+//! seat). A task's input is copied out of the tenant's arena before the
 //! task is handed to the runtime (the arena is the tenant's to rewrite at
 //! any time). For an 8 MiB input that copy is a millisecond or more; done
 //! on the dispatcher, it is a millisecond in which no other tenant's ring

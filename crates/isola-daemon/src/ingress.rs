@@ -124,14 +124,14 @@ impl TenantPackets {
 pub struct PacketCounts {
     /// Datagrams no flow matched (dropped).
     pub unmatched: u64,
-    /// Per tenant slot: (received, replied, dropped for a full queue or
+    /// Per tenant seat: (received, replied, dropped for a full queue or
     /// a reply the socket refused, aborted by its kernel).
     pub tenants: Vec<(u64, u64, u64, u64)>,
-    /// Per tenant slot: packets that ended with their kernel, no reply
+    /// Per tenant seat: packets that ended with their kernel, no reply
     /// asked for. With the replied, dropped and aborted ones, every
     /// received packet is counted once.
     pub consumed: Vec<u64>,
-    /// Per tenant slot: packets taken in marked Congestion Experienced
+    /// Per tenant seat: packets taken in marked Congestion Experienced
     /// (each also counted in one of the outcomes above).
     pub marked: Vec<u64>,
 }
@@ -150,7 +150,7 @@ impl PacketPath {
         let path = PacketPath {
             rules: RwLock::new(RuleSet::new(Vec::new())),
             unmatched: AtomicU64::new(0),
-            tenants: (0..table.slots.len()).map(|_| TenantPackets::default()).collect(),
+            tenants: (0..table.seats.len()).map(|_| TenantPackets::default()).collect(),
         };
         path.rebuild(table);
         path
@@ -159,14 +159,14 @@ impl PacketPath {
     /// Takes the rules, and each tenant's flow queue depth, from `table`
     /// again (after a live change).
     pub(crate) fn rebuild(&self, table: &TenantTable) {
-        for (slot, packets) in table.slots.iter().zip(&self.tenants) {
-            let depth = slot.config.as_ref().map_or(0, |c| c.slo().queue_cap as u64);
+        for (seat, packets) in table.seats.iter().zip(&self.tenants) {
+            let depth = seat.config.as_ref().map_or(0, |c| c.slo().queue_cap as u64);
             packets.depth.store(depth, Ordering::Relaxed);
-            let mark_from = slot.config.as_ref().map_or(0, |c| c.tenant.ecn_threshold as u64);
+            let mark_from = seat.config.as_ref().map_or(0, |c| c.tenant.ecn_threshold as u64);
             packets.mark_from.store(mark_from, Ordering::Relaxed);
         }
         let rules = table
-            .slots
+            .seats
             .iter()
             .enumerate()
             .filter(|(_, s)| !s.removing)
@@ -198,7 +198,7 @@ impl PacketPath {
         }
     }
 
-    /// Counts `n` packets of tenant slot `tenant` with `outcome`, here and
+    /// Counts `n` packets of tenant seat `tenant` with `outcome`, here and
     /// in `metrics`.
     pub(crate) fn count(&self, metrics: &Metrics, tenant: usize, outcome: PacketOutcome, n: usize) {
         if n == 0 {
@@ -210,7 +210,7 @@ impl PacketPath {
         metrics.packets(tenant, outcome, n as u64);
     }
 
-    /// Takes up to `n` packets of tenant slot `tenant` into its flow
+    /// Takes up to `n` packets of tenant seat `tenant` into its flow
     /// queues, as many as they have room for; answers how many, and the
     /// position among them from which a packet finds its queues at or
     /// past its ECN threshold (a packet there carrying ECN bits is marked).
@@ -247,7 +247,7 @@ impl PacketPath {
         })
     }
 
-    /// One packet of tenant slot `tenant` has ended (whatever its outcome).
+    /// One packet of tenant seat `tenant` has ended (whatever its outcome).
     pub(crate) fn release(&self, tenant: usize) {
         if let Some(t) = self.tenants.get(tenant) {
             let before = t.in_flight.fetch_sub(1, Ordering::AcqRel);
@@ -379,7 +379,7 @@ struct SocketPoller {
     shared: Weak<Shared>,
     stopping: Arc<AtomicBool>,
     batch: crate::udp_batch::RecvBatch,
-    /// Per tenant slot: its packets of the batch at hand.
+    /// Per tenant seat: its packets of the batch at hand.
     per_tenant: Vec<Vec<Matched>>,
     watch: Watch,
     /// Whether the kernel gives each datagram's ECN field now
@@ -546,7 +546,7 @@ fn classify(
 }
 
 /// Runs `packets` (emptied) through their flows' kernels as one batch of
-/// tasks of tenant slot `tenant`; their replies leave together
+/// tasks of tenant seat `tenant`; their replies leave together
 /// ([`ReplyGroup`]).
 fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut Vec<Matched>) {
     let path = &shared.packets;

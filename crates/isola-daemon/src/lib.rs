@@ -100,7 +100,7 @@ pub(crate) struct Shared {
     pub(crate) attaching: std::sync::atomic::AtomicUsize,
     /// The packet path's matcher and counters.
     pub(crate) packets: ingress::PacketPath,
-    /// Which tenant holds each slot of the core, and its connections.
+    /// Which tenant holds each seat of the core, and its connections.
     pub(crate) tenants: Mutex<tenants::TenantTable>,
     /// The daemon drains: connections take no more submissions.
     pub(crate) draining: AtomicBool,
@@ -161,7 +161,7 @@ impl Shared {
         Some(isola_core::EngineId(e as u32))
     }
 
-    /// The connections of tenant slot `t` being served now, oldest first.
+    /// The connections of tenant seat `t` being served now, oldest first.
     pub(crate) fn connections_of(&self, t: usize) -> Vec<Arc<connection::Conn>> {
         self.live
             .lock()
@@ -200,7 +200,7 @@ pub fn core_for(config: &DaemonConfig) -> Result<isola_core::Scheduler, DaemonEr
     b.scheduler().map_err(|e| DaemonError::Runtime(Box::new(e)))
 }
 
-/// The runtime `config` describes, with `table`'s tenants (spare slots
+/// The runtime `config` describes, with `table`'s tenants (spare seats
 /// with a default SLO) and their host windows.
 fn runtime_builder(
     config: &DaemonConfig,
@@ -217,12 +217,12 @@ fn runtime_builder(
         .iter()
         .find(|e| e.kind == isola_core::EngineKind::Dma)
         .and_then(|e| e.bandwidth);
-    let host_windows = Arc::new(host_write::HostWindows::new(table.slots.len(), link));
-    for (t, slot) in table.slots.iter().enumerate() {
-        // Spare slots wait, with a default SLO, for tenants added live.
-        let (name, slo) = match &slot.config {
+    let host_windows = Arc::new(host_write::HostWindows::new(table.seats.len(), link));
+    for (t, seat) in table.seats.iter().enumerate() {
+        // Spare seats wait, with a default SLO, for tenants added live.
+        let (name, slo) = match &seat.config {
             Some(c) => (c.name().to_string(), c.slo().clone()),
-            None => (format!("(spare slot {t})"), Slo::default()),
+            None => (format!("(spare seat {t})"), Slo::default()),
         };
         let id = b.tenant(name, slo);
         // Its packet kernels' DMA writes land in its host window.
@@ -231,7 +231,7 @@ fn runtime_builder(
             tenant: t,
         };
         b.host_region(id, Arc::new(window));
-        for (on, change) in slot.config.iter().flat_map(|c| c.overrides()) {
+        for (on, change) in seat.config.iter().flat_map(|c| c.overrides()) {
             b.tenant_on(id, on.clone(), *change);
         }
     }
@@ -253,7 +253,7 @@ fn runtime_builder(
 }
 
 /// The runtime's engine for configured engine `e`.
-fn runtime_engine(e: &config::EngineConfig) -> Result<EngineConfig, DaemonError> {
+fn runtime_engine(e: &config::DaemonEngine) -> Result<EngineConfig, DaemonError> {
     let ops: Vec<&str> = e.ops.iter().map(String::as_str).collect();
     let cost: Arc<dyn isola_core::CostModel> = match &e.profile {
         Some(p) => Arc::new(p.cost_model()),
@@ -424,7 +424,7 @@ impl Daemon {
     }
 
     /// The packet path's counters: unmatched datagrams, and per tenant
-    /// slot those received, replied to, dropped and aborted.
+    /// seat those received, replied to, dropped and aborted.
     pub fn packet_counts(&self) -> PacketCounts {
         self.shared.packets.counts()
     }

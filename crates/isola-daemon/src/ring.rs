@@ -78,7 +78,7 @@ impl isola_runtime::Poller for RingPoller {
         let words = self.conn.region.words();
         self.sq.sleep(words, true);
         // Entries it could take now: poll on. Entries waiting for room in
-        // the completion ring are not: the tenant kicks when it frees a slot.
+        // the completion ring are not: the tenant kicks when it frees a seat.
         let ready = !self.stopped()
             && matches!(self.sq.available(words), Ok(n) if n > 0)
             && matches!(self.conn.has_room(), Ok(true));

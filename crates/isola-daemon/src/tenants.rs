@@ -1,5 +1,5 @@
-//! The daemon's tenant table, live: which tenant holds each slot of the
-//! core (configured tenants first, then spare slots for tenants added
+//! The daemon's tenant table, live: which tenant holds each seat of the
+//! core (configured tenants first, then spare seats for tenants added
 //! while the daemon runs), how many connections each holds, and the
 //! operator's changes: add, change keys (SLO, quota, users, groups,
 //! connection limit), drain and remove, reload the file.
@@ -7,12 +7,12 @@
 //! Every change is checked by the code that checks the configuration
 //! file, and a tenant's SLO goes to the core (`Runtime::set_slo`) before
 //! the table shows it, so what `isola ctl list` shows is what the core
-//! schedules by. A removed tenant's slot is vacated once its last
+//! schedules by. A removed tenant's seat is vacated once its last
 //! connection has closed; then its name is free for a new tenant (its
 //! Prometheus counters stay under that name; `list` shows a new tenant's
 //! own figures from zero).
 
-use crate::config::{DaemonConfig, TenantConfig};
+use crate::config::{DaemonConfig, DaemonTenant};
 use crate::Shared;
 use isola_core::{Slo, TenantId};
 use isola_model::ScenarioError;
@@ -20,52 +20,52 @@ use isola_wire::admin::{KeyChange, SloStatus, TenantFigures, TenantStatus, TENAN
 use isola_wire::EventKind;
 use serde::Deserialize;
 
-/// One slot of the core's tenants.
+/// One seat of the core's tenants.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Slot {
+pub(crate) struct Seat {
     /// The tenant in it; `None`: vacant.
-    pub(crate) config: Option<TenantConfig>,
+    pub(crate) config: Option<DaemonTenant>,
     /// Connections it holds now.
     pub(crate) connections: u32,
     /// It is being removed: no new connections, its own drain.
     pub(crate) removing: bool,
-    /// The slot's counters when its tenant was added: an earlier
+    /// The seat's counters when its tenant was added: an earlier
     /// tenant's of the same name (its Prometheus counters), and the
-    /// runtime's of the slot, not this one's.
+    /// runtime's of the seat, not this one's.
     pub(crate) baseline: TenantFigures,
 }
 
-/// Every slot, by tenant id.
+/// Every seat, by tenant id.
 #[derive(Debug)]
 pub(crate) struct TenantTable {
-    pub(crate) slots: Vec<Slot>,
+    pub(crate) seats: Vec<Seat>,
 }
 
 impl TenantTable {
-    /// The configured tenants in slots `0..n`, then `spare` vacant ones.
+    /// The configured tenants in seats `0..n`, then `spare` vacant ones.
     pub(crate) fn new(config: &DaemonConfig) -> TenantTable {
-        let mut slots: Vec<Slot> = config
+        let mut seats: Vec<Seat> = config
             .tenants
             .iter()
-            .map(|t| Slot {
+            .map(|t| Seat {
                 config: Some(t.clone()),
-                ..Slot::default()
+                ..Seat::default()
             })
             .collect();
-        slots.resize(config.tenants.len() + config.spare_tenants, Slot::default());
-        TenantTable { slots }
+        seats.resize(config.tenants.len() + config.spare_tenants, Seat::default());
+        TenantTable { seats }
     }
 
-    /// The slot of the tenant named `name` (being removed or not).
+    /// The seat of the tenant named `name` (being removed or not).
     fn find(&self, name: &str) -> Option<usize> {
-        self.slots
+        self.seats
             .iter()
             .position(|s| s.config.as_ref().is_some_and(|c| c.name() == name))
     }
 
     /// Admits a connection of process `pid` (`uid`, `gid`) as tenant
     /// `name`: the tenant exists, is granted to that uid or gid, and is
-    /// under its connection limit. Returns its slot, its configuration and
+    /// under its connection limit. Returns its seat, its configuration and
     /// how many connections it holds now.
     pub(crate) fn admit(
         &mut self,
@@ -73,50 +73,50 @@ impl TenantTable {
         uid: u32,
         gid: u32,
         pid: i32,
-    ) -> Result<(usize, TenantConfig, u32), String> {
-        let Some(t) = self.find(name).filter(|&t| !self.slots[t].removing) else {
+    ) -> Result<(usize, DaemonTenant, u32), String> {
+        let Some(t) = self.find(name).filter(|&t| !self.seats[t].removing) else {
             return Err(format!("no tenant `{name}`"));
         };
-        let slot = &mut self.slots[t];
-        let config = slot.config.as_ref().expect("found by its configuration");
+        let seat = &mut self.seats[t];
+        let config = seat.config.as_ref().expect("found by its configuration");
         if !(config.tenant.access.users.contains(&uid) || config.tenant.access.groups.contains(&gid)) {
             return Err(format!(
                 "process {pid} (uid {uid}, gid {gid}) may not act as tenant `{name}`"
             ));
         }
-        if slot.connections >= config.tenant.access.max_connections {
+        if seat.connections >= config.tenant.access.max_connections {
             return Err(format!(
                 "tenant `{name}` holds {} connections already (its max_connections)",
                 config.tenant.access.max_connections
             ));
         }
-        slot.connections += 1;
-        Ok((t, config.clone(), slot.connections))
+        seat.connections += 1;
+        Ok((t, config.clone(), seat.connections))
     }
 }
 
 impl Shared {
     /// Uncounts a connection of tenant `t`; the last one of a tenant being
-    /// removed vacates its slot.
+    /// removed vacates its seat.
     pub(crate) fn release(&self, t: usize) {
         let Ok(mut table) = self.tenants.lock() else {
             return;
         };
-        let slot = &mut table.slots[t];
-        slot.connections = slot.connections.saturating_sub(1);
-        self.metrics.set_connections(t, slot.connections);
-        if slot.removing && slot.connections == 0 {
+        let seat = &mut table.seats[t];
+        seat.connections = seat.connections.saturating_sub(1);
+        self.metrics.set_connections(t, seat.connections);
+        if seat.removing && seat.connections == 0 {
             self.vacate(&mut table, t);
         }
     }
 
-    /// Empties slot `t`: the core serves it by a default SLO again.
+    /// Empties seat `t`: the core serves it by a default SLO again.
     fn vacate(&self, table: &mut TenantTable, t: usize) {
         let _ = self
             .runtime
             .set_slo(TenantId(t as u32), Slo::default(), Vec::new());
         self.host_windows.clear(t);
-        table.slots[t] = Slot::default();
+        table.seats[t] = Seat::default();
     }
 
     /// Tells every connection of tenant `t` of `kind`.
@@ -133,7 +133,7 @@ impl Shared {
         }
     }
 
-    /// Adds tenant `name` with `keys` in a vacant slot.
+    /// Adds tenant `name` with `keys` in a vacant seat.
     pub(crate) fn add_tenant(&self, name: &str, keys: &[KeyChange]) -> Result<String, String> {
         let origin = "isola ctl add";
         let mut raw = isola_model::tenant::RawTenant::named(name);
@@ -153,7 +153,7 @@ impl Shared {
     }
 
     /// Adds the tenant `text` describes (a tenant table read from file
-    /// `origin`) in a vacant slot.
+    /// `origin`) in a vacant seat.
     pub(crate) fn add_table(&self, text: &str, origin: &str) -> Result<String, String> {
         let config = self
             .config
@@ -162,7 +162,7 @@ impl Shared {
         self.add_config(config)
     }
 
-    fn add_config(&self, config: TenantConfig) -> Result<String, String> {
+    fn add_config(&self, config: DaemonTenant) -> Result<String, String> {
         let mut table = self
             .tenants
             .lock()
@@ -170,18 +170,18 @@ impl Shared {
         self.add_checked(&mut table, config)
     }
 
-    fn add_checked(&self, table: &mut TenantTable, config: TenantConfig) -> Result<String, String> {
+    fn add_checked(&self, table: &mut TenantTable, config: DaemonTenant) -> Result<String, String> {
         if table.find(config.name()).is_some() {
             return Err(format!("tenant `{}` exists already", config.name()));
         }
         let Some(t) = table
-            .slots
+            .seats
             .iter()
             .position(|s| s.config.is_none() && s.connections == 0)
         else {
             return Err(format!(
-                "no spare tenant slot left ({} slots; raise [daemon] spare_tenants and restart)",
-                table.slots.len()
+                "no spare tenant seat left ({} seats; raise [daemon] spare_tenants and restart)",
+                table.seats.len()
             ));
         };
         self.runtime
@@ -193,8 +193,8 @@ impl Shared {
             .map_err(|e| e.to_string())?;
         let message = format!("added tenant `{}` (id {t})", config.name());
         self.metrics.set_tenant(t, Some(&config));
-        table.slots[t].config = Some(config);
-        table.slots[t].baseline = self.figures(t, TenantFigures::default());
+        table.seats[t].config = Some(config);
+        table.seats[t].baseline = self.figures(t, TenantFigures::default());
         self.packets.rebuild(table);
         Ok(message)
     }
@@ -210,7 +210,7 @@ impl Shared {
         let Some(t) = table.find(name) else {
             return Err(format!("no tenant `{name}`"));
         };
-        let current = table.slots[t].config.clone().expect("found by its configuration");
+        let current = table.seats[t].config.clone().expect("found by its configuration");
         let changed = current
             .with_changes(&changes, &origin, &self.config)
             .map_err(|e| e.to_string())?;
@@ -221,11 +221,11 @@ impl Shared {
         &self,
         table: &mut TenantTable,
         t: usize,
-        changed: TenantConfig,
+        changed: DaemonTenant,
     ) -> Result<String, String> {
-        let slot = &mut table.slots[t];
-        let Some(current) = slot.config.as_ref() else {
-            return Err(format!("tenant slot {t} is vacant"));
+        let seat = &mut table.seats[t];
+        let Some(current) = seat.config.as_ref() else {
+            return Err(format!("tenant seat {t} is vacant"));
         };
         if *current == changed {
             return Ok(format!("tenant `{}` unchanged", changed.name()));
@@ -244,7 +244,7 @@ impl Shared {
         if slo_changed {
             self.metrics.set_tenant(t, Some(&changed));
         }
-        slot.config = Some(changed);
+        seat.config = Some(changed);
         self.packets.rebuild(table);
         if slo_changed {
             self.tell_tenant(t, EventKind::SloChanged);
@@ -258,20 +258,20 @@ impl Shared {
             .tenants
             .lock()
             .map_err(|_| "daemon state poisoned".to_string())?;
-        let Some(t) = table.find(name).filter(|&t| !table.slots[t].removing) else {
+        let Some(t) = table.find(name).filter(|&t| !table.seats[t].removing) else {
             return Err(format!("no tenant `{name}`"));
         };
         Ok(self.remove_checked(&mut table, t))
     }
 
     fn remove_checked(&self, table: &mut TenantTable, t: usize) -> String {
-        let name = table.slots[t]
+        let name = table.seats[t]
             .config
             .as_ref()
             .map_or(String::new(), |c| c.name().to_string());
-        table.slots[t].removing = true;
+        table.seats[t].removing = true;
         self.packets.rebuild(table);
-        let connections = table.slots[t].connections;
+        let connections = table.seats[t].connections;
         if connections == 0 {
             self.vacate(table, t);
             return format!("removed tenant `{name}`");
@@ -311,9 +311,9 @@ impl Shared {
             .tenants
             .lock()
             .map_err(|_| "daemon state poisoned".to_string())?;
-        let gone: Vec<usize> = (0..table.slots.len())
+        let gone: Vec<usize> = (0..table.seats.len())
             .filter(|&t| {
-                let s = &table.slots[t];
+                let s = &table.seats[t];
                 !s.removing
                     && s.config
                         .as_ref()
@@ -326,13 +326,13 @@ impl Shared {
             .filter(|n| table.find(n.name()).is_none())
             .count();
         let vacant = table
-            .slots
+            .seats
             .iter()
             .filter(|s| s.config.is_none() && s.connections == 0)
             .count();
         if added > vacant {
             return Err(format!(
-                "{}: {added} new tenants but {vacant} spare slots",
+                "{}: {added} new tenants but {vacant} spare seats",
                 old.path.display()
             ));
         }
@@ -342,7 +342,7 @@ impl Shared {
         }
         for tenant in new.tenants {
             let result = match table.find(tenant.name()) {
-                Some(t) if table.slots[t].removing => {
+                Some(t) if table.seats[t].removing => {
                     Err(format!("tenant `{}` is still being removed", tenant.name()))
                 }
                 Some(t) => self.change_checked(&mut table, t, tenant),
@@ -353,7 +353,7 @@ impl Shared {
         Ok(done.join("; "))
     }
 
-    /// Slot `t`'s counters, less `baseline`: the metrics' (what
+    /// Seat `t`'s counters, less `baseline`: the metrics' (what
     /// Prometheus scrapes), with the runtime's count of tasks over budget.
     fn figures(&self, t: usize, baseline: TenantFigures) -> TenantFigures {
         let mut f = self.metrics.figures(t);
@@ -407,36 +407,36 @@ impl Shared {
             .collect()
     }
 
-    /// A page of the tenant table from slot `from`, with live figures.
+    /// A page of the tenant table from seat `from`, with live figures.
     pub(crate) fn list(&self, from: u32) -> (Vec<TenantStatus>, Option<u32>) {
         let Ok(table) = self.tenants.lock() else {
             return (Vec::new(), None);
         };
         let mut out = Vec::new();
         let mut t = from as usize;
-        while t < table.slots.len() && out.len() < TENANTS_PER_PAGE {
-            let slot = &table.slots[t];
-            if let Some(c) = &slot.config {
+        while t < table.seats.len() && out.len() < TENANTS_PER_PAGE {
+            let seat = &table.seats[t];
+            if let Some(c) = &seat.config {
                 out.push(TenantStatus {
                     id: t as u32,
                     name: c.name().to_string(),
-                    state: if slot.removing { "removing" } else { "active" }.into(),
+                    state: if seat.removing { "removing" } else { "active" }.into(),
                     slo: slo_status(c),
-                    connections: slot.connections,
+                    connections: seat.connections,
                     max_connections: c.tenant.access.max_connections,
-                    figures: self.figures(t, slot.baseline),
+                    figures: self.figures(t, seat.baseline),
                     engines: self.metrics.engine_service(t),
                 });
             }
             t += 1;
         }
-        let next = (t < table.slots.len()).then_some(t as u32);
+        let next = (t < table.seats.len()).then_some(t as u32);
         (out, next)
     }
 }
 
 /// `c`'s SLO as `isola ctl list` shows it.
-fn slo_status(c: &TenantConfig) -> SloStatus {
+fn slo_status(c: &DaemonTenant) -> SloStatus {
     let class = match c.slo().class {
         isola_core::TenantClass::LatencySensitive => "latency-sensitive",
         isola_core::TenantClass::BandwidthSensitive => "bandwidth-sensitive",

@@ -6,7 +6,7 @@
 //! and a tenant that dies with work queued has that work cancelled while
 //! another tenant's is served.
 
-use isola_client::{Client, Outcome};
+use isola_client::{Client, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::admin::{AdminReply, AdminRequest, TenantStatus};
 use isola_wire::{control, EventKind, Submission};
@@ -126,7 +126,7 @@ fn backlog(
         let mut dispatched = Vec::new();
         for _ in 0..tasks {
             let answer = c.wait().unwrap();
-            assert_eq!(answer.outcome, Outcome::Ok);
+            assert_eq!(answer.outcome, CompletionStatus::Ok);
             dispatched.push(answer.dispatch_ns);
             done.fetch_add(1, Ordering::AcqRel);
         }
@@ -141,7 +141,7 @@ fn the_admin_socket_is_owner_only() {
     assert_eq!(mode, 0o600, "the admin socket is the owner's alone");
     let admin = control::connect(d.admin_socket()).unwrap();
     let names: Vec<String> = list(&admin).into_iter().map(|t| t.name).collect();
-    assert_eq!(names, ["a", "b"], "spare slots are not listed");
+    assert_eq!(names, ["a", "b"], "spare seats are not listed");
 }
 
 #[test]
@@ -340,7 +340,7 @@ fn a_tenant_added_live_attaches_and_one_removed_is_drained_and_gone() {
         tag: 1,
     };
     c.submit(&s).unwrap();
-    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
     let listed = list(&admin);
     let row = listed.iter().find(|t| t.name == "c").unwrap();
     assert_eq!(
@@ -357,12 +357,12 @@ fn a_tenant_added_live_attaches_and_one_removed_is_drained_and_gone() {
     while list(&admin).iter().any(|t| t.name == "c") {
         assert!(
             start.elapsed() < Duration::from_secs(10),
-            "the removed tenant's slot is freed"
+            "the removed tenant's seat is freed"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(Client::connect(d.socket(), "c").is_err());
-    // Two spare slots: a third tenant added live does not fit... after two.
+    // Two spare seats: a third tenant added live does not fit... after two.
     for name in ["d", "e"] {
         let table = format!("name = \"{name}\"\nmemory_quota = \"1MiB\"\nusers = [{uid}]\n");
         done(ask(
@@ -381,8 +381,8 @@ fn a_tenant_added_live_attaches_and_one_removed_is_drained_and_gone() {
             origin: "isola ctl add".into()
         }
     ))
-    .contains("no spare tenant slot"));
-    // The new tenant in c's old slot starts from zero.
+    .contains("no spare tenant seat"));
+    // The new tenant in c's old seat starts from zero.
     let listed = list(&admin);
     assert!(listed.iter().all(|t| t.figures.submitted == 0), "{listed:?}");
 }
@@ -460,7 +460,7 @@ fn a_dead_tenants_queued_work_is_cancelled_and_the_other_is_served() {
     let batch: Vec<Submission> = (0..20).map(|i| sha(h, i)).collect();
     b.submit_all(&batch).unwrap();
     for _ in 0..20 {
-        assert_eq!(b.wait().unwrap().outcome, Outcome::Ok);
+        assert_eq!(b.wait().unwrap().outcome, CompletionStatus::Ok);
     }
     let start = Instant::now();
     loop {

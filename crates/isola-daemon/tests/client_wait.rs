@@ -2,7 +2,7 @@
 //! deadline when nothing is answered (having slept on the socket, not
 //! hung), and the answer when one comes, polling or sleeping.
 
-use isola_client::{Client, Outcome};
+use isola_client::{Client, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::Submission;
 use std::collections::BTreeMap;
@@ -54,7 +54,7 @@ fn wait_until_returns_at_its_deadline_or_with_the_answer() {
             }
             assert!(Instant::now() < deadline, "no answer with spin {spin:?}");
         };
-        assert_eq!((done.tag, done.outcome), (1, Outcome::Ok));
+        assert_eq!((done.tag, done.outcome), (1, CompletionStatus::Ok));
         assert_eq!(c.read(4096, 4).unwrap(), 0xE306_9283u32.to_be_bytes());
     }
 }

@@ -4,7 +4,7 @@
 //! stopped on is answered with an error datagram where its flow asks for
 //! one, and with nothing where it does not.
 
-use isola_client::{Client, Outcome};
+use isola_client::{Client, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig, ERROR_REPLY_PREFIX};
 use isola_wire::admin::{AdminReply, AdminRequest, TenantStatus};
 use isola_wire::{control, Submission};
@@ -96,7 +96,7 @@ fn ctl_list_and_prometheus_give_one_count_per_thing() {
         };
         a.submit(&s).unwrap();
         let outcome = a.wait().unwrap().outcome;
-        assert_eq!(outcome == Outcome::Ok, handle == crc, "{outcome:?}");
+        assert_eq!(outcome == CompletionStatus::Ok, handle == crc, "{outcome:?}");
     }
     // ... and 11 packets, each answered.
     let mut reply = [0u8; 64];

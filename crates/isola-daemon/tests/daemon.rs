@@ -3,7 +3,7 @@
 //! process's): a task's result is the operator's, a stranger is refused, a
 //! malformed entry fails alone, a tenant that leaves frees its place.
 
-use isola_client::{Client, ClientError, Outcome};
+use isola_client::{Client, ClientError, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::Submission;
 use std::collections::BTreeMap;
@@ -72,7 +72,10 @@ fn a_tenant_process_gets_its_operators_result() {
     let s = crc(&mut c, 7);
     c.submit(&s).unwrap();
     let done = c.wait().unwrap();
-    assert_eq!((done.tag, done.outcome, done.output_len), (7, Outcome::Ok, 4));
+    assert_eq!(
+        (done.tag, done.outcome, done.output_len),
+        (7, CompletionStatus::Ok, 4)
+    );
     // CRC-32C of "123456789": the check value of the published catalogue.
     assert_eq!(c.read(4096, 4).unwrap(), 0xE306_9283u32.to_be_bytes());
     assert!(done.completion_ns >= done.arrival_ns && done.service_ns > 0);
@@ -130,10 +133,10 @@ fn a_malformed_entry_fails_alone() {
         let done = c.wait().unwrap();
         seen.insert(done.tag, done.outcome);
     }
-    assert!(matches!(seen[&2], Outcome::BadEntry(_)), "{seen:?}");
-    assert!(matches!(seen[&3], Outcome::BadEntry(_)), "{seen:?}");
-    assert!(matches!(seen[&4], Outcome::BadEntry(_)), "{seen:?}");
-    assert_eq!(seen[&5], Outcome::Ok);
+    assert!(matches!(seen[&2], CompletionStatus::BadEntry(_)), "{seen:?}");
+    assert!(matches!(seen[&3], CompletionStatus::BadEntry(_)), "{seen:?}");
+    assert!(matches!(seen[&4], CompletionStatus::BadEntry(_)), "{seen:?}");
+    assert_eq!(seen[&5], CompletionStatus::Ok);
 }
 
 /// Connects as `a`, waiting (a bounded while) for a place: a connection
@@ -165,7 +168,7 @@ fn a_tenant_that_leaves_frees_its_place() {
     let mut c = connect_when_free(&socket);
     let s = crc(&mut c, 9);
     c.submit(&s).unwrap();
-    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
 }
 
 #[test]
@@ -199,7 +202,7 @@ fn configuration_mistakes_name_their_line_and_key() {
     assert_eq!(e.key.as_deref(), Some("params"), "{e}");
     let e = bad(&base.replace("name = \"e\"", "name = \"e\"\nprofile = \"/nonexistent/p.json\""));
     assert_eq!((e.line, e.key.as_deref()), (5, Some("profile")), "{e}");
-    // A static partition in slots mode needs a worker per tenant slot;
+    // A static partition in slots mode needs a worker per tenant seat;
     // by default it time-slices an engine with fewer.
     let static_engine = |extra: &str| {
         base.replace("[daemon]\n", "[daemon]\nspare_tenants = 4\n")
@@ -257,7 +260,7 @@ fn a_thousand_attach_submit_leave_cycles_leak_nothing() {
         c.submit(&s).unwrap();
         // Half wait for their answer, half leave with the task in flight.
         if i % 2 == 0 {
-            assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+            assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
         }
     }
     // Every closed connection's region and socket are released once its
@@ -283,7 +286,7 @@ fn a_stopped_daemon_gives_its_clients_an_error_not_a_hang() {
     let mut c = Client::connect(&socket, "a").unwrap();
     let s = crc(&mut c, 1);
     c.submit(&s).unwrap();
-    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
     d.stop();
     // New connections are refused by the system: the socket is gone.
     assert!(Client::connect(&socket, "a").is_err());
@@ -324,7 +327,7 @@ fn a_submission_over_quota_is_answered_and_told_on_the_event_ring() {
     );
     c.submit_all(&[s(1, 40 << 10), s(2, 8 << 10), s(3, 40 << 10)])
         .unwrap();
-    let mut outcomes: Vec<(u64, Outcome)> = (0..3)
+    let mut outcomes: Vec<(u64, CompletionStatus)> = (0..3)
         .map(|_| c.wait().unwrap())
         .map(|d| (d.tag, d.outcome))
         .collect();
@@ -333,9 +336,9 @@ fn a_submission_over_quota_is_answered_and_told_on_the_event_ring() {
     assert_eq!(
         outcomes,
         [
-            (1, Outcome::Rejected(2)),
-            (2, Outcome::Ok),
-            (3, Outcome::Rejected(2))
+            (1, CompletionStatus::Rejected(2)),
+            (2, CompletionStatus::Ok),
+            (3, CompletionStatus::Rejected(2))
         ]
     );
     let mut told = Vec::new();
@@ -362,11 +365,11 @@ fn a_drain_answers_what_was_taken_tells_the_tenant_and_closes() {
         .unwrap();
     // Taken (and likely done) before the drain begins.
     let first = c.wait().unwrap();
-    assert_eq!(first.outcome, Outcome::Ok);
+    assert_eq!(first.outcome, CompletionStatus::Ok);
     std::thread::sleep(std::time::Duration::from_millis(50));
     assert!(d.drain(std::time::Duration::from_secs(10)), "the drain timed out");
     for _ in 0..2 {
-        assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+        assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
     }
     let mut draining = false;
     while let Some(e) = c.event().unwrap() {
@@ -407,7 +410,7 @@ fn isolad_drains_on_sigterm_and_its_tenants_hear_the_end() {
         .expect("isolad did not start");
     let s = crc(&mut c, 3);
     c.submit(&s).unwrap();
-    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     assert!(matches!(c.wait(), Err(ClientError::Control(_))));

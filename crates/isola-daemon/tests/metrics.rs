@@ -4,7 +4,7 @@
 //! where it is installed), matches what each tenant submitted and was
 //! answered, and stays when the tenant leaves.
 
-use isola_client::{Client, Outcome};
+use isola_client::{Client, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::Submission;
 use prometheus_parse::{Scrape, Value};
@@ -174,7 +174,7 @@ fn scrape_until(addr: SocketAddr, ready: impl Fn(&Scrape) -> bool) -> (Scrape, S
 }
 
 /// Submits `s` as `c` with the next tag and waits for its answer.
-fn run(c: &mut Client, tag: &mut u64, s: Submission) -> Outcome {
+fn run(c: &mut Client, tag: &mut u64, s: Submission) -> CompletionStatus {
     *tag += 1;
     c.submit(&Submission { tag: *tag, ..s }).unwrap();
     c.wait().unwrap().outcome
@@ -191,27 +191,30 @@ fn tenant_a(socket: &Path, tag: &mut u64) -> (Client, Seen) {
     let md5 = a.register("md5", &BTreeMap::new()).unwrap();
     a.write(0, b"123456789").unwrap();
     for _ in 0..10 {
-        assert_eq!(run(&mut a, tag, submission(crc, 9, 4, 0)), Outcome::Ok);
+        assert_eq!(run(&mut a, tag, submission(crc, 9, 4, 0)), CompletionStatus::Ok);
     }
     for _ in 0..4 {
-        assert_eq!(run(&mut a, tag, submission(sha, 9, 32, 0)), Outcome::Ok);
+        assert_eq!(run(&mut a, tag, submission(sha, 9, 32, 0)), CompletionStatus::Ok);
     }
     // Bad entries: two with an unknown handle (no engine), one whose
     // input lies outside the arena (on `acc`, crc32c's engine).
     for _ in 0..2 {
         assert!(matches!(
             run(&mut a, tag, submission(99, 9, 4, 0)),
-            Outcome::BadEntry(_)
+            CompletionStatus::BadEntry(_)
         ));
     }
     let outside = Submission {
         input_offset: 1 << 40,
         ..submission(crc, 9, 4, 0)
     };
-    assert!(matches!(run(&mut a, tag, outside), Outcome::BadEntry(_)));
+    assert!(matches!(run(&mut a, tag, outside), CompletionStatus::BadEntry(_)));
     // An operator no engine serves.
     for _ in 0..3 {
-        assert_eq!(run(&mut a, tag, submission(md5, 9, 16, 0)), Outcome::Rejected(3));
+        assert_eq!(
+            run(&mut a, tag, submission(md5, 9, 16, 0)),
+            CompletionStatus::Rejected(3)
+        );
     }
     // Over quota: three tasks of 40 KiB at once against a 64 KiB quota.
     let mut seen = Seen::default();
@@ -220,8 +223,8 @@ fn tenant_a(socket: &Path, tag: &mut u64) -> (Client, Seen) {
         a.submit_all(&[big(0), big(1), big(2)]).unwrap();
         for _ in 0..3 {
             match a.wait().unwrap().outcome {
-                Outcome::Ok => seen.ok += 1,
-                Outcome::Rejected(2) => seen.over_quota += 1,
+                CompletionStatus::Ok => seen.ok += 1,
+                CompletionStatus::Rejected(2) => seen.over_quota += 1,
                 other => panic!("{other:?}"),
             }
         }
@@ -321,7 +324,10 @@ fn counters_match_what_each_tenant_submitted_and_outlive_its_connection() {
     let crc_c = c.register("crc32c", &BTreeMap::new()).unwrap();
     c.write(0, b"123456789").unwrap();
     for _ in 0..5 {
-        assert_eq!(run(&mut c, &mut tag, submission(crc_c, 9, 4, 0)), Outcome::Ok);
+        assert_eq!(
+            run(&mut c, &mut tag, submission(crc_c, 9, 4, 0)),
+            CompletionStatus::Ok
+        );
     }
 
     // The fairness index is recomputed every second.
@@ -480,7 +486,7 @@ fn a_tenant_added_live_gets_its_series_and_keeps_them_once_removed() {
     c.submit_all(&[submission(h, 9, 4, 1), submission(h, 9, 4, 2)])
         .unwrap();
     for _ in 0..2 {
-        assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+        assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
     }
     let (s, _) = scrape_until(addr, |s| {
         s.samples

@@ -12,7 +12,7 @@
 
 use isola_client::Client;
 use isola_daemon::{Daemon, DaemonConfig};
-use isola_wire::entry::{detail, Outcome};
+use isola_wire::entry::{detail, CompletionStatus};
 use isola_wire::Submission;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -122,7 +122,7 @@ fn small_latencies(client: &mut Client, n: usize) -> Vec<Duration> {
             })
             .unwrap();
         let c = client.wait().unwrap();
-        assert_eq!(c.outcome, Outcome::Ok, "small task {i}");
+        assert_eq!(c.outcome, CompletionStatus::Ok, "small task {i}");
         out.push(at.elapsed());
     }
     out.sort();
@@ -170,7 +170,7 @@ fn large_tasks(
             let Some(done) = c.wait_until(Instant::now() + Duration::from_millis(50)).unwrap() else {
                 continue;
             };
-            assert_eq!(done.outcome, Outcome::Ok, "{op} task");
+            assert_eq!(done.outcome, CompletionStatus::Ok, "{op} task");
             services.push(done.service_ns);
             submit(&mut c, done.tag);
         }
@@ -277,7 +277,7 @@ fn a_task_over_its_budget_is_stopped_within_one_chunk() {
     let took = at.elapsed();
     assert_eq!(
         done.outcome,
-        Outcome::OperatorFailed(detail::OVER_BUDGET),
+        CompletionStatus::OperatorFailed(detail::OVER_BUDGET),
         "{done:?}"
     );
     assert_eq!(done.output_len, 0, "a stopped task's partial output is discarded");

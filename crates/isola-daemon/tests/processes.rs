@@ -8,7 +8,7 @@
 //! The tenant processes are this test binary run again: the ignored test
 //! `tenant_process` is their `main` (`--ignored --exact tenant_process`).
 
-use isola_client::{Client, ClientError, Outcome};
+use isola_client::{Client, ClientError, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::admin::{AdminReply, AdminRequest};
 use isola_wire::{control, Submission};
@@ -155,7 +155,7 @@ fn a_thousand_tenant_processes_killed_mid_run_leak_nothing_and_lose_no_answer() 
         if i % 50 == 0 {
             b.submit(&crc).unwrap();
             let done = b.wait().unwrap();
-            assert_eq!(done.outcome, Outcome::Ok);
+            assert_eq!(done.outcome, CompletionStatus::Ok);
             assert_eq!(b.read(64, 4).unwrap(), 0xE306_9283u32.to_be_bytes());
         }
     }
@@ -222,7 +222,7 @@ fn a_killed_daemon_fails_its_client_and_a_restarted_one_takes_it_back() {
     let h = c.register("sha256", &BTreeMap::new()).unwrap();
     c.write(0, &vec![1u8; INPUT as usize]).unwrap();
     c.submit(&sha(h, 0)).unwrap();
-    assert_eq!(c.wait().unwrap().outcome, Outcome::Ok);
+    assert_eq!(c.wait().unwrap().outcome, CompletionStatus::Ok);
     kill9(&mut daemon);
 }
 

@@ -27,7 +27,7 @@
 use crate::progress::Progress;
 use anyhow::{anyhow, bail, Context};
 use isola_core::EngineKind;
-use isola_daemon::config::EngineConfig;
+use isola_daemon::config::DaemonEngine;
 use isola_daemon::{Daemon, DaemonConfig};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
@@ -204,7 +204,7 @@ fn daemon_config(c: &E2eConfig, ports: (u16, u16), dir: &Path) -> anyhow::Result
         SocketAddr::from(([127, 0, 0, 1], ports.0)),
         SocketAddr::from(([127, 0, 0, 1], ports.1)),
     ];
-    let mut engine = EngineConfig::new("pu", EngineKind::ProcessingUnits);
+    let mut engine = DaemonEngine::new("pu", EngineKind::ProcessingUnits);
     engine.workers = c.workers;
     engine.policy = "wlbvt".into();
     config.engines.push(engine);

@@ -1,5 +1,5 @@
 //! What an experiment is ([`Experiment`]), what running one gives
-//! ([`Outcome`], with its [`Check`]s), and the list of them ([`ALL`]).
+//! ([`ExperimentResult`], with its [`Check`]s), and the list of them ([`ALL`]).
 
 use crate::runner::Runner;
 use crate::{aaas, astraea, mtda, osmosis};
@@ -19,7 +19,7 @@ pub struct Experiment {
     /// The paper's headline figures, quoted.
     pub claims: &'static [&'static str],
     /// Runs it.
-    pub run: fn(&mut Runner) -> anyhow::Result<Outcome>,
+    pub run: fn(&mut Runner) -> anyhow::Result<ExperimentResult>,
 }
 
 /// Every experiment, in the order `all` runs them.
@@ -67,7 +67,7 @@ pub struct Check {
 
 /// One experiment's results.
 #[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
+pub struct ExperimentResult {
     /// Experiment name.
     pub name: String,
     /// What it is.
@@ -92,10 +92,10 @@ pub struct Outcome {
     pub notes: Vec<String>,
 }
 
-impl Outcome {
+impl ExperimentResult {
     /// An empty outcome of `experiment`, run live or simulated.
-    pub fn new(experiment: &Experiment, live: bool) -> Outcome {
-        Outcome {
+    pub fn new(experiment: &Experiment, live: bool) -> ExperimentResult {
+        ExperimentResult {
             name: experiment.name.into(),
             title: experiment.title.into(),
             paper: experiment.paper.into(),

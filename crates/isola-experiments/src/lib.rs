@@ -14,7 +14,7 @@
 //!
 //! What it must not do: print, parse command lines or write files (beyond
 //! the temporary files of the daemons and tenant processes it starts). It
-//! returns data ([`Outcome`]s with tables as rows and figures, live
+//! returns data ([`ExperimentResult`]s with tables as rows and figures, live
 //! results) and reports progress through [`Progress`]; the caller shows
 //! them, as text for people from [`text`] (and `LiveResults::text`,
 //! [`dpubench::table`]) or as JSON. It holds no scheduling logic: policies are isola-core's, run by
@@ -41,7 +41,7 @@ mod runner;
 mod scenario_report;
 pub mod text;
 
-pub use experiment::{select, Check, Experiment, Outcome, ALL};
+pub use experiment::{select, Check, Experiment, ExperimentResult, ALL};
 pub use progress::{NoProgress, Progress};
 pub use report::report;
 pub use runner::{every_policy, run_experiments, PolicyOutcome, Prepared, Runner};

@@ -2,11 +2,11 @@
 //! goal and paper direction checked, and a section per experiment with its
 //! claims beside its verdicts, its tables and its figures.
 
-use crate::experiment::{Check, Outcome};
+use crate::experiment::{Check, ExperimentResult};
 use isola_report::{Generated, Report, Section, SummaryRow};
 
 /// `outcomes` as one report, `generated` as said.
-pub fn report(outcomes: &[Outcome], generated: Generated) -> Report {
+pub fn report(outcomes: &[ExperimentResult], generated: Generated) -> Report {
     let mut summary = Vec::new();
     for o in outcomes {
         let checks = o.goals.iter().map(|c| ("goal", c));
@@ -74,7 +74,7 @@ pub fn report(outcomes: &[Outcome], generated: Generated) -> Report {
 /// The runs a crowded chart of `o` draws first: the native baseline, the
 /// best policy, the paper's own policy (with its variants), then the
 /// common baselines.
-fn key_policies(o: &Outcome) -> Vec<String> {
+fn key_policies(o: &ExperimentResult) -> Vec<String> {
     let own: &[&str] = match o.name.split('-').next() {
         Some("astraea") => &["astraea"],
         Some("osmosis") => &["wlbvt", "osmosis"],
@@ -97,7 +97,7 @@ mod tests {
     /// row naming its best policy; sections follow the outcomes.
     #[test]
     fn summary_rows_and_sections() {
-        let mut checked = Outcome::new(&ALL[0], false);
+        let mut checked = ExperimentResult::new(&ALL[0], false);
         checked.goals.push(Check {
             what: "g".into(),
             met: false,
@@ -109,7 +109,7 @@ mod tests {
             detail: "d2".into(),
         });
         checked.notes = vec!["n1".into(), "n2".into()];
-        let mut unchecked = Outcome::new(&ALL[1], true);
+        let mut unchecked = ExperimentResult::new(&ALL[1], true);
         unchecked.best_policy = Some("wlbvt".into());
         let r = report(&[checked, unchecked], Generated::default());
         let rows: Vec<(&str, &str, Option<bool>)> = r

@@ -3,7 +3,7 @@
 //! and operator exists for real) live, and reports progress;
 //! [`run_experiments`] runs a list of them in order.
 
-use crate::experiment::{Experiment, Outcome};
+use crate::experiment::{Experiment, ExperimentResult};
 use crate::progress::Progress;
 use anyhow::Context;
 use isola_core::policy::POLICIES;
@@ -22,7 +22,7 @@ pub fn run_experiments(
     live: bool,
     seed: Option<u64>,
     progress: &mut dyn Progress,
-) -> anyhow::Result<Vec<Outcome>> {
+) -> anyhow::Result<Vec<ExperimentResult>> {
     let mut runner = Runner::new(live, seed, progress);
     let mut outcomes = Vec::new();
     for (i, e) in chosen.iter().enumerate() {

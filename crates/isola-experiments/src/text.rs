@@ -4,7 +4,7 @@
 //! scenario's runs per policy ([`scenario`]) and their spread over seeds
 //! ([`seed_sweep`]). Returned, not printed: the caller prints.
 
-use crate::{Outcome, ALL};
+use crate::{ExperimentResult, ALL};
 use isola_model::results::SeedSweep;
 use isola_model::SimReport;
 use isola_report::text::{duration, table, table_with};
@@ -29,13 +29,13 @@ pub fn experiments() -> String {
 /// One experiment's outcome: its tables, the paper's figures, the best
 /// policy, the goals and the paper's directions checked, its notes; a
 /// blank line after.
-pub fn outcome(o: &Outcome) -> String {
+pub fn outcome(o: &ExperimentResult) -> String {
     text(|out| write_outcome(out, o))
 }
 
 /// Several experiments in a table (best policy, goals met, directions
 /// held), or nothing for fewer than two.
-pub fn summary(outcomes: &[Outcome]) -> String {
+pub fn summary(outcomes: &[ExperimentResult]) -> String {
     text(|out| write_summary(out, outcomes))
 }
 
@@ -83,7 +83,7 @@ pub fn seed_sweep(sweep: &SeedSweep, how: &str, first: u64, n: u64) -> String {
     })
 }
 
-fn write_outcome(out: &mut String, o: &Outcome) -> std::fmt::Result {
+fn write_outcome(out: &mut String, o: &ExperimentResult) -> std::fmt::Result {
     writeln!(out, "== {}: {} ({}, {})", o.name, o.title, o.paper, o.mode)?;
     for t in &o.tables {
         writeln!(out, "{}", t.caption)?;
@@ -109,7 +109,7 @@ fn write_outcome(out: &mut String, o: &Outcome) -> std::fmt::Result {
     writeln!(out)
 }
 
-fn write_summary(out: &mut String, outcomes: &[Outcome]) -> std::fmt::Result {
+fn write_summary(out: &mut String, outcomes: &[ExperimentResult]) -> std::fmt::Result {
     if outcomes.len() < 2 {
         return Ok(());
     }

@@ -17,7 +17,7 @@ const LATENCY: [&str; 7] = ["count", "mean", "p50", "p90", "p99", "p99.9", "max"
 const TABLE_FLOWS: usize = 16;
 
 /// `isola load`'s report: a summary, tasks by outcome, latencies.
-pub fn rings(r: &rings::Report) -> String {
+pub fn rings(r: &rings::RingsReport) -> String {
     let sizes: Vec<String> = r
         .by_size
         .iter()
@@ -126,7 +126,7 @@ fn outcomes(c: &rings::Counts) -> String {
 
 /// The latencies of ok tasks: both clocks, from the due time (open loop),
 /// and by size when there are several.
-fn latencies(r: &rings::Report) -> String {
+fn latencies(r: &rings::RingsReport) -> String {
     let mut rows = Vec::new();
     let mut add = |name: String, p: &Percentiles| rows.push(latency_row(name, p));
     add("client (submit to answer)".into(), &r.latency.client);
@@ -214,7 +214,7 @@ fn stopped_text(s: Stopped) -> &'static str {
 }
 
 /// `isola load udp`'s report: a summary, packets per flow, latencies.
-pub fn udp(r: &udp::Report) -> String {
+pub fn udp(r: &udp::UdpReport) -> String {
     let n = r.flows.len();
     let mut out = udp_summary(r);
     let shown: Vec<&FlowReport> = if n > 1 && n <= TABLE_FLOWS {
@@ -250,7 +250,7 @@ pub fn udp(r: &udp::Report) -> String {
 
 /// The lines above the tables: where from and to, how fast, how replies
 /// were matched, this machine.
-fn udp_summary(r: &udp::Report) -> String {
+fn udp_summary(r: &udp::UdpReport) -> String {
     let src = |f: Option<&FlowReport>| f.and_then(|f| f.src.clone()).unwrap_or_default();
     let (first, last) = (src(r.flows.first()), src(r.flows.last()));
     let from = match r.flows.len() {

@@ -6,7 +6,7 @@
 //! tasks either open loop (arrivals at a rate, Poisson or evenly spaced,
 //! that never wait for answers) or closed loop (a fixed number of tasks in
 //! flight), for a count of tasks or a duration, after an optional warm-up
-//! ([`Session::run`]). Its [`Report`] has the latency of its tasks on its
+//! ([`Session::run`]). Its [`RingsReport`] has the latency of its tasks on its
 //! own clock and on the daemon's (arrival to completion), its throughput,
 //! and its tasks by outcome.
 //!
@@ -22,7 +22,7 @@ mod drive;
 mod report;
 
 pub use drive::{Backpressure, Counts, Events, Failed, Layout, Rejected, RunOutcome, SizeTally, Tally};
-pub use report::{Latency, ModeReport, Report, SizeReport, Throughput};
+pub use report::{Latency, ModeReport, RingsReport, SizeReport, Throughput};
 
 use crate::{duration_flag, run_length, Length, Progress};
 use anyhow::{anyhow, bail, Context};
@@ -64,7 +64,7 @@ pub enum Mode {
 
 /// The run, checked: what [`Session::run`] needs besides the inputs.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct RingsPlan {
     /// How tasks are sent.
     pub mode: Mode,
     /// When the measurement ends.
@@ -112,7 +112,7 @@ pub struct Settings {
 #[derive(Debug, Clone)]
 pub struct Checked {
     /// The run.
-    pub plan: Plan,
+    pub plan: RingsPlan,
     /// The operator's parameters.
     pub params: BTreeMap<String, String>,
     /// The input sizes, bytes.
@@ -161,7 +161,7 @@ impl Settings {
     }
 
     /// The plan: open or closed loop, and how long.
-    fn plan(&self) -> anyhow::Result<Plan> {
+    fn plan(&self) -> anyhow::Result<RingsPlan> {
         let mode = match (&self.rate, self.concurrency) {
             (Some(rate), None) => {
                 let r = parse_rate(rate).map_err(|e| anyhow!("--rate: {e}"))?;
@@ -188,7 +188,7 @@ impl Settings {
             _ => bail!("give one of --rate (open loop) and --concurrency (closed loop)"),
         };
         let (length, warmup) = run_length(self.count, self.duration.as_deref(), &self.warmup)?;
-        Ok(Plan {
+        Ok(RingsPlan {
             mode,
             length,
             warmup,
@@ -333,7 +333,7 @@ impl Session {
     pub fn run(
         &mut self,
         inputs: &[Input],
-        plan: &Plan,
+        plan: &RingsPlan,
         stop: &AtomicBool,
         progress: &mut dyn Progress,
     ) -> RunOutcome {

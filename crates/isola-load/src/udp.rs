@@ -31,7 +31,7 @@ mod report;
 
 pub use drive::{FlowTally, InFlight, Pending, RunOutcome, Tally};
 pub use echo::EchoServer;
-pub use report::{FlowReport, PaceReport, Report, Throughput};
+pub use report::{FlowReport, PaceReport, Throughput, UdpReport};
 
 use crate::{duration_flag, run_length, Length, Progress};
 use anyhow::{anyhow, bail, Context};
@@ -150,7 +150,7 @@ pub enum Matching {
 
 /// The run, checked.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct UdpPlan {
     /// How many flows.
     pub flows: u32,
     /// Payload sizes.
@@ -241,7 +241,7 @@ pub fn parse_arrivals(text: &str) -> Result<Arrivals, String> {
 
 impl Settings {
     /// Checks the settings that need no socket.
-    pub fn check(&self) -> anyhow::Result<Plan> {
+    pub fn check(&self) -> anyhow::Result<UdpPlan> {
         if self.flows == 0 || self.flows > MAX_FLOWS {
             bail!("--flows: {} is not from 1 to {MAX_FLOWS}", self.flows);
         }
@@ -266,7 +266,7 @@ impl Settings {
         if timeout.is_zero() || timeout > MAX_TIMEOUT {
             bail!("--timeout: {} is not more than 0s and at most 10s", self.timeout);
         }
-        Ok(Plan {
+        Ok(UdpPlan {
             flows: self.flows,
             size,
             pace,
@@ -398,7 +398,7 @@ impl Session {
     /// Starts the echo server (with `--echo-baseline`), opens the flows
     /// (ECN-capable with `--ecn`) and reads what `--frame ipv4` and
     /// `--payloads` write into each packet.
-    pub fn open(settings: &Settings, plan: &Plan) -> anyhow::Result<Session> {
+    pub fn open(settings: &Settings, plan: &UdpPlan) -> anyhow::Result<Session> {
         let server = if settings.echo_baseline {
             Some(
                 EchoServer::start(settings.bind)
@@ -451,13 +451,13 @@ impl Session {
     pub fn run(
         self,
         settings: &Settings,
-        plan: &Plan,
+        plan: &UdpPlan,
         stop: &AtomicBool,
         progress: &mut dyn Progress,
-    ) -> (Report, anyhow::Result<()>) {
+    ) -> (UdpReport, anyhow::Result<()>) {
         let outcome = drive::run(&self.sockets, plan, self.framer, stop, progress);
         let echoed = self.server.map(EchoServer::stop);
-        let report = Report::new(settings, plan, self.to, &self.locals, &outcome.tally, echoed);
+        let report = UdpReport::new(settings, plan, self.to, &self.locals, &outcome.tally, echoed);
         let result = match outcome.error {
             Some(e) => Err(anyhow!(
                 "the run ended early: {e} (the report counts what was sent and answered)"

@@ -19,10 +19,10 @@ pub const TENANTS_PER_PAGE: usize = 64;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AdminRequest {
-    /// The tenants from slot `from` on, with their SLOs and live figures
+    /// The tenants from seat `from` on, with their SLOs and live figures
     /// (one page: [`AdminReply::Tenants`] says where the next starts).
     List {
-        /// The first tenant slot to list.
+        /// The first tenant seat to list.
         #[serde(default)]
         from: u32,
     },
@@ -106,7 +106,7 @@ pub enum AdminReply {
 /// One tenant as `isola ctl list` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TenantStatus {
-    /// Its slot (the tenant id in the core).
+    /// Its seat (the tenant id in the core).
     pub id: u32,
     /// Its name.
     pub name: String,

@@ -9,7 +9,7 @@ use crate::entry::Submission;
 use std::ops::Range;
 
 /// Why an entry is refused; its [`EntryError::code`] travels on the
-/// completion as `Outcome::BadEntry`.
+/// completion as `CompletionStatus::BadEntry`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum EntryError {
     /// The handle names no operator registered on this connection.

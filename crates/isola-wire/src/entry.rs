@@ -55,7 +55,7 @@ impl Submission {
     }
 }
 
-/// The detail codes of [`Outcome::Rejected`] and [`Outcome::OperatorFailed`].
+/// The detail codes of [`CompletionStatus::Rejected`] and [`CompletionStatus::OperatorFailed`].
 pub mod detail {
     /// Rejected: the tenant's channel on the engine was full.
     pub const CHANNEL_FULL: u32 = 1;
@@ -79,7 +79,7 @@ pub mod detail {
 
 /// How a task ended, with a detail code (a reason, an error kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CompletionStatus {
     /// Done: the output is in the arena.
     Ok,
     /// The scheduler refused it (detail: the reason's code).
@@ -96,28 +96,28 @@ pub enum Outcome {
     Unknown(u32, u32),
 }
 
-impl Outcome {
+impl CompletionStatus {
     fn words(self) -> (u32, u32) {
         match self {
-            Outcome::Ok => (0, 0),
-            Outcome::Rejected(d) => (1, d),
-            Outcome::OperatorFailed(d) => (2, d),
-            Outcome::BadEntry(d) => (3, d),
-            Outcome::Cancelled => (4, 0),
-            Outcome::Abandoned => (5, 0),
-            Outcome::Unknown(c, d) => (c, d),
+            CompletionStatus::Ok => (0, 0),
+            CompletionStatus::Rejected(d) => (1, d),
+            CompletionStatus::OperatorFailed(d) => (2, d),
+            CompletionStatus::BadEntry(d) => (3, d),
+            CompletionStatus::Cancelled => (4, 0),
+            CompletionStatus::Abandoned => (5, 0),
+            CompletionStatus::Unknown(c, d) => (c, d),
         }
     }
 
-    fn from_words(code: u32, detail: u32) -> Outcome {
+    fn from_words(code: u32, detail: u32) -> CompletionStatus {
         match code {
-            0 => Outcome::Ok,
-            1 => Outcome::Rejected(detail),
-            2 => Outcome::OperatorFailed(detail),
-            3 => Outcome::BadEntry(detail),
-            4 => Outcome::Cancelled,
-            5 => Outcome::Abandoned,
-            c => Outcome::Unknown(c, detail),
+            0 => CompletionStatus::Ok,
+            1 => CompletionStatus::Rejected(detail),
+            2 => CompletionStatus::OperatorFailed(detail),
+            3 => CompletionStatus::BadEntry(detail),
+            4 => CompletionStatus::Cancelled,
+            5 => CompletionStatus::Abandoned,
+            c => CompletionStatus::Unknown(c, detail),
         }
     }
 }
@@ -125,11 +125,11 @@ impl Outcome {
 /// A task's one completion: its tag, outcome, output length and timings
 /// (ns on the daemon's clock).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Completion {
+pub struct CompletionEntry {
     /// The submission's tag.
     pub tag: u64,
     /// How it ended.
-    pub outcome: Outcome,
+    pub outcome: CompletionStatus,
     /// Bytes of output written at the submission's output offset.
     pub output_len: u64,
     /// When the daemon took the entry.
@@ -144,7 +144,7 @@ pub struct Completion {
     pub service_ns: u64,
 }
 
-impl Completion {
+impl CompletionEntry {
     /// Words per entry.
     pub const WORDS: usize = 8;
 
@@ -164,10 +164,10 @@ impl Completion {
     }
 
     /// The entry `w` holds.
-    pub fn decode(w: &[u64; Self::WORDS]) -> Completion {
-        Completion {
+    pub fn decode(w: &[u64; Self::WORDS]) -> CompletionEntry {
+        CompletionEntry {
             tag: w[0],
-            outcome: Outcome::from_words(w[1] as u32, (w[1] >> 32) as u32),
+            outcome: CompletionStatus::from_words(w[1] as u32, (w[1] >> 32) as u32),
             output_len: w[2],
             arrival_ns: w[3],
             dispatch_ns: w[4],
@@ -280,15 +280,15 @@ mod tests {
         };
         assert_eq!(Submission::decode(&s.encode()), s);
         for outcome in [
-            Outcome::Ok,
-            Outcome::Rejected(3),
-            Outcome::OperatorFailed(1),
-            Outcome::BadEntry(2),
-            Outcome::Cancelled,
-            Outcome::Abandoned,
-            Outcome::Unknown(99, 1),
+            CompletionStatus::Ok,
+            CompletionStatus::Rejected(3),
+            CompletionStatus::OperatorFailed(1),
+            CompletionStatus::BadEntry(2),
+            CompletionStatus::Cancelled,
+            CompletionStatus::Abandoned,
+            CompletionStatus::Unknown(99, 1),
         ] {
-            let c = Completion {
+            let c = CompletionEntry {
                 tag: 1,
                 outcome,
                 output_len: 4,
@@ -298,7 +298,7 @@ mod tests {
                 predicted_ns: 5,
                 service_ns: 6,
             };
-            assert_eq!(Completion::decode(&c.encode()), c);
+            assert_eq!(CompletionEntry::decode(&c.encode()), c);
         }
         let e = Event {
             kind: EventKind::SloChanged,

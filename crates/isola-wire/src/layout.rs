@@ -9,7 +9,7 @@
 //!                     EQ control | EQ entries | arena (the tenant's quota)
 //! ```
 
-use crate::entry::{Completion, Event, Submission};
+use crate::entry::{CompletionEntry, Event, Submission};
 
 /// The region's first word: "ISOLA", a zero, the format's major version.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"ISOLA\0\x01\0");
@@ -133,7 +133,7 @@ impl Geometry {
             p
         };
         let sq = place(self.sq_entries, Submission::WORDS);
-        let cq = place(self.cq_entries, Completion::WORDS);
+        let cq = place(self.cq_entries, CompletionEntry::WORDS);
         let eq = place(self.eq_entries, Event::WORDS);
         let arena_offset = at as u64 * 8;
         let total_bytes = (arena_offset + self.arena_bytes).div_ceil(PAGE) * PAGE;

@@ -32,7 +32,7 @@ pub mod region;
 pub mod ring;
 
 pub use check::{check_submission, CheckedSubmission, EntryError};
-pub use entry::{Completion, Event, EventKind, Outcome, Submission};
+pub use entry::{CompletionEntry, CompletionStatus, Event, EventKind, Submission};
 pub use layout::{Geometry, Layout, LayoutError};
 pub use region::{Region, RegionError};
 pub use ring::{Consumer, Producer, RingError, RingSide};

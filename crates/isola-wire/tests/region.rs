@@ -4,7 +4,9 @@
 //! reading and checking of it never panics and never reaches outside it.
 
 use isola_wire::layout::Geometry;
-use isola_wire::{check_submission, Completion, Consumer, EntryError, Outcome, Producer, Region, Submission};
+use isola_wire::{
+    check_submission, CompletionEntry, CompletionStatus, Consumer, EntryError, Producer, Region, Submission,
+};
 use proptest::prelude::*;
 use std::sync::atomic::Ordering;
 
@@ -65,9 +67,9 @@ fn a_tenant_and_the_daemon_share_rings_and_arena() {
         .write_arena(checked.output.start as u64, &[0xE3, 0x06, 0x92, 0x83])
         .unwrap();
     let mut cq = Producer::new(l.cq);
-    let c = Completion {
+    let c = CompletionEntry {
         tag: checked.tag,
-        outcome: Outcome::Ok,
+        outcome: CompletionStatus::Ok,
         output_len: 4,
         arrival_ns: 1,
         dispatch_ns: 2,
@@ -78,7 +80,7 @@ fn a_tenant_and_the_daemon_share_rings_and_arena() {
     cq.push(daemon.words(), &c.encode()).unwrap();
     // The tenant sees the completion and the output.
     let mut done = Consumer::new(l.cq);
-    let got = Completion::decode(&done.pop(tenant.words()).unwrap().unwrap());
+    let got = CompletionEntry::decode(&done.pop(tenant.words()).unwrap().unwrap());
     assert_eq!(got, c);
     assert_eq!(tenant.read_arena(4096, 4).unwrap(), [0xE3, 0x06, 0x92, 0x83]);
     assert!(tenant.read_arena(64 << 10, 1).is_err());

@@ -8,7 +8,7 @@
 
 mod tenant;
 
-pub use tenant::{FlowConfig, TenantConfig};
+pub use tenant::{DaemonTenant, FlowConfig};
 
 use isola_core::{EngineKind, SplitWhen};
 use isola_model::quantity::{Duration, Size};
@@ -24,8 +24,8 @@ use toml::Spanned;
 /// Largest configuration file: 1 MiB.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
-/// Most tenant slots a daemon holds (configured plus spare).
-pub const MAX_TENANT_SLOTS: usize = 1024;
+/// Most tenant seats a daemon holds (configured plus spare).
+pub const MAX_TENANT_SEATS: usize = 1024;
 
 /// A checked configuration.
 #[derive(Debug, Clone)]
@@ -41,7 +41,7 @@ pub struct DaemonConfig {
     /// Where Prometheus metrics are served over HTTP (`/metrics`), if
     /// anywhere (`[daemon] metrics`, or `isolad --metrics`).
     pub metrics: Option<SocketAddr>,
-    /// Tenant slots beyond the configured tenants, for tenants added while
+    /// Tenant seats beyond the configured tenants, for tenants added while
     /// the daemon runs.
     pub spare_tenants: usize,
     /// How long the daemon's threads poll for work before they sleep.
@@ -54,14 +54,14 @@ pub struct DaemonConfig {
     /// Largest input of one task, bytes.
     pub max_input: u64,
     /// The engines, in file order.
-    pub engines: Vec<EngineConfig>,
+    pub engines: Vec<DaemonEngine>,
     /// The tenants, in file order.
-    pub tenants: Vec<TenantConfig>,
+    pub tenants: Vec<DaemonTenant>,
 }
 
 /// One engine.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EngineConfig {
+pub struct DaemonEngine {
     /// Its name.
     pub name: String,
     /// What it stands for (`kind = "accelerator"` unless set): OSMOSIS'
@@ -71,7 +71,7 @@ pub struct EngineConfig {
     pub ops: Vec<String>,
     /// Worker threads; 0: none, the runtime's dispatcher runs the
     /// engine's tasks itself, one at a time, to completion
-    /// (`isola_runtime::EngineConfig::on_dispatcher`).
+    /// (`isola_runtime::DaemonEngine::on_dispatcher`).
     pub workers: usize,
     /// Dispatches the core may hand it beyond its workers (the workers'
     /// queue), 0 to 1024.
@@ -108,13 +108,13 @@ pub struct EngineConfig {
     pub bandwidth: Option<f64>,
 }
 
-impl EngineConfig {
+impl DaemonEngine {
     /// Engine `name` of `kind` with every other key at its default (as
     /// a `[[engine]]` table with only `name` and `kind` gives it): one
     /// worker, no queue, its kind's default policy, a cost of 1 us +
     /// 1 ns/byte, whole tasks, learning where the kind computes.
-    pub fn new(name: impl Into<String>, kind: EngineKind) -> EngineConfig {
-        EngineConfig {
+    pub fn new(name: impl Into<String>, kind: EngineKind) -> DaemonEngine {
+        DaemonEngine {
             name: name.into(),
             kind,
             ops: Vec::new(),
@@ -162,7 +162,7 @@ impl DaemonConfig {
     }
 }
 
-/// Tenant slots kept spare unless `spare_tenants` says.
+/// Tenant seats kept spare unless `spare_tenants` says.
 pub const DEFAULT_SPARE_TENANTS: usize = 8;
 
 /// The largest input of one task unless `max_input` says: 64 MiB.
@@ -249,7 +249,7 @@ impl DaemonConfig {
         let spare = raw.daemon.get_ref().spare_tenants.clone();
         let mut config = check_daemon_table(&src, path, raw.daemon.into_inner())?;
         let udp = config.udp.clone();
-        let mut engines: Vec<EngineConfig> = Vec::new();
+        let mut engines: Vec<DaemonEngine> = Vec::new();
         for e in raw.engine {
             engines.push(check_engine(&src, base, e.into_inner(), &engines)?);
         }
@@ -262,7 +262,7 @@ impl DaemonConfig {
             engines: &refs,
             daemon: daemon_scope(&udp),
         };
-        let mut tenants: Vec<TenantConfig> = Vec::new();
+        let mut tenants: Vec<DaemonTenant> = Vec::new();
         for t in raw.tenant {
             let name_span = t.span();
             let checked = tenant::check_tenant(&src, &scope, t.into_inner())?;
@@ -279,11 +279,11 @@ impl DaemonConfig {
             return Err(src.at(0..0, Some("tenant"), "a daemon needs at least one [[tenant]]"));
         }
         let spare_tenants = match spare {
-            Some(n) if tenants.len() + n.get_ref() > MAX_TENANT_SLOTS => {
+            Some(n) if tenants.len() + n.get_ref() > MAX_TENANT_SEATS => {
                 return Err(src.at(
                     n.span(),
                     Some("spare_tenants"),
-                    format!("tenants and spare ones are at most {MAX_TENANT_SLOTS} together"),
+                    format!("tenants and spare ones are at most {MAX_TENANT_SEATS} together"),
                 ))
             }
             Some(n) => n.into_inner(),
@@ -297,25 +297,25 @@ impl DaemonConfig {
     }
 
     /// Checks what no one key decides: a static partition in slots mode
-    /// gives every tenant slot, spare ones too, a worker of its own;
+    /// gives every tenant seat, spare ones too, a worker of its own;
     /// otherwise (`mode` "auto" or "slices") an engine with fewer places
-    /// than tenant slots is time-sliced among them (FairNIC's form on a
+    /// than tenant seats is time-sliced among them (FairNIC's form on a
     /// shared accelerator). The file's check runs it; so must a program
     /// that fills a configuration in by code.
     pub fn check(&self) -> Result<(), ScenarioError> {
-        let slots_mode = |e: &EngineConfig| e.params.get("mode").is_some_and(|m| m == "slots");
-        let slots = self.tenants.len() + self.spare_tenants;
+        let slots_mode = |e: &DaemonEngine| e.params.get("mode").is_some_and(|m| m == "slots");
+        let seats = self.tenants.len() + self.spare_tenants;
         for e in self
             .engines
             .iter()
             .filter(|e| e.policy == "static" && slots_mode(e))
         {
-            if e.workers.max(1) + e.queue_depth < slots {
+            if e.workers.max(1) + e.queue_depth < seats {
                 return Err(ScenarioError::whole_file(
                     self.path.display().to_string(),
                     Some("spare_tenants"),
                     format!(
-                        "engine `{}` runs a static partition with mode = \"slots\", which needs a worker for each of the {slots} tenant slots ({} tenants + spare_tenants); lower spare_tenants, add workers, or leave mode out to time-slice the engine",
+                        "engine `{}` runs a static partition with mode = \"slots\", which needs a worker for each of the {seats} tenant seats ({} tenants + spare_tenants); lower spare_tenants, add workers, or leave mode out to time-slice the engine",
                         e.name,
                         self.tenants.len()
                     ),
@@ -333,7 +333,7 @@ impl DaemonConfig {
     /// Checks `text`, one tenant table (what `isola ctl add --file`
     /// sends; named `origin` in errors), against this configuration's
     /// engines and UDP addresses.
-    pub fn parse_tenant(&self, text: &str, origin: &str) -> Result<TenantConfig, ScenarioError> {
+    pub fn parse_tenant(&self, text: &str, origin: &str) -> Result<DaemonTenant, ScenarioError> {
         let raw = isola_model::tenant::parse_raw_tenant(text, origin)?;
         self.check_tenant(
             raw,
@@ -346,7 +346,7 @@ impl DaemonConfig {
 
     /// Checks tenant `raw` (read from `src`) against this configuration's
     /// engines and UDP addresses, with the check its file's tenants had.
-    pub fn check_tenant(&self, raw: RawTenant, src: &Source<'_>) -> Result<TenantConfig, ScenarioError> {
+    pub fn check_tenant(&self, raw: RawTenant, src: &Source<'_>) -> Result<DaemonTenant, ScenarioError> {
         let engines = self.engine_refs();
         let scope = tenant::Scope {
             base: self.base(),
@@ -460,7 +460,7 @@ fn daemon_scope(udp: &[SocketAddr]) -> DaemonScope<'_> {
 }
 
 /// The engines by name and kind, as SLO checks see them.
-fn engine_refs(engines: &[EngineConfig]) -> Vec<EngineRef<'_>> {
+fn engine_refs(engines: &[DaemonEngine]) -> Vec<EngineRef<'_>> {
     engines
         .iter()
         .map(|e| EngineRef {
@@ -471,17 +471,17 @@ fn engine_refs(engines: &[EngineConfig]) -> Vec<EngineRef<'_>> {
 }
 
 /// Checks one `[[engine]]` (`earlier` are those before it; `base` anchors
-/// a relative profile path). Keys left out take [`EngineConfig::new`]'s
+/// a relative profile path). Keys left out take [`DaemonEngine::new`]'s
 /// defaults.
 fn check_engine(
     src: &Source<'_>,
     base: &Path,
     e: RawEngine,
-    earlier: &[EngineConfig],
-) -> Result<EngineConfig, ScenarioError> {
+    earlier: &[DaemonEngine],
+) -> Result<DaemonEngine, ScenarioError> {
     let name = isola_model::engine::check_engine_name(src, &e.name, earlier.iter().map(|o| o.name.as_str()))?;
     let kind = isola_model::engine::check_kind(src, e.kind.as_ref())?;
-    let mut engine = EngineConfig::new(name, kind);
+    let mut engine = DaemonEngine::new(name, kind);
     check_ops(src, &e, kind)?;
     engine.ops = e.ops.iter().map(|o| o.get_ref().clone()).collect();
     check_threads(src, &e, &mut engine)?;
@@ -519,7 +519,7 @@ fn check_ops(src: &Source<'_>, e: &RawEngine, kind: EngineKind) -> Result<(), Sc
 }
 
 /// `workers` (0 to 256) and `queue_depth` (0 to 1024; none without workers).
-fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut EngineConfig) -> Result<(), ScenarioError> {
+fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut DaemonEngine) -> Result<(), ScenarioError> {
     if let Some(w) = &e.workers {
         if *w.get_ref() > 256 {
             return Err(src.at(w.span(), Some("workers"), "must be from 0 to 256"));
@@ -544,7 +544,7 @@ fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut EngineConfig) -> 
 
 /// `policy` (a registered one) and its `params`, built once now so that a
 /// bad parameter is reported at its line.
-fn check_policy(src: &Source<'_>, e: &RawEngine, engine: &mut EngineConfig) -> Result<(), ScenarioError> {
+fn check_policy(src: &Source<'_>, e: &RawEngine, engine: &mut DaemonEngine) -> Result<(), ScenarioError> {
     engine.params = string_params(e.params.clone());
     let policy_span = e.policy.as_ref().map_or(e.name.span(), |p| p.span());
     if let Some(p) = &e.policy {
@@ -571,7 +571,7 @@ fn check_cost(
     src: &Source<'_>,
     base: &Path,
     e: &RawEngine,
-    engine: &mut EngineConfig,
+    engine: &mut DaemonEngine,
 ) -> Result<(), ScenarioError> {
     match (&e.profile, &e.cost) {
         (Some(p), Some(_)) => {
@@ -597,7 +597,7 @@ fn check_cost(
 
 /// `split`, `split_when` and `split_time`: only on a kind whose tasks
 /// may be split (`EngineKind::splits_tasks`: processing units never).
-fn check_split(src: &Source<'_>, e: &RawEngine, engine: &mut EngineConfig) -> Result<(), ScenarioError> {
+fn check_split(src: &Source<'_>, e: &RawEngine, engine: &mut DaemonEngine) -> Result<(), ScenarioError> {
     if let Some(s) = &e.split {
         if !engine.kind.splits_tasks() {
             return Err(src.at(

@@ -27,7 +27,7 @@ pub(super) struct Scope<'a> {
 
 /// One tenant.
 #[derive(Debug, Clone)]
-pub struct TenantConfig {
+pub struct DaemonTenant {
     /// The tenant as checked: its SLO and per-engine changes, who may act
     /// as it, its rings, its flows' structure, and its keys as read (for a
     /// live change).
@@ -37,7 +37,7 @@ pub struct TenantConfig {
     pub flows: Vec<FlowConfig>,
 }
 
-impl PartialEq for TenantConfig {
+impl PartialEq for DaemonTenant {
     /// The same tenant, as the core and the daemon see it (the keys as
     /// read aside).
     fn eq(&self, other: &Self) -> bool {
@@ -75,7 +75,7 @@ pub struct FlowConfig {
     pub dma: Option<isola_runtime::Direction>,
 }
 
-impl TenantConfig {
+impl DaemonTenant {
     /// Its name (what a client says in `Hello`).
     pub fn name(&self) -> &str {
         &self.tenant.name
@@ -112,7 +112,7 @@ impl TenantConfig {
         changes: &[(String, Option<toml::Value>)],
         origin: &str,
         daemon: &super::DaemonConfig,
-    ) -> Result<TenantConfig, ScenarioError> {
+    ) -> Result<DaemonTenant, ScenarioError> {
         let mut raw = self.tenant.raw.clone();
         for (key, value) in changes {
             raw.set(key, value.clone())
@@ -137,7 +137,7 @@ pub(super) fn check_tenant(
     src: &Source<'_>,
     scope: &Scope<'_>,
     raw: RawTenant,
-) -> Result<TenantConfig, ScenarioError> {
+) -> Result<DaemonTenant, ScenarioError> {
     let tenant = isola_model::tenant::check_tenant(src, Context::Daemon(&scope.daemon), scope.engines, raw)?;
     let quota = tenant.slo.memory_quota;
     let flows = tenant
@@ -145,7 +145,7 @@ pub(super) fn check_tenant(
         .iter()
         .map(|f| load_flow(src, scope.base, f, quota))
         .collect::<Result<_, _>>()?;
-    Ok(TenantConfig { tenant, flows })
+    Ok(DaemonTenant { tenant, flows })
 }
 
 /// Flow `f` of a tenant whose memory quota is `quota`, its kernel loaded:

@@ -22,7 +22,7 @@ pub struct Packet {
 }
 
 /// What one packet's run came to.
-pub type Outcome = Result<KernelOutput, KernelError>;
+pub type TrialResult = Result<KernelOutput, KernelError>;
 
 /// The packets, in order: each of `files` (each a packet, or with `hex`
 /// one a line), or without files all of `stdin` (one packet, or one a
@@ -129,7 +129,7 @@ pub fn hex_packets(from: &str, bytes: &[u8]) -> anyhow::Result<Vec<Packet>> {
 /// Loads the kernel at `path` under `limits` with isolad's own loader and
 /// runs each packet on its one instance, in order (a stopped packet
 /// replaces the instance by a fresh one, as in isolad).
-pub fn run(path: &Path, limits: KernelLimits, packets: &[Packet]) -> anyhow::Result<Vec<Outcome>> {
+pub fn run(path: &Path, limits: KernelLimits, packets: &[Packet]) -> anyhow::Result<Vec<TrialResult>> {
     let kernel = FlowKernel::wasm(path, limits).map_err(|e| anyhow!(e))?;
     packets
         .iter()
@@ -199,7 +199,7 @@ pub struct Record {
 
 impl Record {
     /// Packet `n`'s (from 1) record: `p` and its outcome `r`.
-    pub fn new(n: usize, p: &Packet, r: &Outcome) -> Record {
+    pub fn new(n: usize, p: &Packet, r: &TrialResult) -> Record {
         let mut record = Record {
             bytes: p.bytes.len(),
             dma: Vec::new(),
@@ -242,7 +242,7 @@ impl Record {
 
 /// The replies' bytes, concatenated in packet order (a packet without a
 /// reply, or stopped, adds nothing).
-pub fn replies(results: &[Outcome]) -> Vec<u8> {
+pub fn replies(results: &[TrialResult]) -> Vec<u8> {
     results
         .iter()
         .filter_map(|r| r.as_ref().ok()?.reply.as_deref())
@@ -252,7 +252,7 @@ pub fn replies(results: &[Outcome]) -> Vec<u8> {
 }
 
 /// The rows a person reads, then a line for each stopped packet.
-pub fn table(packets: &[Packet], results: &[Outcome]) -> String {
+pub fn table(packets: &[Packet], results: &[TrialResult]) -> String {
     let mut notes = String::new();
     let rows: Vec<Vec<String>> = packets
         .iter()

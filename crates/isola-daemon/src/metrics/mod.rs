@@ -19,8 +19,8 @@
 
 use isola_core::metrics::{jain_of_active, SlidingService};
 use isola_core::LatencyObjective;
-use isola_runtime::Completion as TaskDone;
-use isola_wire::entry::{detail, Completion, Outcome};
+use isola_runtime::Completion;
+use isola_wire::entry::{detail, CompletionEntry, CompletionStatus};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -81,20 +81,20 @@ enum Class {
 
 /// Maps the typed outcome the tenant is answered with to what it counts
 /// as: the one place reasons are named.
-fn classify(outcome: Outcome) -> Class {
+fn classify(outcome: CompletionStatus) -> Class {
     match outcome {
-        Outcome::Ok => Class::Completed,
-        Outcome::BadEntry(_) => Class::Rejected(0),
-        Outcome::Rejected(detail::CHANNEL_FULL) => Class::Rejected(1),
-        Outcome::Rejected(detail::OVER_QUOTA) => Class::Rejected(2),
-        Outcome::Rejected(detail::NO_ENGINE) => Class::Rejected(3),
-        Outcome::Rejected(_) => Class::Rejected(4),
-        Outcome::OperatorFailed(detail::OUTPUT_TOO_LARGE) => Class::Failed(1),
-        Outcome::OperatorFailed(detail::PANICKED) => Class::Failed(2),
-        Outcome::OperatorFailed(detail::OVER_BUDGET) => Class::Failed(3),
-        Outcome::OperatorFailed(_) | Outcome::Unknown(..) => Class::Failed(0),
-        Outcome::Cancelled => Class::Failed(4),
-        Outcome::Abandoned => Class::Failed(5),
+        CompletionStatus::Ok => Class::Completed,
+        CompletionStatus::BadEntry(_) => Class::Rejected(0),
+        CompletionStatus::Rejected(detail::CHANNEL_FULL) => Class::Rejected(1),
+        CompletionStatus::Rejected(detail::OVER_QUOTA) => Class::Rejected(2),
+        CompletionStatus::Rejected(detail::NO_ENGINE) => Class::Rejected(3),
+        CompletionStatus::Rejected(_) => Class::Rejected(4),
+        CompletionStatus::OperatorFailed(detail::OUTPUT_TOO_LARGE) => Class::Failed(1),
+        CompletionStatus::OperatorFailed(detail::PANICKED) => Class::Failed(2),
+        CompletionStatus::OperatorFailed(detail::OVER_BUDGET) => Class::Failed(3),
+        CompletionStatus::OperatorFailed(_) | CompletionStatus::Unknown(..) => Class::Failed(0),
+        CompletionStatus::Cancelled => Class::Failed(4),
+        CompletionStatus::Abandoned => Class::Failed(5),
     }
 }
 
@@ -318,7 +318,7 @@ impl Series {
     }
 
     /// Counts an answer by its outcome.
-    fn count(&self, outcome: Outcome) {
+    fn count(&self, outcome: CompletionStatus) {
         match classify(outcome) {
             Class::Completed => self.completed.inc(),
             Class::Rejected(r) => self.rejected[r].inc(),
@@ -339,7 +339,7 @@ struct Route {
     ops: Vec<String>,
 }
 
-/// A tenant slot's handles, while a tenant holds it.
+/// A tenant seat's handles, while a tenant holds it.
 struct SlotMetrics {
     info: TenantInfo,
     /// One per engine, then "no engine".
@@ -354,12 +354,12 @@ pub struct Metrics {
     registry: Registry,
     families: Families,
     routes: Vec<Route>,
-    /// Per tenant slot (its id in the core); `None` while vacant. A
+    /// Per tenant seat (its id in the core); `None` while vacant. A
     /// tenant removed leaves its series in the families (its counters
     /// stay in the exposition); one added gets its own.
-    slots: Vec<RwLock<Option<SlotMetrics>>>,
+    seats: Vec<RwLock<Option<SlotMetrics>>>,
     fairness: Vec<Gauge<f64, AtomicU64>>,
-    /// Busy seconds of every (tenant slot, real engine), one total a
+    /// Busy seconds of every (tenant seat, real engine), one total a
     /// tick, for the fairness window.
     window: Mutex<SlidingService>,
     /// What the engines learned of their operators' costs.
@@ -369,7 +369,7 @@ pub struct Metrics {
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
-            .field("slots", &self.slots.len())
+            .field("seats", &self.seats.len())
             .field("engines", &self.routes.len())
             .finish_non_exhaustive()
     }
@@ -377,7 +377,7 @@ impl std::fmt::Debug for Metrics {
 
 impl Metrics {
     /// Every series of the tenants and engines of `config`, at zero, with
-    /// room for its spare tenant slots.
+    /// room for its spare tenant seats.
     pub fn new(config: &crate::DaemonConfig) -> Metrics {
         let mut registry = Registry::with_prefix("isola");
         let families = Families::new();
@@ -401,7 +401,7 @@ impl Metrics {
                     ops: e.ops.clone(),
                 })
                 .collect(),
-            slots: (0..config.tenants.len() + config.spare_tenants)
+            seats: (0..config.tenants.len() + config.spare_tenants)
                 .map(|_| RwLock::new(None))
                 .collect(),
             fairness: config
@@ -428,10 +428,10 @@ impl Metrics {
         m
     }
 
-    /// Slot `slot` is now held by `tenant` (its series made, or found
+    /// Seat `seat` is now held by `tenant` (its series made, or found
     /// again if a tenant of that name held one before), or vacant.
-    pub(crate) fn set_tenant(&self, slot: usize, tenant: Option<&crate::config::TenantConfig>) {
-        let Some(cell) = self.slots.get(slot) else {
+    pub(crate) fn set_tenant(&self, seat: usize, tenant: Option<&crate::config::DaemonTenant>) {
+        let Some(cell) = self.seats.get(seat) else {
             return;
         };
         let made = tenant.map(|t| {
@@ -465,11 +465,11 @@ impl Metrics {
     }
 
     /// Runs `f` on `tenant`'s series on `engine` (`None`: no engine) and
-    /// its SLO's figures, if a tenant holds that slot.
+    /// its SLO's figures, if a tenant holds that seat.
     fn with_series(&self, tenant: usize, engine: Option<usize>, f: impl FnOnce(&Series, &TenantInfo)) {
         let engines = self.routes.len();
         let e = engine.unwrap_or(engines).min(engines);
-        if let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) {
+        if let Some(Ok(cell)) = self.seats.get(tenant).map(RwLock::read) {
             if let Some(m) = cell.as_ref() {
                 f(&m.series[e], &m.info);
             }
@@ -486,7 +486,7 @@ impl Metrics {
 
     /// Counts a submission of `tenant` answered at once with `outcome`
     /// (a bad entry, or one the runtime refused at submit).
-    pub(crate) fn refused(&self, tenant: usize, engine: Option<usize>, outcome: Outcome) {
+    pub(crate) fn refused(&self, tenant: usize, engine: Option<usize>, outcome: CompletionStatus) {
         self.with_series(tenant, engine, |s, _| {
             s.submitted.inc();
             s.count(outcome);
@@ -506,13 +506,13 @@ impl Metrics {
     /// Counts the answer `answer` to task `done` (one that
     /// [`Metrics::accepted`] counted): its outcome, its output, its
     /// latency and whether it missed its tenant's objective, its service.
-    pub(crate) fn answered(&self, done: &TaskDone, answer: &Completion) {
+    pub(crate) fn answered(&self, done: &Completion, answer: &CompletionEntry) {
         self.with_series(done.tenant.index(), Some(done.engine.index()), |s, info| {
             s.depth.dec();
             s.busy.inc_by(done.service_ns as f64 * 1e-9);
             s.predicted.inc_by(done.predicted_ns as f64 * 1e-9);
             s.count(answer.outcome);
-            if answer.outcome == Outcome::Ok {
+            if answer.outcome == CompletionStatus::Ok {
                 s.output_bytes.inc_by(answer.output_len);
                 let latency = answer.completion_ns.saturating_sub(answer.arrival_ns);
                 s.latency.observe(latency as f64 * 1e-9);
@@ -544,7 +544,7 @@ impl Metrics {
     /// `tenant`'s predicted and measured service per engine, ns (engines
     /// it has not used left out).
     pub(crate) fn engine_service(&self, tenant: usize) -> Vec<isola_wire::admin::EngineService> {
-        let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) else {
+        let Some(Ok(cell)) = self.seats.get(tenant).map(RwLock::read) else {
             return Vec::new();
         };
         let Some(m) = cell.as_ref() else {
@@ -562,14 +562,14 @@ impl Metrics {
             .collect()
     }
 
-    /// Slot `tenant`'s counters as `isola ctl list` shows them: the same
+    /// Seat `tenant`'s counters as `isola ctl list` shows them: the same
     /// series Prometheus scrapes, summed over engines (ring tasks by how
     /// they ended, their input bytes, the engine time of its tasks and
     /// packets) and its packets by outcome; `over_budget` is the
-    /// runtime's and is left at 0 here. A vacant slot has none.
+    /// runtime's and is left at 0 here. A vacant seat has none.
     pub(crate) fn figures(&self, tenant: usize) -> isola_wire::admin::TenantFigures {
         let mut f = isola_wire::admin::TenantFigures::default();
-        let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) else {
+        let Some(Ok(cell)) = self.seats.get(tenant).map(RwLock::read) else {
             return f;
         };
         let Some(m) = cell.as_ref() else {
@@ -600,7 +600,7 @@ impl Metrics {
 
     /// Counts `n` packets of `tenant`'s flows by `outcome`.
     pub(crate) fn packets(&self, tenant: usize, outcome: PacketOutcome, n: u64) {
-        if let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) {
+        if let Some(Ok(cell)) = self.seats.get(tenant).map(RwLock::read) {
             if let Some(m) = cell.as_ref() {
                 m.packets[outcome as usize].inc_by(n);
             }
@@ -614,7 +614,7 @@ impl Metrics {
 
     /// Sets how many connections `tenant` holds.
     pub(crate) fn set_connections(&self, tenant: usize, held: u32) {
-        if let Some(Ok(cell)) = self.slots.get(tenant).map(RwLock::read) {
+        if let Some(Ok(cell)) = self.seats.get(tenant).map(RwLock::read) {
             if let Some(m) = cell.as_ref() {
                 m.connections.set(i64::from(held));
             }
@@ -631,12 +631,12 @@ impl Metrics {
         let names: Vec<String> = self.routes.iter().map(|r| r.name.clone()).collect();
         self.costs.update(&names);
         let engines = self.routes.len();
-        // Per slot: its weight (`None`: vacant), and per engine its busy
+        // Per seat: its weight (`None`: vacant), and per engine its busy
         // seconds and whether it has tasks waiting.
-        let mut weights_of = Vec::with_capacity(self.slots.len());
-        let mut now = Vec::with_capacity(self.slots.len() * engines);
-        let mut waiting = Vec::with_capacity(self.slots.len() * engines);
-        for cell in &self.slots {
+        let mut weights_of = Vec::with_capacity(self.seats.len());
+        let mut now = Vec::with_capacity(self.seats.len() * engines);
+        let mut waiting = Vec::with_capacity(self.seats.len() * engines);
+        for cell in &self.seats {
             let cell = cell.read().ok();
             let m = cell.as_ref().and_then(|c| c.as_ref());
             weights_of.push(m.map(|m| m.info.weight));

@@ -3,7 +3,7 @@ use super::*;
 
 #[test]
 fn every_outcome_has_one_reason() {
-    use Outcome::*;
+    use CompletionStatus::*;
     let cases = [
         (Ok, Class::Completed),
         (BadEntry(3), Class::Rejected(0)),
@@ -24,8 +24,8 @@ fn every_outcome_has_one_reason() {
 }
 
 /// A completion of `service_ns` of `tenant`'s on engine 0.
-fn done(tenant: u32, service_ns: u64) -> (TaskDone, Completion) {
-    let c = TaskDone {
+fn done(tenant: u32, service_ns: u64) -> (Completion, CompletionEntry) {
+    let c = Completion {
         task: 0,
         tenant: isola_core::TenantId(tenant),
         engine: isola_core::EngineId(0),
@@ -41,9 +41,9 @@ fn done(tenant: u32, service_ns: u64) -> (TaskDone, Completion) {
         over_budget: false,
         breakdown: Default::default(),
     };
-    let answer = Completion {
+    let answer = CompletionEntry {
         tag: 0,
-        outcome: Outcome::Ok,
+        outcome: CompletionStatus::Ok,
         output_len: 0,
         arrival_ns: 0,
         dispatch_ns: 0,

@@ -12,7 +12,7 @@ mod draw;
 mod observe;
 pub mod scenario;
 
-use crate::experiment::{Check, Experiment, Outcome};
+use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{row_of, succeeded, tenant};
 use crate::runner::{every_policy, PolicyOutcome, Runner};
 use isola_model::scenario::PolicyRun;
@@ -61,8 +61,8 @@ const NOTES: [&str; 3] = [
      what a tenant submits): per-tenant scheduling restores byte-fairness only where the tenants stay backlogged",
 ];
 
-fn aaas_observations(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&EXPERIMENT, runner.live());
+fn aaas_observations(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&EXPERIMENT, runner.live());
     // The cases take the first half of the progress, the sweeps the rest.
     let share = 0.5 / CASES.len() as f64;
     let mut best_per_case: BTreeMap<String, usize> = BTreeMap::new();
@@ -193,7 +193,7 @@ impl Pair<'_> {
 fn judge_case(
     case: &Case,
     results: &[PolicyOutcome],
-    o: &mut Outcome,
+    o: &mut ExperimentResult,
 ) -> ((&'static str, f64, f64), Option<String>) {
     let ok = succeeded(results, &mut o.notes);
     let [a, b] = case.flows.map(|f| f.name);

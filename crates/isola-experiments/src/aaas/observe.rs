@@ -6,7 +6,7 @@
 //! gives a table and a verdict against the paper's figures.
 
 use super::scenario::{flow, link_scenario, Flow, Link, FPGA, FPGA_DEPTH};
-use crate::experiment::{Check, Outcome};
+use crate::experiment::{Check, ExperimentResult};
 use crate::judge::tenant;
 use crate::runner::{every_policy, Runner};
 use isola_report::Table;
@@ -77,7 +77,7 @@ fn f2(x: f64) -> String {
 
 /// Every observation's sweep; tables and verdicts go to `o`. `at` is
 /// where the experiment's progress stands.
-pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+pub(super) fn observations(runner: &mut Runner, o: &mut ExperimentResult, at: f64) -> anyhow::Result<()> {
     obs4_qp_ratio(runner, o, at)?;
     obs5_size_mix(runner, o, at)?;
     obs6_writes_against_reads(runner, o, at)?;
@@ -88,7 +88,7 @@ pub(super) fn observations(runner: &mut Runner, o: &mut Outcome, at: f64) -> any
 }
 
 /// Obs. 4: 4 KB writes, QP ratios 1 to 16.
-fn obs4_qp_ratio(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+fn obs4_qp_ratio(runner: &mut Runner, o: &mut ExperimentResult, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut worst: f64 = 0.0;
     for (qa, qb) in [(1, 1), (2, 1), (4, 1), (8, 4), (16, 8), (16, 1), (1, 16)] {
@@ -123,7 +123,7 @@ fn obs4_qp_ratio(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Resul
 }
 
 /// Obs. 5: 4 KB writes against B's sizes, one QP each.
-fn obs5_size_mix(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+fn obs5_size_mix(runner: &mut Runner, o: &mut ExperimentResult, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut ratios = Vec::new();
     for size in [256, 512, 1024, 2048, 4096, 8192] {
@@ -160,7 +160,7 @@ fn obs5_size_mix(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Resul
 }
 
 /// Obs. 6: writes with reads (and with writes), 2 QPs each, over sizes.
-fn obs6_writes_against_reads(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+fn obs6_writes_against_reads(runner: &mut Runner, o: &mut ExperimentResult, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let (mut hetero, mut homo) = (Vec::new(), Vec::new());
     for size in [256, 1024, 4096, 8192] {
@@ -204,7 +204,7 @@ fn obs6_writes_against_reads(runner: &mut Runner, o: &mut Outcome, at: f64) -> a
 }
 
 /// Obs. 7: Fig. 3(a)'s pairs, reads on the FPGA link, FPGA_DEPTH in flight each.
-fn obs7_fig3a_pairs(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+fn obs7_fig3a_pairs(runner: &mut Runner, o: &mut ExperimentResult, at: f64) -> anyhow::Result<()> {
     let a = run(
         runner,
         "obs7-512-64",
@@ -262,7 +262,7 @@ fn obs7_fig3a_pairs(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Re
 }
 
 /// Obs. 8: Table 2 for reads (MaxReadReqSize) and writes (MaxPayloadSize).
-fn obs8_mtu_table(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+fn obs8_mtu_table(runner: &mut Runner, o: &mut ExperimentResult, at: f64) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let (mut cells, mut matched) = (0, 0);
     for (direction, mtus) in [("read", [256u64, 512, 1024]), ("write", [128, 256, 512])] {
@@ -328,7 +328,7 @@ fn obs8_mtu_table(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Resu
 }
 
 /// Obs. 10: 4 KB writes with small writes, 4 QPs each (Fig. 3(c)).
-fn obs10_small_writes(runner: &mut Runner, o: &mut Outcome, at: f64) -> anyhow::Result<()> {
+fn obs10_small_writes(runner: &mut Runner, o: &mut ExperimentResult, at: f64) -> anyhow::Result<()> {
     let ideal = run(runner, "obs10-4k-alone", FPGA, &[flow("a", 4096, "write", 4)], at)?;
     let ideal = ideal.gbps[0];
     let mut rows = vec![vec![

@@ -10,7 +10,7 @@
 mod draw;
 pub mod live;
 
-use crate::experiment::{Check, Experiment, Outcome};
+use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{direction, fmt_pct, row_of, succeeded, tenant};
 use crate::progress::Progress;
 use crate::runner::{every_policy, PolicyOutcome, Runner};
@@ -40,8 +40,8 @@ pub const BS: &str = "bandwidth-sensitive";
 /// The LS tenant's weights tried (the live run uses 16).
 const LS_WEIGHTS: [u32; 4] = [1, 2, 4, 16];
 
-fn run(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let o = Outcome::new(&EXPERIMENT, runner.live());
+fn run(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let o = ExperimentResult::new(&EXPERIMENT, runner.live());
     if runner.live() {
         return live_outcome(o, runner.progress());
     }
@@ -49,7 +49,7 @@ fn run(runner: &mut Runner) -> anyhow::Result<Outcome> {
 }
 
 /// Every policy at each LS weight on the simulator.
-fn simulated(mut o: Outcome, runner: &mut Runner) -> anyhow::Result<Outcome> {
+fn simulated(mut o: ExperimentResult, runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     let results = weighted_runs(runner)?;
     let ok = succeeded(&results, &mut o.notes);
     let rows: Vec<Vec<String>> = ok
@@ -245,7 +245,7 @@ pub(crate) struct AstraeaScore<'a> {
 /// with the BS SLA as ASTRAEA states it (the application's bandwidth over
 /// its run), which every policy meets in this set-up, so that only the LS
 /// half would decide it.
-fn astraea_goals(o: &mut Outcome, scored: &[AstraeaScore]) {
+fn astraea_goals(o: &mut ExperimentResult, scored: &[AstraeaScore]) {
     let best = astraea_best(scored);
     o.best_policy = best.map(|b| b.label.to_string());
     if let Some(s) = best {
@@ -315,7 +315,7 @@ pub(crate) fn astraea_best<'a, 's>(scored: &'s [AstraeaScore<'a>]) -> Option<&'s
 /// The same experiment live: [`live::run`] with its defaults (as `isola
 /// demo`), with real Reed-Solomon coding on this machine's cores, every
 /// policy it compares.
-fn live_outcome(mut o: Outcome, progress: &mut dyn Progress) -> anyhow::Result<Outcome> {
+fn live_outcome(mut o: ExperimentResult, progress: &mut dyn Progress) -> anyhow::Result<ExperimentResult> {
     let report = live::run(&live::LiveConfig::default(), progress)?;
     let in_order = || {
         report

@@ -13,7 +13,7 @@ use super::kernels::Kernel;
 use super::scale::Scale;
 use anyhow::Context;
 use isola_core::{EngineKind, TimeScale};
-use isola_daemon::config::EngineConfig;
+use isola_daemon::config::DaemonEngine;
 use isola_daemon::DaemonConfig;
 use isola_model::scenario::source::Source;
 use isola_model::scenario::{Direction, PolicyRun};
@@ -100,9 +100,9 @@ fn engine(
     scale: &Scale,
     e: usize,
     kind: EngineKind,
-) -> EngineConfig {
+) -> DaemonEngine {
     let model = &scenario.engines[e];
-    let mut engine = EngineConfig::new(model.name.clone(), kind);
+    let mut engine = DaemonEngine::new(model.name.clone(), kind);
     let (policy, params) = run.policy_of(&model.name, kind);
     engine.policy = policy.to_string();
     engine.params = params.clone();

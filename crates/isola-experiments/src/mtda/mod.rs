@@ -17,7 +17,7 @@ mod sweep;
 
 pub use sweep::{SIZES, STABILITY};
 
-use crate::experiment::{Check, Experiment, Outcome};
+use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{direction, fmt_index, row_of, succeeded, tenant};
 use crate::runner::{every_policy, PolicyOutcome, Runner};
 use isola_model::results::SeriesPoint;
@@ -69,11 +69,11 @@ const TENANT_COUNTS: [usize; 4] = [1, 2, 4, 8];
 /// How long each Table IV scenario runs (scenario time), simulated and live.
 const TABLE_IV_DURATION: &str = "50ms";
 
-fn mtda_balanced(runner: &mut Runner) -> anyhow::Result<Outcome> {
+fn mtda_balanced(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     mtda_table_iv(runner, &BALANCED, true)
 }
 
-fn mtda_unbalanced(runner: &mut Runner) -> anyhow::Result<Outcome> {
+fn mtda_unbalanced(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     mtda_table_iv(runner, &UNBALANCED, false)
 }
 
@@ -208,7 +208,7 @@ fn table_iv_rows(ok: &[(&str, &PolicyResult)]) -> Vec<Vec<String>> {
 /// simulated, less at a live run's dilated rates; 0.001 of Fair1; 1 us):
 /// closer is a tie, not a loss.
 fn table_iv_directions(
-    o: &mut Outcome,
+    o: &mut ExperimentResult,
     ok: &[(&str, &PolicyResult)],
     costs: scenario::Costs,
     balanced: bool,
@@ -252,8 +252,12 @@ pub(crate) fn mean_latency(r: &PolicyResult) -> f64 {
     r.tenants.iter().map(|t| t.latency_ns.mean).sum::<f64>() / r.tenants.len().max(1) as f64
 }
 
-fn mtda_table_iv(runner: &mut Runner, experiment: &Experiment, balanced: bool) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(experiment, runner.live());
+fn mtda_table_iv(
+    runner: &mut Runner,
+    experiment: &Experiment,
+    balanced: bool,
+) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(experiment, runner.live());
     let runs = table_iv_runs();
     let measured = scenario::Setup::default();
     // The tenant counts with measured costs, then 4 tenants with the
@@ -456,8 +460,8 @@ fn worst_after(r: &PolicyResult, t: Timeline) -> Option<u64> {
         .max()
 }
 
-fn mtda_burst(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&BURST, runner.live());
+fn mtda_burst(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&BURST, runner.live());
     let t = if runner.live() {
         PAPER_TIMELINE.scaled(LIVE_TIME_SCALE)
     } else {
@@ -527,7 +531,7 @@ fn burst_runs(runner: &mut Runner, t: Timeline) -> anyhow::Result<Vec<PolicyOutc
 
 /// Judges the burst's runs `ok` on timeline `t`: the best policy, its
 /// goal, the directions against the baselines and the table go to `o`.
-fn judge_burst(o: &mut Outcome, ok: &[(&str, &PolicyResult)], t: Timeline) {
+fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeline) {
     let recovery = |r: &PolicyResult| recovery(r, t);
     let rows: Vec<Vec<String>> = ok
         .iter()

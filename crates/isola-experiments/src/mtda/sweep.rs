@@ -6,7 +6,7 @@
 use super::scenario::{self, Costs, Setup};
 use super::{run_of, table_iv_results, total_gbps, worst_p99, BASELINES};
 use crate::draw::{figure, over_time};
-use crate::experiment::{Check, Experiment, Outcome};
+use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::succeeded;
 use crate::runner::Runner;
 use isola_model::scenario::PolicyRun;
@@ -111,8 +111,8 @@ fn beats(mine: f64, theirs: f64, lower: bool) -> bool {
     }
 }
 
-fn mtda_sizes(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&SIZES, runner.live());
+fn mtda_sizes(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&SIZES, runner.live());
     let runs = runs();
     // Live, the measured costs' balanced sweep only (the live harness
     // calibrates to the measured costs; every case would take minutes).
@@ -268,8 +268,8 @@ fn fluctuation(r: &PolicyResult) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn mtda_stability(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&STABILITY, runner.live());
+fn mtda_stability(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&STABILITY, runner.live());
     let setup = Setup {
         costs: Costs::Paper,
         ..Setup::default()

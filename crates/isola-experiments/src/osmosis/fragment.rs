@@ -15,7 +15,7 @@
 //! setup), after `scenarios/osmosis-dma-hol.toml`.
 
 use super::draw;
-use crate::experiment::{Check, Experiment, Outcome};
+use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{succeeded, tenant};
 use crate::runner::Runner;
 use isola_model::scenario::{Direction, DmaSpec, PolicyRun};
@@ -204,7 +204,7 @@ fn run(policy: &str, label: &str, split: Option<u64>) -> PolicyRun {
 /// missing run an error (every run here is feasible).
 fn results(
     runner: &mut Runner,
-    o: &mut Outcome,
+    o: &mut ExperimentResult,
     file: &str,
     text: &str,
     runs: &[PolicyRun],
@@ -229,8 +229,8 @@ fn p50(r: &PolicyResult, name: &str) -> f64 {
 /// and WRR with 512 B fragments under each setup.
 const HOL_LABELS: [&str; 4] = ["native", "wrr", "wrr+frag512 blocking", "wrr+frag512 pipelined"];
 
-fn hol_sweep(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&HOL_SWEEP, runner.live());
+fn hol_sweep(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&HOL_SWEEP, runner.live());
     let steps = (SIZES.len() * 2 + SETUPS.len()) as f64;
     // Per Congestor size: the four runs' results, in HOL_LABELS' order.
     let mut by_size: Vec<(u64, Vec<PolicyResult>)> = Vec::new();
@@ -346,7 +346,7 @@ fn hol_sweep(runner: &mut Runner) -> anyhow::Result<Outcome> {
 }
 
 /// Fig. 10's verdicts from the sweep by Congestor size.
-fn judge_hol(o: &mut Outcome, by_size: &[(u64, Vec<PolicyResult>)], by_fragment: &[FragmentCurve]) {
+fn judge_hol(o: &mut ExperimentResult, by_size: &[(u64, Vec<PolicyResult>)], by_fragment: &[FragmentCurve]) {
     let (Some((_, small)), Some((_, large))) = (by_size.first(), by_size.last()) else {
         return;
     };
@@ -424,8 +424,8 @@ fn verdict(magnitude: bool, direction: bool) -> &'static str {
     }
 }
 
-fn io_overhead(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&IO_OVERHEAD, runner.live());
+fn io_overhead(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&IO_OVERHEAD, runner.live());
     let steps = (SIZES.len() * SETUPS.len()) as f64;
     // Per setup: (size, whole Mpps, fragmented Mpps).
     let mut curves: Vec<IoCurve> = Vec::new();

@@ -12,7 +12,7 @@ pub mod fragment;
 
 pub use fragment::{HOL_SWEEP, IO_OVERHEAD};
 
-use crate::experiment::{Check, Experiment, Outcome};
+use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{direction, fmt_index, mean_jain, row_of, succeeded, tenant};
 use crate::runner::{every_policy, Runner};
 use isola_model::scenario::PolicyRun;
@@ -69,8 +69,8 @@ pub const IO: Experiment = Experiment {
     run: osmosis_io,
 };
 
-fn osmosis_pu(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&PU, runner.live());
+fn osmosis_pu(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&PU, runner.live());
     let runs = every_policy(None);
     let results = runner.simulate(
         "scenarios/osmosis-pu-contention.toml",
@@ -157,8 +157,8 @@ fn fragmented_runs(bytes: u64) -> impl Iterator<Item = PolicyRun> {
     })
 }
 
-fn osmosis_hol(runner: &mut Runner) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(&HOL, runner.live());
+fn osmosis_hol(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(&HOL, runner.live());
     let mut runs = every_policy(None);
     runs.extend(fragmented_runs(512));
     let results = runner.simulate(
@@ -254,7 +254,7 @@ const MIX_DIFFERS: &str = "where this differs from OSMOSIS' setup and what it co
      holding them to their share delays them (+3-4%), where the paper's gain for them comes from head-of-line \
      blocking inside PsPIN's AXI interconnect, which this model has only between transfers";
 
-fn osmosis_compute(runner: &mut Runner) -> anyhow::Result<Outcome> {
+fn osmosis_compute(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     let text = include_str!("../../../../scenarios/repro/osmosis-compute.toml");
     osmosis_mix(
         runner,
@@ -265,7 +265,7 @@ fn osmosis_compute(runner: &mut Runner) -> anyhow::Result<Outcome> {
     )
 }
 
-fn osmosis_io(runner: &mut Runner) -> anyhow::Result<Outcome> {
+fn osmosis_io(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     let text = include_str!("../../../../scenarios/repro/osmosis-io.toml");
     osmosis_mix(runner, &IO, "scenarios/repro/osmosis-io.toml", text, true)
 }
@@ -300,8 +300,8 @@ fn osmosis_mix(
     file: &str,
     text: &str,
     fragments: bool,
-) -> anyhow::Result<Outcome> {
-    let mut o = Outcome::new(experiment, runner.live());
+) -> anyhow::Result<ExperimentResult> {
+    let mut o = ExperimentResult::new(experiment, runner.live());
     let mut runs = every_policy(None);
     if fragments {
         runs.extend(fragmented_runs(512));

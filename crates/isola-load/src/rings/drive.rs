@@ -8,13 +8,13 @@
 //! took the entry to when it completed it (the completion carries both).
 //! Only tasks that ended `Ok` are timed; every outcome is counted.
 
-use super::{Arrivals, Input, Mode, Plan};
+use super::{Arrivals, Input, Mode, RingsPlan};
 use crate::progress::RunProgress;
 use crate::{Length, Progress, Stopped};
 use anyhow::bail;
-use isola_client::{detail, Client, ClientError, Outcome};
+use isola_client::{detail, Client, ClientError, CompletionStatus};
 use isola_core::metrics::LatencyHistogram;
-use isola_wire::{Completion, EventKind, RingError, Submission};
+use isola_wire::{CompletionEntry, EventKind, RingError, Submission};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -73,7 +73,7 @@ impl Layout {
     /// Lays out `inputs` and as many output rooms as the plan may keep in
     /// flight (as many as fit) in `client`'s arena; an error names the flag
     /// whose value does not fit.
-    pub fn new(client: &Client, inputs: &[Input], plan: &Plan) -> anyhow::Result<Layout> {
+    pub fn new(client: &Client, inputs: &[Input], plan: &RingsPlan) -> anyhow::Result<Layout> {
         let arena = client.arena_bytes();
         let mut input_offsets = Vec::with_capacity(inputs.len());
         let mut end = 0u64;
@@ -285,7 +285,7 @@ struct Driver<'a> {
     layout: &'a Layout,
     input_lens: Vec<u64>,
     sizes: Vec<u64>,
-    plan: &'a Plan,
+    plan: &'a RingsPlan,
     start: Instant,
     measure_from: Instant,
     next: u64,
@@ -311,7 +311,7 @@ pub(super) fn run(
     handle: u32,
     inputs: &[Input],
     layout: &Layout,
-    plan: &Plan,
+    plan: &RingsPlan,
     stop: &AtomicBool,
     progress: &mut dyn Progress,
 ) -> RunOutcome {
@@ -518,7 +518,7 @@ impl Driver<'_> {
     }
 
     /// Tallies completion `c`.
-    fn answer(&mut self, c: Completion) {
+    fn answer(&mut self, c: CompletionEntry) {
         let taken = Instant::now();
         let Some(f) = self.in_flight.remove(&c.tag) else {
             self.tally.stray += 1;
@@ -532,7 +532,7 @@ impl Driver<'_> {
         let t = &mut self.tally;
         let n = &mut t.counts;
         match c.outcome {
-            Outcome::Ok => {
+            CompletionStatus::Ok => {
                 n.ok += 1;
                 let client_ns = taken.duration_since(f.submitted).as_nanos() as u64;
                 let daemon_ns = c.completion_ns.saturating_sub(c.arrival_ns);
@@ -547,7 +547,7 @@ impl Driver<'_> {
                 s.daemon.record(daemon_ns);
                 t.ok_bytes += self.input_lens[f.size];
             }
-            Outcome::Rejected(d) => {
+            CompletionStatus::Rejected(d) => {
                 n.rejected += 1;
                 let r = &mut n.rejected_by;
                 match d {
@@ -557,7 +557,7 @@ impl Driver<'_> {
                     _ => r.other += 1,
                 }
             }
-            Outcome::OperatorFailed(d) => {
+            CompletionStatus::OperatorFailed(d) => {
                 n.failed += 1;
                 let f = &mut n.failed_by;
                 match d {
@@ -566,10 +566,10 @@ impl Driver<'_> {
                     _ => f.operator += 1,
                 }
             }
-            Outcome::BadEntry(_) => n.bad_entry += 1,
-            Outcome::Cancelled => n.cancelled += 1,
-            Outcome::Abandoned => n.abandoned += 1,
-            Outcome::Unknown(..) => n.unknown += 1,
+            CompletionStatus::BadEntry(_) => n.bad_entry += 1,
+            CompletionStatus::Cancelled => n.cancelled += 1,
+            CompletionStatus::Abandoned => n.abandoned += 1,
+            CompletionStatus::Unknown(..) => n.unknown += 1,
         }
     }
 

@@ -1,7 +1,7 @@
 //! What `isola load` reports: the run's settings, its tasks by outcome, its
 //! throughput and its latencies (client's clock, daemon's clock, and for
 //! an open loop from each task's due time), as data that serialises as its
-//! JSON ([`Report`]'s fields).
+//! JSON ([`RingsReport`]'s fields).
 
 use super::drive::{Backpressure, Counts, Events, Layout, Tally};
 use super::{Arrivals, Checked, Input, Mode, Settings};
@@ -72,7 +72,7 @@ pub struct SizeReport {
 
 /// The whole report, as `--json` writes it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct RingsReport {
     /// The daemon's socket.
     pub socket: String,
     /// The tenant acted as.
@@ -117,7 +117,7 @@ pub struct Report {
     pub machine: String,
 }
 
-impl Report {
+impl RingsReport {
     /// The report of a run of `settings` (checked into `checked`, its
     /// inputs laid out by `layout`) that measured `t`.
     pub fn new(
@@ -126,7 +126,7 @@ impl Report {
         inputs: &[Input],
         layout: &Layout,
         t: &Tally,
-    ) -> Report {
+    ) -> RingsReport {
         let plan = &checked.plan;
         let mode = match plan.mode {
             Mode::Open { rate, arrivals } => ModeReport {
@@ -154,7 +154,7 @@ impl Report {
             }
         };
         let answered = t.counts.submitted - t.counts.unanswered.min(t.counts.submitted);
-        Report {
+        RingsReport {
             socket: settings.socket.display().to_string(),
             tenant: settings.tenant.clone(),
             op: settings.op.clone(),

@@ -12,7 +12,7 @@
 //! flight) is late. The loop is one thread: per packet one `send` and one
 //! `recv`, no hand-off between threads.
 
-use super::{Arrivals, Matching, Pace, Plan};
+use super::{Arrivals, Matching, Pace, UdpPlan};
 use crate::progress::RunProgress;
 use crate::{Length, Progress, Stopped};
 use isola_core::metrics::LatencyHistogram;
@@ -192,7 +192,7 @@ fn blocked(e: &std::io::Error) -> bool {
 
 /// The loop's state.
 struct Driver<'a> {
-    plan: &'a Plan,
+    plan: &'a UdpPlan,
     sockets: &'a [UdpSocket],
     in_flight: Vec<InFlight>,
     tally: Tally,
@@ -223,7 +223,7 @@ struct Driver<'a> {
 /// every packet is answered or lost.
 pub(super) fn run(
     sockets: &[UdpSocket],
-    plan: &Plan,
+    plan: &UdpPlan,
     framer: Option<super::frame::Framer>,
     stop: &AtomicBool,
     progress: &mut dyn Progress,

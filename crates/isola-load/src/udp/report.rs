@@ -1,11 +1,11 @@
 //! What `isola load udp` reports: the run's settings, then per flow and
 //! over all flows the packets sent, received and lost, the throughput in
 //! packets and bits per second each way, and the reply latency, as data
-//! that serialises as its JSON ([`Report`]'s fields). Percentiles are
+//! that serialises as its JSON ([`UdpReport`]'s fields). Percentiles are
 //! `isola load`'s.
 
 use super::drive::{FlowTally, Tally};
-use super::{Arrivals, Matching, Pace, Plan, Settings};
+use super::{Arrivals, Matching, Pace, Settings, UdpPlan};
 use crate::{Length, Percentiles, Stopped};
 use isola_core::metrics::LatencyHistogram;
 use serde::Serialize;
@@ -73,7 +73,7 @@ pub struct PaceReport {
 
 /// The whole report, as `--json` writes it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct UdpReport {
     /// Where packets went.
     pub to: String,
     /// Whether that was this process's echo server (`--echo-baseline`).
@@ -152,18 +152,18 @@ fn flow_report(src: Option<String>, t: &FlowTally, latency: &LatencyHistogram, t
     }
 }
 
-impl Report {
+impl UdpReport {
     /// The report of a run of `settings` (checked into `plan`) to `to`
     /// from the flows at `locals` that measured `t`; `echoed` is the echo
     /// server's count.
     pub fn new(
         settings: &Settings,
-        plan: &Plan,
+        plan: &UdpPlan,
         to: SocketAddr,
         locals: &[SocketAddr],
         t: &Tally,
         echoed: Option<u64>,
-    ) -> Report {
+    ) -> UdpReport {
         let mut sum = FlowTally::default();
         for f in &t.flows {
             sum.sent += f.sent;
@@ -197,7 +197,7 @@ impl Report {
                 window: Some(window),
             },
         };
-        Report {
+        UdpReport {
             to: to.to_string(),
             echo_baseline: settings.echo_baseline,
             echoed,

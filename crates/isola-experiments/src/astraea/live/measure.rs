@@ -25,7 +25,7 @@ pub struct TenantSummary {
     /// Fraction of tasks over the SLA.
     pub sla_violation_rate: f64,
     /// Latency percentiles.
-    pub latency_ns: Percentiles,
+    pub latency_ns: TailLatency,
     /// Input bytes per second over its flow: first submission to last
     /// completion.
     pub throughput_bps: f64,
@@ -39,7 +39,7 @@ impl TenantSummary {
         Some(TenantSummary {
             tasks: med(&|t| t.tasks as f64)?.median as u64,
             sla_violation_rate: med(&|t| t.sla_violation_rate)?.median,
-            latency_ns: Percentiles {
+            latency_ns: TailLatency {
                 p50: med(&|t| t.latency_ns.p50 as f64)?.median as Nanos,
                 p99: med(&|t| t.latency_ns.p99 as f64)?.median as Nanos,
             },
@@ -50,7 +50,7 @@ impl TenantSummary {
 
 /// Latency percentiles, ns.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Percentiles {
+pub struct TailLatency {
     /// Median.
     pub p50: Nanos,
     /// 99th percentile.
@@ -398,7 +398,7 @@ pub(super) fn compare(
             let summary = TenantSummary {
                 tasks: t.completed,
                 sla_violation_rate: t.sla_violation_rate,
-                latency_ns: Percentiles {
+                latency_ns: TailLatency {
                     p50: t.latency_ns.p50,
                     p99: t.latency_ns.p99,
                 },

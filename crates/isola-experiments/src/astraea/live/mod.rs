@@ -23,9 +23,9 @@ mod processes;
 mod summary;
 mod text;
 
-pub use measure::{HostInterference, LsBreakdown, Percentiles, RoundResult, SoloReference, TenantSummary};
+pub use measure::{HostInterference, LsBreakdown, RoundResult, SoloReference, TailLatency, TenantSummary};
 pub(crate) use processes::process_cpu_ns;
-pub use summary::{pct, PolicyComparison, PolicySpread, Spread, Verdict, BANDWIDTH_TARGET, VIOLATION_TARGET};
+pub use summary::{pct, PolicyComparison, RoundSpread, Spread, Verdict, BANDWIDTH_TARGET, VIOLATION_TARGET};
 
 use super::{BS, LS};
 use crate::progress::Progress;

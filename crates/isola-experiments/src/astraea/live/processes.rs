@@ -15,7 +15,7 @@ use super::{realtime_usable, LiveConfig, Work, LS_ID, SLA_MULTIPLE};
 use crate::astraea::{BS, LS};
 use anyhow::{bail, Context};
 use isola_core::EngineKind;
-use isola_daemon::config::EngineConfig;
+use isola_daemon::config::DaemonEngine;
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_runtime::workload::{ClosedLoop, LoopRun};
 use isola_runtime::{Completion, Mode, RealtimeOutcome};
@@ -71,7 +71,7 @@ impl Processes {
         daemon.pin_threads = config.pin_threads;
         daemon.realtime = realtime;
         daemon.max_input = work.bs_payload.len() as u64;
-        let mut engine = EngineConfig::new("ec", EngineKind::Accelerator);
+        let mut engine = DaemonEngine::new("ec", EngineKind::Accelerator);
         engine.ops = vec!["ec-encode".into()];
         engine.queue_depth = config.queue_depth;
         engine.profile = Some(work.profile.clone());

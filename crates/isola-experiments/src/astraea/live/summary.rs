@@ -32,7 +32,7 @@ pub const HOST_LIMIT: f64 = 0.02;
 
 /// How a policy's figures spread over the rounds.
 #[derive(Debug, Clone, Serialize)]
-pub struct PolicySpread {
+pub struct RoundSpread {
     /// The LS tenant's SLA violations.
     pub ls_sla_violation_rate: Spread,
     /// The BS tenant's SLA violations.
@@ -66,7 +66,7 @@ pub struct PolicyComparison {
     /// The solo reference of the median round (by LS violations).
     pub solo: SoloReference,
     /// How the figures spread over the rounds.
-    pub spread: PolicySpread,
+    pub spread: RoundSpread,
     /// Where the LS tenant's latency went, over every round.
     pub ls_breakdown: LsBreakdown,
     /// Each round, in the order run.
@@ -79,7 +79,7 @@ impl PolicyComparison {
         let spread = |f: fn(&RoundResult) -> f64| Spread::of(rounds.iter().map(f));
         let tenant_rate =
             |t: &'static str| move |r: &RoundResult| r.tenants.get(t).map_or(0.0, |x| x.sla_violation_rate);
-        let spread_of = PolicySpread {
+        let spread_of = RoundSpread {
             ls_sla_violation_rate: Spread::of(rounds.iter().map(tenant_rate(LS)))?,
             bs_sla_violation_rate: Spread::of(rounds.iter().map(tenant_rate(BS)))?,
             bandwidth_vs_solo: spread(|r| r.bandwidth_vs_solo)?,
