@@ -233,7 +233,7 @@ impl Client {
             .pop::<{ CompletionEntry::WORDS }>(self.region.words())?
             .map(|w| CompletionEntry::decode(&w));
         match c {
-            // A slot freed: the daemon may have waited for one to take more.
+            // A ring cell freed: the daemon may have waited for one to take more.
             Some(_) => self.wake_daemon()?,
             // Nothing to read: is anyone still writing?
             None => self.check_alive()?,

@@ -3,7 +3,7 @@
 //! tail, each on its own cache line of the ring's control block. The
 //! producer writes an entry at `tail & mask`, then publishes it by storing
 //! `tail + 1` with release ordering; the consumer reads `tail` with acquire
-//! ordering, copies the entry at `head & mask` out, then frees its slot by
+//! ordering, copies the entry at `head & mask` out, then frees its cell by
 //! storing `head + 1` with release ordering.
 //!
 //! Each side keeps its own index and only reads the other's: a peer that
@@ -26,7 +26,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 /// What a ring operation found wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RingError {
-    /// The ring is full (producer) : the consumer has not freed a slot.
+    /// The ring is full (producer) : the consumer has not freed a cell.
     #[error("the ring is full")]
     Full,
     /// The peer's index is impossible: it claims `distance` entries
@@ -102,13 +102,13 @@ impl Producer {
         if pending == self.place.count {
             return Err(RingError::Full);
         }
-        // What `fits` and `pending` checked: a free slot, inside the region.
-        debug_assert!(pending < self.place.count, "a push has a free slot");
-        let slot = (self.tail & (self.place.count - 1)) as usize;
-        let at = self.place.entries + slot * N;
+        // What `fits` and `pending` checked: a free cell, inside the region.
+        debug_assert!(pending < self.place.count, "a push has a free cell");
+        let cell = (self.tail & (self.place.count - 1)) as usize;
+        let at = self.place.entries + cell * N;
         debug_assert!(
-            slot < self.place.count as usize && at + N <= words.len(),
-            "a ring's slot lies inside the region"
+            cell < self.place.count as usize && at + N <= words.len(),
+            "a ring's cell lies inside the region"
         );
         for (i, &w) in entry.iter().enumerate() {
             words[at + i].store(w, Ordering::Relaxed);
@@ -171,7 +171,7 @@ impl Consumer {
         fence(Ordering::SeqCst);
     }
 
-    /// Copies the next entry out and frees its slot, if there is one.
+    /// Copies the next entry out and frees its cell, if there is one.
     pub fn pop<const N: usize>(&mut self, words: &[AtomicU64]) -> Result<Option<[u64; N]>, RingError> {
         fits(words, &self.place, N)?;
         let available = self.available(words)?;
@@ -184,11 +184,11 @@ impl Consumer {
             available <= self.place.count,
             "no more published than the ring holds"
         );
-        let slot = (self.head & (self.place.count - 1)) as usize;
-        let at = self.place.entries + slot * N;
+        let cell = (self.head & (self.place.count - 1)) as usize;
+        let at = self.place.entries + cell * N;
         debug_assert!(
-            slot < self.place.count as usize && at + N <= words.len(),
-            "a ring's slot lies inside the region"
+            cell < self.place.count as usize && at + N <= words.len(),
+            "a ring's cell lies inside the region"
         );
         let mut entry = [0u64; N];
         for (i, w) in entry.iter_mut().enumerate() {
@@ -221,7 +221,7 @@ mod tests {
         .unwrap();
         let words = region(l.total_bytes as usize / 8);
         let (mut p, mut c) = (Producer::new(l.sq), Consumer::new(l.sq));
-        // Several laps, so the indices wrap the slots.
+        // Several laps, so the indices wrap the cells.
         for lap in 0..5u64 {
             for i in 0..4u64 {
                 p.push(&words, &[lap, i, 0, 0, 0, 0]).unwrap();
