@@ -45,7 +45,7 @@ impl Bar {
 }
 
 /// The libraries' progress reports, as fractions of the bar.
-impl isola_experiments::Progress for Bar {
+impl isola_model::progress::Progress for Bar {
     fn update(&mut self, fraction: f64, what: &str) {
         let position = (fraction.clamp(0.0, 1.0) * self.total as f64) as u64;
         Bar::update(self, position, what);
@@ -53,11 +53,6 @@ impl isola_experiments::Progress for Bar {
 }
 
 /// The load generators' progress reports, as fractions of the bar.
-impl isola_load::Progress for Bar {
-    fn update(&mut self, fraction: f64, what: &str) {
-        isola_experiments::Progress::update(self, fraction, what);
-    }
-}
 
 impl Drop for Bar {
     fn drop(&mut self) {

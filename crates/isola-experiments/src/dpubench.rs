@@ -24,7 +24,7 @@
 //! rates are far above what a 2-core VM's loopback carries, so the
 //! defaults are scaled (see the CLI and docs/dpubench.md).
 
-use crate::progress::Progress;
+use crate::Progress;
 use anyhow::{anyhow, bail, Context};
 use isola_core::EngineKind;
 use isola_daemon::config::DaemonEngine;

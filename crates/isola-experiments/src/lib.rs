@@ -35,14 +35,13 @@ pub mod live_scale;
 pub mod live_stages;
 pub mod mtda;
 pub mod osmosis;
-mod progress;
 mod report;
 mod runner;
 mod scenario_report;
 pub mod text;
 
 pub use experiment::{select, Check, Experiment, ExperimentResult, ALL};
-pub use progress::{NoProgress, Progress};
+pub use isola_model::progress::{NoProgress, Progress};
 pub use report::report;
 pub use runner::{every_policy, run_experiments, PolicyOutcome, Prepared, Runner};
 pub use scenario_report::scenario_report;

@@ -4,7 +4,7 @@
 //! [`run_experiments`] runs a list of them in order.
 
 use crate::experiment::{Experiment, ExperimentResult};
-use crate::progress::Progress;
+use crate::Progress;
 use anyhow::Context;
 use isola_core::policy::POLICIES;
 use isola_model::scenario::PolicyRun;

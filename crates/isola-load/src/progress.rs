@@ -4,20 +4,7 @@
 use crate::Length;
 use std::time::{Duration, Instant};
 
-/// Receives a run's progress.
-pub trait Progress {
-    /// `fraction` (0 to 1) of the run is done; `what` says what was
-    /// measured so far (`warm-up` before the measurement).
-    fn update(&mut self, fraction: f64, what: &str);
-}
-
-/// Progress that goes nowhere.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn update(&mut self, _fraction: f64, _what: &str) {}
-}
+pub use isola_model::progress::{NoProgress, Progress};
 
 /// A load run's progress: the warm-up, then what was measured (items for
 /// `--count`, time for `--duration`), told ten times a second at most.

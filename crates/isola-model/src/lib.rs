@@ -21,6 +21,7 @@ pub mod engine;
 pub mod ingress;
 pub mod input;
 pub mod policies;
+pub mod progress;
 pub mod quantity;
 pub mod results;
 pub mod scenario;

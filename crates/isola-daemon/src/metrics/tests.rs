@@ -54,12 +54,36 @@ fn done(tenant: u32, service_ns: u64) -> (Completion, CompletionEntry) {
     (c, answer)
 }
 
+/// A daemon with engine `e` and tenants `a` (weight 2) and `b`, filled in
+/// by code and checked as a file's tenants are.
+fn two_tenants() -> crate::DaemonConfig {
+    let mut config = crate::DaemonConfig::new("s".into());
+    config.engines.push(crate::config::DaemonEngine::new(
+        "e",
+        isola_core::EngineKind::Accelerator,
+    ));
+    for (name, weight) in [("a", 2.0), ("b", 1.0)] {
+        let mut raw = isola_model::tenant::RawTenant::named(name);
+        for (key, value) in [
+            ("weight", toml::Value::from(weight)),
+            ("memory_quota", "1MiB".into()),
+            ("users", toml::Value::Array(vec![0i64.into()])),
+        ] {
+            raw.set(key, Some(value)).unwrap();
+        }
+        let src = isola_model::scenario::source::Source {
+            file: "test".into(),
+            text: "",
+        };
+        let tenant = config.check_tenant(raw, &src).unwrap();
+        config.tenants.push(tenant);
+    }
+    config
+}
+
 #[test]
 fn the_fairness_index_is_of_the_window_by_weight_among_active_tenants() {
-    let text = "[daemon]\nsocket = \"s\"\n[[engine]]\nname = \"e\"\n\
-                [[tenant]]\nname = \"a\"\nweight = 2.0\nmemory_quota = \"1MiB\"\nusers = [0]\n\
-                [[tenant]]\nname = \"b\"\nmemory_quota = \"1MiB\"\nusers = [0]\n";
-    let m = Metrics::new(&crate::DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap());
+    let m = Metrics::new(&two_tenants());
     let serve = |tenant: usize, seconds: u64| {
         m.accepted(tenant, Some(0), 1);
         let (c, answer) = done(tenant as u32, seconds * 1_000_000_000);

@@ -12,8 +12,8 @@ pub mod live;
 
 use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{direction, fmt_pct, row_of, succeeded, tenant};
-use crate::progress::Progress;
 use crate::runner::{every_policy, PolicyOutcome, Runner};
+use crate::Progress;
 use anyhow::Context;
 use isola_model::scenario::PolicyRun;
 use isola_model::PolicyResult;

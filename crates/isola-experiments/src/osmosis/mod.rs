@@ -413,7 +413,7 @@ fn osmosis_mix(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::progress::NoProgress;
+    use crate::NoProgress;
     use isola_core::policy::POLICIES;
 
     /// OSMOSIS' compute mix: WLBVT is fairer than round robin over time and

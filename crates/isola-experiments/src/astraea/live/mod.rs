@@ -28,7 +28,7 @@ pub(crate) use processes::process_cpu_ns;
 pub use summary::{pct, PolicyComparison, RoundSpread, Spread, Verdict, BANDWIDTH_TARGET, VIOLATION_TARGET};
 
 use super::{BS, LS};
-use crate::progress::Progress;
+use crate::Progress;
 use anyhow::{bail, Context};
 use isola_core::{LatencyObjective, Nanos, Slo, TenantClass, TenantId};
 use isola_runtime::profile::{profile_operator, Profile};
@@ -646,7 +646,7 @@ fn runtime(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::progress::NoProgress;
+    use crate::NoProgress;
 
     /// A configuration that cannot run is an error before anything runs.
     #[test]
