@@ -52,8 +52,6 @@ impl isola_model::progress::Progress for Bar {
     }
 }
 
-/// The load generators' progress reports, as fractions of the bar.
-
 impl Drop for Bar {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
