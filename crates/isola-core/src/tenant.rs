@@ -191,6 +191,22 @@ impl TimeScale {
         times_by: 1.0,
     };
 
+    /// A tenant's SLO and per-engine changes as a run at this scale
+    /// enforces them ([`Slo::scaled`], [`SloOverride::scaled`]).
+    pub fn tenant(
+        self,
+        slo: &Slo,
+        overrides: &[(EngineSelector, SloOverride)],
+    ) -> (Slo, Vec<(EngineSelector, SloOverride)>) {
+        (
+            slo.scaled(self),
+            overrides
+                .iter()
+                .map(|(on, o)| (on.clone(), o.scaled(self)))
+                .collect(),
+        )
+    }
+
     fn rate(self, spec: RateSpec) -> RateSpec {
         RateSpec {
             rate: spec.rate.divided(self.rates_over),

@@ -136,19 +136,11 @@ impl Shared {
     /// Adds tenant `name` with `keys` in a vacant seat.
     pub(crate) fn add_tenant(&self, name: &str, keys: &[KeyChange]) -> Result<String, String> {
         let origin = "isola ctl add";
-        let mut raw = isola_model::tenant::RawTenant::named(name);
-        for (key, value) in typed_changes(keys, origin)? {
-            raw.set(&key, value)
-                .map_err(|m| ScenarioError::whole_file(origin, Some(&key), m).to_string())?;
-        }
-        let src = isola_model::scenario::source::Source {
-            file: origin.into(),
-            text: "",
-        };
+        let changes = typed_changes(keys, origin)?;
         let config = self
             .config
-            .check_tenant(raw, &src)
-            .map_err(|e| ScenarioError::whole_file(origin, e.key.as_deref(), e.message).to_string())?;
+            .check_changes(isola_model::tenant::RawTenant::named(name), &changes, origin)
+            .map_err(|e| e.to_string())?;
         self.add_config(config)
     }
 
@@ -467,7 +459,10 @@ fn slo_status(c: &DaemonTenant) -> SloStatus {
 /// `changes` with each value as the TOML value its key takes (a JSON
 /// number, string, list or table is the same value in TOML; `null` has
 /// no TOML form and is refused).
-fn typed_changes(changes: &[KeyChange], origin: &str) -> Result<Vec<(String, Option<toml::Value>)>, String> {
+fn typed_changes<'c>(
+    changes: &'c [KeyChange],
+    origin: &str,
+) -> Result<Vec<(&'c str, Option<toml::Value>)>, String> {
     changes
         .iter()
         .map(|c| {
@@ -478,7 +473,7 @@ fn typed_changes(changes: &[KeyChange], origin: &str) -> Result<Vec<(String, Opt
                         .to_string()
                 })?),
             };
-            Ok((c.key.clone(), value))
+            Ok((c.key.as_str(), value))
         })
         .collect()
 }

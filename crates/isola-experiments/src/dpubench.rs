@@ -231,22 +231,18 @@ fn daemon_config(c: &E2eConfig, ports: (u16, u16), dir: &Path) -> anyhow::Result
             ("kernel".to_string(), toml::Value::from(name)),
             ("params".to_string(), toml::Value::from(params)),
         ]);
-        let mut raw = isola_model::tenant::RawTenant::named(name);
-        for (key, value) in [
-            ("memory_quota", toml::Value::from("256MiB")),
-            ("queue_cap", toml::Value::from(4096i64)),
-            ("users", toml::Value::Array(vec!["self".into()])),
-            ("flow", toml::Value::Array(vec![flow.into()])),
-        ] {
-            raw.set(key, Some(value))
-                .map_err(|m| anyhow!("tenant `{name}`: key `{key}`: {m}"))?;
-        }
-        let src = isola_model::scenario::source::Source {
-            file: "isola bench e2e".into(),
-            text: "",
-        };
+        let changes = [
+            ("memory_quota", Some(toml::Value::from("256MiB"))),
+            ("queue_cap", Some(toml::Value::from(4096i64))),
+            ("users", Some(toml::Value::Array(vec!["self".into()]))),
+            ("flow", Some(toml::Value::Array(vec![flow.into()]))),
+        ];
         let tenant = config
-            .check_tenant(raw, &src)
+            .check_changes(
+                isola_model::tenant::RawTenant::named(name),
+                &changes,
+                "isola bench e2e",
+            )
             .map_err(|e| anyhow!("the daemon's configuration: {e}"))?;
         config.tenants.push(tenant);
     }

@@ -87,15 +87,9 @@ fn expected(
     scale: TimeScale,
     quota: Option<u64>,
 ) -> (Slo, Vec<(isola_core::EngineSelector, SloOverride)>) {
-    let mut slo = sim.0.scaled(scale);
+    let (mut slo, overrides) = scale.tenant(&sim.0, &sim.1);
     slo.memory_quota = slo.memory_quota.or(quota);
-    (
-        slo,
-        sim.1
-            .iter()
-            .map(|(on, o)| (on.clone(), o.scaled(scale)))
-            .collect(),
-    )
+    (slo, overrides)
 }
 
 fn run_of(s: &Scenario) -> &PolicyRun {

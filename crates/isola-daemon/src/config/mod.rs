@@ -344,6 +344,29 @@ impl DaemonConfig {
         )
     }
 
+    /// Tenant `raw` with `changes` (keys of a tenant table with typed
+    /// values; `None` returns a key to its default) applied, checked as a
+    /// whole as the file's tenants are: what `isola ctl add` and `set` and
+    /// a program filling a configuration in by code get. There is no text
+    /// behind it, so an error names the key (and `origin`) alone.
+    pub fn check_changes(
+        &self,
+        mut raw: RawTenant,
+        changes: &[(&str, Option<toml::Value>)],
+        origin: &str,
+    ) -> Result<DaemonTenant, ScenarioError> {
+        for (key, value) in changes {
+            raw.set(key, value.clone())
+                .map_err(|message| ScenarioError::whole_file(origin, Some(key), message))?;
+        }
+        let src = Source {
+            file: origin.into(),
+            text: "",
+        };
+        self.check_tenant(raw, &src)
+            .map_err(|e| ScenarioError::whole_file(origin, e.key.as_deref(), e.message))
+    }
+
     /// Checks tenant `raw` (read from `src`) against this configuration's
     /// engines and UDP addresses, with the check its file's tenants had.
     pub fn check_tenant(&self, raw: RawTenant, src: &Source<'_>) -> Result<DaemonTenant, ScenarioError> {

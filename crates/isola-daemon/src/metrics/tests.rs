@@ -63,19 +63,13 @@ fn two_tenants() -> crate::DaemonConfig {
         isola_core::EngineKind::Accelerator,
     ));
     for (name, weight) in [("a", 2.0), ("b", 1.0)] {
-        let mut raw = isola_model::tenant::RawTenant::named(name);
-        for (key, value) in [
-            ("weight", toml::Value::from(weight)),
-            ("memory_quota", "1MiB".into()),
-            ("users", toml::Value::Array(vec![0i64.into()])),
-        ] {
-            raw.set(key, Some(value)).unwrap();
-        }
-        let src = isola_model::scenario::source::Source {
-            file: "test".into(),
-            text: "",
-        };
-        let tenant = config.check_tenant(raw, &src).unwrap();
+        let changes = [
+            ("weight", Some(toml::Value::from(weight))),
+            ("memory_quota", Some("1MiB".into())),
+            ("users", Some(toml::Value::Array(vec![0i64.into()]))),
+        ];
+        let raw = isola_model::tenant::RawTenant::named(name);
+        let tenant = config.check_changes(raw, &changes, "test").unwrap();
         config.tenants.push(tenant);
     }
     config

@@ -15,7 +15,6 @@ use anyhow::Context;
 use isola_core::{EngineKind, TimeScale};
 use isola_daemon::config::DaemonEngine;
 use isola_daemon::DaemonConfig;
-use isola_model::scenario::source::Source;
 use isola_model::scenario::{Direction, PolicyRun};
 use isola_model::Scenario;
 use std::path::Path;
@@ -58,31 +57,22 @@ pub(super) fn daemon_config(
     }
     let origin = scenario.path.display().to_string();
     for (i, t) in scenario.tenants.iter().enumerate() {
-        let mut raw = t.keys.without_scenario_keys();
-        let mut set = |key: &str, value: toml::Value| {
-            raw.set(key, Some(value))
-                .map_err(|m| anyhow::anyhow!("tenant `{}`: key `{key}`: {m}", t.name))
-        };
-        if !t.keys.has("memory_quota") {
-            set("memory_quota", DEFAULT_QUOTA.into())?;
+        let mut own = vec![
+            ("users", Some(toml::Value::Array(vec!["self".into()]))),
+            (
+                "flow",
+                Some(toml::Value::Array(vec![flow(scenario, i, &kernels[i], ports[i])])),
+            ),
+        ];
+        // A quota the scenario gives is kept.
+        if t.slo.memory_quota.is_none() {
+            own.push(("memory_quota", Some(DEFAULT_QUOTA.into())));
         }
-        set("users", toml::Value::Array(vec!["self".into()]))?;
-        set(
-            "flow",
-            toml::Value::Array(vec![flow(scenario, i, &kernels[i], ports[i])]),
-        )?;
-        let src = Source {
-            file: origin.clone(),
-            text: "",
-        };
         let mut tenant = config
-            .check_tenant(raw, &src)
+            .check_changes(t.keys.without_scenario_keys(), &own, &origin)
             .map_err(|e| anyhow::anyhow!("tenant `{}` cannot run over packets: {e}", t.name))?;
         let model = &mut tenant.tenant;
-        model.slo = model.slo.scaled(time_scale(scale));
-        for (_, change) in &mut model.overrides {
-            *change = change.scaled(time_scale(scale));
-        }
+        (model.slo, model.overrides) = time_scale(scale).tenant(&model.slo, &model.overrides);
         config.tenants.push(tenant);
     }
     config.check().context("the run's daemon configuration")?;

@@ -64,20 +64,10 @@ pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario, ScenarioErro
     })?;
     let kind_defaults = raw.run.as_ref().is_none_or(|r| r.get_ref().policies.is_none());
     let (mut run, policy_spans, policy_ons) = check_run(&src, raw.run)?;
-    let name_spans: Vec<Range<usize>> = raw.engine.iter().map(|e| e.get_ref().name.span()).collect();
-    let engines = raw
-        .engine
-        .into_iter()
-        .map(|e| super::engine::check_engine(&src, e))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (i, e) in engines.iter().enumerate() {
-        if engines[..i].iter().any(|o| o.name == e.name) {
-            return Err(src.at(
-                name_spans[i].clone(),
-                Some("name"),
-                format!("engine `{}` is defined twice", e.name),
-            ));
-        }
+    let mut engines = Vec::with_capacity(raw.engine.len());
+    for e in raw.engine {
+        let engine = super::engine::check_engine(&src, e, &engines)?;
+        engines.push(engine);
     }
     if engines.is_empty() {
         return Err(src.at(0..0, Some("engine"), "a scenario needs at least one [[engine]]"));

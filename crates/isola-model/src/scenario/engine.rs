@@ -13,10 +13,15 @@ use isola_core::{EngineKind, RateUnit};
 use std::ops::Range;
 use toml::Spanned;
 
-/// One `[[engine]]`: its kind, the keys that kind takes, and its device.
-pub(super) fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<EngineModel, ScenarioError> {
+/// One `[[engine]]` (`earlier`: those before it): its kind, the keys that
+/// kind takes, and its device.
+pub(super) fn check_engine(
+    src: &Source<'_>,
+    raw: Spanned<RawEngine>,
+    earlier: &[EngineModel],
+) -> Result<EngineModel, ScenarioError> {
     let raw = raw.into_inner();
-    super::check_name(src, raw.name.span(), "name", raw.name.get_ref())?;
+    let name = crate::engine::check_engine_name(src, &raw.name, earlier.iter().map(|e| e.name.as_str()))?;
     let kind = check_kind(src, raw.kind.as_ref())?;
     check_kind_keys(src, &raw, kind)?;
     let slots = match &raw.slots {
@@ -58,7 +63,6 @@ pub(super) fn check_engine(src: &Source<'_>, raw: Spanned<RawEngine>) -> Result<
     let learn = raw
         .learn
         .unwrap_or_else(|| crate::engine::default_learn(kind, crate::engine::EngineContext::Scenario));
-    let name = raw.name.get_ref().clone();
     let device = check_device(src, raw, kind)?;
     Ok(EngineModel {
         name,

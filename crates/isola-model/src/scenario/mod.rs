@@ -609,13 +609,7 @@ impl TenantSpec {
     /// Its SLO and per-engine changes as a run at time scale `scale`
     /// enforces them ([`isola_core::Slo::scaled`]).
     pub fn scaled_slo(&self, scale: isola_core::TimeScale) -> (Slo, Vec<(EngineSelector, SloOverride)>) {
-        (
-            self.slo.scaled(scale),
-            self.overrides
-                .iter()
-                .map(|(on, o)| (on.clone(), o.scaled(scale)))
-                .collect(),
-        )
+        scale.tenant(&self.slo, &self.overrides)
     }
 }
 

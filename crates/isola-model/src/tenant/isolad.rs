@@ -132,14 +132,15 @@ pub(super) fn check_isolad_keys(
             format!("tenant `{name}`: grant it to at least one of `users` (uids) or `groups` (gids)"),
         ));
     }
-    let ring = |v: &Option<Spanned<u32>>, key: &str| match v {
+    let defaults = Access::default();
+    let ring = |v: &Option<Spanned<u32>>, key: &str, default: u32| match v {
         Some(n) if !(n.get_ref().is_power_of_two() && *n.get_ref() <= scope.max_ring_entries) => Err(src.at(
             n.span(),
             Some(key),
             format!("must be a power of two from 1 to {}", scope.max_ring_entries),
         )),
         Some(n) => Ok(*n.get_ref()),
-        None => Ok(Access::default().sq_entries),
+        None => Ok(default),
     };
     let access = Access {
         users: resolve(src, "users", &raw.users, scope.own_ids.0)?,
@@ -149,10 +150,10 @@ pub(super) fn check_isolad_keys(
                 return Err(src.at(m.span(), Some("max_connections"), "must be at least 1"))
             }
             Some(m) => *m.get_ref(),
-            None => Access::default().max_connections,
+            None => defaults.max_connections,
         },
-        sq_entries: ring(&raw.sq_entries, "sq_entries")?,
-        cq_entries: ring(&raw.cq_entries, "cq_entries")?,
+        sq_entries: ring(&raw.sq_entries, "sq_entries", defaults.sq_entries)?,
+        cq_entries: ring(&raw.cq_entries, "cq_entries", defaults.cq_entries)?,
     };
     let ecn_threshold = match &raw.ecn_threshold {
         Some(t) if !(1..=slo.queue_cap).contains(t.get_ref()) => {

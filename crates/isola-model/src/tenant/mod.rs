@@ -87,10 +87,10 @@ pub const DAEMON_KEYS: [&str; 7] = [
 
 /// Where each context-bound key of `raw` is written, if it is.
 fn written(raw: &RawTenant, key: &str) -> Option<std::ops::Range<usize>> {
-    fn at<T>(v: &Option<Spanned<T>>) -> Option<std::ops::Range<usize>> {
-        v.as_ref().map(Spanned::span)
+    use crate::engine::written as at;
+    fn first<T>(v: &[Spanned<T>]) -> Option<std::ops::Range<usize>> {
+        v.first().map(Spanned::span)
     }
-    let first = |v: &[Spanned<_>]| v.first().map(Spanned::span);
     match key {
         "users" => first(&raw.users),
         "groups" => first(&raw.groups),
@@ -98,7 +98,7 @@ fn written(raw: &RawTenant, key: &str) -> Option<std::ops::Range<usize>> {
         "sq_entries" => at(&raw.sq_entries),
         "cq_entries" => at(&raw.cq_entries),
         "ecn_threshold" => at(&raw.ecn_threshold),
-        "flow" => raw.flow.first().map(Spanned::span),
+        "flow" => first(&raw.flow),
         "workload" => at(&raw.workload),
         "match" => raw.flow_match.map(|_| raw.name.span()),
         _ => None,

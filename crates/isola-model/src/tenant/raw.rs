@@ -261,16 +261,6 @@ impl RawTenant {
         }
     }
 
-    /// Whether key `key` is written (set, for a key set live).
-    pub fn has(&self, key: &str) -> bool {
-        super::written(self, key).is_some()
-            || match key {
-                "memory_quota" => self.memory_quota.is_some(),
-                "on" => !self.on.is_empty(),
-                _ => false,
-            }
-    }
-
     /// Sets key `key` to `value` (`None`: back to its default), parsed as
     /// the file's key is. The tenant is not checked here: check it whole
     /// afterwards. Errors name no key (the caller knows it).

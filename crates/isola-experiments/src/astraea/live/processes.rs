@@ -101,21 +101,22 @@ impl Processes {
             (BS, &[("class", "bandwidth-sensitive".into())]),
         ];
         for (name, keys) in tenants {
-            let mut raw = isola_model::tenant::RawTenant::named(name);
             let own = [
                 ("memory_quota", toml::Value::from(format!("{quota}B"))),
                 ("users", toml::Value::Array(vec!["self".into()])),
             ];
-            for (key, value) in keys.iter().cloned().chain(own) {
-                raw.set(key, Some(value))
-                    .map_err(|m| anyhow::anyhow!("tenant `{name}`: key `{key}`: {m}"))?;
-            }
-            let src = isola_model::scenario::source::Source {
-                file: "the demo's daemon".into(),
-                text: "",
-            };
+            let changes: Vec<_> = keys
+                .iter()
+                .cloned()
+                .chain(own)
+                .map(|(k, v)| (k, Some(v)))
+                .collect();
             let tenant = daemon
-                .check_tenant(raw, &src)
+                .check_changes(
+                    isola_model::tenant::RawTenant::named(name),
+                    &changes,
+                    "the demo's daemon",
+                )
                 .map_err(|e| anyhow::anyhow!("the run's daemon configuration: {e}"))?;
             daemon.tenants.push(tenant);
         }
