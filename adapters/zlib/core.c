@@ -235,7 +235,7 @@ static zi_outcome zi_offload(const char *op, const isola_param *params, size_t n
 
 /* The most output one decompression task may make on isolad (the
  * operators' default; larger streams are decoded in software). */
-#define ZI_MAX_OUTPUT "268435456"
+#define ZI_MAX_OUTPUT "256MiB"
 
 /* Runs one compression or decompression over o's pieces. */
 static zi_outcome zi_run_once(zi_work work, zi_format format, int level, const void *in,
