@@ -149,10 +149,11 @@ static isola_adapter *zi_adapter(void)
     return zi_the_adapter;
 }
 
-/* Whether a call of `work` on `len` input bytes should be offloaded. */
+/* Whether a call of `work` on `len` input bytes should be offloaded (never
+ * an empty input: a task's input is at least a byte). */
 int zi_worth_offloading(zi_work work, uint64_t len)
 {
-    if (zi_adapter() == NULL)
+    if (len == 0 || zi_adapter() == NULL)
         return 0;
     if (zi_min_bytes_setting >= 0)
         return len >= (uint64_t)zi_min_bytes_setting;

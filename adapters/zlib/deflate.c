@@ -61,7 +61,7 @@ static int zi_output_check(zi_format format, const zi_output *o, uLong *check)
 int compress2(Bytef *dest, uLongf *destLen, const Bytef *source, uLong sourceLen, int level)
 {
     int r;
-    int shaped = !zi_nested() && destLen != NULL && dest != NULL &&
+    int shaped = !zi_nested() && destLen != NULL && dest != NULL && *destLen > 0 &&
                  (source != NULL || sourceLen == 0) && level >= Z_DEFAULT_COMPRESSION && level <= 9;
     if (shaped && zi_worth_offloading(ZI_WORK_COMPRESS, sourceLen)) {
         zi_output o = {dest, *destLen, NULL, 0, 0};

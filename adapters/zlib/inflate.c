@@ -31,18 +31,19 @@ static int zi_is_gzip(const unsigned char *in, size_t in_len)
     return in_len >= 2 && in[0] == 0x1f && in[1] == 0x8b;
 }
 
-/* The room to offer for the output of a stream beyond `dest_room`: a gzip
- * member says its length in its trailer; otherwise a guess. */
+/* The room to offer for the output of a stream beyond `dest_room`: what
+ * a gzip member's trailer says its length is, if deflate could have made
+ * that much from in_len bytes (at most 1032 to 1); otherwise a guess. */
 static size_t zi_rest_room(zi_format format, const unsigned char *in, size_t in_len,
                            size_t dest_room)
 {
-    size_t want;
+    size_t want = in_len * 4 + ((size_t)64 << 10);
+    if (want > ZI_GUESS_MAX)
+        want = ZI_GUESS_MAX;
     if (format == ZI_FORMAT_GZIP && in_len >= 18) {
-        want = (size_t)zi_le32(in + in_len - 4);
-    } else {
-        want = in_len * 4 + ((size_t)64 << 10);
-        if (want > ZI_GUESS_MAX)
-            want = ZI_GUESS_MAX;
+        size_t isize = (size_t)zi_le32(in + in_len - 4);
+        if (isize / 1032 <= in_len)
+            want = isize;
     }
     return want > dest_room ? want - dest_room : 0;
 }
@@ -74,7 +75,7 @@ int uncompress2(Bytef *dest, uLongf *destLen, const Bytef *source, uLong *source
 {
     int r;
     int shaped = !zi_nested() && destLen != NULL && sourceLen != NULL && source != NULL &&
-                 dest != NULL;
+                 dest != NULL && *destLen > 0;
     if (shaped && zi_worth_offloading(ZI_WORK_DECOMPRESS, *sourceLen)) {
         zi_output o = {dest, *destLen, NULL, 0, 0};
         switch (zi_run_into(ZI_WORK_DECOMPRESS, ZI_FORMAT_ZLIB, 0, source, *sourceLen, &o, 0)) {
