@@ -271,6 +271,7 @@ static void failures(void)
     z_stream s;
     if (c == NULL)
         exit(2);
+    memset(c, 0, len);
     printf("compress2 %d\n", compress2(c, &len, data, size, 6));
     printf("uncompress %d\n", uncompress(data, &out_len, c, len));
     memset(&s, 0, sizeof s);
