@@ -269,6 +269,7 @@ static void failures(void)
     unsigned char *data = make_data(size, 0), *c = malloc(compressBound(size));
     uLongf len = compressBound(size), out_len = size;
     z_stream s;
+    int rc;
     if (c == NULL)
         exit(2);
     memset(c, 0, len);
@@ -280,7 +281,8 @@ static void failures(void)
     s.avail_in = (uInt)size;
     s.next_out = c;
     s.avail_out = (uInt)compressBound(size);
-    printf("deflate %d %s\n", deflate(&s, Z_FINISH), s.msg ? s.msg : "");
+    rc = deflate(&s, Z_FINISH);
+    printf("deflate %d %s\n", rc, s.msg ? s.msg : "");
     deflateEnd(&s);
     memset(&s, 0, sizeof s);
     inflateInit(&s);
@@ -288,7 +290,8 @@ static void failures(void)
     s.avail_in = (uInt)size;
     s.next_out = data;
     s.avail_out = (uInt)size;
-    printf("inflate %d %s\n", inflate(&s, Z_FINISH), s.msg ? s.msg : "");
+    rc = inflate(&s, Z_FINISH);
+    printf("inflate %d %s\n", rc, s.msg ? s.msg : "");
     inflateEnd(&s);
     printf("crc32 %08lx\n", (unsigned long)crc32(0, data, (uInt)size));
     free(data);

@@ -146,7 +146,7 @@ def verify(folder):
 
 def fail():
     """Under ISOLA_FALLBACK=error with isolad absent."""
-    d = data(1 << 16, "text")
+    d = data(1 << 16, "random")  # above the default thresholds, compressed too
     stock = zlib.compressobj()  # streaming is the real libz's: it works
     c = stock.compress(d) + stock.flush()
     result = {}
