@@ -5,7 +5,7 @@
  * with the stock zlib, and under the interposer with ISOLA_MIN_BYTES=0
  * (every call offloaded); where the second is no slower is the crossover.
  *
- *   zlib_bench [SECONDS_PER_CASE]
+ *   zlib_bench [SECONDS_PER_CASE [SIZE...]]   (sizes: 64 B to 1 MiB by doubling)
  *
  * One line per call and size: "call size input_bytes ns_per_call". The
  * input of uncompress is the compressed form of the size's data (its
@@ -104,28 +104,41 @@ static double time_case(int (*run)(const bench_case *), const bench_case *c, dou
     return (end - start) / (double)calls;
 }
 
+/* Times every call at one size: 0, or 2 if it could not. */
+static int bench_size(size_t size, double seconds)
+{
+    unsigned char *data = make_text(size);
+    uLongf clen = compressBound(size);
+    unsigned char *comp = malloc(clen), *out = malloc(size + 64);
+    bench_case c;
+    if (comp == NULL || out == NULL || compress2(comp, &clen, data, size, 6) != Z_OK)
+        return 2;
+    c = (bench_case){data, size, comp, compressBound(size), size};
+    printf("compress %zu %zu %.0f\n", size, size, time_case(run_compress, &c, seconds));
+    c = (bench_case){comp, clen, out, size + 64, size};
+    printf("uncompress %zu %lu %.0f\n", size, (unsigned long)clen,
+           time_case(run_uncompress, &c, seconds));
+    c = (bench_case){data, size, NULL, 0, size};
+    printf("crc32 %zu %zu %.0f\n", size, size, time_case(run_crc32, &c, seconds));
+    printf("adler32 %zu %zu %.0f\n", size, size, time_case(run_adler32, &c, seconds));
+    fflush(stdout);
+    free(data);
+    free(comp);
+    free(out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 0.3;
-    for (size_t size = 64; size <= ((size_t)1 << 20); size *= 2) {
-        unsigned char *data = make_text(size);
-        uLongf clen = compressBound(size);
-        unsigned char *comp = malloc(clen), *out = malloc(size + 64);
-        bench_case c;
-        if (comp == NULL || out == NULL || compress2(comp, &clen, data, size, 6) != Z_OK)
-            return 2;
-        c = (bench_case){data, size, comp, compressBound(size), size};
-        printf("compress %zu %zu %.0f\n", size, size, time_case(run_compress, &c, seconds));
-        c = (bench_case){comp, clen, out, size + 64, size};
-        printf("uncompress %zu %lu %.0f\n", size, (unsigned long)clen,
-               time_case(run_uncompress, &c, seconds));
-        c = (bench_case){data, size, NULL, 0, size};
-        printf("crc32 %zu %zu %.0f\n", size, size, time_case(run_crc32, &c, seconds));
-        printf("adler32 %zu %zu %.0f\n", size, size, time_case(run_adler32, &c, seconds));
-        fflush(stdout);
-        free(data);
-        free(comp);
-        free(out);
+    if (argc > 2) {
+        for (int i = 2; i < argc; i++)
+            if (bench_size((size_t)strtoul(argv[i], NULL, 10), seconds) != 0)
+                return 2;
+        return 0;
     }
+    for (size_t size = 64; size <= ((size_t)1 << 20); size *= 2)
+        if (bench_size(size, seconds) != 0)
+            return 2;
     return 0;
 }
