@@ -6,6 +6,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,53 @@ void zi_nest_enter(void)
 void zi_nest_leave(void)
 {
     zi_depth--;
+}
+
+/* ---- output buffers ---- */
+
+/* A buffer's header: its capacity, before the bytes (16 bytes keep them aligned). */
+typedef struct zi_buffer_header {
+    size_t cap;
+    size_t pad;
+} zi_buffer_header;
+
+/* The largest buffer kept for reuse. */
+#define ZI_SPARE_MAX ((size_t)64 << 20)
+
+/* The one buffer kept (its header), or NULL. */
+static _Atomic(zi_buffer_header *) zi_spare;
+
+/* A buffer of at least len bytes (the kept one if it is large enough). */
+unsigned char *zi_buffer_alloc(size_t len)
+{
+    zi_buffer_header *h = atomic_exchange(&zi_spare, NULL);
+    if (h != NULL && h->cap < len) {
+        free(h);
+        h = NULL;
+    }
+    if (h == NULL) {
+        if (len > SIZE_MAX - sizeof *h)
+            return NULL;
+        h = malloc(sizeof *h + len);
+        if (h == NULL)
+            return NULL;
+        h->cap = len;
+    }
+    return (unsigned char *)(h + 1);
+}
+
+/* Keeps buf for the next call (freeing the one kept before), or frees it. */
+void zi_buffer_free(unsigned char *buf)
+{
+    zi_buffer_header *h;
+    if (buf == NULL)
+        return;
+    h = (zi_buffer_header *)buf - 1;
+    if (h->cap > ZI_SPARE_MAX) {
+        free(h);
+        return;
+    }
+    free(atomic_exchange(&zi_spare, h));
 }
 
 /* ---- the adapter and the thresholds ---- */
@@ -264,14 +312,14 @@ zi_outcome zi_run_into(zi_work work, zi_format format, int level, const void *in
         zi_outcome r;
         o->rest = NULL;
         if (o->rest_room > 0) {
-            o->rest = malloc(o->rest_room);
+            o->rest = zi_buffer_alloc(o->rest_room);
             if (o->rest == NULL)
                 return ZI_SOFTWARE;
         }
         r = zi_run_once(work, format, level, in, in_len, o, &o->len);
         if (r == ZI_DONE)
             return r;
-        free(o->rest);
+        zi_buffer_free(o->rest);
         o->rest = NULL;
         if (r != ZI_TOO_LARGE || !may_grow || attempt > 0 || o->len <= o->dest_room + o->rest_room)
             return r;

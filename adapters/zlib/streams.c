@@ -72,7 +72,7 @@ static size_t zi_bucket(const z_stream *strm)
 /* Frees a record and the output it holds. */
 static void zi_stream_free(zi_stream *s)
 {
-    free(s->rest);
+    zi_buffer_free(s->rest);
     free(s);
 }
 
@@ -157,7 +157,7 @@ void zi_stream_remove(const z_stream *strm)
 /* Back to fresh: drops any pending output, keeps the parameters. */
 void zi_stream_restart(zi_stream *s)
 {
-    free(s->rest);
+    zi_buffer_free(s->rest);
     s->rest = NULL;
     s->rest_len = s->rest_pos = 0;
     s->in_len = s->in_given = s->out_len = s->out_given = 0;
@@ -179,7 +179,7 @@ int zi_stream_copy(z_streamp dest, const zi_stream *src)
     s->next = NULL;
     s->rest = NULL;
     if (src->rest != NULL) {
-        s->rest = malloc(src->rest_len);
+        s->rest = zi_buffer_alloc(src->rest_len);
         if (s->rest == NULL) {
             free(s);
             return -1;
@@ -217,7 +217,7 @@ static void zi_report_input(z_streamp strm, zi_stream *s)
 /* Marks the stream at its end: all output out, the check value set. */
 static void zi_stream_end(z_streamp strm, zi_stream *s)
 {
-    free(s->rest);
+    zi_buffer_free(s->rest);
     s->rest = NULL;
     s->rest_len = s->rest_pos = 0;
     s->phase = ZI_ENDED;
@@ -231,7 +231,7 @@ static void zi_stream_end(z_streamp strm, zi_stream *s)
 void zi_stream_take_over(z_streamp strm, zi_stream *s, size_t in_len, size_t first,
                          unsigned char *rest, size_t rest_len, uLong check, int has_check)
 {
-    free(s->rest);
+    zi_buffer_free(s->rest);
     s->rest = rest;
     s->rest_len = rest_len;
     s->rest_pos = 0;

@@ -78,6 +78,17 @@ ZI_HIDDEN void zi_nest_leave(void);
         zi_nest_leave();                             \
     } while (0)
 
+/* ---- output buffers (core.c) ---- */
+
+/* A buffer of at least len bytes for an offloaded call's output, or NULL.
+ * The process keeps one freed buffer (up to 64 MiB) for the next call:
+ * its pages stay mapped, where a fresh buffer of this size is a fresh
+ * mapping whose every page faults when the output is copied in. */
+ZI_HIDDEN unsigned char *zi_buffer_alloc(size_t len);
+
+/* Gives a buffer of zi_buffer_alloc back (NULL: nothing). */
+ZI_HIDDEN void zi_buffer_free(unsigned char *buf);
+
 /* ---- offloading (core.c) ---- */
 
 /* The kinds of work, each with its own default threshold. */
@@ -126,7 +137,7 @@ typedef enum zi_outcome {
 typedef struct zi_output {
     unsigned char *dest;
     size_t dest_room;
-    unsigned char *rest; /* malloc'ed by zi_run_into; the caller's once ZI_DONE */
+    unsigned char *rest; /* zi_buffer_alloc'ed by zi_run_into; the caller's once ZI_DONE */
     size_t rest_room;
     size_t len; /* ZI_DONE: the output's length; ZI_TOO_LARGE: the room it needs */
 } zi_output;
@@ -208,7 +219,7 @@ ZI_HIDDEN void zi_stream_restart(zi_stream *s);
 ZI_HIDDEN int zi_stream_copy(z_streamp dest, const zi_stream *src);
 
 /* An offloaded call is done: its first `first` output bytes are already at
- * strm->next_out, the rest (rest_len bytes, a malloc'ed buffer the stream
+ * strm->next_out, the rest (rest_len bytes, a zi_buffer_alloc buffer the stream
  * now owns) waits in `rest`; in_len input bytes were the whole input.
  * Updates the stream's counters and pointers as zlib would. */
 ZI_HIDDEN void zi_stream_take_over(z_streamp strm, zi_stream *s, size_t in_len, size_t first,
