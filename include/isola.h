@@ -19,6 +19,7 @@
  *   isola_submit       a burst of tasks
  *   isola_progress     deliver ready completions to a callback (no block)
  *   isola_wait         the same, blocking for at least one
+ *   isola_wait_for     the same, blocking at most a time limit
  *   isola_events       read the tenant's event ring
  *   isola_destroy      detach and free the context
  *
@@ -68,7 +69,8 @@ typedef enum isola_status {
     ISOLA_ERR_IDLE = 12,         /* nothing in flight: a wait would not end */
     ISOLA_ERR_DISCONNECTED = 13, /* isolad went away (stopped, drained) */
     ISOLA_ERR_PROTOCOL = 14,     /* isolad broke the protocol */
-    ISOLA_ERR_INTERNAL = 15      /* a bug in libisola, caught */
+    ISOLA_ERR_INTERNAL = 15,     /* a bug in libisola, caught */
+    ISOLA_ERR_TIMEOUT = 16       /* no completion within isola_wait_for's limit */
 } isola_status;
 
 /* How a task ended: isola_completion.outcome (isola_wire's codes; a newer
@@ -235,6 +237,33 @@ isola_status isola_progress(const isola_ctx *ctx, isola_completion_cb cb, void *
  * if no task is in flight, ISOLA_ERR_DISCONNECTED if isolad goes away. */
 isola_status isola_wait(const isola_ctx *ctx, isola_completion_cb cb, void *arg, size_t max,
                         size_t *done);
+
+/* As isola_wait, waiting at most timeout_ns: ISOLA_ERR_TIMEOUT if no
+ * completion came by then. */
+isola_status isola_wait_for(const isola_ctx *ctx, isola_completion_cb cb, void *arg, size_t max,
+                            uint64_t timeout_ns, size_t *done);
+
+/* Why a call meant for isolad ran in the caller's process instead (an
+ * adapter's fallback: the OpenSSL provider, the zlib interposer). */
+typedef enum isola_fallback_reason {
+    ISOLA_FALLBACK_UNCONFIGURED = 0, /* no tenant configured */
+    ISOLA_FALLBACK_ABSENT = 1,       /* isolad could not be reached */
+    ISOLA_FALLBACK_REFUSED = 2,      /* isolad refused to attach us as the tenant */
+    ISOLA_FALLBACK_OVER_QUOTA = 3,   /* the task was rejected: memory quota */
+    ISOLA_FALLBACK_CHANNEL_FULL = 4, /* the task was rejected: the tenant's channel is full */
+    ISOLA_FALLBACK_RING_FULL = 5,    /* the submission ring stayed full */
+    ISOLA_FALLBACK_NO_ARENA = 6,     /* no room in the arena for the task's buffers */
+    ISOLA_FALLBACK_DISCONNECTED = 7, /* isolad went away during the call */
+    ISOLA_FALLBACK_TIMEOUT = 8,      /* no completion within the adapter's time limit */
+    ISOLA_FALLBACK_FAILED = 9,       /* any other failure (rejected otherwise, cancelled, ...) */
+    ISOLA_FALLBACK_REASONS = 10
+} isola_fallback_reason;
+
+/* Tells isolad that `count` calls meant for it ran in this process
+ * instead, for `reason` (an isola_fallback_reason; others count as
+ * FAILED): its metric isola_tenant_fallbacks_total{reason} counts them.
+ * Nothing is awaited. */
+isola_status isola_report_fallbacks(const isola_ctx *ctx, uint32_t reason, uint64_t count);
 
 /* Copies up to `cap` events to `out`; *n says how many. */
 isola_status isola_events(const isola_ctx *ctx, isola_event *out, size_t cap, size_t *n);

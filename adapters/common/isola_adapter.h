@@ -9,7 +9,8 @@
  * connection) and after isolad went away (at most once per `retry_ms`);
  * it runs one task at a time, synchronously, with a bounded wait; and it
  * counts what ran where: offloaded, kept local by choice (small or
- * unsupported), and every fallback by its reason, reported to isolad
+ * unsupported), and every fallback by its reason (isola_fallback_reason,
+ * in isola.h), reported to isolad
  * (its metric isola_tenant_fallbacks_total) when it is up.
  *
  * What it must not do: decide what to offload (the adapters do), hash or
@@ -51,21 +52,6 @@ typedef enum isola_fallback_mode {
     ISOLA_FALLBACK_SOFTWARE = 0, /* finish it in software, in the calling process */
     ISOLA_FALLBACK_ERROR = 1     /* fail it with the API's own error code */
 } isola_fallback_mode;
-
-/* Why a call meant for isolad did not run there: a fallback's reason. */
-typedef enum isola_fallback_reason {
-    ISOLA_FALLBACK_UNCONFIGURED = 0, /* no tenant configured */
-    ISOLA_FALLBACK_ABSENT = 1,       /* isolad could not be reached */
-    ISOLA_FALLBACK_REFUSED = 2,      /* isolad refused to attach us as the tenant */
-    ISOLA_FALLBACK_OVER_QUOTA = 3,   /* the task was rejected: memory quota */
-    ISOLA_FALLBACK_CHANNEL_FULL = 4, /* the task was rejected: the tenant's channel is full */
-    ISOLA_FALLBACK_RING_FULL = 5,    /* the submission ring stayed full */
-    ISOLA_FALLBACK_NO_ARENA = 6,     /* no room in the arena for the task's buffers */
-    ISOLA_FALLBACK_DISCONNECTED = 7, /* isolad went away during the call */
-    ISOLA_FALLBACK_TIMEOUT = 8,      /* no completion within timeout_ms */
-    ISOLA_FALLBACK_FAILED = 9,       /* any other failure (rejected otherwise, cancelled, abandoned, ...) */
-    ISOLA_FALLBACK_REASONS = 10
-} isola_fallback_reason;
 
 /* Settings (see the table above). */
 typedef struct isola_adapter_config {

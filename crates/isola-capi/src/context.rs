@@ -250,17 +250,32 @@ impl Context {
         }
     }
 
+    /// Tells the daemon `count` calls ran in this process instead, for
+    /// `reason`.
+    pub(crate) fn report_fallbacks(&self, reason: u32, count: u64) -> Result<(), Error> {
+        let mut inner = self.lock()?;
+        inner
+            .client
+            .report_fallbacks(reason, count)
+            .map_err(|e| with_context(e, "reporting fallbacks"))
+    }
+
     /// Up to `max` completions that are ready (0: all that are), without
-    /// blocking; or, `block`ing, at least one (an error if none is in
-    /// flight).
-    pub(crate) fn completions(&self, max: usize, block: bool) -> Partial<Vec<isola_completion>> {
+    /// blocking; or, blocking (`block` is `Some`), at least one: an error
+    /// if none is in flight, or if none came by the deadline (`Some(None)`
+    /// waits as long as it takes).
+    pub(crate) fn completions(
+        &self,
+        max: usize,
+        block: Option<Option<std::time::Instant>>,
+    ) -> Partial<Vec<isola_completion>> {
         let mut done = Vec::new();
         let mut inner = match self.lock() {
             Ok(inner) => inner,
             Err(e) => return Partial { done, error: Some(e) },
         };
         let limit = if max == 0 { usize::MAX } else { max };
-        if block {
+        if let Some(deadline) = block {
             if inner.in_flight == 0 {
                 let e = Error::new(
                     isola_status::ISOLA_ERR_IDLE,
@@ -268,15 +283,12 @@ impl Context {
                 );
                 return Partial { done, error: Some(e) };
             }
-            match inner.client.wait() {
+            match wait_once(&mut inner.client, deadline) {
                 Ok(c) => {
                     inner.in_flight = inner.in_flight.saturating_sub(1);
                     done.push(types::completion(&c));
                 }
-                Err(e) => {
-                    let e = with_context(e, "waiting for a completion");
-                    return Partial { done, error: Some(e) };
-                }
+                Err(e) => return Partial { done, error: Some(e) },
             }
         }
         while done.len() < limit {
@@ -317,6 +329,29 @@ impl Context {
             }
         }
         Partial { done, error: None }
+    }
+}
+
+/// The next completion, waiting until `deadline` if there is one (a signal
+/// that cuts a sleep short only makes it look again).
+fn wait_once(
+    client: &mut Client,
+    deadline: Option<std::time::Instant>,
+) -> Result<isola_wire::CompletionEntry, Error> {
+    let waited = |e| with_context(e, "waiting for a completion");
+    let Some(deadline) = deadline else {
+        return client.wait().map_err(waited);
+    };
+    loop {
+        if let Some(c) = client.wait_until(deadline).map_err(waited)? {
+            return Ok(c);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Error::new(
+                isola_status::ISOLA_ERR_TIMEOUT,
+                "no completion came within the wait's time limit",
+            ));
+        }
     }
 }
 

@@ -389,7 +389,7 @@ pub unsafe extern "C" fn isola_progress(
     done: *mut usize,
 ) -> isola_status {
     // SAFETY: per this function's contract.
-    unsafe { deliver(ctx, cb, arg, max, done, false) }
+    unsafe { deliver(ctx, cb, arg, max, done, None) }
 }
 
 /// As [`isola_progress`], but blocks until at least one completion is
@@ -408,10 +408,47 @@ pub unsafe extern "C" fn isola_wait(
     done: *mut usize,
 ) -> isola_status {
     // SAFETY: per this function's contract.
-    unsafe { deliver(ctx, cb, arg, max, done, true) }
+    unsafe { deliver(ctx, cb, arg, max, done, Some(None)) }
 }
 
-/// [`isola_progress`] and [`isola_wait`].
+/// As [`isola_wait`], but waits at most `timeout_ns`: `ISOLA_ERR_TIMEOUT`
+/// if no completion came by then (a signal does not end it early).
+///
+/// # Safety
+/// As [`isola_progress`].
+#[no_mangle]
+pub unsafe extern "C" fn isola_wait_for(
+    ctx: *const isola_ctx,
+    cb: isola_completion_cb,
+    arg: *mut c_void,
+    max: usize,
+    timeout_ns: u64,
+    done: *mut usize,
+) -> isola_status {
+    let deadline = std::time::Instant::now().checked_add(std::time::Duration::from_nanos(timeout_ns));
+    // SAFETY: per this function's contract.
+    unsafe { deliver(ctx, cb, arg, max, done, Some(deadline)) }
+}
+
+/// Tells isolad that `count` calls meant for it ran in this process
+/// instead, for `reason` (an `isola_fallback_reason`; any other counts as
+/// `ISOLA_FALLBACK_FAILED`): its metric `isola_tenant_fallbacks_total`
+/// counts them. For adapters that fall back to software (the OpenSSL
+/// provider, the zlib interposer); nothing is awaited.
+///
+/// # Safety
+/// None beyond the C signature: the handle is checked.
+#[no_mangle]
+pub unsafe extern "C" fn isola_report_fallbacks(
+    ctx: *const isola_ctx,
+    reason: u32,
+    count: u64,
+) -> isola_status {
+    guard(|| context(ctx)?.report_fallbacks(reason, count))
+}
+
+/// [`isola_progress`] (`block` `None`), [`isola_wait`] (`Some(None)`) and
+/// [`isola_wait_for`] (`Some(deadline)`).
 ///
 /// # Safety
 /// As [`isola_progress`].
@@ -421,7 +458,7 @@ unsafe fn deliver(
     arg: *mut c_void,
     max: usize,
     done: *mut usize,
-    block: bool,
+    block: Option<Option<std::time::Instant>>,
 ) -> isola_status {
     guard(|| {
         // SAFETY: per the contract.

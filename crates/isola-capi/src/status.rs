@@ -49,11 +49,13 @@ pub enum isola_status {
     ISOLA_ERR_PROTOCOL = 14,
     /// A bug in the library, caught (a panic): the context may be unusable.
     ISOLA_ERR_INTERNAL = 15,
+    /// No completion came within the wait's time limit.
+    ISOLA_ERR_TIMEOUT = 16,
 }
 
 impl isola_status {
     /// Every status, in value order.
-    pub const ALL: [isola_status; 16] = [
+    pub const ALL: [isola_status; 17] = [
         isola_status::ISOLA_OK,
         isola_status::ISOLA_ERR_NULL,
         isola_status::ISOLA_ERR_BAD_CONTEXT,
@@ -70,6 +72,7 @@ impl isola_status {
         isola_status::ISOLA_ERR_DISCONNECTED,
         isola_status::ISOLA_ERR_PROTOCOL,
         isola_status::ISOLA_ERR_INTERNAL,
+        isola_status::ISOLA_ERR_TIMEOUT,
     ];
 
     /// Its name in the header, NUL-terminated (a static string).
@@ -91,6 +94,7 @@ impl isola_status {
             isola_status::ISOLA_ERR_DISCONNECTED => "ISOLA_ERR_DISCONNECTED\0",
             isola_status::ISOLA_ERR_PROTOCOL => "ISOLA_ERR_PROTOCOL\0",
             isola_status::ISOLA_ERR_INTERNAL => "ISOLA_ERR_INTERNAL\0",
+            isola_status::ISOLA_ERR_TIMEOUT => "ISOLA_ERR_TIMEOUT\0",
         }
     }
 }

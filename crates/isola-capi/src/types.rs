@@ -335,3 +335,56 @@ mod tests {
         }
     }
 }
+
+// Why an adapter's call ran in its own process (`isola_fallback_reason`):
+// indices into `isola_wire::control::FALLBACK_REASONS`, whose names label
+// isolad's metric (the library's unit test checks the two agree).
+/// No tenant configured.
+pub const ISOLA_FALLBACK_UNCONFIGURED: u32 = 0;
+/// isolad could not be reached.
+pub const ISOLA_FALLBACK_ABSENT: u32 = 1;
+/// isolad refused to attach the process as the tenant.
+pub const ISOLA_FALLBACK_REFUSED: u32 = 2;
+/// The task was rejected: memory quota.
+pub const ISOLA_FALLBACK_OVER_QUOTA: u32 = 3;
+/// The task was rejected: the tenant's channel is full.
+pub const ISOLA_FALLBACK_CHANNEL_FULL: u32 = 4;
+/// The submission ring stayed full.
+pub const ISOLA_FALLBACK_RING_FULL: u32 = 5;
+/// No room in the arena for the task's buffers.
+pub const ISOLA_FALLBACK_NO_ARENA: u32 = 6;
+/// isolad went away during the call.
+pub const ISOLA_FALLBACK_DISCONNECTED: u32 = 7;
+/// No completion within the adapter's time limit.
+pub const ISOLA_FALLBACK_TIMEOUT: u32 = 8;
+/// Any other failure.
+pub const ISOLA_FALLBACK_FAILED: u32 = 9;
+/// How many reasons there are.
+pub const ISOLA_FALLBACK_REASONS: u32 = 10;
+
+#[cfg(test)]
+mod fallback_tests {
+    use super::*;
+    use isola_wire::control::FALLBACK_REASONS;
+
+    #[test]
+    fn the_reasons_are_the_daemons() {
+        let ours = [
+            (ISOLA_FALLBACK_UNCONFIGURED, "unconfigured"),
+            (ISOLA_FALLBACK_ABSENT, "absent"),
+            (ISOLA_FALLBACK_REFUSED, "refused"),
+            (ISOLA_FALLBACK_OVER_QUOTA, "over_quota"),
+            (ISOLA_FALLBACK_CHANNEL_FULL, "channel_full"),
+            (ISOLA_FALLBACK_RING_FULL, "ring_full"),
+            (ISOLA_FALLBACK_NO_ARENA, "no_arena"),
+            (ISOLA_FALLBACK_DISCONNECTED, "disconnected"),
+            (ISOLA_FALLBACK_TIMEOUT, "timeout"),
+            (ISOLA_FALLBACK_FAILED, "failed"),
+        ];
+        assert_eq!(ours.len(), ISOLA_FALLBACK_REASONS as usize);
+        assert_eq!(FALLBACK_REASONS.len(), ISOLA_FALLBACK_REASONS as usize);
+        for (value, name) in ours {
+            assert_eq!(FALLBACK_REASONS[value as usize], name);
+        }
+    }
+}

@@ -166,6 +166,15 @@ impl Client {
         }
     }
 
+    /// Tells the daemon that `count` calls meant for it ran in this
+    /// process instead, for `reason` (an index into
+    /// [`isola_wire::control::FALLBACK_REASONS`]): it counts them in its
+    /// metrics. No reply is awaited.
+    pub fn report_fallbacks(&mut self, reason: u32, count: u64) -> Result<(), ClientError> {
+        control::send(self.socket.as_fd(), &Request::Fallbacks { reason, count }, None)?;
+        Ok(())
+    }
+
     /// Writes `data` into the arena at `offset`.
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), ClientError> {
         Ok(self.region.write_arena(offset, data)?)

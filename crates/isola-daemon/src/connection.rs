@@ -309,6 +309,7 @@ fn converse(shared: &Shared, conn: &Arc<Conn>) {
                 let _ = control::send(conn.socket.as_fd(), &reply, None);
             }
             Request::Kick => shared.runtime.wake_dispatcher(),
+            Request::Fallbacks { reason, count } => shared.metrics.fallbacks(conn.tenant, reason, count),
             Request::HostWindow { offset, len } => {
                 let arena = conn.region.layout().geometry.arena_bytes;
                 let reply = match offset.checked_add(len) {

@@ -99,14 +99,20 @@ impl std::fmt::Debug for Gcm {
 
 impl Gcm {
     fn from_params(p: &Params<'_>) -> Result<Gcm, OpError> {
-        use aws_lc_rs::{aead, cipher};
         let key = p.hex_bytes("key", &[16, 32])?;
         let iv: [u8; 12] = p
             .hex_bytes("iv", &[12])?
             .try_into()
             .map_err(|_| p.bad("iv", "12 hex bytes"))?;
         let aad = p.hex_bytes("aad", &[])?;
-        let bad_key = |_| p.bad("key", "16 or 32 bytes");
+        Gcm::new(key, iv, aad).map_err(|what| p.bad("key", what).into())
+    }
+
+    /// A GCM of `key` (16 or 32 bytes), `iv` and `aad`; what is wrong with
+    /// the key otherwise.
+    fn new(key: Vec<u8>, iv: [u8; 12], aad: Vec<u8>) -> Result<Gcm, &'static str> {
+        use aws_lc_rs::{aead, cipher};
+        let bad_key = |_| "16 or 32 bytes";
         let (aead_alg, aes_alg) = if key.len() == 16 {
             (&aead::AES_128_GCM, &cipher::AES_128)
         } else {
@@ -117,10 +123,10 @@ impl Gcm {
             .map_err(bad_key)?;
         // H and the tag mask are one AES block each: CTR over a zero block
         // from the chosen counter block is exactly E_K(counter block).
-        let encrypt_block = |block: [u8; 16]| -> Result<[u8; 16], OpError> {
+        let encrypt_block = |block: [u8; 16]| -> Result<[u8; 16], &'static str> {
             let mut out = [0u8; 16];
             ctr.less_safe_encrypt(&mut out, cipher::EncryptionContext::Iv128(block.into()))
-                .map_err(|_| p.bad("key", "an AES key"))?;
+                .map_err(|_| "an AES key")?;
             Ok(out)
         };
         let h = encrypt_block([0u8; 16])?;
@@ -188,6 +194,115 @@ impl Gcm {
                 op: "aes-gcm-encrypt",
                 reason: "AES-CTR failed".into(),
             })
+    }
+}
+
+impl Gcm {
+    /// The tag a ciphertext carries under this key, IV and AAD: GHASH over
+    /// the AAD, the ciphertext and their lengths, masked by `E_K(IV || 1)`.
+    fn tag_of(&self, ciphertext: &[u8]) -> [u8; TAG_BYTES] {
+        let mut g = ghash::GHash::new(&self.h.into());
+        g.update_padded(&self.aad);
+        g.update_padded(ciphertext);
+        let lengths = ((self.aad.len() as u128 * 8) << 64) | (ciphertext.len() as u128 * 8);
+        g.update(&[lengths.to_be_bytes().into()]);
+        let hash = u128::from_be_bytes(g.finalize().into());
+        (hash ^ u128::from_be_bytes(self.tag_mask)).to_be_bytes()
+    }
+
+    /// Decrypts `ciphertext` (no tag) and appends the tag it should carry,
+    /// without judging it: the caller compares.
+    fn open_unverified(&self, ciphertext: &[u8]) -> Result<Vec<u8>, OpError> {
+        let mut out = Vec::with_capacity(ciphertext.len() + TAG_BYTES);
+        out.extend_from_slice(ciphertext);
+        self.ctr_at(0, &mut out)?;
+        out.extend_from_slice(&self.tag_of(ciphertext));
+        Ok(out)
+    }
+}
+
+/// `aes-gcm`: AES-GCM shaped like OpenSSL's EVP calls, for the OpenSSL
+/// provider (`adapters/openssl`): each task carries its own key, IV and
+/// AAD, so one registration serves every message.
+///
+/// Input: the key's length (one byte, 16 or 32), the key, the 12-byte IV,
+/// the AAD's length (4 bytes, big-endian), the AAD, then the data.
+/// Output: the data transformed (same length), then the 16-byte tag over
+/// the AAD and the ciphertext: to encrypt, the tag to send; to decrypt, the
+/// tag the ciphertext must carry, which the caller compares with the one it
+/// was given (as EVP's final does). Decryption does not judge the tag here,
+/// as OpenSSL's streaming decryption hands out plaintext before its final.
+#[derive(Debug)]
+pub struct InbandGcm {
+    encrypt: bool,
+}
+
+/// The `direction` parameter of `aes-gcm`.
+pub const INBAND_GCM_PARAMS: &[isola_core::params::ParamSpec] = &[isola_core::params::ParamSpec {
+    name: "direction",
+    default: "encrypt",
+    description: "encrypt or decrypt (the output's tag is then the one the ciphertext must carry)",
+}];
+
+impl InbandGcm {
+    /// Builds from `direction`.
+    pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
+        let encrypt = p.choice("direction", &[("encrypt", true), ("decrypt", false)])?;
+        Ok(Box::new(InbandGcm { encrypt }))
+    }
+
+    /// The GCM the input's header describes, and the data after it.
+    fn parse(input: &[u8]) -> Result<(Gcm, &[u8]), OpError> {
+        let bad = |reason: String| OpError::Input {
+            op: "aes-gcm",
+            reason,
+        };
+        let (&key_len, rest) = input
+            .split_first()
+            .ok_or_else(|| bad("an empty input has no key".into()))?;
+        let key_len = usize::from(key_len);
+        if key_len != 16 && key_len != 32 {
+            return Err(bad(format!("key length {key_len}: must be 16 or 32")));
+        }
+        let header = key_len + 12 + 4;
+        if rest.len() < header {
+            return Err(bad(format!(
+                "{} bytes cannot hold a {key_len}-byte key, a 12-byte IV and the AAD's length",
+                input.len()
+            )));
+        }
+        let (key, rest) = rest.split_at(key_len);
+        let (iv, rest) = rest.split_at(12);
+        let (aad_len, rest) = rest.split_at(4);
+        let aad_len = u32::from_be_bytes(aad_len.try_into().expect("4 bytes")) as usize;
+        if rest.len() < aad_len {
+            return Err(bad(format!(
+                "the AAD's length {aad_len} is past the input's end ({} bytes left)",
+                rest.len()
+            )));
+        }
+        let (aad, data) = rest.split_at(aad_len);
+        if data.len() as u64 > MAX_PLAINTEXT {
+            return Err(bad(format!("{} bytes: over AES-GCM's limit", data.len())));
+        }
+        let iv: [u8; 12] = iv.try_into().expect("12 bytes");
+        let gcm = Gcm::new(key.to_vec(), iv, aad.to_vec()).map_err(|what| bad(format!("key: {what}")))?;
+        Ok((gcm, data))
+    }
+}
+
+impl Operator for InbandGcm {
+    fn name(&self) -> &'static str {
+        "aes-gcm"
+    }
+
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        let (gcm, data) = InbandGcm::parse(input)?;
+        if self.encrypt {
+            gcm.encrypt(data)
+        } else {
+            gcm.open_unverified(data)
+        }
     }
 }
 

@@ -1,6 +1,9 @@
 //! Checksums: CRC-32 (ISO-HDLC, as in Ethernet, zlib and gzip), CRC-32C
-//! (Castagnoli, as in iSCSI and NVMe) and the Internet checksum (RFC 1071).
+//! (Castagnoli, as in iSCSI and NVMe), Adler-32 (RFC 1950, zlib's) and the
+//! Internet checksum (RFC 1071).
 //!
+//! Adler-32 comes from `zlib-rs` (SIMD), its parts combined by its
+//! `adler32_combine`.
 //! CRCs come from `crc-fast` (SIMD folding); a split task's CRC is the
 //! combination of its parts' CRCs (`checksum_combine`). Outputs are the raw
 //! value, big-endian: 4 bytes for CRCs, 2 for the Internet checksum.
@@ -68,6 +71,51 @@ impl Splitter for CrcOp {
         }
         let crc = acc.unwrap_or_else(|| checksum(self.algorithm, &[]));
         Ok((crc as u32).to_be_bytes().to_vec())
+    }
+}
+
+/// Adler-32 (RFC 1950) from its initial value 1 (`adler32`): zlib's
+/// `adler32(1, buf, len)`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Adler32;
+
+impl Adler32 {
+    fn value(bytes: &[u8]) -> u32 {
+        zlib_rs::adler32::adler32(1, bytes)
+    }
+}
+
+impl Operator for Adler32 {
+    fn name(&self) -> &'static str {
+        "adler32"
+    }
+
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, OpError> {
+        Ok(Adler32::value(input).to_be_bytes().to_vec())
+    }
+
+    fn splitter(&self) -> Option<&dyn Splitter> {
+        Some(self)
+    }
+}
+
+impl Splitter for Adler32 {
+    fn ordered(&self) -> bool {
+        false
+    }
+
+    fn run_part(&self, part: &Subtask, input: &[u8], _: Option<Carry>) -> Result<Carry, OpError> {
+        let slice = part_slice(part, input);
+        Ok(Box::new((Adler32::value(slice), slice.len() as u64)))
+    }
+
+    fn reassemble(&self, _input_len: usize, parts: Vec<Carry>) -> Result<Vec<u8>, OpError> {
+        let mut acc = 1u32;
+        for part in parts {
+            let (adler, len) = downcast::<(u32, u64)>("adler32", part)?;
+            acc = zlib_rs::adler32::adler32_combine(acc, adler, len);
+        }
+        Ok(acc.to_be_bytes().to_vec())
     }
 }
 

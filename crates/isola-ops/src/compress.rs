@@ -144,7 +144,9 @@ impl Codec {
         at.check(0)?;
         let mut out = Vec::new();
         match self {
-            Codec::Deflate | Codec::Huffman => return inflate_raw(input, limit, at),
+            Codec::Deflate | Codec::Huffman => {
+                return inflate_one(input, limit, at, flate2::Decompress::new(false), "deflate")
+            }
             Codec::Gzip => {
                 let read = std::cell::Cell::new(0);
                 let reader = flate2::read::MultiGzDecoder::new(Counted(input, &read));
@@ -190,15 +192,23 @@ fn corrupt(what: impl std::fmt::Display) -> DecodeError {
     ))
 }
 
-/// Decodes one raw deflate stream (RFC 1951): it must end with a final
-/// block, and nothing may follow it but the padding bits of its last byte
-/// (a flipped final-block bit or a cut is an error, not a shorter output).
-/// Each call of the decoder takes at most [`WATCH_CHUNK_BYTES`] of input
-/// and makes at most as much output, asking `at` between them.
-fn inflate_raw(input: &[u8], limit: u64, at: &mut Checkpoint<'_>) -> Result<Vec<u8>, DecodeError> {
-    use flate2::{Decompress, FlushDecompress, Status};
+/// Decodes one deflate stream with `inflate` (raw RFC 1951, or wrapped as
+/// zlib's RFC 1950 or gzip's RFC 1952 one member, as `inflate` was made;
+/// `what` names it in errors): it must end with its final block (and its
+/// wrapper's trailer, whose checksum zlib-rs checks), and nothing may follow
+/// it but the padding bits of its last byte (a flipped final-block bit or a
+/// cut is an error, not a shorter output). Each call of the decoder takes at
+/// most [`WATCH_CHUNK_BYTES`] of input and makes at most as much output,
+/// asking `at` between them.
+pub(crate) fn inflate_one(
+    input: &[u8],
+    limit: u64,
+    at: &mut Checkpoint<'_>,
+    mut inflate: flate2::Decompress,
+    what: &str,
+) -> Result<Vec<u8>, DecodeError> {
+    use flate2::{FlushDecompress, Status};
     let limit_len = limit_usize(limit);
-    let mut inflate = Decompress::new(false);
     let mut out = Vec::new();
     let mut piece = Vec::with_capacity(WATCH_CHUNK_BYTES);
     loop {
@@ -208,7 +218,7 @@ fn inflate_raw(input: &[u8], limit: u64, at: &mut Checkpoint<'_>) -> Result<Vec<
         piece.clear();
         let status = inflate
             .decompress_vec(given, &mut piece, FlushDecompress::None)
-            .map_err(|e| corrupt(format!("corrupt deflate stream: {e}")))?;
+            .map_err(|e| corrupt(format!("corrupt {what} stream: {e}")))?;
         let taken = usize::try_from(inflate.total_in()).unwrap_or(usize::MAX) - consumed;
         if out.len().saturating_add(piece.len()) > limit_len {
             return Err(DecodeError::OverLimit);
@@ -223,7 +233,7 @@ fn inflate_raw(input: &[u8], limit: u64, at: &mut Checkpoint<'_>) -> Result<Vec<
             // without its final block.
             return Err(DecodeError::Corrupt(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
-                "deflate stream cut short (no final block)",
+                format!("{what} stream cut short (no final block or trailer)"),
             )));
         }
         at.after(piece.len().max(taken), consumed + taken)?;
@@ -231,7 +241,7 @@ fn inflate_raw(input: &[u8], limit: u64, at: &mut Checkpoint<'_>) -> Result<Vec<
     let junk = input.len() as u64 - inflate.total_in().min(input.len() as u64);
     if junk > 0 {
         return Err(corrupt(format!(
-            "{junk} bytes of junk after the deflate stream's final block"
+            "{junk} bytes of junk after the {what} stream's end"
         )));
     }
     Ok(out)
@@ -275,8 +285,17 @@ impl Step {
 /// piece's start); it is a little larger than one pass's, by what the
 /// dictionaries would have matched across the cuts.
 fn deflate_piece(input: &[u8], level: u32, last: bool) -> std::io::Result<Vec<u8>> {
+    deflate_with(
+        input,
+        flate2::Compress::new(flate2::Compression::new(level), false),
+        last,
+    )
+}
+
+/// Compresses `input` with `c` (raw, zlib- or gzip-wrapped, as it was
+/// made): to its end (`last`), or to a sync flush.
+pub(crate) fn deflate_with(input: &[u8], mut c: flate2::Compress, last: bool) -> std::io::Result<Vec<u8>> {
     use flate2::{FlushCompress, Status};
-    let mut c = flate2::Compress::new(flate2::Compression::new(level), false);
     let flush = if last {
         FlushCompress::Finish
     } else {

