@@ -24,21 +24,65 @@
 /* A kept buffer larger than this is freed at final rather than reused. */
 #define ISOLA_DIGEST_KEEP_BYTES ((size_t)1 << 20)
 
+/* Messages up to this long are kept inside the context, not allocated. */
+#define ISOLA_DIGEST_INLINE_BYTES 256
+
 /* A digest context. */
 typedef struct digest_ctx {
     isola_prov *prov;
     enum isola_digest_id id;
-    unsigned char *msg; /* the message so far (while not spilled) */
+    unsigned char *msg; /* the message so far (while not spilled): inline or allocated */
     size_t len;
     size_t cap;
+    unsigned char inline_msg[ISOLA_DIGEST_INLINE_BYTES];
     EVP_MD_CTX *sw; /* the software twin (made on first need, reused) */
     int spilled;    /* the message is in sw, not in msg */
 } digest_ctx;
 
+/* An idle software context of digest `id` from the provider's few, or a
+ * new one (NULL: out of memory). */
+static EVP_MD_CTX *twin_take(isola_prov *prov, enum isola_digest_id id)
+{
+    EVP_MD_CTX *twin = NULL;
+
+    if (pthread_mutex_trylock(&prov->idle_lock) == 0) {
+        if (prov->n_idle_md[id] > 0)
+            twin = prov->idle_md[id][--prov->n_idle_md[id]];
+        pthread_mutex_unlock(&prov->idle_lock);
+    }
+    return twin != NULL ? twin : EVP_MD_CTX_new();
+}
+
+/* Gives a software context back for reuse, or frees it. */
+static void twin_give(isola_prov *prov, enum isola_digest_id id, EVP_MD_CTX *twin)
+{
+    if (twin == NULL)
+        return;
+    if (pthread_mutex_trylock(&prov->idle_lock) == 0) {
+        if (prov->n_idle_md[id] < ISOLA_IDLE_TWINS) {
+            prov->idle_md[id][prov->n_idle_md[id]++] = twin;
+            twin = NULL;
+        }
+        pthread_mutex_unlock(&prov->idle_lock);
+    }
+    EVP_MD_CTX_free(twin);
+}
+
+void isola_digest_free_idle(isola_prov *prov)
+{
+    size_t i, j;
+
+    for (i = 0; i < ISOLA_DIGESTS; i++) {
+        for (j = 0; j < prov->n_idle_md[i]; j++)
+            EVP_MD_CTX_free(prov->idle_md[i][j]);
+        prov->n_idle_md[i] = 0;
+    }
+}
+
 /* A new context for digest `id`. */
 static void *digest_newctx(void *provctx, enum isola_digest_id id)
 {
-    digest_ctx *ctx = calloc(1, sizeof(*ctx));
+    digest_ctx *ctx = malloc(sizeof(*ctx));
 
     if (ctx == NULL) {
         isola_prov_error(provctx, ISOLA_R_NO_MEMORY, "digest context");
@@ -46,7 +90,21 @@ static void *digest_newctx(void *provctx, enum isola_digest_id id)
     }
     ctx->prov = provctx;
     ctx->id = id;
+    ctx->msg = ctx->inline_msg;
+    ctx->len = 0;
+    ctx->cap = ISOLA_DIGEST_INLINE_BYTES;
+    ctx->sw = NULL;
+    ctx->spilled = 0;
     return ctx;
+}
+
+/* Frees the message's buffer if allocated. */
+static void digest_free_msg(digest_ctx *ctx)
+{
+    if (ctx->msg != ctx->inline_msg)
+        free(ctx->msg);
+    ctx->msg = ctx->inline_msg;
+    ctx->cap = ISOLA_DIGEST_INLINE_BYTES;
 }
 
 /* Frees a context. */
@@ -56,8 +114,8 @@ static void digest_freectx(void *vctx)
 
     if (ctx == NULL)
         return;
-    free(ctx->msg);
-    EVP_MD_CTX_free(ctx->sw);
+    digest_free_msg(ctx);
+    twin_give(ctx->prov, ctx->id, ctx->sw);
     free(ctx);
 }
 
@@ -70,13 +128,17 @@ static void *digest_dupctx(void *vctx)
     if (dst == NULL)
         return NULL;
     dst->spilled = src->spilled;
-    if (src->len > 0) {
+    if (src->len > dst->cap) {
         dst->msg = malloc(src->len);
-        if (dst->msg == NULL)
+        if (dst->msg == NULL) {
+            dst->msg = dst->inline_msg;
             goto fail;
-        memcpy(dst->msg, src->msg, src->len);
-        dst->len = dst->cap = src->len;
+        }
+        dst->cap = src->len;
     }
+    if (src->len > 0)
+        memcpy(dst->msg, src->msg, src->len);
+    dst->len = src->len;
     if (src->sw != NULL) {
         dst->sw = EVP_MD_CTX_new();
         if (dst->sw == NULL || !EVP_MD_CTX_copy_ex(dst->sw, src->sw))
@@ -92,7 +154,7 @@ fail:
 /* Starts the software twin over `data`: the message so far. */
 static int digest_start_software(digest_ctx *ctx, const unsigned char *data, size_t len)
 {
-    if (ctx->sw == NULL && (ctx->sw = EVP_MD_CTX_new()) == NULL) {
+    if (ctx->sw == NULL && (ctx->sw = twin_take(ctx->prov, ctx->id)) == NULL) {
         isola_prov_error(ctx->prov, ISOLA_R_NO_MEMORY, "software digest context");
         return 0;
     }
@@ -120,11 +182,8 @@ static int digest_spill(digest_ctx *ctx)
 /* Forgets the message, keeping a buffer of reasonable size for reuse. */
 static void digest_forget(digest_ctx *ctx)
 {
-    if (ctx->cap > ISOLA_DIGEST_KEEP_BYTES) {
-        free(ctx->msg);
-        ctx->msg = NULL;
-        ctx->cap = 0;
-    }
+    if (ctx->cap > ISOLA_DIGEST_KEEP_BYTES)
+        digest_free_msg(ctx);
     ctx->len = 0;
     ctx->spilled = 0;
 }
@@ -163,9 +222,11 @@ static int digest_update(void *vctx, const unsigned char *in, size_t inl)
 
         while (cap < ctx->len + inl)
             cap = cap > ISOLA_DIGEST_SPILL_BYTES / 2 ? ISOLA_DIGEST_SPILL_BYTES : cap * 2;
-        grown = realloc(ctx->msg, cap);
+        grown = ctx->msg == ctx->inline_msg ? malloc(cap) : realloc(ctx->msg, cap);
         if (grown == NULL) /* no room to keep it: hash it in software instead */
             return digest_spill(ctx) && digest_update(ctx, in, inl);
+        if (ctx->msg == ctx->inline_msg)
+            memcpy(grown, ctx->inline_msg, ctx->len);
         ctx->msg = grown;
         ctx->cap = cap;
     }

@@ -56,6 +56,7 @@ typedef struct gcm_ctx {
     unsigned char tag[GCM_TAG_MAX];    /* encrypt: the final tag; decrypt: the one set */
     size_t taglen;                   /* 0: none yet */
     EVP_CIPHER_CTX *sw;              /* the software twin (allocated on first need) */
+    int sw_keyed;                    /* the twin holds this cipher, key and IV length */
     int sw_active;                   /* this message runs on the twin */
     int sw_for_good;                 /* every message runs on the twin */
 } gcm_ctx;
@@ -145,7 +146,8 @@ static void *gcm_dupctx(void *vctx)
 }
 
 /* Brings the twin to this message's state and runs the message there from
- * now on: replays the key, the IV, the AAD and the offloaded chunk. */
+ * now on: replays the key (unless the twin has it from an earlier message),
+ * the IV, the AAD and the offloaded chunk. */
 static int gcm_to_software(gcm_ctx *ctx)
 {
     const EVP_CIPHER *cipher = ctx->prov->sw_cipher[ctx->id];
@@ -158,14 +160,18 @@ static int gcm_to_software(gcm_ctx *ctx)
         isola_prov_error(ctx->prov, ISOLA_R_NO_MEMORY, "software cipher context");
         return 0;
     }
-    ok = EVP_CipherInit_ex2(ctx->sw, cipher, NULL, NULL, ctx->enc, NULL);
-    if (ok && ctx->ivlen != GCM_IV_DEFAULT) {
+    ok = ctx->sw_keyed && ctx->key_set && ctx->iv_state != GCM_IV_UNSET; /* only a new IV needed */
+    if (!ok) {
+        ctx->sw_keyed = 0;
+        ok = EVP_CipherInit_ex2(ctx->sw, cipher, NULL, NULL, ctx->enc, NULL);
+    }
+    if (ok && !ctx->sw_keyed && ctx->ivlen != GCM_IV_DEFAULT) {
         OSSL_PARAM p[2] = { OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &ctx->ivlen),
                             OSSL_PARAM_construct_end() };
 
         ok = EVP_CIPHER_CTX_set_params(ctx->sw, p);
     }
-    if (ok && ctx->key_set)
+    if (ok && ctx->key_set && !ctx->sw_keyed)
         ok = EVP_CipherInit_ex2(ctx->sw, NULL, ctx->key, NULL, ctx->enc, NULL);
     if (ok && ctx->iv_state != GCM_IV_UNSET)
         ok = EVP_CipherInit_ex2(ctx->sw, NULL, NULL, ctx->iv, ctx->enc, NULL);
@@ -189,10 +195,12 @@ static int gcm_to_software(gcm_ctx *ctx)
         free(scratch);
     }
     if (!ok) {
+        ctx->sw_keyed = 0;
         isola_prov_error(ctx->prov, ISOLA_R_SOFTWARE_FAILED, "%s: replay", isola_ciphers[ctx->id].sw_name);
         return 0;
     }
     gcm_drop_chunk(ctx);
+    ctx->sw_keyed = ctx->key_set;
     ctx->sw_active = 1;
     return 1;
 }
@@ -207,35 +215,45 @@ static void gcm_new_message(gcm_ctx *ctx)
 
 static int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[]);
 
-/* EVP_CipherInit: a key, an IV (a new message), or both, or neither. */
+/* EVP_CipherInit: a key, an IV (a new message), or both, or neither. The
+ * context records them even when its twin runs the message, for the
+ * messages after. */
 static int gcm_init(gcm_ctx *ctx, const unsigned char *key, size_t keylen, const unsigned char *iv, size_t ivlen,
                     const OSSL_PARAM params[], int enc)
 {
+    int forward;
+
+    if (key != NULL && keylen != isola_ciphers[ctx->id].key_len) {
+        isola_prov_error(ctx->prov, ISOLA_R_BAD_STATE, "key length %zu", keylen);
+        return 0;
+    }
+    if (iv != NULL && (ivlen == 0 || ivlen > GCM_IV_MAX)) {
+        isola_prov_error(ctx->prov, ISOLA_R_BAD_STATE, "IV length %zu", ivlen);
+        return 0;
+    }
     if (!ctx->sw_for_good && iv == NULL && (ctx->sw_active || ctx->aad_len > 0 || ctx->chunk_done)
         && !gcm_to_software(ctx)) /* an init within a message: the twin sees it as the default would */
         return 0;
-    if (ctx->sw_for_good || (ctx->sw_active && iv == NULL)) {
-        ctx->enc = enc;
-        return EVP_CipherInit_ex2(ctx->sw, NULL, key, iv, enc, params);
-    }
+    forward = ctx->sw_for_good || (ctx->sw_active && iv == NULL);
     ctx->enc = enc;
+    if (key != NULL) {
+        if (!ctx->key_set || CRYPTO_memcmp(ctx->key, key, keylen) != 0)
+            ctx->sw_keyed = forward; /* a forwarded init gives the twin the key too */
+        memcpy(ctx->key, key, keylen);
+        ctx->key_set = 1;
+    }
     if (iv != NULL) {
-        if (ivlen == 0 || ivlen > GCM_IV_MAX) {
-            isola_prov_error(ctx->prov, ISOLA_R_BAD_STATE, "IV length %zu", ivlen);
-            return 0;
-        }
-        gcm_new_message(ctx);
+        if (!forward)
+            gcm_new_message(ctx);
+        if (ivlen != ctx->ivlen)
+            ctx->sw_keyed = 0;
         ctx->ivlen = ivlen;
         memcpy(ctx->iv, iv, ivlen);
         ctx->iv_state = GCM_IV_SET;
     }
-    if (key != NULL) {
-        if (keylen != isola_ciphers[ctx->id].key_len) {
-            isola_prov_error(ctx->prov, ISOLA_R_BAD_STATE, "key length %zu", keylen);
-            return 0;
-        }
-        memcpy(ctx->key, key, keylen);
-        ctx->key_set = 1;
+    if (forward && !EVP_CipherInit_ex2(ctx->sw, NULL, key, iv, enc, NULL)) {
+        ctx->sw_keyed = 0;
+        return 0;
     }
     return gcm_set_ctx_params(ctx, params);
 }
@@ -450,7 +468,8 @@ static int gcm_param_is_own(const char *key)
            || strcmp(key, OSSL_CIPHER_PARAM_PADDING) == 0; /* GCM ignores padding, as the default does */
 }
 
-/* OSSL_FUNC_CIPHER_SET_CTX_PARAMS: the tag to check, the IV length; any
+/* OSSL_FUNC_CIPHER_SET_CTX_PARAMS: the tag to check, the IV length (also
+ * recorded while the twin runs the message, for the messages after); any
  * other (TLS) parameter gives the context to its twin for good. */
 static int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
 {
@@ -466,8 +485,10 @@ static int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
                 return 0;
             ctx->sw_for_good = 1;
         }
-    if (ctx->sw_active || ctx->sw_for_good)
+    if (ctx->sw_for_good)
         return EVP_CIPHER_CTX_set_params(ctx->sw, params);
+    if (ctx->sw_active && !EVP_CIPHER_CTX_set_params(ctx->sw, params))
+        return 0;
     if ((p = OSSL_PARAM_locate_const(params, OSSL_CIPHER_PARAM_AEAD_TAG)) != NULL) {
         void *vp = ctx->tag;
 
@@ -491,6 +512,7 @@ static int gcm_set_ctx_params(void *vctx, const OSSL_PARAM params[])
             if (ctx->iv_state != GCM_IV_UNSET)
                 ctx->iv_state = GCM_IV_FINISHED; /* the IV given no longer fits */
             ctx->ivlen = sz;
+            ctx->sw_keyed = ctx->sw_active; /* a twin that took it has it */
         }
     }
     return 1;

@@ -32,13 +32,13 @@
 const isola_digest_info isola_digests[ISOLA_DIGESTS] = {
     [ISOLA_SHA256] = { "SHA2-256", "sha256", 32, 64, 16384, 1 },
     [ISOLA_SHA1] = { "SHA1", "sha1", 20, 64, 16384, 1 },
-    [ISOLA_SHA3_256] = { "SHA3-256", "sha3-256", 32, 136, 16384, 1 },
-    [ISOLA_MD5] = { "MD5", "md5", 16, 64, 16384, 0 },
+    [ISOLA_SHA3_256] = { "SHA3-256", "sha3-256", 32, 136, 4096, 1 },
+    [ISOLA_MD5] = { "MD5", "md5", 16, 64, 4096, 0 },
 };
 
 const isola_cipher_info isola_ciphers[ISOLA_CIPHERS] = {
-    [ISOLA_AES_128_GCM] = { "AES-128-GCM", 16, 16384 },
-    [ISOLA_AES_256_GCM] = { "AES-256-GCM", 32, 16384 },
+    [ISOLA_AES_128_GCM] = { "AES-128-GCM", 16, 32768 },
+    [ISOLA_AES_256_GCM] = { "AES-256-GCM", 32, 32768 },
 };
 
 /* The settings read from the provider's openssl.cnf section. */
@@ -96,6 +96,8 @@ static void prov_teardown(void *provctx)
 
     if (prov == NULL)
         return;
+    isola_digest_free_idle(prov);
+    pthread_mutex_destroy(&prov->idle_lock);
     for (i = 0; i < ISOLA_DIGESTS; i++)
         EVP_MD_free(prov->sw_md[i]);
     for (i = 0; i < ISOLA_CIPHERS; i++)
@@ -255,6 +257,7 @@ int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in, 
 
     if (prov == NULL)
         return 0;
+    pthread_mutex_init(&prov->idle_lock, NULL);
     prov->handle = handle;
     for (; in->function_id != 0; in++) {
         switch (in->function_id) {

@@ -9,6 +9,7 @@
 #ifndef ISOLA_OPENSSL_PROVIDER_H
 #define ISOLA_OPENSSL_PROVIDER_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include <openssl/core.h>
@@ -43,6 +44,9 @@ typedef struct isola_cipher_info {
 extern const isola_digest_info isola_digests[ISOLA_DIGESTS];
 extern const isola_cipher_info isola_ciphers[ISOLA_CIPHERS];
 
+/* Idle software digest contexts kept for reuse, per digest. */
+#define ISOLA_IDLE_TWINS 8
+
 /* The provider's context (provctx): one per load of the provider. */
 typedef struct isola_prov {
     const OSSL_CORE_HANDLE *handle;
@@ -54,6 +58,9 @@ typedef struct isola_prov {
     EVP_MD *sw_md[ISOLA_DIGESTS];
     EVP_CIPHER *sw_cipher[ISOLA_CIPHERS];
     isola_adapter *adapter;
+    pthread_mutex_t idle_lock; /* only ever try-locked: a fork cannot leave it blocking */
+    EVP_MD_CTX *idle_md[ISOLA_DIGESTS][ISOLA_IDLE_TWINS];
+    size_t n_idle_md[ISOLA_DIGESTS];
 } isola_prov;
 
 /* The provider's error reasons (its reason strings are in provider.c). */
@@ -76,6 +83,9 @@ size_t isola_prov_min_bytes(const isola_prov *prov, size_t default_min_bytes);
 
 /* Whether a failed offload must fail the call (fallback = error). */
 int isola_prov_fallback_is_error(const isola_prov *prov);
+
+/* Frees the idle software digest contexts (at teardown). */
+void isola_digest_free_idle(isola_prov *prov);
 
 /* The digests' and ciphers' algorithm tables (NULL-terminated). */
 extern const OSSL_ALGORITHM isola_digest_algorithms[];

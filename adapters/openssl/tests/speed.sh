@@ -14,7 +14,11 @@
 #   software  without the provider;
 #   offload   the provider, min_bytes 0: every call goes to isolad;
 #   provider  the provider with its default thresholds;
-# and offload/software, the ratio that sets the crossover.
+# and offload/software. After each algorithm, its crossover: the size at
+# which the work done in software costs as much as one round trip to
+# isolad, round_trip x software rate, with the round trip taken from the
+# smallest size offloaded (its time per call) and the software rate from
+# the largest.
 set -eu
 dir=${1:?usage: speed.sh PROVIDER_DIR [SECONDS] [SIZES] [ALGORITHMS]}
 secs=${2:-1}
@@ -30,6 +34,7 @@ rate() {
 
 printf '%-24s %8s %14s %14s %14s %8s\n' algorithm bytes software offload provider ratio
 echo "$algs" | tr ',' '\n' | while read -r alg; do
+    round_trip=""
     for n in $sizes; do
         # shellcheck disable=SC2086
         sw=$(rate -bytes "$n" $alg)
@@ -39,5 +44,10 @@ echo "$algs" | tr ',' '\n' | while read -r alg; do
         def=$(ISOLA_MIN_BYTES=-1 rate -bytes "$n" $provider $alg)
         printf '%-24s %8s %14s %14s %14s %8s\n' "$alg" "$n" "$sw" "$off" "$def" \
             "$(awk -v a="$off" -v b="$sw" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+        # seconds per call at the smallest size; the software rate in bytes/s
+        [ -n "$round_trip" ] || round_trip=$(awk -v n="$n" -v r="$off" 'BEGIN { print (r > 0) ? n / (r * 1000) : 0 }')
+        sw_rate=$(awk -v r="$sw" 'BEGIN { print r * 1000 }')
     done
+    awk -v t="$round_trip" -v r="$sw_rate" -v alg="$alg" \
+        'BEGIN { printf "%-24s crossover: round trip %.1f us x software %.0f MB/s = %.0f bytes\n", alg, t * 1e6, r / 1e6, t * r }'
 done
