@@ -38,7 +38,7 @@ const isola_digest_info isola_digests[ISOLA_DIGESTS] = {
 
 const isola_cipher_info isola_ciphers[ISOLA_CIPHERS] = {
     [ISOLA_AES_128_GCM] = { "AES-128-GCM", 16, 32768 },
-    [ISOLA_AES_256_GCM] = { "AES-256-GCM", 32, 32768 },
+    [ISOLA_AES_256_GCM] = { "AES-256-GCM", 32, 65536 },
 };
 
 /* The settings read from the provider's openssl.cnf section. */

@@ -13,6 +13,7 @@
  * plaintext, the vectors' expected values, and that a wrong tag fails the
  * final. Prints one line per failure and a summary; exits 0 when all agree.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,27 @@ static void check_random(void)
     }
 }
 
+/* Prints the provider's counters (OSSL_PROVIDER_get_params). */
+static void print_counters(const OSSL_PROVIDER *isola)
+{
+    uint64_t offloaded = 0, fallbacks = 0;
+    char stats[2048] = "";
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_uint64("isola-offloaded", &offloaded),
+        OSSL_PARAM_uint64("isola-fallbacks", &fallbacks),
+        OSSL_PARAM_utf8_string("isola-stats", stats, sizeof(stats)),
+        OSSL_PARAM_END,
+    };
+
+    if (!OSSL_PROVIDER_get_params(isola, params)) {
+        failures++;
+        printf("FAIL OSSL_PROVIDER_get_params\n");
+        return;
+    }
+    printf("isola-offloaded %llu\nisola-fallbacks %llu\nisola-stats %s\n", (unsigned long long)offloaded,
+           (unsigned long long)fallbacks, stats);
+}
+
 /* Loads the providers and runs every check. */
 int main(int argc, char **argv)
 {
@@ -322,6 +344,7 @@ int main(int argc, char **argv)
     }
     check_vectors();
     check_random();
+    print_counters(isola);
     printf("%d checks, %d failures\n", checks, failures);
     OSSL_PROVIDER_unload(isola);
     OSSL_PROVIDER_unload(deflt);

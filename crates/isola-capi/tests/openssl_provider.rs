@@ -247,6 +247,14 @@ fn gcm_through_evp_equals_default() {
             .env("ISOLA_MIN_BYTES", min_bytes.to_string()));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains(" 0 failures"), "{text}");
+        // The provider's own counters agree (OSSL_PROVIDER_get_params).
+        let counter = |name: &str| -> u64 {
+            let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+            line[name.len()..].trim().parse().unwrap()
+        };
+        assert!(counter("isola-offloaded ") > 0, "{text}");
+        assert_eq!(counter("isola-fallbacks "), 0, "{text}");
+        assert!(text.contains("isola-stats {"), "{text}");
         // Every shape of every message offloads its first update when it is
         // large enough: many with min_bytes 0, the large ones otherwise.
         let want = if min_bytes == 0 { 300.0 } else { 20.0 };
