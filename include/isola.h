@@ -187,6 +187,12 @@ typedef void (*isola_completion_cb)(const isola_completion *c, void *arg);
  * this process's uid and gid); the context goes to *out (NULL on failure). */
 isola_status isola_create(const char *socket_path, const char *tenant, isola_ctx **out);
 
+/* As isola_create, waiting at most timeout_ns for isolad's answer to the
+ * attach and to each later request of the context (isola_register,
+ * isola_host_window): ISOLA_ERR_TIMEOUT when a daemon hangs. */
+isola_status isola_create_timed(const char *socket_path, const char *tenant, uint64_t timeout_ns,
+                                isola_ctx **out);
+
 /* Detaches (isolad finishes and discards tasks in flight) and frees the
  * context; its handle is dead from now on. Buffers need not be freed. */
 isola_status isola_destroy(isola_ctx *ctx);

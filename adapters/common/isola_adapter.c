@@ -401,14 +401,16 @@ static int attach(isola_adapter *a, isola_fallback_reason *why) {
         return 0;
     }
     isola_ctx *ctx = NULL;
-    isola_status st = isola_create(a->cfg.socket, a->cfg.tenant, &ctx);
+    isola_status st = isola_create_timed(a->cfg.socket, a->cfg.tenant, a->cfg.timeout_ms * 1000000u, &ctx);
     isola_info info;
     if (st == ISOLA_OK && isola_get_info(ctx, &info) != ISOLA_OK) {
         isola_destroy(ctx);
         st = ISOLA_ERR_PROTOCOL;
     }
     if (st != ISOLA_OK) {
-        a->last_miss = st == ISOLA_ERR_REFUSED ? ISOLA_FALLBACK_REFUSED : ISOLA_FALLBACK_ABSENT;
+        a->last_miss = st == ISOLA_ERR_REFUSED   ? ISOLA_FALLBACK_REFUSED
+                       : st == ISOLA_ERR_TIMEOUT ? ISOLA_FALLBACK_TIMEOUT
+                                                 : ISOLA_FALLBACK_ABSENT;
         a->retry_at = now + a->cfg.retry_ms * 1000000u;
         *why = (isola_fallback_reason)a->last_miss;
         return 0;
@@ -446,7 +448,11 @@ static int handle_of(isola_adapter *a, const char *op, const isola_param *params
     isola_status st = isola_register(a->ctx, op, params, n_params, handle);
     if (st != ISOLA_OK) {
         free(key);
-        if (st == ISOLA_ERR_DISCONNECTED || st == ISOLA_ERR_PROTOCOL) {
+        if (st == ISOLA_ERR_TIMEOUT) {
+            /* A reply may still come, out of turn: start afresh. */
+            detach(a);
+            *why = ISOLA_FALLBACK_TIMEOUT;
+        } else if (st == ISOLA_ERR_DISCONNECTED || st == ISOLA_ERR_PROTOCOL) {
             detach(a);
             *why = ISOLA_FALLBACK_DISCONNECTED;
         } else {

@@ -2,11 +2,11 @@
  * adapter_probe.c: drives adapters/common/isola_adapter.c as an adapter
  * does, for its tests (crates/isola-capi/tests/adapter_common.rs).
  *
- *   adapter_probe [--room N] [--repeat N] OP [KEY=VALUE ...] < INPUT > OUTPUT
+ *   adapter_probe [--room N] [--repeat N] [--gap MS] OP [KEY=VALUE ...] < INPUT > OUTPUT
  *
  * Settings come from the environment (ISOLA_SOCKET, ISOLA_TENANT, ...).
  * It runs OP with the parameters on the whole of stdin, --repeat times
- * (default 1), with --room bytes of output room (default: the input's
+ * (default 1), --gap milliseconds apart (default 0), with --room bytes of output room (default: the input's
  * length + 64); writes the last output to stdout and one line per run to
  * stderr: "done N", "op-failed DETAIL N" or "fallback REASON", then the
  * counters as JSON. Exits 0 if every run was done on isolad, 1 otherwise,
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_PARAMS 16
 
@@ -43,11 +44,13 @@ static unsigned char *read_all(size_t *len) {
 
 int main(int argc, char **argv) {
     size_t room = (size_t)-1;
-    long repeat = 1;
+    long repeat = 1, gap_ms = 0;
     int i = 1;
     for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
         if (strcmp(argv[i], "--room") == 0) {
             room = (size_t)strtoull(argv[i + 1], NULL, 10);
+        } else if (strcmp(argv[i], "--gap") == 0) {
+            gap_ms = strtol(argv[i + 1], NULL, 10);
         } else if (strcmp(argv[i], "--repeat") == 0) {
             repeat = strtol(argv[i + 1], NULL, 10);
         } else {
@@ -56,7 +59,7 @@ int main(int argc, char **argv) {
         }
     }
     if (i >= argc || argc - i - 1 > MAX_PARAMS) {
-        fprintf(stderr, "usage: adapter_probe [--room N] [--repeat N] OP [KEY=VALUE ...]\n");
+        fprintf(stderr, "usage: adapter_probe [--room N] [--repeat N] [--gap MS] OP [KEY=VALUE ...]\n");
         return 2;
     }
     const char *op = argv[i++];
@@ -95,6 +98,10 @@ int main(int argc, char **argv) {
     int all_done = 1;
     size_t last_len = 0;
     for (long r = 0; r < repeat; r++) {
+        if (r > 0 && gap_ms > 0) {
+            struct timespec gap = {gap_ms / 1000, (gap_ms % 1000) * 1000000L};
+            nanosleep(&gap, NULL);
+        }
         isola_run_result result;
         isola_run_status st = isola_adapter_run(a, op, params, n_params, in, 2, out, 2, &result);
         if (st == ISOLA_RUN_DONE) {

@@ -78,9 +78,15 @@ pub(crate) struct Partial<T> {
 }
 
 impl Context {
-    /// Connects to the daemon at `socket` and attaches as `tenant`.
-    pub(crate) fn create(socket: &Path, tenant: &str) -> Result<Context, Error> {
-        let client = Client::connect(socket, tenant).map_err(|e| match e {
+    /// Connects to the daemon at `socket` and attaches as `tenant`, waiting
+    /// at most `reply_limit` for each of its answers (`None`: as long as
+    /// it takes).
+    pub(crate) fn create(
+        socket: &Path,
+        tenant: &str,
+        reply_limit: Option<std::time::Duration>,
+    ) -> Result<Context, Error> {
+        let client = Client::connect_within(socket, tenant, reply_limit).map_err(|e| match e {
             ClientError::Control(c) => Error::new(
                 isola_status::ISOLA_ERR_CONNECT,
                 format!("connecting to isolad at {}: {c}", socket.display()),

@@ -143,6 +143,39 @@ pub unsafe extern "C" fn isola_create(
     tenant: *const c_char,
     out: *mut *mut isola_ctx,
 ) -> isola_status {
+    // SAFETY: per this function's contract.
+    unsafe { create(socket_path, tenant, None, out) }
+}
+
+/// As [`isola_create`], but waits at most `timeout_ns` for isolad's answer
+/// to the attach and to every later request of the context (a
+/// registration, a host window): `ISOLA_ERR_TIMEOUT` when a daemon that
+/// accepted the connection hangs. For adapters, whose calls must end.
+///
+/// # Safety
+/// As [`isola_create`].
+#[no_mangle]
+pub unsafe extern "C" fn isola_create_timed(
+    socket_path: *const c_char,
+    tenant: *const c_char,
+    timeout_ns: u64,
+    out: *mut *mut isola_ctx,
+) -> isola_status {
+    let limit = std::time::Duration::from_nanos(timeout_ns);
+    // SAFETY: per this function's contract.
+    unsafe { create(socket_path, tenant, Some(limit), out) }
+}
+
+/// [`isola_create`] and [`isola_create_timed`].
+///
+/// # Safety
+/// As [`isola_create`].
+unsafe fn create(
+    socket_path: *const c_char,
+    tenant: *const c_char,
+    reply_limit: Option<std::time::Duration>,
+    out: *mut *mut isola_ctx,
+) -> isola_status {
     guard(|| {
         // SAFETY: per this function's contract.
         unsafe { put(out, std::ptr::null_mut(), "out")? };
@@ -150,7 +183,8 @@ pub unsafe extern "C" fn isola_create(
         let path = std::ffi::OsStr::from_bytes(unsafe { bytes(socket_path, "socket_path")? });
         // SAFETY: per this function's contract.
         let tenant = unsafe { string(tenant, "tenant")? };
-        let key = context::insert(Context::create(std::path::Path::new(path), tenant)?);
+        let ctx = Context::create(std::path::Path::new(path), tenant, reply_limit)?;
+        let key = context::insert(ctx);
         // SAFETY: checked non-null above.
         unsafe { put(out, std::ptr::without_provenance_mut(key), "out") }
     })

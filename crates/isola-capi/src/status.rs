@@ -134,6 +134,7 @@ impl From<ClientError> for Error {
             ClientError::Region(_) => ISOLA_ERR_PROTOCOL,
             ClientError::Ring(isola_wire::RingError::Full) => ISOLA_ERR_RING_FULL,
             ClientError::Ring(_) => ISOLA_ERR_PROTOCOL,
+            ClientError::TimedOut(..) => ISOLA_ERR_TIMEOUT,
         };
         Error::new(status, e.to_string())
     }

@@ -9,16 +9,13 @@
 
 mod common;
 
+use common::adapters::{library_dir, root};
+
 use isola::*;
 use std::collections::BTreeSet;
 use std::mem::{offset_of, size_of};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// The repository's root.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Whether `cc` works here; if not, why the test is skipped (or a panic,
 /// where a compiler is required).
@@ -36,30 +33,6 @@ fn have_cc() -> bool {
     works
 }
 
-/// The folder holding the `libisola.so` this test run built: cargo builds
-/// the library with all its crate types for the tests, into `deps`, beside
-/// this test's binary. Checked to be newer than every source file.
-fn library_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().to_path_buf();
-    let lib = dir.join("libisola.so");
-    let built = std::fs::metadata(&lib)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| panic!("{}: {e}", lib.display()));
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    for f in std::fs::read_dir(&src).unwrap() {
-        let f = f.unwrap().path();
-        let changed = std::fs::metadata(&f).unwrap().modified().unwrap();
-        assert!(
-            changed <= built,
-            "{} is older than {}",
-            lib.display(),
-            f.display()
-        );
-    }
-    dir
-}
-
 /// Compiles `source` with the header and the library into `out`, as strict
 /// as CI (`-Wall -Wextra -Werror -std=c11`).
 fn compile(source: &Path, out: &Path) {
@@ -71,7 +44,8 @@ fn compile(source: &Path, out: &Path) {
         .arg("-L")
         .arg(&lib)
         .arg("-lisola")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        // RPATH, not RUNPATH: this build's library, whatever LD_LIBRARY_PATH says.
+        .arg(format!("-Wl,--disable-new-dtags,-rpath,{}", lib.display()))
         .arg("-o")
         .arg(out)
         .output()

@@ -44,6 +44,10 @@ pub enum ClientError {
     /// A ring: full (submit fewer before waiting) or corrupt.
     #[error(transparent)]
     Ring(#[from] RingError),
+    /// The daemon did not answer within the client's reply limit
+    /// ([`Client::connect_within`]): it hangs, or is stopped.
+    #[error("isolad did not answer {0} within {1:?}")]
+    TimedOut(&'static str, std::time::Duration),
 }
 
 /// An attached tenant connection.
@@ -61,6 +65,9 @@ pub struct Client {
     spin: std::time::Duration,
     /// When the daemon was last seen alive (`check_alive`).
     checked_at: std::time::Instant,
+    /// How long a request waits for the daemon's reply (`None`: as long
+    /// as it takes).
+    reply_limit: Option<std::time::Duration>,
 }
 
 /// How often, at most, a submit or an empty poll asks the kernel whether
@@ -74,12 +81,29 @@ pub const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(5
 impl Client {
     /// Connects to the daemon at `socket` and attaches as `tenant`.
     pub fn connect(socket: &Path, tenant: &str) -> Result<Client, ClientError> {
+        Client::connect_within(socket, tenant, None)
+    }
+
+    /// [`Client::connect`], waiting at most `reply_limit` for the daemon's
+    /// answer, then and to every later request (a registration, a host
+    /// window): [`ClientError::TimedOut`] when a daemon that accepted the
+    /// connection hangs. `None` waits as long as it takes.
+    pub fn connect_within(
+        socket: &Path,
+        tenant: &str,
+        reply_limit: Option<std::time::Duration>,
+    ) -> Result<Client, ClientError> {
         let fd = control::connect(socket)?;
         let hello = Request::Hello {
             tenant: tenant.to_string(),
             version: control::PROTOCOL_VERSION,
         };
         control::send(fd.as_fd(), &hello, None)?;
+        if let Some(limit) = reply_limit {
+            if !readable_within(&fd, limit)? {
+                return Err(ClientError::TimedOut("the attach", limit));
+            }
+        }
         match control::recv::<Reply>(fd.as_fd())? {
             (Reply::Welcome { tenant, max_input }, Some(region)) => {
                 let region = Region::open(region)?;
@@ -95,6 +119,7 @@ impl Client {
                     replies: VecDeque::new(),
                     spin: DEFAULT_SPIN,
                     checked_at: std::time::Instant::now(),
+                    reply_limit,
                 })
             }
             (Reply::Refused { reason }, _) => Err(ClientError::Refused(reason)),
@@ -346,7 +371,7 @@ impl Client {
                 self.cq.sleep(self.region.words(), false);
                 return Ok(Some(c));
             }
-            let readable = self.readable_within(deadline - now);
+            let readable = readable_within(&self.socket, deadline - now);
             let received = match readable {
                 Ok(true) => Some(control::recv::<Reply>(self.socket.as_fd())),
                 Ok(false) => None,
@@ -366,27 +391,41 @@ impl Client {
         }
     }
 
-    /// Whether the socket has a message (or the daemon closed it) within
-    /// `timeout`; `false` on a timeout or a signal.
-    fn readable_within(&self, timeout: std::time::Duration) -> Result<bool, ControlError> {
-        use rustix::event::{PollFd, PollFlags, Timespec};
-        // A timeout past what a timespec holds sleeps a day (then the caller looks again).
-        let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
-            tv_sec: 86_400,
-            tv_nsec: 0,
-        });
-        let mut fds = [PollFd::new(&self.socket, PollFlags::IN)];
-        match rustix::event::poll(&mut fds, Some(&timeout)) {
-            Ok(n) => Ok(n > 0),
-            Err(rustix::io::Errno::INTR) => Ok(false),
-            Err(source) => Err(ControlError::Os { what: "poll", source }),
-        }
-    }
-
+    /// The next reply: one that came while waiting for completions, or
+    /// the next message, waiting at most the reply limit.
     fn next_reply(&mut self) -> Result<Reply, ClientError> {
-        match self.replies.pop_front() {
-            Some(r) => Ok(r),
-            None => Ok(control::recv::<Reply>(self.socket.as_fd())?.0),
+        if let Some(r) = self.replies.pop_front() {
+            return Ok(r);
         }
+        if let Some(limit) = self.reply_limit {
+            let deadline = std::time::Instant::now() + limit;
+            // A signal cuts the poll short: look again until the deadline.
+            while !readable_within(
+                &self.socket,
+                deadline.saturating_duration_since(std::time::Instant::now()),
+            )? {
+                if std::time::Instant::now() >= deadline {
+                    return Err(ClientError::TimedOut("a request", limit));
+                }
+            }
+        }
+        Ok(control::recv::<Reply>(self.socket.as_fd())?.0)
+    }
+}
+
+/// Whether `socket` has a message (or the daemon closed it) within
+/// `timeout`; `false` on a timeout or a signal.
+fn readable_within(socket: &OwnedFd, timeout: std::time::Duration) -> Result<bool, ControlError> {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    // A timeout past what a timespec holds sleeps a day (then the caller looks again).
+    let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
+        tv_sec: 86_400,
+        tv_nsec: 0,
+    });
+    let mut fds = [PollFd::new(socket, PollFlags::IN)];
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(n) => Ok(n > 0),
+        Err(rustix::io::Errno::INTR) => Ok(false),
+        Err(source) => Err(ControlError::Os { what: "poll", source }),
     }
 }

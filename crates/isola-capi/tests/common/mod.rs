@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod adapters;
+
 use isola_daemon::{Daemon, DaemonConfig};
 use std::path::PathBuf;
 
