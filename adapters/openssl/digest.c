@@ -68,6 +68,7 @@ static void twin_give(isola_prov *prov, enum isola_digest_id id, EVP_MD_CTX *twi
     EVP_MD_CTX_free(twin);
 }
 
+/* Frees the idle software digest contexts (provider.h). */
 void isola_digest_free_idle(isola_prov *prov)
 {
     size_t i, j;

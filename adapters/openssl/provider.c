@@ -45,6 +45,7 @@ const isola_cipher_info isola_ciphers[ISOLA_CIPHERS] = {
 static const char *const config_keys[] = { "socket", "tenant", "fallback", "timeout_ms", "retry_ms", "min_bytes" };
 #define N_CONFIG_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 
+/* Raises an error of the provider's library (provider.h). */
 void isola_prov_error(const isola_prov *prov, int reason, const char *fmt, ...)
 {
     va_list ap;
@@ -58,6 +59,7 @@ void isola_prov_error(const isola_prov *prov, int reason, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The threshold in force for an algorithm (provider.h). */
 size_t isola_prov_min_bytes(const isola_prov *prov, size_t default_min_bytes)
 {
     int64_t min = isola_adapter_config_of(prov->adapter)->min_bytes;
@@ -65,6 +67,7 @@ size_t isola_prov_min_bytes(const isola_prov *prov, size_t default_min_bytes)
     return min < 0 ? default_min_bytes : (size_t)min;
 }
 
+/* Whether fallback = error (provider.h). */
 int isola_prov_fallback_is_error(const isola_prov *prov)
 {
     return isola_adapter_config_of(prov->adapter)->fallback == ISOLA_FALLBACK_ERROR;
