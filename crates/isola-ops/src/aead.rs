@@ -221,6 +221,18 @@ impl Gcm {
     }
 }
 
+/// The input of `aes-gcm` for `key` (16 or 32 bytes), `iv`, `aad` and `data`.
+pub fn inband_input(key: &[u8], iv: &[u8; 12], aad: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut input = Vec::with_capacity(1 + key.len() + 16 + aad.len() + data.len());
+    input.push(key.len() as u8);
+    input.extend_from_slice(key);
+    input.extend_from_slice(iv);
+    input.extend_from_slice(&(aad.len() as u32).to_be_bytes());
+    input.extend_from_slice(aad);
+    input.extend_from_slice(data);
+    input
+}
+
 /// `aes-gcm`: AES-GCM shaped like OpenSSL's EVP calls, for the OpenSSL
 /// provider (`adapters/openssl`): each task carries its own key, IV and
 /// AAD, so one registration serves every message.

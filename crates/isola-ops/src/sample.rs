@@ -59,6 +59,7 @@ pub fn valid_input(
         "unzstd" => Some("zstd"),
         "unsnappy" => Some("snappy"),
         "aes-gcm-decrypt" => Some("aes-gcm-encrypt"),
+        "zlib-decompress" => Some("zlib-compress"),
         _ => None,
     };
     if let Some(encoder) = encoded_by {
@@ -81,6 +82,12 @@ pub fn valid_input(
         "ip-fragment" => crate::packet::udp_packets(payload, 9000),
         "tcp-segment" => crate::packet::tcp_packets(payload, 64_000),
         "aes-xts" => crate::cipher::xts_input(params, payload),
+        "aes-gcm" => Ok(crate::aead::inband_input(
+            &[0x42; 32],
+            &[7; 12],
+            b"sample aad",
+            payload,
+        )),
         "rsa-verify" | "ecdsa-verify" | "dsa-verify" => crate::sign::signed_input(info.name, params, payload),
         "analytics" => crate::apps::analytics::sample_input(payload),
         "flow-monitor" | "flow-table" => crate::apps::flow::sample_input(payload),

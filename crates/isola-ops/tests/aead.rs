@@ -158,13 +158,7 @@ fn independent_split_refuses_oversize_plans_and_missing_parts() {
 /// The input of `aes-gcm` (the OpenSSL provider's operator): key, IV and
 /// AAD in front of the data.
 fn inband(key: &[u8], iv: &[u8], aad: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut input = vec![key.len() as u8];
-    input.extend_from_slice(key);
-    input.extend_from_slice(iv);
-    input.extend_from_slice(&(aad.len() as u32).to_be_bytes());
-    input.extend_from_slice(aad);
-    input.extend_from_slice(data);
-    input
+    isola_ops::aead::inband_input(key, iv.try_into().expect("a 12-byte IV"), aad, data)
 }
 
 fn inband_op(direction: &str) -> Box<dyn Operator> {
