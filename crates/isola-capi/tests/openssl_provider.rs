@@ -12,7 +12,9 @@
 
 mod common;
 
-use common::adapters::{adapters, engine, run_bounded, stats_lines, tenant, Adapters, Isolad};
+use common::adapters::{
+    adapters, clean, engine, openssl_as, openssl_conf, run_bounded, stats_lines, tenant, Adapters, Isolad,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -50,47 +52,10 @@ fn message(dir: &Path, len: usize) -> PathBuf {
     path
 }
 
-/// A command with none of the adapters' settings inherited.
-fn clean(program: &str) -> Command {
-    let mut cmd = Command::new(program);
-    for var in [
-        "ISOLA_SOCKET",
-        "ISOLA_TENANT",
-        "ISOLA_FALLBACK",
-        "ISOLA_TIMEOUT_MS",
-        "ISOLA_RETRY_MS",
-        "ISOLA_MIN_BYTES",
-        "ISOLA_STATS",
-        "OPENSSL_CONF",
-        "OPENSSL_MODULES",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
 /// `openssl ARGS` with the provider loaded by flags, as tenant `t` of
-/// the daemon on `socket`, offloading from `min_bytes`. The flags come
-/// right after the command's name (`speed` fetches its `-evp` algorithm
-/// as it reads that option, with the property query read so far).
+/// the daemon on `socket`, offloading from `min_bytes`.
 fn openssl_isola(a: &Adapters, socket: &Path, min_bytes: i64, args: &[&str]) -> Command {
-    let mut cmd = clean("openssl");
-    cmd.arg(args[0])
-        .arg("-provider-path")
-        .arg(&a.provider_dir)
-        .args([
-            "-provider",
-            "isola",
-            "-provider",
-            "default",
-            "-propquery",
-            "?provider=isola",
-        ])
-        .args(&args[1..])
-        .env("ISOLA_SOCKET", socket)
-        .env("ISOLA_TENANT", "t")
-        .env("ISOLA_MIN_BYTES", min_bytes.to_string());
-    cmd
+    openssl_as(a, socket, "t", min_bytes, args)
 }
 
 /// Runs `cmd` within [`LIMIT`]; its output, which must be a success.
@@ -108,24 +73,6 @@ fn ok(cmd: &mut Command) -> Output {
 /// `openssl dgst FLAG FILE` without the provider: the expected line.
 fn dgst_default(flag: &str, file: &Path) -> String {
     String::from_utf8(ok(clean("openssl").args(["dgst", flag]).arg(file)).stdout).unwrap()
-}
-
-/// An openssl.cnf activating the provider (module in `a`, `settings` in
-/// its section) and the default provider, preferring isola.
-fn openssl_conf(dir: &Path, a: &Adapters, settings: &str) -> PathBuf {
-    let path = dir.join("openssl.cnf");
-    std::fs::write(
-        &path,
-        format!(
-            "openssl_conf = openssl_init\n\n[openssl_init]\nproviders = provider_sect\n\
-             alg_section = algorithm_sect\n\n[provider_sect]\nisola = isola_sect\n\
-             default = default_sect\n\n[isola_sect]\nmodule = {}\nactivate = 1\n{settings}\n\n\
-             [default_sect]\nactivate = 1\n\n[algorithm_sect]\ndefault_properties = ?provider=isola\n",
-            a.provider_dir.join("isola.so").display()
-        ),
-    )
-    .unwrap();
-    path
 }
 
 #[test]

@@ -351,6 +351,69 @@ pub fn run_bounded(cmd: &mut Command, stdin: &[u8], limit: Duration) -> Output {
     }
 }
 
+/// A command with none of the adapters' settings inherited.
+pub fn clean(program: &str) -> Command {
+    let mut cmd = Command::new(program);
+    for var in [
+        "ISOLA_SOCKET",
+        "ISOLA_TENANT",
+        "ISOLA_FALLBACK",
+        "ISOLA_TIMEOUT_MS",
+        "ISOLA_RETRY_MS",
+        "ISOLA_MIN_BYTES",
+        "ISOLA_STATS",
+        "OPENSSL_CONF",
+        "OPENSSL_MODULES",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// `openssl ARGS` with the provider loaded by flags, as `tenant` of the
+/// daemon on `socket`, offloading from `min_bytes`. The flags come right
+/// after the command's name (`speed` fetches its `-evp` algorithm as it
+/// reads that option, with the property query read so far), and prefer
+/// the provider (`-propquery`: without it OpenSSL takes `default`, the
+/// provider whose name sorts first).
+pub fn openssl_as(a: &Adapters, socket: &Path, tenant: &str, min_bytes: i64, args: &[&str]) -> Command {
+    let mut cmd = clean("openssl");
+    cmd.arg(args[0])
+        .arg("-provider-path")
+        .arg(&a.provider_dir)
+        .args([
+            "-provider",
+            "isola",
+            "-provider",
+            "default",
+            "-propquery",
+            "?provider=isola",
+        ])
+        .args(&args[1..])
+        .env("ISOLA_SOCKET", socket)
+        .env("ISOLA_TENANT", tenant)
+        .env("ISOLA_MIN_BYTES", min_bytes.to_string());
+    cmd
+}
+
+/// An openssl.cnf activating the provider (module in `a`, `settings` in
+/// its section) and the default provider, preferring isola.
+pub fn openssl_conf(dir: &Path, a: &Adapters, settings: &str) -> PathBuf {
+    let path = dir.join("openssl.cnf");
+    std::fs::write(
+        &path,
+        format!(
+            "openssl_conf = openssl_init\n\n[openssl_init]\nproviders = provider_sect\n\
+             alg_section = algorithm_sect\n\n[provider_sect]\nisola = isola_sect\n\
+             default = default_sect\n\n[isola_sect]\nmodule = {}\nactivate = 1\n{settings}\n\n\
+             [default_sect]\nactivate = 1\n\n[algorithm_sect]\ndefault_properties = ?provider=isola\n",
+            a.provider_dir.join("isola.so").display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
 /// The ISOLA_STATS lines an adapter wrote to `file`, parsed.
 pub fn stats_lines(file: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(file)
