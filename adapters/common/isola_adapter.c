@@ -61,8 +61,11 @@ struct isola_adapter {
     struct stale_task stale[MAX_STALE];
     size_t n_stale;
     uint64_t next_tag;
+    /* The counters have a lock of their own: a call counted as local
+     * never waits behind another thread's offloaded task. */
+    pthread_mutex_t stats_lock;
     isola_adapter_stats stats;
-    uint64_t unreported[ISOLA_FALLBACK_REASONS]; /* fallbacks isolad was not told of yet */
+    uint64_t unreported[ISOLA_FALLBACK_REASONS]; /* fallbacks isolad was not told of yet (under `lock`) */
     int stats_written;
 };
 
@@ -232,6 +235,7 @@ static void forget_parent(void) {
             continue;
         }
         pthread_mutex_init(&a->lock, NULL);
+        pthread_mutex_init(&a->stats_lock, NULL);
         a->ctx = NULL;
         for (size_t r = 0; r < a->n_registered; r++) {
             free(a->registered[r].key);
@@ -259,6 +263,7 @@ isola_adapter *isola_adapter_new(const char *name, const isola_adapter_config *c
     snprintf(a->name, sizeof a->name, "%s", name ? name : "adapter");
     a->cfg = *cfg;
     pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_init(&a->stats_lock, NULL);
     a->next_tag = 1;
     pthread_mutex_lock(&adapters_lock);
     for (size_t i = 0; i < MAX_ADAPTERS; i++) {
@@ -303,6 +308,7 @@ void isola_adapter_free(isola_adapter *a) {
     pthread_mutex_unlock(&adapters_lock);
     detach(a);
     pthread_mutex_destroy(&a->lock);
+    pthread_mutex_destroy(&a->stats_lock);
     free(a);
 }
 
@@ -356,21 +362,32 @@ static void write_stats(isola_adapter *a) {
 }
 
 void isola_adapter_stats_get(isola_adapter *a, isola_adapter_stats *out) {
-    pthread_mutex_lock(&a->lock);
+    pthread_mutex_lock(&a->stats_lock);
     *out = a->stats;
-    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_unlock(&a->stats_lock);
 }
 
 void isola_adapter_count_local(isola_adapter *a, uint64_t bytes) {
-    pthread_mutex_lock(&a->lock);
+    pthread_mutex_lock(&a->stats_lock);
     a->stats.local++;
     a->stats.local_bytes += bytes;
-    pthread_mutex_unlock(&a->lock);
+    pthread_mutex_unlock(&a->stats_lock);
 }
 
-/* Counts a fallback, and tells isolad (with any not told yet) when attached. */
+/* Counts a call that ran on isolad. */
+static void count_offloaded(isola_adapter *a, uint64_t bytes) {
+    pthread_mutex_lock(&a->stats_lock);
+    a->stats.offloaded++;
+    a->stats.offloaded_bytes += bytes;
+    pthread_mutex_unlock(&a->stats_lock);
+}
+
+/* Counts a fallback, and tells isolad (with any not told yet) when
+ * attached. The adapter's lock is held. */
 static void count_fallback(isola_adapter *a, isola_fallback_reason reason) {
+    pthread_mutex_lock(&a->stats_lock);
     a->stats.fallbacks[reason]++;
+    pthread_mutex_unlock(&a->stats_lock);
     a->unreported[reason]++;
     if (a->ctx == NULL) {
         return;
@@ -684,8 +701,7 @@ static int run_locked(isola_adapter *a, const char *op, const isola_param *param
         isola_buf_free(a->ctx, out_buf);
     }
     if (status != 0) {
-        a->stats.offloaded++;
-        a->stats.offloaded_bytes += total_in;
+        count_offloaded(a, total_in);
     }
     return status;
 }

@@ -47,6 +47,12 @@
 extern "C" {
 #endif
 
+/* Each adapter links its own copy of this layer: its symbols stay inside
+ * the adapter's shared object, so a process that loads both adapters (a
+ * Python program using hashlib and zlib) keeps two apart, neither
+ * resolving to the other's. */
+#define ISOLA_ADAPTER_API __attribute__((visibility("hidden")))
+
 /* What a call that could not run on isolad does. */
 typedef enum isola_fallback_mode {
     ISOLA_FALLBACK_SOFTWARE = 0, /* finish it in software, in the calling process */
@@ -64,30 +70,30 @@ typedef struct isola_adapter_config {
 } isola_adapter_config;
 
 /* The defaults. */
-void isola_adapter_config_init(isola_adapter_config *cfg);
+ISOLA_ADAPTER_API void isola_adapter_config_init(isola_adapter_config *cfg);
 
 /* Sets `key` (socket, tenant, fallback, timeout_ms, retry_ms, min_bytes)
  * from its text. 0, or -1 with a message naming the key and the value in
  * err (NUL-terminated, at most cap bytes). */
-int isola_adapter_config_set(isola_adapter_config *cfg, const char *key, const char *value, char *err,
+ISOLA_ADAPTER_API int isola_adapter_config_set(isola_adapter_config *cfg, const char *key, const char *value, char *err,
                              size_t cap);
 
 /* Applies the ISOLA_* environment variables over cfg. 0, or -1 with a
  * message naming the variable in err. */
-int isola_adapter_config_env(isola_adapter_config *cfg, char *err, size_t cap);
+ISOLA_ADAPTER_API int isola_adapter_config_env(isola_adapter_config *cfg, char *err, size_t cap);
 
 /* An adapter: its settings, its attachment (made on first use), its counters. */
 typedef struct isola_adapter isola_adapter;
 
 /* A new adapter named `name` ("openssl", "zlib": the stats' label) with a
  * copy of cfg. It does not connect. NULL only if out of memory. */
-isola_adapter *isola_adapter_new(const char *name, const isola_adapter_config *cfg);
+ISOLA_ADAPTER_API isola_adapter *isola_adapter_new(const char *name, const isola_adapter_config *cfg);
 
 /* Detaches and frees (writes the ISOLA_STATS line first, once). */
-void isola_adapter_free(isola_adapter *a);
+ISOLA_ADAPTER_API void isola_adapter_free(isola_adapter *a);
 
 /* Its settings. */
-const isola_adapter_config *isola_adapter_config_of(const isola_adapter *a);
+ISOLA_ADAPTER_API const isola_adapter_config *isola_adapter_config_of(const isola_adapter *a);
 
 /* A piece of a task's input, or of where its output goes. */
 typedef struct isola_in_piece {
@@ -119,13 +125,13 @@ typedef struct isola_run_result {
  * then cached) on the concatenation of the n_in input pieces, its output
  * written over the n_out output pieces in order (their total is the
  * output's room). Blocks at most timeout_ms for the completion. */
-isola_run_status isola_adapter_run(isola_adapter *a, const char *op, const isola_param *params,
+ISOLA_ADAPTER_API isola_run_status isola_adapter_run(isola_adapter *a, const char *op, const isola_param *params,
                                    size_t n_params, const isola_in_piece *in, size_t n_in,
                                    const isola_out_piece *out, size_t n_out, isola_run_result *result);
 
 /* Counts a call the adapter chose to run locally (below min_bytes, or a
  * shape it does not offload), of `bytes` input bytes. */
-void isola_adapter_count_local(isola_adapter *a, uint64_t bytes);
+ISOLA_ADAPTER_API void isola_adapter_count_local(isola_adapter *a, uint64_t bytes);
 
 /* The counters. */
 typedef struct isola_adapter_stats {
@@ -136,14 +142,14 @@ typedef struct isola_adapter_stats {
     uint64_t fallbacks[ISOLA_FALLBACK_REASONS]; /* by reason */
 } isola_adapter_stats;
 
-void isola_adapter_stats_get(isola_adapter *a, isola_adapter_stats *out);
+ISOLA_ADAPTER_API void isola_adapter_stats_get(isola_adapter *a, isola_adapter_stats *out);
 
 /* The counters as one JSON object (NUL-terminated, truncated to cap);
  * its full length. */
-size_t isola_adapter_stats_json(isola_adapter *a, char *buf, size_t cap);
+ISOLA_ADAPTER_API size_t isola_adapter_stats_json(isola_adapter *a, char *buf, size_t cap);
 
 /* "absent", "over-quota", ...: the reason's name (static), or "unknown". */
-const char *isola_fallback_reason_name(int reason);
+ISOLA_ADAPTER_API const char *isola_fallback_reason_name(int reason);
 
 #ifdef __cplusplus
 }
