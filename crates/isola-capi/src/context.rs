@@ -195,9 +195,7 @@ impl Context {
 
     /// Copies `out.len()` bytes of the arena at `offset` into `out`.
     pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), Error> {
-        let bytes = self.lock()?.client.read(offset, out.len() as u64)?;
-        out.copy_from_slice(&bytes);
-        Ok(())
+        Ok(self.lock()?.client.read_into(offset, out)?)
     }
 
     /// Submits `tasks` in order, after checking them all (one bad task:

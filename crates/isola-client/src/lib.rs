@@ -210,6 +210,11 @@ impl Client {
         Ok(self.region.read_arena(offset, len)?)
     }
 
+    /// Reads `out.len()` bytes of the arena at `offset` into `out`.
+    pub fn read_into(&self, offset: u64, out: &mut [u8]) -> Result<(), ClientError> {
+        Ok(self.region.read_arena_into(offset, out)?)
+    }
+
     /// Puts `s` on the submission ring and tells the daemon.
     pub fn submit(&mut self, s: &Submission) -> Result<(), ClientError> {
         self.submit_all(std::slice::from_ref(s))

