@@ -26,7 +26,7 @@
 
 /*
  * The algorithms' constants. default_min_bytes: the measured crossover
- * (NOTES.md, "Thresholds"), below which the round trip costs more than the
+ * (docs/applications.md and docs/perf.md, "Unmodified applications"), below which the round trip costs more than the
  * work; min_bytes overrides it.
  */
 const isola_digest_info isola_digests[ISOLA_DIGESTS] = {

@@ -4,7 +4,7 @@
  * provider.c holds the provider (its entry point, settings, errors, the
  * algorithm tables and the private software library context), digest.c the
  * one digest implementation every digest uses, gcm.c the one AES-GCM
- * implementation both key sizes use. NOTES.md says why it works as it does.
+ * implementation both key sizes use. docs/applications.md says why it works as it does.
  */
 #ifndef ISOLA_OPENSSL_PROVIDER_H
 #define ISOLA_OPENSSL_PROVIDER_H

@@ -156,7 +156,7 @@ void zi_buffer_free(unsigned char *buf)
  * The default thresholds, in input bytes, of each kind of work: below
  * them the round trip to isolad costs more than the work. The crossovers
  * measured on this project's 2-core build machine against a release
- * isolad (NOTES.md, "Thresholds", has the figures and the commands);
+ * isolad (docs/perf.md, "Unmodified applications", has the figures and the commands);
  * ISOLA_MIN_BYTES overrides them all.
  */
 static const uint64_t zi_default_min_bytes[ZI_WORKS] = {

@@ -5,7 +5,7 @@
  * fresh stream with its whole input (default strategy, a 32 KiB window in
  * the zlib, gzip or raw format, nothing customised) become one
  * zlib-compress task; every other call is the real libz's. The one offload
- * path is zi_compress_into. See NOTES.md for the stream's life.
+ * path is zi_compress_into. docs/applications.md says how a stream lives.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * can serve whole (a whole buffer compressed, decompressed or summed) of
  * at least a threshold's bytes becomes one task of the process's isolad
  * tenant (adapters/common/isola_adapter.h); every other call goes to the
- * real libz, found with dlsym(RTLD_NEXT, name). See NOTES.md.
+ * real libz, found with dlsym(RTLD_NEXT, name). docs/applications.md says more.
  */
 #ifndef ISOLA_ZLIB_INTERPOSER_H
 #define ISOLA_ZLIB_INTERPOSER_H

@@ -1,7 +1,6 @@
 #!/bin/sh
 # speed.sh: `openssl speed` with and without the isola provider, one size
-# at a time, in one sitting (adapters/openssl/NOTES.md, "Thresholds" and
-# "Throughput").
+# at a time, in one sitting (docs/perf.md, "Unmodified applications").
 #
 #   ISOLA_SOCKET=... ISOLA_TENANT=... \
 #     adapters/openssl/tests/speed.sh PROVIDER_DIR [SECONDS] [SIZES] [ALGORITHMS]

@@ -1,7 +1,7 @@
 /*
  * zlib_bench.c: times zlib's whole-buffer calls (compress2, uncompress,
  * crc32, adler32) at sizes 64 B to 1 MiB, for the interposer's thresholds
- * (adapters/zlib/NOTES.md, "Thresholds"). Run it twice in one sitting:
+ * (docs/perf.md, "Unmodified applications"). Run it twice in one sitting:
  * with the stock zlib, and under the interposer with ISOLA_MIN_BYTES=0
  * (every call offloaded); where the second is no slower is the crossover.
  *

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Python's zlib.compress (and zlib.decompress) of 4 KiB to 1 MiB, timed:
 run it with the stock zlib and under the zlib interposer in one sitting
-(adapters/zlib/NOTES.md, "Python timings"). One JSON line per size:
+(docs/perf.md, "Unmodified applications"). One JSON line per size:
 {"size": bytes, "compress_us": ..., "decompress_us": ...}, the median of
 `rounds` timings of `number` calls each.
 
