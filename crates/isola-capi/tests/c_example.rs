@@ -151,17 +151,8 @@ fn header_constants(header: &str) -> BTreeSet<String> {
         .collect()
 }
 
-#[test]
-fn the_header_is_the_librarys_abi() {
-    let header = std::fs::read_to_string(root().join("include/isola.h")).unwrap();
-    let declared = header_functions(&header);
-    assert_eq!(
-        declared,
-        exported_functions(),
-        "the header's functions are the library's exports"
-    );
-
-    // The library's side of every constant and layout.
+/// Every constant of the library, by its name in the header.
+fn library_constants() -> Vec<(String, i64)> {
     let mut constants: Vec<(String, i64)> = isola_status::ALL
         .iter()
         .map(|s| (s.name().trim_end_matches('\0').to_string(), *s as i64))
@@ -209,6 +200,21 @@ fn the_header_is_the_librarys_abi() {
         constants.push((name.to_string(), i64::from(value)));
     }
     constants.push(("ISOLA_ALIGN".to_string(), ISOLA_ALIGN as i64));
+    constants
+}
+
+#[test]
+fn the_header_is_the_librarys_abi() {
+    let header = std::fs::read_to_string(root().join("include/isola.h")).unwrap();
+    let declared = header_functions(&header);
+    assert_eq!(
+        declared,
+        exported_functions(),
+        "the header's functions are the library's exports"
+    );
+
+    // The library's side of every constant and layout.
+    let constants = library_constants();
     let named: BTreeSet<String> = constants.iter().map(|(n, _)| n.clone()).collect();
     assert_eq!(
         header_constants(&header),
