@@ -72,6 +72,15 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Each engine: its kind, policy and operators, its capacity (tasks/s
+    /// and bytes/s by its cost model: what reservations are admitted
+    /// against, and what the Kubernetes driver publishes) and what the
+    /// tenants reserve of it.
+    Engines {
+        /// Print JSON (one array of engines) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs `isola ctl`.
@@ -84,6 +93,15 @@ pub fn run(args: &Args) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&tenants)?);
             } else {
                 print!("{}", ctl::table(&tenants));
+            }
+            return Ok(());
+        }
+        Action::Engines { json } => {
+            let engines = admin.engines()?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&engines)?);
+            } else {
+                print!("{}", ctl::engines_table(&engines));
             }
             return Ok(());
         }

@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod channel;
 pub mod cost;
 pub mod cost_fit;

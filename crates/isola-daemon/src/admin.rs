@@ -79,5 +79,8 @@ fn answer(shared: &Shared, request: AdminRequest) -> AdminReply {
         AdminRequest::Costs => AdminReply::Costs {
             engines: shared.costs(),
         },
+        AdminRequest::Engines => AdminReply::Engines {
+            engines: shared.engines(),
+        },
     }
 }

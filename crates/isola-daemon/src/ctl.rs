@@ -45,7 +45,7 @@ impl Admin {
         match self.ask(request)? {
             AdminReply::Done { message } => Ok(message),
             AdminReply::Failed { reason } => bail!("refused: {reason}"),
-            AdminReply::Tenants { .. } | AdminReply::Costs { .. } => bail!("the daemon answered out of turn"),
+            _ => bail!("the daemon answered out of turn"),
         }
     }
 
@@ -64,10 +64,18 @@ impl Admin {
                     }
                 }
                 AdminReply::Failed { reason } => bail!("refused: {reason}"),
-                AdminReply::Done { .. } | AdminReply::Costs { .. } => {
-                    bail!("the daemon answered out of turn")
-                }
+                _ => bail!("the daemon answered out of turn"),
             }
+        }
+    }
+
+    /// What each engine learned of its operators' costs.
+    /// Each engine, its capacity and what is reserved of it.
+    pub fn engines(&self) -> Result<Vec<isola_wire::admin::EngineStatus>> {
+        match self.ask(&AdminRequest::Engines)? {
+            AdminReply::Engines { engines } => Ok(engines),
+            AdminReply::Failed { reason } => bail!("refused: {reason}"),
+            _ => bail!("the daemon answered out of turn"),
         }
     }
 
@@ -190,6 +198,44 @@ pub fn table(tenants: &[TenantStatus]) -> String {
         out.push_str("(no tenants)\n");
     }
     out
+}
+
+/// The engines, their capacities and reservations, as a table for people.
+pub fn engines_table(engines: &[isola_wire::admin::EngineStatus]) -> String {
+    let header = [
+        "engine", "kind", "policy", "workers", "capacity", "reserved", "ops",
+    ];
+    let rate = |v: Option<f64>, unit: &str| match v {
+        Some(v) => format!("{}{unit}", isola_report::text::si(v)),
+        None => format!("unbounded {unit}"),
+    };
+    let rows: Vec<Vec<String>> = engines
+        .iter()
+        .map(|e| {
+            vec![
+                e.name.clone(),
+                e.kind.clone(),
+                e.policy.clone(),
+                e.workers.to_string(),
+                format!(
+                    "{}, {}",
+                    rate(e.capacity.tasks_per_s, "tasks/s"),
+                    rate(e.capacity.bytes_per_s, "B/s")
+                ),
+                format!(
+                    "{}, {}",
+                    rate(e.reserved.tasks_per_s, "tasks/s"),
+                    rate(e.reserved.bytes_per_s, "B/s")
+                ),
+                if e.ops.is_empty() {
+                    "every one".into()
+                } else {
+                    e.ops.join(",")
+                },
+            ]
+        })
+        .collect();
+    table_aligned(&header, &rows, |i| i == 3)
 }
 
 /// What the engines learned, as a table for people.

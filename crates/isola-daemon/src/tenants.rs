@@ -166,6 +166,7 @@ impl Shared {
         if table.find(config.name()).is_some() {
             return Err(format!("tenant `{}` exists already", config.name()));
         }
+        self.admit(table, None, &config)?;
         let Some(t) = table
             .seats
             .iter()
@@ -189,6 +190,25 @@ impl Shared {
         table.seats[t].baseline = self.figures(t, TenantFigures::default());
         self.packets.rebuild(table);
         Ok(message)
+    }
+
+    /// Whether the engines can promise `candidate` its reservations beside
+    /// every tenant in the table (but seat `replacing`'s, which it would
+    /// replace): admission control, as at load.
+    fn admit(
+        &self,
+        table: &TenantTable,
+        replacing: Option<usize>,
+        candidate: &DaemonTenant,
+    ) -> Result<(), String> {
+        let others = table
+            .seats
+            .iter()
+            .enumerate()
+            .filter(|&(t, s)| Some(t) != replacing && !s.removing)
+            .filter_map(|(_, s)| s.config.as_ref());
+        let all: Vec<&DaemonTenant> = others.chain(std::iter::once(candidate)).collect();
+        crate::config::admit(&self.config.engines, all.iter().copied()).map_err(|e| e.to_string())
     }
 
     /// Changes tenant `name`'s keys by `changes`.
@@ -215,13 +235,15 @@ impl Shared {
         t: usize,
         changed: DaemonTenant,
     ) -> Result<String, String> {
-        let seat = &mut table.seats[t];
-        let Some(current) = seat.config.as_ref() else {
-            return Err(format!("tenant seat {t} is vacant"));
-        };
-        if *current == changed {
-            return Ok(format!("tenant `{}` unchanged", changed.name()));
+        match table.seats[t].config.as_ref() {
+            None => return Err(format!("tenant seat {t} is vacant")),
+            Some(current) if *current == changed => {
+                return Ok(format!("tenant `{}` unchanged", changed.name()))
+            }
+            Some(_) => self.admit(table, Some(t), &changed)?,
         }
+        let seat = &mut table.seats[t];
+        let current = seat.config.as_ref().expect("checked above");
         let slo_changed = (&current.slo(), &current.overrides()) != (&changed.slo(), &changed.overrides());
         if slo_changed {
             self.runtime
@@ -375,6 +397,44 @@ impl Shared {
     }
 
     /// What each engine learned of its operators' costs (`isola ctl costs`).
+    /// Each engine, its capacity and what the tenants admitted reserve.
+    pub(crate) fn engines(&self) -> Vec<isola_wire::admin::EngineStatus> {
+        use isola_wire::admin::{Capacity, EngineStatus};
+        let table = self
+            .tenants
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let admitted: Vec<&DaemonTenant> = table
+            .seats
+            .iter()
+            .filter(|s| !s.removing)
+            .filter_map(|s| s.config.as_ref())
+            .collect();
+        self.config
+            .engines
+            .iter()
+            .map(|e| {
+                let capacity = e.capacity();
+                let (tasks, bytes) = crate::config::reserved(e, admitted.iter().copied());
+                EngineStatus {
+                    name: e.name.clone(),
+                    kind: e.kind.to_string(),
+                    policy: e.policy.clone(),
+                    ops: e.ops.clone(),
+                    workers: e.workers as u32,
+                    capacity: Capacity {
+                        tasks_per_s: capacity.tasks_per_sec,
+                        bytes_per_s: capacity.bytes_per_sec,
+                    },
+                    reserved: Capacity {
+                        tasks_per_s: Some(tasks),
+                        bytes_per_s: Some(bytes),
+                    },
+                }
+            })
+            .collect()
+    }
+
     pub(crate) fn costs(&self) -> Vec<isola_wire::admin::EngineCosts> {
         self.config
             .engines

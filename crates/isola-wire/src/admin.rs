@@ -61,6 +61,9 @@ pub enum AdminRequest {
     Reload,
     /// What each engine learned of its operators' costs.
     Costs,
+    /// Each engine: what it serves, its capacity (from its cost model, as
+    /// admission control counts it) and what admitted tenants reserve.
+    Engines,
 }
 
 /// One key of a tenant and its new value.
@@ -95,6 +98,11 @@ pub enum AdminReply {
     Costs {
         /// Every engine, in the configuration's order.
         engines: Vec<EngineCosts>,
+    },
+    /// Each engine, its capacity and its reservations.
+    Engines {
+        /// Every engine, in the configuration's order.
+        engines: Vec<EngineStatus>,
     },
     /// The request was refused; nothing changed.
     Failed {
@@ -137,6 +145,36 @@ pub struct EngineService {
     pub predicted_ns: u64,
     /// Measured service of the same tasks, ns.
     pub measured_ns: u64,
+}
+
+/// One engine as `isola ctl engines` shows it, and as the Kubernetes
+/// driver publishes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineStatus {
+    /// Its name.
+    pub name: String,
+    /// `accelerator`, `pu`, `dma` or `egress`.
+    pub kind: String,
+    /// Its policy.
+    pub policy: String,
+    /// The operators it serves (empty: every one).
+    pub ops: Vec<String>,
+    /// Its worker threads (0: the dispatcher runs its tasks).
+    pub workers: u32,
+    /// The most it serves, by its cost model (what reservations are
+    /// admitted against).
+    pub capacity: Capacity,
+    /// What the tenants admitted reserve of it, in each unit.
+    pub reserved: Capacity,
+}
+
+/// A rate in each of a reservation's units.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Capacity {
+    /// Tasks per second (`None`: not bounded).
+    pub tasks_per_s: Option<f64>,
+    /// Bytes per second (`None`: not bounded).
+    pub bytes_per_s: Option<f64>,
 }
 
 /// What one engine learned of its operators' costs.

@@ -6,8 +6,10 @@
 //!
 //! Tenants are checked in `tenant` (the same check serves live changes).
 
+mod admission;
 mod tenant;
 
+pub use admission::{admit, reserved};
 pub use tenant::{DaemonTenant, FlowConfig};
 
 use isola_core::{EngineKind, SplitWhen};
@@ -303,6 +305,13 @@ impl DaemonConfig {
     /// shared accelerator). The file's check runs it; so must a program
     /// that fills a configuration in by code.
     pub fn check(&self) -> Result<(), ScenarioError> {
+        admit(&self.engines, &self.tenants).map_err(|e| {
+            ScenarioError::whole_file(
+                self.path.display().to_string(),
+                Some("reservation"),
+                e.to_string(),
+            )
+        })?;
         let slots_mode = |e: &DaemonEngine| e.params.get("mode").is_some_and(|m| m == "slots");
         let seats = self.tenants.len() + self.spare_tenants;
         for e in self
