@@ -35,6 +35,26 @@ type Rates struct {
 	BytesPerS float64 `json:"bytes_per_s"`
 }
 
+// Capacity is a rate in each of a reservation's units; nil is not
+// bounded (the cost model's part for that unit is 0).
+type Capacity struct {
+	TasksPerS *float64 `json:"tasks_per_s"`
+	BytesPerS *float64 `json:"bytes_per_s"`
+}
+
+// Tasks is the tasks per second, limit where not bounded.
+func (c Capacity) Tasks(limit float64) float64 { return orLimit(c.TasksPerS, limit) }
+
+// Bytes is the bytes per second, limit where not bounded.
+func (c Capacity) Bytes(limit float64) float64 { return orLimit(c.BytesPerS, limit) }
+
+func orLimit(v *float64, limit float64) float64 {
+	if v == nil {
+		return limit
+	}
+	return *v
+}
+
 // Engine is one engine as `{"type":"engines"}` describes it.
 type Engine struct {
 	Name     string   `json:"name"`
@@ -42,8 +62,8 @@ type Engine struct {
 	Policy   string   `json:"policy"`
 	Ops      []string `json:"ops"`
 	Workers  uint32   `json:"workers"`
-	Capacity Rates    `json:"capacity"`
-	Reserved Rates    `json:"reserved"`
+	Capacity Capacity `json:"capacity"`
+	Reserved Capacity `json:"reserved"`
 }
 
 // Failed is isolad's refusal of a request; Reason is its own words.
@@ -66,12 +86,12 @@ type Client struct {
 func New(path string) *Client { return &Client{Path: path, Timeout: 60 * time.Second} }
 
 type reply struct {
-	Type     string          `json:"type"`
-	Message  string          `json:"message"`
-	Reason   string          `json:"reason"`
-	Tenants  []Tenant        `json:"tenants"`
-	Next     *uint32         `json:"next"`
-	Engines  []Engine        `json:"engines"`
+	Type     string   `json:"type"`
+	Message  string   `json:"message"`
+	Reason   string   `json:"reason"`
+	Tenants  []Tenant `json:"tenants"`
+	Next     *uint32  `json:"next"`
+	Engines  []Engine `json:"engines"`
 	received []byte
 }
 

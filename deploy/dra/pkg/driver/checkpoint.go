@@ -17,7 +17,7 @@ const checkpointVersion = 1
 // prepared, with the tenant keys it sent isolad, so that a restarted plugin
 // can re-add a tenant isolad lost and answer a repeated prepare.
 type Checkpoint struct {
-	Version int                      `json:"version"`
+	Version int                       `json:"version"`
 	Claims  map[string]*PreparedClaim `json:"claims"`
 }
 

@@ -41,6 +41,9 @@ const (
 	CapacityTasks resourceapi.QualifiedName = "tasks"
 	// CapacityBytes is the consumable capacity in bytes per second.
 	CapacityBytes resourceapi.QualifiedName = "bytes"
+	// Unbounded is the capacity published in a unit isolad does not bound
+	// (its cost model's part for it is 0): isolad's largest rate, 10^15/s.
+	Unbounded = 1e15
 )
 
 // Config is what the plugin needs to know about its node.
@@ -205,8 +208,8 @@ func EngineDevice(e admin.Engine, ours admin.Rates) resourceapi.Device {
 		Name:       e.Name,
 		Attributes: attrs,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			CapacityTasks: {Value: *resource.NewQuantity(free(e.Capacity.TasksPerS, e.Reserved.TasksPerS, ours.TasksPerS), resource.DecimalSI), RequestPolicy: policy()},
-			CapacityBytes: {Value: *resource.NewQuantity(free(e.Capacity.BytesPerS, e.Reserved.BytesPerS, ours.BytesPerS), resource.DecimalSI), RequestPolicy: policy()},
+			CapacityTasks: {Value: *resource.NewQuantity(free(e.Capacity.Tasks(Unbounded), e.Reserved.Tasks(0), ours.TasksPerS), resource.DecimalSI), RequestPolicy: policy()},
+			CapacityBytes: {Value: *resource.NewQuantity(free(e.Capacity.Bytes(Unbounded), e.Reserved.Bytes(0), ours.BytesPerS), resource.DecimalSI), RequestPolicy: policy()},
 		},
 		AllowMultipleAllocations: ptr.To(true),
 	}

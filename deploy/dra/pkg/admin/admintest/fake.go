@@ -6,6 +6,7 @@ package admintest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -140,12 +141,13 @@ func (s *Server) answer(pkt []byte) map[string]any {
 	case "engines":
 		out := make([]admin.Engine, len(s.engines))
 		for i, e := range s.engines {
-			e.Reserved = admin.Rates{}
+			var res admin.Rates
 			for _, t := range s.tenants {
 				r := t.reserved[e.Name]
-				e.Reserved.TasksPerS += r.TasksPerS
-				e.Reserved.BytesPerS += r.BytesPerS
+				res.TasksPerS += r.TasksPerS
+				res.BytesPerS += r.BytesPerS
 			}
+			e.Reserved = admin.Capacity{TasksPerS: &res.TasksPerS, BytesPerS: &res.BytesPerS}
 			out[i] = e
 		}
 		return map[string]any{"type": "engines", "engines": out}
@@ -222,11 +224,13 @@ func (s *Server) admit(name string, t *tenant) error {
 			used.TasksPerS += o.reserved[e.Name].TasksPerS
 			used.BytesPerS += o.reserved[e.Name].BytesPerS
 		}
-		if rate.TasksPerS > 0 && used.TasksPerS+rate.TasksPerS > e.Capacity.TasksPerS {
-			return fmt.Errorf("key `reservation`: %g tasks/s with the %g reserved on engine `%s` exceeds its capacity of %g tasks/s", rate.TasksPerS, used.TasksPerS, e.Name, e.Capacity.TasksPerS)
-		}
-		if rate.BytesPerS > 0 && used.BytesPerS+rate.BytesPerS > e.Capacity.BytesPerS {
-			return fmt.Errorf("key `reservation`: %g B/s with the %g reserved on engine `%s` exceeds its capacity of %g B/s", rate.BytesPerS, used.BytesPerS, e.Name, e.Capacity.BytesPerS)
+		// As isolad: each reservation takes its share of the engine in
+		// its own unit, and the shares add up to at most the whole.
+		ct, cb := e.Capacity.Tasks(math.Inf(1)), e.Capacity.Bytes(math.Inf(1))
+		taken := used.TasksPerS/ct + used.BytesPerS/cb
+		share := rate.TasksPerS/ct + rate.BytesPerS/cb
+		if taken+share > 1+1e-6 {
+			return fmt.Errorf("engine `%s` cannot promise tenant `%s` its reservation of %s: its capacity is %g tasks/s and %g B/s, others already reserve %.1f%% of it, and this would take %.1f%% more", e.Name, name, r, ct, cb, taken*100, share*100)
 		}
 		t.reserved[e.Name] = rate
 	}
