@@ -30,7 +30,7 @@ pub(crate) fn serve(shared: &Arc<Shared>, listener: &OwnedFd, stopping: &AtomicB
 }
 
 /// Answers one admin connection's requests until it closes.
-fn converse(shared: &Shared, socket: &OwnedFd) {
+fn converse(shared: &Arc<Shared>, socket: &OwnedFd) {
     let me = rustix::process::geteuid().as_raw();
     match control::peer(socket) {
         Ok(p) if p.uid.as_raw() == me || p.uid.is_root() => {}
@@ -50,10 +50,38 @@ fn converse(shared: &Shared, socket: &OwnedFd) {
         }
     }
     while let Ok((request, _)) = control::recv::<AdminRequest>(socket.as_fd()) {
-        let reply = answer(shared, request);
+        let added = match &request {
+            AdminRequest::Add { tenant, .. } => Some(tenant.clone()),
+            _ => None,
+        };
+        let reply = with_attach_sockets(shared, answer(shared, request), added);
         if control::send(socket.as_fd(), &reply, None).is_err() {
             return;
         }
+    }
+}
+
+/// After a change, the tenants' own sockets follow the table
+/// (`attach_socket`); one that could not be made turns the reply into a
+/// refusal, and a tenant just added for it is removed again (nothing is
+/// left half-made).
+fn with_attach_sockets(shared: &Arc<Shared>, reply: AdminReply, added: Option<String>) -> AdminReply {
+    if !matches!(reply, AdminReply::Done { .. }) {
+        return reply;
+    }
+    let failed = crate::possession::AttachSockets::sync(shared);
+    let Some((tenant, why)) = failed.into_iter().next() else {
+        return reply;
+    };
+    if added.as_deref() == Some(tenant.as_str()) {
+        let _ = shared.remove_tenant(&tenant);
+        crate::possession::AttachSockets::sync(shared);
+        return AdminReply::Failed {
+            reason: format!("{why}; tenant `{tenant}` was not added"),
+        };
+    }
+    AdminReply::Failed {
+        reason: format!("{why} (the change was made; its socket was not)"),
     }
 }
 

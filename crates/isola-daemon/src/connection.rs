@@ -145,8 +145,10 @@ impl Conn {
 }
 
 /// Serves one accepted connection until the tenant leaves or the daemon
-/// stops.
-pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
+/// stops; one accepted on tenant `possession`'s own socket
+/// (`attach_socket`) attaches as that tenant alone, its credentials
+/// unchecked.
+pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd, possession: Option<String>) {
     // A peer has `ATTACH_TIMEOUT` to say who it is, and at most
     // `MAX_ATTACHING` may be saying it at once: strangers cannot hold the
     // daemon's threads before their credentials are checked.
@@ -161,7 +163,7 @@ pub(crate) fn serve(shared: Arc<Shared>, socket: OwnedFd) {
         );
         let attached = timeout
             .map_err(|e| e.to_string())
-            .and_then(|()| attach(&shared, &socket));
+            .and_then(|()| attach(&shared, &socket, possession.as_deref()));
         let _ = rustix::net::sockopt::set_socket_timeout(&socket, rustix::net::sockopt::Timeout::Recv, None);
         attached
     };
@@ -329,9 +331,14 @@ fn converse(shared: &Shared, conn: &Arc<Conn>) {
     }
 }
 
-/// Reads `Hello`, checks the peer's credentials and the tenant's
-/// connection count, makes and passes the region.
-fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, DaemonTenant, Region), String> {
+/// Reads `Hello`, checks the peer's credentials (or, on tenant
+/// `possession`'s own socket, that it asks for that tenant) and the
+/// tenant's connection count, makes and passes the region.
+fn attach(
+    shared: &Shared,
+    socket: &OwnedFd,
+    possession: Option<&str>,
+) -> Result<(usize, DaemonTenant, Region), String> {
     let peer = control::peer(socket).map_err(|e| e.to_string())?;
     let (tenant_name, version) = match control::recv::<Request>(socket.as_fd()) {
         Ok((Request::Hello { tenant, version }, _)) => (tenant, version),
@@ -344,13 +351,18 @@ fn attach(shared: &Shared, socket: &OwnedFd) -> Result<(usize, DaemonTenant, Reg
             control::PROTOCOL_VERSION
         ));
     }
+    if let Some(owner) = possession.filter(|&owner| owner != tenant_name) {
+        return Err(format!(
+            "asked for tenant `{tenant_name}` on tenant `{owner}`'s own socket, which admits `{owner}` alone"
+        ));
+    }
     let (uid, gid) = (peer.uid.as_raw(), peer.gid.as_raw());
     let pid = peer.pid.as_raw_nonzero().get();
     let (t, config, held) = shared
         .tenants
         .lock()
         .map_err(|_| "daemon state poisoned".to_string())?
-        .admit(&tenant_name, uid, gid, pid)?;
+        .admit(&tenant_name, uid, gid, pid, possession.is_some())?;
     shared.metrics.set_connections(t, held);
     let geometry = Geometry {
         sq_entries: config.tenant.access.sq_entries,

@@ -33,6 +33,7 @@ mod ingress;
 pub mod io_flow;
 pub mod kernel;
 mod metrics;
+mod possession;
 mod ring;
 mod socket_wake;
 mod tenants;
@@ -70,6 +71,9 @@ pub enum DaemonError {
         /// What failed.
         source: std::io::Error,
     },
+    /// A tenant's own socket (`attach_socket`) could not be made.
+    #[error("{0}")]
+    Attach(String),
     /// The metrics address could not be listened on.
     #[error("metrics address {addr}: {source}")]
     Metrics {
@@ -116,10 +120,20 @@ pub(crate) struct Shared {
     pub(crate) host_windows: Arc<host_write::HostWindows>,
     /// The log of aborted packets, rate-limited per tenant.
     pub(crate) aborts: aborts::AbortLog,
+    /// The tenants' own sockets (`attach_socket`).
+    pub(crate) attach_sockets: possession::AttachSockets,
 }
 
 impl Shared {
     /// The runtime's clock, ns (completions' times are on it).
+    /// Keeps a connection's thread, for a drain to wait for.
+    pub(crate) fn keep_thread(&self, t: JoinHandle<()>) {
+        if let Ok(mut threads) = self.threads.lock() {
+            threads.retain(|t| !t.is_finished());
+            threads.push(t);
+        }
+    }
+
     pub(crate) fn now_ns(&self) -> u64 {
         self.runtime.now_ns()
     }
@@ -338,7 +352,12 @@ impl Daemon {
             runtime,
             host_windows,
             aborts: aborts::AbortLog::default(),
+            attach_sockets: possession::AttachSockets::default(),
         });
+        if let Some((_, why)) = possession::AttachSockets::sync(&shared).into_iter().next() {
+            shared.attach_sockets.close_all();
+            return Err(DaemonError::Attach(why));
+        }
         let stopping = Arc::new(AtomicBool::new(false));
         let listeners = [Arc::new(listener), Arc::new(admin)];
         let acceptor = {
@@ -437,7 +456,11 @@ impl Daemon {
     /// Reads the configuration file again and applies its tenants' changes
     /// (what SIGHUP does); a refusal changes nothing and says why.
     pub fn reload(&self) -> Result<String, String> {
-        self.shared.reload()
+        let message = self.shared.reload()?;
+        match possession::AttachSockets::sync(&self.shared).into_iter().next() {
+            None => Ok(message),
+            Some((_, why)) => Err(format!("{why} (the reload was applied; its socket was not)")),
+        }
     }
 
     /// Stops accepting tenants and removes the socket. Connections already
@@ -478,6 +501,7 @@ impl Daemon {
     fn stop_accepting(&mut self) {
         self.stopping.store(true, Ordering::Release);
         wake_accepting(&self.listeners);
+        self.shared.attach_sockets.close_all();
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
@@ -505,11 +529,8 @@ impl Drop for Daemon {
 fn accept(shared: &Arc<Shared>, listener: &OwnedFd, stopping: &AtomicBool) {
     accept_each(listener, stopping, "accept", |socket| {
         let served = Arc::clone(shared);
-        let t = std::thread::spawn(move || connection::serve(served, socket));
-        if let Ok(mut threads) = shared.threads.lock() {
-            threads.retain(|t| !t.is_finished());
-            threads.push(t);
-        }
+        let t = std::thread::spawn(move || connection::serve(served, socket, None));
+        shared.keep_thread(t);
     });
 }
 

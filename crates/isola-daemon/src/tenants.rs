@@ -73,13 +73,15 @@ impl TenantTable {
         uid: u32,
         gid: u32,
         pid: i32,
+        by_possession: bool,
     ) -> Result<(usize, DaemonTenant, u32), String> {
         let Some(t) = self.find(name).filter(|&t| !self.seats[t].removing) else {
             return Err(format!("no tenant `{name}`"));
         };
         let seat = &mut self.seats[t];
         let config = seat.config.as_ref().expect("found by its configuration");
-        if !(config.tenant.access.users.contains(&uid) || config.tenant.access.groups.contains(&gid)) {
+        let granted = config.tenant.access.users.contains(&uid) || config.tenant.access.groups.contains(&gid);
+        if !(by_possession || granted) {
             return Err(format!(
                 "process {pid} (uid {uid}, gid {gid}) may not act as tenant `{name}`"
             ));

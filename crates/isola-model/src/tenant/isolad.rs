@@ -41,6 +41,10 @@ pub struct Access {
     pub groups: Vec<u32>,
     /// Most connections it may hold at once.
     pub max_connections: u32,
+    /// A socket of its own, made by isolad at this path, that admits its
+    /// connections as this tenant whatever their uid and gid: attach by
+    /// possession (whoever can reach the path; docs/daemon.md).
+    pub attach_socket: Option<std::path::PathBuf>,
     /// Submission ring entries per connection (a power of two).
     pub sq_entries: u32,
     /// Completion ring entries per connection (a power of two).
@@ -54,6 +58,7 @@ impl Default for Access {
             users: Vec::new(),
             groups: Vec::new(),
             max_connections: 16,
+            attach_socket: None,
             sq_entries: 256,
             cq_entries: 256,
         }
@@ -125,11 +130,24 @@ pub(super) fn check_isolad_keys(
         }
         Some(_) => {}
     }
-    if raw.users.is_empty() && raw.groups.is_empty() {
+    let attach_socket = match &raw.attach_socket {
+        Some(p) if !std::path::Path::new(p.get_ref()).is_absolute() || p.get_ref().len() > 100 => {
+            return Err(src.at(
+                p.span(),
+                Some("attach_socket"),
+                "must be an absolute path of at most 100 bytes (a Unix socket's address)",
+            ))
+        }
+        Some(p) => Some(std::path::PathBuf::from(p.get_ref())),
+        None => None,
+    };
+    if raw.users.is_empty() && raw.groups.is_empty() && attach_socket.is_none() {
         return Err(src.at(
             raw.name.span(),
             Some("users"),
-            format!("tenant `{name}`: grant it to at least one of `users` (uids) or `groups` (gids)"),
+            format!(
+                "tenant `{name}`: grant it to at least one of `users` (uids) or `groups` (gids), or give it an `attach_socket`"
+            ),
         ));
     }
     let defaults = Access::default();
@@ -152,6 +170,7 @@ pub(super) fn check_isolad_keys(
             Some(m) => *m.get_ref(),
             None => defaults.max_connections,
         },
+        attach_socket,
         sq_entries: ring(&raw.sq_entries, "sq_entries", defaults.sq_entries)?,
         cq_entries: ring(&raw.cq_entries, "cq_entries", defaults.cq_entries)?,
     };

@@ -75,10 +75,11 @@ pub struct TenantModel {
 /// The tenant keys only isolad takes (who may act as a tenant, its rings,
 /// its flow queues); every other key but `name`, `match` and `workload` is
 /// a service-level objective key, which every driver enforces.
-pub const DAEMON_KEYS: [&str; 7] = [
+pub const DAEMON_KEYS: [&str; 8] = [
     "users",
     "groups",
     "max_connections",
+    "attach_socket",
     "sq_entries",
     "cq_entries",
     "ecn_threshold",
@@ -95,6 +96,7 @@ fn written(raw: &RawTenant, key: &str) -> Option<std::ops::Range<usize>> {
         "users" => first(&raw.users),
         "groups" => first(&raw.groups),
         "max_connections" => at(&raw.max_connections),
+        "attach_socket" => at(&raw.attach_socket),
         "sq_entries" => at(&raw.sq_entries),
         "cq_entries" => at(&raw.cq_entries),
         "ecn_threshold" => at(&raw.ecn_threshold),

@@ -97,6 +97,7 @@ pub struct RawTenant {
     #[serde(default)]
     pub(crate) groups: Vec<Spanned<Id>>,
     pub(crate) max_connections: Option<Spanned<u32>>,
+    pub(crate) attach_socket: Option<Spanned<String>>,
     pub(crate) sq_entries: Option<Spanned<u32>>,
     pub(crate) cq_entries: Option<Spanned<u32>>,
     pub(crate) ecn_threshold: Option<Spanned<usize>>,
@@ -209,6 +210,7 @@ settable_keys!(
     users,
     groups,
     max_connections,
+    attach_socket,
     sq_entries,
     cq_entries,
     ecn_threshold,
@@ -237,6 +239,7 @@ impl RawTenant {
             users: Vec::new(),
             groups: Vec::new(),
             max_connections: None,
+            attach_socket: None,
             sq_entries: None,
             cq_entries: None,
             ecn_threshold: None,
