@@ -53,6 +53,7 @@ func run() error {
 		registrarDir = flag.String("registrar-dir", kubeletplugin.KubeletRegistryDir, "kubelet plugin registration directory")
 		checkpoint   = flag.String("checkpoint", "", "checkpoint file (default: checkpoint.json in --plugin-dir)")
 		maxQuota     = flag.String("max-memory-quota", "1Gi", "largest memoryQuota a claim may ask for (0: no bound)")
+		defQuota     = flag.String("default-memory-quota", "16Mi", "memoryQuota of a claim that names none")
 		republish    = flag.Duration("republish", 30*time.Second, "how often isolad's engines are read again and the ResourceSlice updated")
 		kubeconfig   = flag.String("kubeconfig", env("KUBECONFIG", ""), "kubeconfig (default: in-cluster)")
 	)
@@ -64,6 +65,10 @@ func run() error {
 	quota, err := resource.ParseQuantity(*maxQuota)
 	if err != nil {
 		return fmt.Errorf("--max-memory-quota: %w", err)
+	}
+	dquota, err := resource.ParseQuantity(*defQuota)
+	if err != nil {
+		return fmt.Errorf("--default-memory-quota: %w", err)
 	}
 	if *checkpoint == "" {
 		*checkpoint = filepath.Join(*pluginDir, "checkpoint.json")
@@ -88,14 +93,15 @@ func run() error {
 	defer cancel(nil)
 
 	d, err := driver.New(ctx, driver.Config{
-		DriverName:     *driverName,
-		NodeName:       *nodeName,
-		Admin:          admin.New(*adminSocket),
-		ClaimsDir:      *claimsDir,
-		ContainerDir:   *containerDir,
-		CDIDir:         *cdiDir,
-		CheckpointPath: *checkpoint,
-		MaxMemoryQuota: quota.Value(),
+		DriverName:         *driverName,
+		NodeName:           *nodeName,
+		Admin:              admin.New(*adminSocket),
+		ClaimsDir:          *claimsDir,
+		ContainerDir:       *containerDir,
+		CDIDir:             *cdiDir,
+		CheckpointPath:     *checkpoint,
+		MaxMemoryQuota:     quota.Value(),
+		DefaultMemoryQuota: dquota.Value(),
 	})
 	if err != nil {
 		return err

@@ -23,10 +23,18 @@ type KeyChange struct {
 
 // Tenant is the part of isolad's tenant status the plugin reads.
 type Tenant struct {
-	ID          uint32 `json:"id"`
-	Name        string `json:"name"`
-	State       string `json:"state"`
-	Connections uint32 `json:"connections"`
+	ID          uint32  `json:"id"`
+	Name        string  `json:"name"`
+	State       string  `json:"state"`
+	Connections uint32  `json:"connections"`
+	Figures     Figures `json:"figures"`
+}
+
+// Figures are the tenant's counters the plugin's tests read.
+type Figures struct {
+	Succeeded uint64 `json:"succeeded"`
+	// BusyNs is the engine time its tasks used, ns.
+	BusyNs uint64 `json:"busy_ns"`
 }
 
 // Rates is a pair of rates: tasks per second and bytes per second.

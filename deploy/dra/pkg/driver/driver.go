@@ -64,7 +64,14 @@ type Config struct {
 	CheckpointPath string
 	// MaxMemoryQuota bounds a claim's memoryQuota, bytes (0: no bound).
 	MaxMemoryQuota int64
+	// DefaultMemoryQuota is the memory quota of a claim that names none,
+	// bytes (isolad needs one; 0: DefaultMemoryQuota).
+	DefaultMemoryQuota int64
 }
+
+// DefaultMemoryQuota is a claim's memory quota when neither it nor the
+// plugin's flag names one: 16 MiB.
+const DefaultMemoryQuota = 16 << 20
 
 // Driver implements kubeletplugin.DRAPlugin.
 type Driver struct {
@@ -83,6 +90,9 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.DriverName == "" {
 		cfg.DriverName = DefaultDriverName
+	}
+	if cfg.DefaultMemoryQuota <= 0 {
+		cfg.DefaultMemoryQuota = DefaultMemoryQuota
 	}
 	if !filepath.IsAbs(cfg.ClaimsDir) || !filepath.IsAbs(cfg.ContainerDir) || !filepath.IsAbs(cfg.CDIDir) || !filepath.IsAbs(cfg.CheckpointPath) {
 		return nil, fmt.Errorf("claims dir %q, container dir %q, CDI dir %q and checkpoint %q must be absolute paths", cfg.ClaimsDir, cfg.ContainerDir, cfg.CDIDir, cfg.CheckpointPath)
@@ -406,9 +416,11 @@ func (d *Driver) plan(claim *resourceapi.ResourceClaim) (*PreparedClaim, error) 
 	if cfg.Latency != "" {
 		keys = append(keys, admin.KeyChange{Key: "latency", Value: cfg.Latency})
 	}
+	quota := d.cfg.DefaultMemoryQuota
 	if cfg.MemoryQuota != nil {
-		keys = append(keys, admin.KeyChange{Key: "memory_quota", Value: strconv.FormatInt(cfg.MemoryQuota.Value(), 10) + "B"})
+		quota = cfg.MemoryQuota.Value()
 	}
+	keys = append(keys, admin.KeyChange{Key: "memory_quota", Value: strconv.FormatInt(quota, 10) + "B"})
 	if cfg.MaxConnections != nil {
 		keys = append(keys, admin.KeyChange{Key: "max_connections", Value: *cfg.MaxConnections})
 	}
@@ -498,6 +510,10 @@ func (d *Driver) create(ctx context.Context, uid string, p *PreparedClaim) error
 	}
 	if _, err := d.cfg.Admin.Add(ctx, p.Tenant, p.Keys); err != nil {
 		_ = os.RemoveAll(dir)
+		var refused *admin.Failed
+		if errors.As(err, &refused) {
+			return fmt.Errorf("isolad refused the tenant (its SLO from the claim's TenantConfig, its reservation from the capacity the claim consumed): %s", refused.Reason)
+		}
 		return err
 	}
 	if err := d.writeCDISpec(uid, p.Tenant); err != nil {

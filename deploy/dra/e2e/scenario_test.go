@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/isola-project/isola/deploy/dra/pkg/admin"
+	"github.com/isola-project/isola/deploy/dra/pkg/driver"
+)
+
+func tenantConfig(kv ...any) map[string]any {
+	m := map[string]any{"apiVersion": "isola.dev/v1alpha1", "kind": "TenantConfig"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+func TestEndToEnd(t *testing.T) {
+	w := newWorld(t)
+	none := map[resourceapi.QualifiedName]string{}
+
+	// The example claim as it stands: 100 MB/s reserved, weight 3.
+	ex := w.claim("example", nil, nil)
+	if ex == nil {
+		t.Fatal("the example claim was not allocated")
+	}
+	r, err := w.prepare(ex)
+	if err != nil {
+		t.Fatalf("prepare the example claim: %v", err)
+	}
+	env := w.container(r)
+	if env["ISOLA_TENANT"] != driver.TenantName(ex.UID) || env["ISOLA_SOCKET"] != filepath.Join(w.pc.ClaimsDir, string(ex.UID), driver.SocketName) {
+		t.Fatalf("container environment %v", env)
+	}
+	engines, err := w.admin.Engines(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := engines[0].Reserved.Bytes(0); got != 100e6 {
+		t.Fatalf("isolad reserves %g B/s on %s, want the claim's 100 MB/s", got, engines[0].Name)
+	}
+	// Prepared twice: the same answer.
+	if r2, err := w.prepare(ex); err != nil || fmt.Sprint(r2.Devices) != fmt.Sprint(r.Devices) {
+		t.Fatalf("second prepare: %v %v", r2, err)
+	}
+	w.unprepare(ex)
+	w.unprepare(ex)
+	w.assertOnly()
+
+	// Two claims at 3:1 (no reservation, so that the weights alone share
+	// the engine), each a backlogged `isola load` attached through its
+	// CDI spec alone.
+	heavy := w.claim("heavy", none, tenantConfig("weight", 3, "memoryQuota", "4Mi"))
+	light := w.claim("light", none, tenantConfig("weight", 1, "memoryQuota", "4Mi"))
+	var envs []map[string]string
+	for _, c := range []*resourceapi.ResourceClaim{heavy, light} {
+		r, err := w.prepare(c)
+		if err != nil {
+			t.Fatalf("prepare %s: %v", c.Name, err)
+		}
+		envs = append(envs, w.container(r))
+	}
+	w.assertOnly(heavy, light)
+	before := w.busy()
+	hc, hin, hout := w.load(envs[0], "4s")
+	lc, lin, lout := w.load(envs[1], "4s")
+	hin.Close()
+	lin.Close()
+	herr, lerr := hc.Wait(), lc.Wait()
+	if herr != nil || lerr != nil {
+		t.Fatalf("isola load: %v %v\n%s\n%s", herr, lerr, hout, lout)
+	}
+	after := w.busy()
+	h := float64(after[driver.TenantName(heavy.UID)] - before[driver.TenantName(heavy.UID)])
+	l := float64(after[driver.TenantName(light.UID)] - before[driver.TenantName(light.UID)])
+	if l == 0 || h/l < 2.2 || h/l > 4.0 {
+		t.Fatalf("engine time heavy %.0f ns, light %.0f ns: ratio %.2f, want about 3", h, l, h/l)
+	}
+	t.Logf("engine time at weights 3:1: %.2f:1", h/l)
+
+	// kill -9 between prepare and unprepare; meanwhile isolad loses one
+	// tenant. The restarted plugin re-adds it, answers the kubelet's
+	// repeated prepare as before, and unprepares both.
+	w.killPlugin()
+	if _, err := w.admin.Remove(bg, driver.TenantName(light.UID)); err != nil {
+		t.Fatal(err)
+	}
+	w.startPlugin()
+	w.assertOnly(heavy, light)
+	if _, err := w.prepare(heavy); err != nil {
+		t.Fatalf("prepare after restart: %v", err)
+	}
+	w.unprepare(heavy)
+	w.unprepare(light)
+	w.assertOnly()
+
+	// A tenant left by a prepare that died before its checkpoint is
+	// removed at the next start.
+	stray := "c1a1e000-0000-4000-8000-ffffffffffff"
+	if err := os.MkdirAll(filepath.Join(w.pc.ClaimsDir, stray), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.admin.Add(bg, driver.TenantPrefix+stray, []admin.KeyChange{{Key: "memory_quota", Value: "1MiB"}, {Key: "attach_socket", Value: filepath.Join(w.pc.ClaimsDir, stray, driver.SocketName)}}); err == nil {
+		w.killPlugin()
+		w.startPlugin()
+	} else {
+		t.Fatalf("add a stray tenant: %v", err)
+	}
+	w.assertOnly()
+}
+
+func TestBadClaimsFailAndLeaveNothing(t *testing.T) {
+	w := newWorld(t)
+	over := w.claim("over", nil, nil)
+	// The scheduler would not allocate past the capacity; say it did (a
+	// stale slice): isolad's admission control refuses it with the numbers.
+	over.Status.Allocation.Devices.Results[0].ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{driver.CapacityBytes: resource.MustParse("3G")}
+	w.store(over)
+	for _, c := range []struct {
+		claim *resourceapi.ResourceClaim
+		want  []string
+	}{
+		{w.claim("unknown", nil, tenantConfig("weigth", 3)), []string{`unknown field "weigth"`}},
+		{w.claim("memory", nil, tenantConfig("memoryQuota", "1Gi")), []string{"field memoryQuota", "--max-memory-quota"}},
+		{over, []string{"reservation", "3000000000"}},
+		{w.claim("latency", nil, tenantConfig("latency", "soon")), []string{"latency"}},
+	} {
+		_, err := w.prepare(c.claim)
+		if err == nil {
+			t.Errorf("%s: prepared", c.claim.Name)
+			continue
+		}
+		for _, s := range c.want {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: %v does not say %q", c.claim.Name, err, s)
+			}
+		}
+		t.Logf("%s: %v", c.claim.Name, err)
+		w.assertOnly()
+	}
+}
