@@ -3,15 +3,21 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/isola-project/isola/deploy/dra/pkg/admin"
 	"github.com/isola-project/isola/deploy/dra/pkg/driver"
+	"github.com/isola-project/isola/deploy/dra/pkg/manifests"
 )
 
 func tenantConfig(kv ...any) map[string]any {
@@ -145,4 +151,61 @@ func TestBadClaimsFailAndLeaveNothing(t *testing.T) {
 		t.Logf("%s: %v", c.claim.Name, err)
 		w.assertOnly()
 	}
+}
+
+// The isolad configuration the DaemonSet ships serves, and its engines are
+// what the plugin publishes.
+func TestTheDaemonSetsIsoladConfigServes(t *testing.T) {
+	isolad := binary(t, "ISOLAD_BIN", "isolad")
+	objs, err := manifests.LoadAll(manifests.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for _, o := range objs {
+		if cm, ok := o.Object.(*corev1.ConfigMap); ok && cm.Name == "isolad" {
+			text = cm.Data["isolad.toml"]
+		}
+	}
+	if text == "" {
+		t.Fatal("no isolad ConfigMap with isolad.toml")
+	}
+	dir, err := os.MkdirTemp("", "isola-cm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	text = strings.ReplaceAll(text, "/run/isola/", dir+"/")
+	text = strings.ReplaceAll(text, `metrics = "0.0.0.0:9464"`, `metrics = "127.0.0.1:0"`)
+	if err := os.WriteFile(filepath.Join(dir, "isolad.toml"), []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(isolad, "--config", filepath.Join(dir, "isolad.toml"))
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	c := admin.New(filepath.Join(dir, "isolad.sock.admin"))
+	deadline := time.Now().Add(30 * time.Second)
+	var engines []admin.Engine
+	for {
+		if engines, err = c.Engines(bg); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("isolad with the DaemonSet's configuration: %v\n%s", err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(engines) == 0 || engines[0].Capacity.TasksPerS == nil || engines[0].Capacity.BytesPerS == nil {
+		t.Fatalf("engines %+v", engines)
+	}
+	dev := driver.EngineDevice(engines[0], admin.Rates{})
+	tasks, bytes := dev.Capacity[driver.CapacityTasks], dev.Capacity[driver.CapacityBytes]
+	if tasks.Value.Value() <= 0 || bytes.Value.Value() <= 0 {
+		t.Fatalf("published capacity %v", dev.Capacity)
+	}
+	t.Logf("published: %s: %s tasks/s, %s B/s", dev.Name, tasks.Value.String(), bytes.Value.String())
 }

@@ -102,6 +102,11 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 			return nil, err
 		}
 	}
+	// Only what a claim's directory is mounted into may reach its socket:
+	// nobody else may look into the claims directory.
+	if err := os.Chmod(cfg.ClaimsDir, 0o700); err != nil {
+		return nil, err
+	}
 	cp, err := loadCheckpoint(cfg.CheckpointPath)
 	if err != nil {
 		return nil, err
