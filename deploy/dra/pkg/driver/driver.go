@@ -192,10 +192,21 @@ func (d *Driver) Resources(ctx context.Context) (resourceslice.DriverResources, 
 }
 
 // EngineDevice is the device of one engine, ours being what the plugin's
-// own claims reserve on it (included in e.Reserved).
+// own claims reserve on it (included in e.Reserved). isolad counts each
+// reservation as its share of the engine in its own unit (rate /
+// capacity), the shares adding up to at most the whole; what tenants other
+// than the claims take is taken off both units alike.
 func EngineDevice(e admin.Engine, ours admin.Rates) resourceapi.Device {
-	free := func(capacity, reserved, ours float64) int64 {
-		v := math.Floor(capacity - reserved + ours)
+	capTasks, capBytes := e.Capacity.Tasks(Unbounded), e.Capacity.Bytes(Unbounded)
+	share := func(reserved, ours, capacity float64) float64 {
+		if capacity <= 0 || reserved <= ours {
+			return 0
+		}
+		return (reserved - ours) / capacity
+	}
+	left := 1 - share(e.Reserved.Tasks(0), ours.TasksPerS, capTasks) - share(e.Reserved.Bytes(0), ours.BytesPerS, capBytes)
+	free := func(capacity float64) int64 {
+		v := math.Floor(capacity * left)
 		if v < 0 || math.IsNaN(v) {
 			return 0
 		}
@@ -223,8 +234,8 @@ func EngineDevice(e admin.Engine, ours admin.Rates) resourceapi.Device {
 		Name:       e.Name,
 		Attributes: attrs,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			CapacityTasks: {Value: *resource.NewQuantity(free(e.Capacity.Tasks(Unbounded), e.Reserved.Tasks(0), ours.TasksPerS), resource.DecimalSI), RequestPolicy: policy()},
-			CapacityBytes: {Value: *resource.NewQuantity(free(e.Capacity.Bytes(Unbounded), e.Reserved.Bytes(0), ours.BytesPerS), resource.DecimalSI), RequestPolicy: policy()},
+			CapacityTasks: {Value: *resource.NewQuantity(free(capTasks), resource.DecimalSI), RequestPolicy: policy()},
+			CapacityBytes: {Value: *resource.NewQuantity(free(capBytes), resource.DecimalSI), RequestPolicy: policy()},
 		},
 		AllowMultipleAllocations: ptr.To(true),
 	}

@@ -315,3 +315,21 @@ func TestRestartReconcilesWithIsolad(t *testing.T) {
 	}
 	e.assertEmpty(t)
 }
+
+func TestPublishedCapacityLeavesOutOtherTenantsReservations(t *testing.T) {
+	e := newEnv(t)
+	// A configured tenant reserves a quarter of the engine in bytes/s: a
+	// quarter of each unit is gone (isolad counts shares across units).
+	if _, err := e.cfg.Admin.Add(bg, "static", []admin.KeyChange{{Key: "reservation", Value: "250000000B/s"}}); err != nil {
+		t.Fatal(err)
+	}
+	claim := e.resources(t).allocate(t, claimFrom(e.tmpl, "a", nil, nil))
+	if _, err := e.d.Prepare(bg, claim); err != nil {
+		t.Fatal(err)
+	}
+	dev := e.resources(t).slices[0].Spec.Devices[0]
+	tasks, bytes := dev.Capacity[CapacityTasks], dev.Capacity[CapacityBytes]
+	if tasks.Value.Value() != 750000 || bytes.Value.Value() != 750000000 {
+		t.Fatalf("published %s tasks/s, %s B/s; want 750k and 750M (the claim's own 100M left in)", tasks.Value.String(), bytes.Value.String())
+	}
+}
