@@ -34,9 +34,10 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
+	oci "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	cdispec "tags.cncf.io/container-device-interface/specs-go"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/isola-project/isola/deploy/dra/pkg/admin"
 	"github.com/isola-project/isola/deploy/dra/pkg/driver"
@@ -356,46 +357,37 @@ func (w *world) unprepare(c *resourceapi.ResourceClaim) {
 	}
 }
 
-// container is what the runtime would make of a prepared claim's CDI
-// devices: the environment, with each mount's container path replaced by
-// its host path (no mount namespace here).
+// container is what the runtime makes of a prepared claim's CDI devices,
+// by the CDI library containerd and CRI-O use (a cache of the spec
+// directory, InjectDevices into an OCI spec): the environment, with each
+// mount's container path replaced by its host path (no mount namespace
+// here).
 func (w *world) container(r *drapb.NodePrepareResourceResponse) map[string]string {
 	w.t.Helper()
-	env := map[string]string{}
+	var ids []string
 	for _, dev := range r.Devices {
-		for _, id := range dev.CdiDeviceIds {
-			kind, name, ok := strings.Cut(id, "=")
-			if !ok {
-				w.t.Fatalf("CDI device %q", id)
-			}
-			files, _ := filepath.Glob(filepath.Join(w.pc.CDIDir, "*.json"))
-			found := false
-			for _, f := range files {
-				data, _ := os.ReadFile(f)
-				var spec cdispec.Spec
-				if json.Unmarshal(data, &spec) != nil || spec.Kind != kind {
-					continue
-				}
-				for _, d := range spec.Devices {
-					if d.Name != name {
-						continue
-					}
-					found = true
-					for _, e := range d.ContainerEdits.Env {
-						k, v, _ := strings.Cut(e, "=")
-						env[k] = v
-					}
-					for _, m := range d.ContainerEdits.Mounts {
-						for k, v := range env {
-							if rest, ok := strings.CutPrefix(v, m.ContainerPath+"/"); ok {
-								env[k] = filepath.Join(m.HostPath, rest)
-							}
-						}
-					}
-				}
-			}
-			if !found {
-				w.t.Fatalf("CDI device %s: no spec in %s", id, w.pc.CDIDir)
+		ids = append(ids, dev.CdiDeviceIds...)
+	}
+	cache, err := cdi.NewCache(cdi.WithSpecDirs(w.pc.CDIDir), cdi.WithAutoRefresh(false))
+	if err != nil {
+		w.t.Fatalf("CDI specs in %s: %v", w.pc.CDIDir, err)
+	}
+	spec := &oci.Spec{Process: &oci.Process{}}
+	if unresolved, err := cache.InjectDevices(spec, ids...); err != nil {
+		w.t.Fatalf("inject CDI devices %v: %v (unresolved %v)", ids, err, unresolved)
+	}
+	env := map[string]string{}
+	for _, e := range spec.Process.Env {
+		k, v, _ := strings.Cut(e, "=")
+		env[k] = v
+	}
+	if len(spec.Mounts) != 1 {
+		w.t.Fatalf("mounts %+v: want the claim's directory", spec.Mounts)
+	}
+	for _, m := range spec.Mounts {
+		for k, v := range env {
+			if rest, ok := strings.CutPrefix(v, m.Destination+"/"); ok {
+				env[k] = filepath.Join(m.Source, rest)
 			}
 		}
 	}
