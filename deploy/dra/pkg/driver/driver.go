@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
@@ -184,6 +185,10 @@ func (d *Driver) Resources(ctx context.Context) (resourceslice.DriverResources, 
 	d.mu.Unlock()
 	var devices []resourceapi.Device
 	for _, e := range engines {
+		if errs := validation.IsDNS1123Label(e.Name); len(errs) > 0 {
+			klog.FromContext(ctx).Error(nil, "engine not published: its name is not a device name", "engine", e.Name, "why", strings.Join(errs, "; "))
+			continue
+		}
 		devices = append(devices, EngineDevice(e, ours[e.Name]))
 	}
 	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
@@ -222,10 +227,17 @@ func EngineDevice(e admin.Engine, ours admin.Rates) resourceapi.Device {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		"kind":    {StringValue: ptr.To(e.Kind)},
 		"policy":  {StringValue: ptr.To(e.Policy)},
-		"ops":     {StringValue: ptr.To(strings.Join(e.Ops, ","))},
 		"workers": {IntValue: ptr.To(int64(e.Workers))},
 	}
+	// The API's bounds: a string attribute of at most 64 characters, at
+	// most 32 attributes and capacities in all per device.
+	if ops := strings.Join(e.Ops, ","); len(ops) <= resourceapi.DeviceAttributeMaxValueLength {
+		attrs["ops"] = resourceapi.DeviceAttribute{StringValue: ptr.To(ops)}
+	}
 	for _, op := range e.Ops {
+		if len(attrs)+2 >= resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
+			break
+		}
 		if isIdentifier(op) {
 			attrs[resourceapi.QualifiedName("op_"+op)] = resourceapi.DeviceAttribute{BoolValue: ptr.To(true)}
 		}

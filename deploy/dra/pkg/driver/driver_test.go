@@ -333,3 +333,18 @@ func TestPublishedCapacityLeavesOutOtherTenantsReservations(t *testing.T) {
 		t.Fatalf("published %s tasks/s, %s B/s; want 750k and 750M (the claim's own 100M left in)", tasks.Value.String(), bytes.Value.String())
 	}
 }
+
+func TestManyOperatorsStayWithinTheAPIBounds(t *testing.T) {
+	e := testEngines[0]
+	e.Ops = nil
+	for i := 0; i < 40; i++ {
+		e.Ops = append(e.Ops, "operator"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+	}
+	dev := EngineDevice(e, admin.Rates{})
+	if n := len(dev.Attributes) + len(dev.Capacity); n > resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
+		t.Fatalf("%d attributes and capacities", n)
+	}
+	if _, ok := dev.Attributes["ops"]; ok {
+		t.Fatal("an ops string over 64 characters published")
+	}
+}
