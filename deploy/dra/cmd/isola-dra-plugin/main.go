@@ -54,7 +54,7 @@ func run() error {
 		checkpoint   = flag.String("checkpoint", "", "checkpoint file (default: checkpoint.json in --plugin-dir)")
 		maxQuota     = flag.String("max-memory-quota", "1Gi", "largest memoryQuota a claim may ask for (0: no bound)")
 		defQuota     = flag.String("default-memory-quota", "16Mi", "memoryQuota of a claim that names none")
-		republish    = flag.Duration("republish", 30*time.Second, "how often isolad's engines are read again and the ResourceSlice updated")
+		republish    = flag.Duration("republish", 30*time.Second, "how often isolad's engines are read again, the ResourceSlice updated and the claims' tenants isolad lost (a restart) added again")
 		kubeconfig   = flag.String("kubeconfig", env("KUBECONFIG", ""), "kubeconfig (default: in-cluster)")
 	)
 	klog.InitFlags(nil)
@@ -130,6 +130,9 @@ func run() error {
 			}
 			return nil
 		case <-tick.C:
+			if err := d.Repair(ctx); err != nil {
+				klog.ErrorS(err, "repair the claims' tenants")
+			}
 			if err := d.Publish(ctx); err != nil {
 				klog.ErrorS(err, "republish")
 			}

@@ -327,6 +327,9 @@ func toKubelet(p *PreparedClaim) []kubeletplugin.Device {
 func (d *Driver) Prepare(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.reload(); err != nil {
+		return nil, err
+	}
 	uid := string(claim.UID)
 	if p, ok := d.cp.Claims[uid]; ok {
 		if err := d.ensure(ctx, uid, p); err != nil {
@@ -613,16 +616,50 @@ func (d *Driver) tenantPresent(ctx context.Context, tenant string) (bool, error)
 func (d *Driver) Unprepare(ctx context.Context, uid string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.destroy(ctx, uid, TenantName(types.UID(uid))); err != nil {
+	if err := d.reload(); err != nil {
 		return err
 	}
+	// The checkpoint first: a Repair (here or in the other plugin of a
+	// rolling update) must not add back what is being removed. Leftovers
+	// of a destroy that fails are removed by the kubelet's retry, or as
+	// strays at the next start.
 	if _, ok := d.cp.Claims[uid]; ok {
 		delete(d.cp.Claims, uid)
 		if err := d.cp.save(d.cfg.CheckpointPath); err != nil {
 			return fmt.Errorf("write checkpoint: %w", err)
 		}
 	}
+	return d.destroy(ctx, uid, TenantName(types.UID(uid)))
+}
+
+// reload reads the checkpoint again: in a rolling update of the
+// DaemonSet, two plugins share it (the kubelet plugin helper serializes
+// their gRPC calls with a file lock).
+func (d *Driver) reload() error {
+	cp, err := loadCheckpoint(d.cfg.CheckpointPath)
+	if err != nil {
+		return err
+	}
+	d.cp = cp
 	return nil
+}
+
+// Repair makes again the tenants and specs of prepared claims that are
+// missing (isolad restarted and lost them). It removes nothing: that is
+// for Reconcile, at start.
+func (d *Driver) Repair(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.reload(); err != nil {
+		return err
+	}
+	var errs []error
+	for uid, p := range d.cp.Claims {
+		if err := d.ensure(ctx, uid, p); err != nil {
+			errs = append(errs, fmt.Errorf("claim %s/%s (%s): %w", p.Namespace, p.Name, uid, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Reconcile brings isolad, the claims directory and the CDI directory in

@@ -348,3 +348,27 @@ func TestManyOperatorsStayWithinTheAPIBounds(t *testing.T) {
 		t.Fatal("an ops string over 64 characters published")
 	}
 }
+
+func TestRepairAddsBackWhatIsoladLost(t *testing.T) {
+	e := newEnv(t)
+	claim := e.resources(t).allocate(t, claimFrom(e.tmpl, "a", nil, nil))
+	if _, err := e.d.Prepare(bg, claim); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cfg.Admin.Remove(bg, TenantName(claim.UID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.Repair(bg); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.fake.Tenants(); !reflect.DeepEqual(got, []string{TenantName(claim.UID)}) {
+		t.Fatalf("tenants %v", got)
+	}
+	if err := e.d.Unprepare(bg, string(claim.UID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.Repair(bg); err != nil {
+		t.Fatal(err)
+	}
+	e.assertEmpty(t)
+}
