@@ -40,6 +40,24 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			if !names["isolad"] || !names["plugin"] {
 				t.Errorf("DaemonSet containers %v: want isolad and plugin", names)
 			}
+		case *corev1.Pod:
+			if len(v.Spec.ResourceClaims) == 0 || len(v.Spec.Containers[0].Resources.Claims) == 0 {
+				t.Errorf("%s: pod %s names no resource claim", o.File, v.Name)
+			}
+		case *rbacv1.ClusterRole:
+			may := map[string]bool{}
+			for _, r := range v.Rules {
+				for _, res := range r.Resources {
+					for _, verb := range r.Verbs {
+						may[res+":"+verb] = true
+					}
+				}
+			}
+			for _, need := range []string{"resourceclaims:get", "resourceslices:create", "resourceslices:update", "resourceslices:delete", "resourceslices:watch", "nodes:get"} {
+				if !may[need] {
+					t.Errorf("%s: ClusterRole %s does not grant %s", o.File, v.Name, need)
+				}
+			}
 		case *resourceapi.ResourceClaimTemplate:
 			for _, c := range v.Spec.Spec.Devices.Config {
 				if c.Opaque == nil || c.Opaque.Driver != "isola.dev" {
@@ -59,8 +77,6 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			t.Errorf("no %s in deploy/kubernetes (have %v)", k, kinds)
 		}
 	}
-	_ = corev1.Pod{}
-	_ = rbacv1.ClusterRole{}
 }
 
 func TestUnknownFieldsAreRefused(t *testing.T) {
