@@ -209,3 +209,39 @@ func TestTheDaemonSetsIsoladConfigServes(t *testing.T) {
 	}
 	t.Logf("published: %s: %s tasks/s, %s B/s", dev.Name, tasks.Value.String(), bytes.Value.String())
 }
+
+// The scheduler's allocator against the slice the plugin published from a
+// real isolad (2 GB/s by its cost model): twenty 100 MB/s claims from the
+// example template fit, a twenty-first does not; and isolad admits the
+// twenty the scheduler placed.
+func TestTheAllocatorFillsTheRealEngineAndIsoladAdmitsIt(t *testing.T) {
+	w := newWorld(t)
+	var placed []*resourceapi.ResourceClaim
+	for i := 0; i < 20; i++ {
+		c := w.claim(fmt.Sprintf("fill-%02d", i), nil, tenantConfig("memoryQuota", "64Ki"))
+		if c == nil {
+			t.Fatalf("claim %d of 100 MB/s not allocated on a 2 GB/s engine", i)
+		}
+		placed = append(placed, c)
+	}
+	if c := w.claim("one-more", nil, nil); c != nil {
+		t.Fatalf("a twenty-first 100 MB/s claim was allocated: %+v", c.Status.Allocation)
+	}
+	// isolad holds 16 spare seats in this test's configuration.
+	for _, c := range placed[:15] {
+		if _, err := w.prepare(c); err != nil {
+			t.Fatalf("prepare %s: %v", c.Name, err)
+		}
+	}
+	engines, err := w.admin.Engines(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := engines[0].Reserved.Bytes(0); got != 15*100e6 {
+		t.Fatalf("isolad reserves %g B/s, want 15 x 100 MB/s", got)
+	}
+	for _, c := range placed[:15] {
+		w.unprepare(c)
+	}
+	w.assertOnly()
+}
