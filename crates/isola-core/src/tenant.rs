@@ -223,6 +223,25 @@ impl TimeScale {
 }
 
 impl Slo {
+    /// This SLO on engine `name` of kind `kind` under `overrides`: changed
+    /// by the overrides for its kind, then by those naming it (a setting for
+    /// the engine beats one for its kind, which beats the tenant-wide one).
+    pub fn on_engine(
+        &self,
+        overrides: &[(EngineSelector, SloOverride)],
+        name: &str,
+        kind: EngineKind,
+    ) -> Slo {
+        let mut slo = self.clone();
+        for (_, o) in overrides.iter().filter(|(s, _)| *s == EngineSelector::Kind(kind)) {
+            o.apply_to(&mut slo);
+        }
+        for (_, o) in overrides.iter().filter(|(s, _)| s.names(name)) {
+            o.apply_to(&mut slo);
+        }
+        slo
+    }
+
     /// This SLO as a run at time scale `scale` must enforce it.
     pub fn scaled(&self, scale: TimeScale) -> Slo {
         Slo {
@@ -306,18 +325,7 @@ impl Tenant {
     /// (a setting for the engine beats one for its kind, which beats the
     /// tenant's).
     pub fn slo_on(&self, name: &str, kind: EngineKind) -> Slo {
-        let mut slo = self.slo.clone();
-        for (_, o) in self
-            .overrides
-            .iter()
-            .filter(|(s, _)| *s == EngineSelector::Kind(kind))
-        {
-            o.apply_to(&mut slo);
-        }
-        for (_, o) in self.overrides.iter().filter(|(s, _)| s.names(name)) {
-            o.apply_to(&mut slo);
-        }
-        slo
+        self.slo.on_engine(&self.overrides, name, kind)
     }
 }
 

@@ -42,7 +42,7 @@ pub mod zlib_stream;
 
 pub use limits::DEFAULT_MAX_OUTPUT;
 pub use operator::{run_split, Carry, OpError, Operator, Placement, Splitter};
-pub use registry::{build_operator, find_operator, sample_params, OperatorInfo, OPERATORS};
-pub use sample::{text_payload, valid_input};
+pub use registry::{build_operator, find_operator, OperatorInfo, OPERATORS};
+pub use sample::{sample_params, text_payload, valid_input};
 pub use table::operators_table;
 pub use watch::{for_each_chunk, Checkpoint, NeverStop, Watch, WATCH_CHUNK_BYTES};

@@ -737,40 +737,10 @@ pub(crate) fn checked_params<'a>(
     )?)
 }
 
-/// Parameters every operator builds with (required ones filled in), for
-/// tests and benchmarks that go over the whole registry.
-pub fn sample_params(name: &str) -> BTreeMap<String, String> {
-    let pairs: &[(&str, &str)] = match name {
-        "ec-encode" => &[("k", "4"), ("m", "2")],
-        "ec-recover" => &[("k", "4"), ("m", "2"), ("lost", "1,4")],
-        "aes-gcm-encrypt" | "aes-gcm-decrypt" => &[
-            (
-                "key",
-                "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
-            ),
-            ("iv", "cafebabefacedbaddecaf888"),
-            ("aad", "feedfacedeadbeef"),
-        ],
-        "aes-ctr" => &[
-            ("key", "2b7e151628aed2a6abf7158809cf4f3c"),
-            ("iv", "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"),
-        ],
-        "aes-xts" => &[(
-            "key",
-            "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\
-             202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f",
-        )],
-        _ => &[],
-    };
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sample::sample_params;
 
     #[test]
     fn every_operator_builds_and_says_if_it_splits() {

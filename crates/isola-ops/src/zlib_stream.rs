@@ -70,6 +70,14 @@ impl Wrapper {
     }
 }
 
+/// Every `format` by its name; `auto` (last) decodes only.
+const FORMATS: [(&str, Wrapper); 4] = [
+    ("zlib", Wrapper::Zlib),
+    ("gzip", Wrapper::Gzip),
+    ("raw", Wrapper::Raw),
+    ("auto", Wrapper::Auto),
+];
+
 /// The `format` parameter of `zlib-compress`.
 pub const COMPRESS_FORMAT: ParamSpec = ParamSpec {
     name: "format",
@@ -130,15 +138,7 @@ pub struct ZlibDecompress {
 impl ZlibDecompress {
     /// Builds from `format` and `max_output`.
     pub fn build(p: &Params<'_>) -> Result<Box<dyn Operator>, OpError> {
-        let wrapper = p.choice(
-            "format",
-            &[
-                ("zlib", Wrapper::Zlib),
-                ("gzip", Wrapper::Gzip),
-                ("raw", Wrapper::Raw),
-                ("auto", Wrapper::Auto),
-            ],
-        )?;
+        let wrapper = p.choice("format", &FORMATS)?;
         let max_output = crate::limits::max_output(p)?;
         Ok(Box::new(ZlibDecompress { wrapper, max_output }))
     }

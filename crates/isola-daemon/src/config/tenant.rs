@@ -88,13 +88,9 @@ impl DaemonTenant {
 
     /// Its SLO on `engine`: the tenant-wide one with the engine's changes.
     pub fn slo_on(&self, engine: &super::DaemonEngine) -> Slo {
-        isola_core::tenant::Tenant {
-            id: isola_core::TenantId(0),
-            name: self.tenant.name.clone(),
-            slo: self.tenant.slo.clone(),
-            overrides: self.tenant.overrides.clone(),
-        }
-        .slo_on(&engine.name, engine.kind)
+        self.tenant
+            .slo
+            .on_engine(&self.tenant.overrides, &engine.name, engine.kind)
     }
 
     /// Its per-engine changes (`[tenant.on.NAME]`).

@@ -10,9 +10,7 @@ use super::EngineRef;
 use crate::scenario::source::Source;
 use crate::scenario::ScenarioError;
 use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
-use isola_core::{
-    BudgetAction, EngineKind, EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, TenantId,
-};
+use isola_core::{BudgetAction, EngineKind, EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use toml::Spanned;
@@ -91,7 +89,7 @@ pub(super) fn check_slo(
         };
         return Err(src.at(span, Some(field), reason));
     }
-    let overrides = check_overrides(src, &raw.on, engines, raw.name.get_ref(), &slo)?;
+    let overrides = check_overrides(src, &raw.on, engines, &slo)?;
     Ok((slo, overrides))
 }
 
@@ -161,7 +159,6 @@ fn check_overrides(
     src: &Source<'_>,
     raw: &BTreeMap<String, Spanned<RawOverride>>,
     engines: &[EngineRef<'_>],
-    name: &str,
     slo: &Slo,
 ) -> Result<Vec<(EngineSelector, SloOverride)>, ScenarioError> {
     let mut out = Vec::new();
@@ -196,14 +193,8 @@ fn check_overrides(
         };
         out.push((on, change));
         // Checked as the scheduler will see it, on each engine it reaches.
-        let tenant = isola_core::Tenant {
-            id: TenantId(0),
-            name: name.to_string(),
-            slo: slo.clone(),
-            overrides: out.clone(),
-        };
         for e in engines {
-            if let Err((field, reason)) = tenant.slo_on(e.name, e.kind).validate() {
+            if let Err((field, reason)) = slo.on_engine(&out, e.name, e.kind).validate() {
                 return Err(src.at(span, Some(field), format!("{reason} (on engine `{}`)", e.name)));
             }
         }
