@@ -103,6 +103,7 @@ fn task(id: TaskId, tenant: TenantId, e: EngineId, arrival: u64) -> Task {
         deadline: None,
         predicted_cost: None,
         planner: None,
+        flow: 0,
     }
 }
 

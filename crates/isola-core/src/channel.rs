@@ -98,6 +98,11 @@ impl<T> VirtualChannel<T> {
         taken
     }
 
+    /// Every queued item, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.queue.iter()
+    }
+
     /// Removes every queued item, oldest first.
     pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
         self.queue.drain(..)

@@ -2,7 +2,8 @@
 //!
 //! The sans-IO heart of Isola: tenants and their SLOs (tenant-wide and per
 //! engine), task descriptors, per-tenant virtual channels with caps and
-//! memory quotas, scheduling policies (one per engine, or per engine kind),
+//! memory quotas, each tenant's flow queues under it (strict priority and
+//! weights inside the tenant's turn), scheduling policies (one per engine, or per engine kind),
 //! rate shapers, splitting (each engine's split rule; where the cuts fall
 //! is the task's planner's), cost models and metrics primitives (fairness
 //! indices, latency percentiles, windowed service). The same [`Scheduler`] is driven by the live
@@ -29,7 +30,7 @@
 //! let op = OpSpec::named("generic");
 //! s.submit(0, Task { id: TaskId(1), tenant: a, engine: acc, op, bytes: 64,
 //!                    arrival: 0, deadline: None, predicted_cost: None,
-//!                    planner: None }).unwrap();
+//!                    planner: None, flow: 0 }).unwrap();
 //! let d = s.next(0, acc).unwrap();
 //! let done = s.complete(1_000, d.id, 1_000).unwrap();
 //! assert_eq!(done.completed - done.arrival, 1_000);
@@ -42,6 +43,7 @@ pub mod channel;
 pub mod cost;
 pub mod cost_fit;
 pub mod engine;
+pub mod flow_queues;
 pub mod metrics;
 pub mod params;
 pub mod policy;
@@ -68,7 +70,7 @@ pub use scheduler::{
 };
 pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{
-    BudgetAction, EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride, Tenant, TenantClass,
-    TenantId, TimeScale,
+    BudgetAction, EngineSelector, FlowQueueSpec, LatencyObjective, RateSpec, Slo, SloOverride, Tenant,
+    TenantClass, TenantId, TimeScale,
 };
 pub use units::{Bytes, Nanos, Rate, RateUnit, MAX_TASK_COST_NS, NANOS_PER_SEC};

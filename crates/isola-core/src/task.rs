@@ -54,6 +54,9 @@ pub struct Task {
     /// How the task is cut into subtasks when its engine splits it (see
     /// [`SubtaskPlanner`]); `None`: into equal byte ranges.
     pub planner: Option<PlannerRef>,
+    /// Which of its tenant's flow queues it waits in (an index into the
+    /// tenant's [`crate::Slo::flows`]; 0 for a tenant with one queue).
+    pub flow: u32,
 }
 
 /// Cuts a task into subtasks in its operator's own terms. The scheduler

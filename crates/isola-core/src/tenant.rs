@@ -92,6 +92,63 @@ pub struct Slo {
     pub queue_cap: usize,
     /// On-device memory quota in bytes, if any.
     pub memory_quota: Option<u64>,
+    /// The tenant's flow queues on each engine, by index
+    /// ([`crate::Task::flow`]); empty: one queue.
+    #[serde(default)]
+    pub flows: Vec<FlowQueueSpec>,
+}
+
+/// Most flow queues one tenant may have.
+pub const MAX_FLOW_QUEUES: usize = 64;
+
+/// One of a tenant's flow queues (OSMOSIS' FMQs; a leaf of DPDK
+/// `rte_sched`'s or HTB's hierarchy): its place in the tenant's turn
+/// ([`crate::flow_queues`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FlowQueueSpec {
+    /// Its share of the tenant's turn among its queues of the same
+    /// priority (positive, finite; default 1).
+    pub weight: f64,
+    /// Strict priority among the tenant's queues: higher goes first
+    /// (default 0).
+    pub priority: u8,
+    /// Most tasks it holds per engine (at most the tenant's `queue_cap`;
+    /// `None`: the tenant's).
+    pub queue_cap: Option<usize>,
+}
+
+impl Default for FlowQueueSpec {
+    fn default() -> Self {
+        FlowQueueSpec {
+            weight: 1.0,
+            priority: 0,
+            queue_cap: None,
+        }
+    }
+}
+
+impl FlowQueueSpec {
+    /// Checks the spec; returns the offending key and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&self.weight) {
+            return Err((
+                "weight",
+                format!(
+                    "must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {}",
+                    self.weight
+                ),
+            ));
+        }
+        if let Some(cap) = self.queue_cap {
+            if !(1..=MAX_QUEUE_CAP).contains(&cap) {
+                return Err((
+                    "queue_cap",
+                    format!("must be between 1 and {MAX_QUEUE_CAP}, got {cap}"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What happens to a task whose service reaches its tenant's budget.
@@ -164,6 +221,7 @@ impl Default for Slo {
             budget_action: None,
             queue_cap: DEFAULT_QUEUE_CAP,
             memory_quota: None,
+            flows: Vec::new(),
         }
     }
 }
@@ -280,6 +338,15 @@ impl Slo {
                 "queue_cap",
                 format!("must be between 1 and {MAX_QUEUE_CAP}, got {}", self.queue_cap),
             ));
+        }
+        if self.flows.len() > MAX_FLOW_QUEUES {
+            return Err((
+                "flows",
+                format!("at most {MAX_FLOW_QUEUES} flow queues, got {}", self.flows.len()),
+            ));
+        }
+        for f in &self.flows {
+            f.validate()?;
         }
         for (field, spec) in [("reservation", self.reservation), ("limit", self.limit)] {
             if let Some(s) = spec {

@@ -57,6 +57,7 @@ fn predictions_follow_measured_service_per_operator() {
             deadline: None,
             predicted_cost: None,
             planner: None,
+            flow: 0,
         };
         s.submit(now, task).unwrap();
         let mut pieces = Vec::new();
@@ -126,6 +127,7 @@ fn a_time_cap_keeps_subtasks_at_least_a_page() {
         deadline: None,
         predicted_cost: None,
         planner: None,
+        flow: 0,
     };
     s.submit(0, task).unwrap();
     let d = s.next(0, e).unwrap();

@@ -17,6 +17,7 @@ fn task(id: u64, tenant: u32, engine: u32, op: &str) -> Task {
         deadline: None,
         predicted_cost: None,
         planner: None,
+        flow: 0,
     }
 }
 

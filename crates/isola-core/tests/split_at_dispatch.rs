@@ -58,6 +58,7 @@ fn task(id: u64, tenant: u32, bytes: u64, arrival: u64) -> Task {
         deadline: None,
         predicted_cost: None,
         planner: None,
+        flow: 0,
     }
 }
 

@@ -111,7 +111,7 @@ impl ReplyGroup {
                 },
             ),
         }
-        self.one_done();
+        self.one_done(to.flow);
     }
 
     /// Packet `to` ends without its reply, for `cause`: counted, its
@@ -201,11 +201,12 @@ impl ReplyGroup {
                 reason: "the runtime refused its task".to_string(),
             },
         );
-        self.one_done();
+        self.one_done(to.flow);
     }
 
-    fn one_done(&self) {
-        self.shared.packets.release(self.tenant);
+    /// One of the group's packets, of flow `flow`, has ended.
+    fn one_done(&self, flow: usize) {
+        self.shared.packets.release(self.tenant, flow);
         if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.flush();
         }

@@ -26,11 +26,19 @@
 //! replies leave as one `sendmmsg` (`egress`). A flow's kernel
 //! (`crate::kernel`) is built once, with the configuration, not per packet.
 //!
+//! Each flow is its own queue of its tenant in the core (its index among
+//! the tenant's flows, `isola_core::Task::flow`): the core shares an
+//! engine among tenants by their policy and, inside a tenant's turn, among
+//! its flows by their `priority` and `weight`, so a tenant's bulk flow
+//! does not delay its own latency flow. A flow's `queue_cap` bounds its
+//! own packets taken in, as the tenant's bounds all of them.
+//!
 //! ECN (RFC 3168). Each datagram's ECN field is read with it
 //! (`IP_RECVTOS`) while some tenant's queues are within a poll's
 //! datagrams of its threshold (below that no packet is marked, and the
 //! kernel is spared the field). From a tenant's `ecn_threshold` packets in its flow
-//! queues on, a packet that carries ECN bits is taken in marked
+//! queues on (or a flow's own `ecn_threshold` in that flow's queue), a
+//! packet that carries ECN bits is taken in marked
 //! Congestion Experienced (counted `marked`), and its reply carries the
 //! mark back to the sender; a packet without them is taken in until the
 //! queues are full. At `queue_cap` every packet is dropped.
@@ -84,6 +92,18 @@ struct Flow {
     error_reply: bool,
 }
 
+/// One flow queue's occupancy at ingress, and its bounds.
+#[derive(Debug, Default)]
+struct FlowOccupancy {
+    /// Packets taken in and not yet ended.
+    in_flight: AtomicU64,
+    /// The most it holds: its `queue_cap` (else its tenant's).
+    depth: AtomicU64,
+    /// From this many on, ECN-capable packets are marked (its own
+    /// `ecn_threshold`; `u64::MAX` without one).
+    mark_from: AtomicU64,
+}
+
 /// A tenant's packet counters (they outlive its flows), and its flow
 /// queues' occupancy.
 #[derive(Debug, Default)]
@@ -103,6 +123,19 @@ struct TenantPackets {
     /// From this many packets in its flow queues on, a packet that
     /// carries ECN bits is taken in marked CE (its `ecn_threshold`).
     mark_from: AtomicU64,
+    /// Each flow queue's own, by index (room for the most a tenant has).
+    flows: Vec<FlowOccupancy>,
+}
+
+impl TenantPackets {
+    fn new() -> TenantPackets {
+        TenantPackets {
+            flows: (0..isola_core::tenant::MAX_FLOW_QUEUES)
+                .map(|_| FlowOccupancy::default())
+                .collect(),
+            ..TenantPackets::default()
+        }
+    }
 }
 
 impl TenantPackets {
@@ -150,7 +183,7 @@ impl PacketPath {
         let path = PacketPath {
             rules: RwLock::new(RuleSet::new(Vec::new())),
             unmatched: AtomicU64::new(0),
-            tenants: (0..table.seats.len()).map(|_| TenantPackets::default()).collect(),
+            tenants: (0..table.seats.len()).map(|_| TenantPackets::new()).collect(),
         };
         path.rebuild(table);
         path
@@ -164,6 +197,14 @@ impl PacketPath {
             packets.depth.store(depth, Ordering::Relaxed);
             let mark_from = seat.config.as_ref().map_or(0, |c| c.tenant.ecn_threshold as u64);
             packets.mark_from.store(mark_from, Ordering::Relaxed);
+            let flows = seat.config.as_ref().map_or(&[][..], |c| &c.flows[..]);
+            for (i, occupancy) in packets.flows.iter().enumerate() {
+                let f = flows.get(i);
+                let own = f.and_then(|f| f.queue.queue_cap).map_or(depth, |c| c as u64);
+                occupancy.depth.store(own, Ordering::Relaxed);
+                let mark = f.and_then(|f| f.ecn_threshold).map_or(u64::MAX, |m| m as u64);
+                occupancy.mark_from.store(mark, Ordering::Relaxed);
+            }
         }
         let rules = table
             .seats
@@ -210,48 +251,62 @@ impl PacketPath {
         metrics.packets(tenant, outcome, n as u64);
     }
 
-    /// Takes up to `n` packets of tenant seat `tenant` into its flow
-    /// queues, as many as they have room for; answers how many, and the
-    /// position among them from which a packet finds its queues at or
-    /// past its ECN threshold (a packet there carrying ECN bits is marked).
-    fn admit(&self, tenant: usize, n: usize) -> Admitted {
-        let Some(t) = self.tenants.get(tenant) else {
-            return Admitted {
-                taken: 0,
-                mark_from: 0,
-            };
+    /// Takes up to `n` packets of flow `flow` of tenant seat `tenant`
+    /// into its queue, as many as the flow's queue and the tenant's queues
+    /// together have room for; answers how many, and the position among
+    /// them from which a packet finds its flow's queue or its tenant's at
+    /// or past its ECN threshold (a packet there carrying ECN bits is
+    /// marked).
+    fn admit(&self, tenant: usize, flow: usize, n: usize) -> Admitted {
+        let none = Admitted {
+            taken: 0,
+            mark_from: 0,
         };
-        let depth = t.depth.load(Ordering::Relaxed);
-        let (mut taken, mut before) = (0, 0);
-        let _ = t
-            .in_flight
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
-                taken = depth.saturating_sub(now).min(n as u64);
-                before = now;
-                Some(now + taken)
-            });
-        let threshold = t.mark_from.load(Ordering::Relaxed);
+        let Some((t, f)) = self
+            .tenants
+            .get(tenant)
+            .and_then(|t| Some((t, t.flows.get(flow)?)))
+        else {
+            return none;
+        };
+        let (flow_taken, flow_before) = take_up_to(&f.in_flight, f.depth.load(Ordering::Relaxed), n as u64);
+        let (taken, before) = take_up_to(&t.in_flight, t.depth.load(Ordering::Relaxed), flow_taken);
+        // What the tenant had no room for leaves the flow's count again.
+        f.in_flight.fetch_sub(flow_taken - taken, Ordering::AcqRel);
+        let mark_from = t
+            .mark_from
+            .load(Ordering::Relaxed)
+            .saturating_sub(before)
+            .min(f.mark_from.load(Ordering::Relaxed).saturating_sub(flow_before));
         Admitted {
             taken: taken as usize,
-            mark_from: threshold.saturating_sub(before) as usize,
+            mark_from: mark_from.min(taken) as usize,
         }
     }
 
     /// Whether a packet of a batch of `batch` could be marked: some
     /// tenant's flow queues hold at least its ECN threshold less `batch`.
     fn may_mark(&self, batch: usize) -> bool {
+        let near = |in_flight: &AtomicU64, from: &AtomicU64| {
+            in_flight.load(Ordering::Relaxed).saturating_add(batch as u64) >= from.load(Ordering::Relaxed)
+        };
         self.tenants.iter().any(|t| {
-            let depth = t.depth.load(Ordering::Relaxed);
-            let from = t.mark_from.load(Ordering::Relaxed);
-            depth > 0 && t.in_flight.load(Ordering::Relaxed) + batch as u64 >= from
+            t.depth.load(Ordering::Relaxed) > 0
+                && (near(&t.in_flight, &t.mark_from)
+                    || t.flows.iter().any(|f| near(&f.in_flight, &f.mark_from)))
         })
     }
 
-    /// One packet of tenant seat `tenant` has ended (whatever its outcome).
-    pub(crate) fn release(&self, tenant: usize) {
+    /// One packet of flow `flow` of tenant seat `tenant` has ended
+    /// (whatever its outcome).
+    pub(crate) fn release(&self, tenant: usize, flow: usize) {
         if let Some(t) = self.tenants.get(tenant) {
             let before = t.in_flight.fetch_sub(1, Ordering::AcqRel);
             debug_assert!(before > 0, "a packet ended that was never admitted");
+            if let Some(f) = t.flows.get(flow) {
+                let before = f.in_flight.fetch_sub(1, Ordering::AcqRel);
+                debug_assert!(before > 0, "a flow's packet ended that was never admitted");
+            }
         }
     }
 
@@ -259,6 +314,18 @@ impl PacketPath {
         self.unmatched.fetch_add(1, Ordering::Relaxed);
         metrics.unmatched();
     }
+}
+
+/// Adds up to `n` to `count` while it stays at most `depth`; answers how
+/// much was added, and the count before.
+fn take_up_to(count: &AtomicU64, depth: u64, n: u64) -> (u64, u64) {
+    let (mut taken, mut before) = (0, 0);
+    let _ = count.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+        taken = depth.saturating_sub(now).min(n);
+        before = now;
+        Some(now + taken)
+    });
+    (taken, before)
 }
 
 /// What [`PacketPath::admit`] took of a batch.
@@ -569,17 +636,30 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
             false
         }
     });
+    // Each flow's packets go to its own queue, in the order they came.
+    packets.sort_by_key(|p| p.to.flow);
+    for run in packets.chunk_by_mut(|a, b| a.to.flow == b.to.flow) {
+        deliver_flow(socket, shared, tenant, run);
+    }
+    packets.clear();
+}
+
+/// Runs `packets`, all of one flow of tenant seat `tenant`, through its
+/// kernel as one batch of tasks in the flow's queue.
+fn deliver_flow(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut [Matched]) {
+    let path = &shared.packets;
+    let flow = packets.first().map_or(0, |p| p.to.flow);
     // A full flow queue drops the batch's latest packets here; a
     // congested one marks those that carry ECN bits (RFC 3168: mark
     // rather than drop while there is room), and their replies echo it.
-    let admitted = path.admit(tenant, packets.len());
+    let admitted = path.admit(tenant, flow, packets.len());
     path.count(
         &shared.metrics,
         tenant,
         PacketOutcome::Dropped,
         packets.len() - admitted.taken,
     );
-    packets.truncate(admitted.taken);
+    let packets = &mut packets[..admitted.taken];
     let mut marked = 0;
     for p in packets.iter_mut().skip(admitted.mark_from) {
         if p.ecn != 0 {
@@ -603,12 +683,14 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
         let stages = std::mem::replace(&mut p.stages, Ok(Vec::new())).unwrap_or_default();
         (stages, Arc::new(std::mem::take(&mut p.payload)), on_done)
     });
-    let handle = shared.runtime.tenant(TenantId(tenant as u32));
+    let handle = shared
+        .runtime
+        .tenant(TenantId(tenant as u32))
+        .in_flow(flow as u32);
     let submitted = handle.submit_stages_batch_calling(tasks);
     for (submitted, p) in submitted.iter().zip(packets.iter()) {
         if submitted.is_err() {
             group.refused(&p.to);
         }
     }
-    packets.clear();
 }

@@ -61,8 +61,11 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
     if crate::live_packets::uses_packets(scenario) {
         return crate::live_packets::check(scenario);
     }
-    for t in &scenario.tenants {
-        let w = &t.workload;
+    for (t, w) in scenario
+        .tenants
+        .iter()
+        .flat_map(|t| t.workloads.iter().map(move |w| (t, w)))
+    {
         if !computes(w, &scenario.engines) {
             // Transfers only: its tasks are bytes, whatever its `op`.
             continue;
@@ -106,8 +109,11 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
 /// output), so a size drawn up to a petabyte must be refused before the
 /// run, not found by the allocator.
 pub fn check_payloads(scenario: &Scenario, max_payload: u64) -> anyhow::Result<()> {
-    for t in &scenario.tenants {
-        let w = &t.workload;
+    for (t, w) in scenario
+        .tenants
+        .iter()
+        .flat_map(|t| t.workloads.iter().map(move |w| (t, w)))
+    {
         let largest = match &w.arrival {
             ArrivalSpec::Trace(rows) => rows.iter().map(|r| r.bytes).max().unwrap_or(0),
             _ => w.size.max_bytes(),
@@ -167,7 +173,8 @@ pub fn run_live(
 /// What a tenant's driver thread submits with.
 struct TenantRun<'a> {
     handle: &'a isola_runtime::TenantHandle,
-    spec: &'a isola_model::scenario::TenantSpec,
+    /// The workload it drives (one of its tenant's).
+    workload: &'a isola_model::scenario::WorkloadSpec,
     engines: &'a [isola_model::scenario::EngineModel],
     /// Where its next transfer goes in its host region.
     region: RegionCursor,
@@ -344,8 +351,9 @@ fn compute_engine(scenario: &Scenario, run: &PolicyRun, engine_index: usize) -> 
         scenario
             .tenants
             .iter()
-            .find(|t| t.workload.stages.contains(&engine_index))
-            .and_then(|t| t.workload.service.clone())
+            .flat_map(|t| &t.workloads)
+            .find(|w| w.stages.contains(&engine_index))
+            .and_then(|w| w.service.clone())
     };
     let cost: Arc<dyn isola_core::CostModel> = match service.or_else(tenant_model) {
         Some(s) => Arc::new(ServiceCost::new(&s, clock_hz)),
@@ -372,7 +380,7 @@ fn add_tenants(b: &mut RuntimeBuilder, scenario: &Scenario, run: &PolicyRun) -> 
         for (on, change) in &t.overrides {
             b.tenant_on(id, on.clone(), *change);
         }
-        let size = region_size(largest_task(&t.workload));
+        let size = region_size(t.workloads.iter().map(largest_task).max().unwrap_or(0));
         if has_dma {
             b.host_region(id, Arc::new(HeapRegion::new(size)));
         }
@@ -388,8 +396,9 @@ fn add_tenants(b: &mut RuntimeBuilder, scenario: &Scenario, run: &PolicyRun) -> 
     region_sizes
 }
 
-/// Drives every tenant of `scenario` (or only `alone`) on its own thread
-/// until the run ends (`(started, deadline)`); each tenant's tasks.
+/// Drives every workload of every tenant of `scenario` (or only
+/// `alone`'s) on its own thread, each into its tenant's flow queue of its
+/// index, until the run ends (`(started, deadline)`); each tenant's tasks.
 fn drive_tenants(
     rt: &isola_runtime::Runtime,
     scenario: &Scenario,
@@ -403,42 +412,54 @@ fn drive_tenants(
             .tenants
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                scope.spawn(move || {
+            .flat_map(|(i, t)| (0..t.workloads.len()).map(move |k| (i, t, k)))
+            .map(|(i, t, k)| {
+                let thread = scope.spawn(move || {
                     if alone.is_some_and(|a| a != i) {
                         return Ok(TenantTasks::default());
                     }
-                    let mut handle = rt.tenant(TenantId(i as u32));
+                    let w = &t.workloads[k];
+                    let mut handle = rt.tenant(TenantId(i as u32)).in_flow(k as u32);
                     // Its model predicts its operator stages (on their engine's clock).
-                    let clock_hz =
-                        t.workload
-                            .stages
-                            .iter()
-                            .find_map(|&e| match &scenario.engines[e].device {
-                                DeviceSpec::Compute { clock_hz, .. } => Some(*clock_hz),
-                                _ => None,
-                            });
-                    if let (Some(service), Some(clock_hz)) = (&t.workload.service, clock_hz) {
+                    let clock_hz = w.stages.iter().find_map(|&e| match &scenario.engines[e].device {
+                        DeviceSpec::Compute { clock_hz, .. } => Some(*clock_hz),
+                        _ => None,
+                    });
+                    if let (Some(service), Some(clock_hz)) = (&w.service, clock_hz) {
                         handle = handle.with_cost(Arc::new(ServiceCost::new(service, clock_hz)));
                     }
                     let clock = || rt.now_ns();
                     let tenant = TenantRun {
                         handle: &handle,
-                        spec: t,
+                        workload: w,
                         engines: &scenario.engines,
                         region: RegionCursor::new(region_sizes[i]),
                     };
-                    drive_tenant(tenant, i, seed, (started, deadline), &clock)
-                })
+                    // A tenant's first workload keeps the tenant's random
+                    // streams (as the simulator's does); the others take their own.
+                    drive_tenant(tenant, i | (k << 20), seed, (started, deadline), &clock)
+                });
+                (i, thread)
             })
             .collect();
-        threads
-            .into_iter()
-            .map(|t| {
-                t.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a tenant driver panicked")))
-            })
-            .collect()
+        let mut tasks: Vec<anyhow::Result<TenantTasks>> = scenario
+            .tenants
+            .iter()
+            .map(|_| Ok(TenantTasks::default()))
+            .collect();
+        for (i, thread) in threads {
+            let got = thread
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("a tenant driver panicked")));
+            tasks[i] = match (std::mem::replace(&mut tasks[i], Ok(TenantTasks::default())), got) {
+                (Ok(mut all), Ok(one)) => {
+                    all.merge(one);
+                    Ok(all)
+                }
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+        }
+        tasks
     })
 }
 
@@ -669,11 +690,10 @@ fn drive_tenant(
 ) -> anyhow::Result<TenantTasks> {
     let TenantRun {
         handle,
-        spec: t,
+        workload: w,
         engines,
         region,
     } = tenant;
-    let w = &t.workload;
     let (tx, rx) = crossbeam_channel::unbounded::<Completion>();
     let mut driver = Driver {
         handle,
@@ -708,6 +728,15 @@ fn drive_tenant(
 }
 
 impl TenantTasks {
+    /// Adds what another of the tenant's workloads saw.
+    fn merge(&mut self, other: TenantTasks) {
+        self.completions.extend(other.completions);
+        self.unfinished.extend(other.unfinished);
+        self.worst_lag_ns = self.worst_lag_ns.max(other.worst_lag_ns);
+        self.late += other.late;
+        self.dropped_at_end |= other.dropped_at_end;
+    }
+
     /// Keeps a completion, its output freed.
     fn record(&mut self, c: Completion) {
         self.unfinished.remove(&c.task);

@@ -143,7 +143,7 @@ fn time_tenants(scenario: &Scenario) -> anyhow::Result<(Vec<Timed>, Vec<String>)
     let mut timed = Vec::new();
     let mut skipped = Vec::new();
     for (i, t) in scenario.tenants.iter().enumerate() {
-        let w = &t.workload;
+        let w = &t.workload();
         if !runs_an_operator(scenario, w) {
             continue;
         }
@@ -200,7 +200,7 @@ pub fn has_operators(scenario: &Scenario) -> bool {
     scenario
         .tenants
         .iter()
-        .any(|t| runs_an_operator(scenario, &t.workload))
+        .any(|t| runs_an_operator(scenario, &t.workload()))
 }
 
 /// `isola run`: `scenario` live under the runs `only` selects, with
@@ -257,7 +257,7 @@ fn model_of(scenario: &Scenario, tenant: usize, engine: usize) -> Option<(&Servi
     let DeviceSpec::Compute { service, clock_hz } = &scenario.engines[engine].device else {
         return None;
     };
-    let own = scenario.tenants[tenant].workload.service.as_ref();
+    let own = scenario.tenants[tenant].workload().service.as_ref();
     Some((own.or(service.as_ref())?, *clock_hz))
 }
 
@@ -269,7 +269,7 @@ fn scaled(scenario: &Scenario, timed: &[Timed]) -> Scenario {
     let mut out = scenario.clone();
     for t in timed.iter().filter(|t| is_off(t.measured.ratio())) {
         if let Some((model, _)) = model_of(scenario, t.tenant, t.engine) {
-            out.tenants[t.tenant].workload.service = Some(model.scaled(t.measured.ratio()));
+            out.tenants[t.tenant].workload_mut().service = Some(model.scaled(t.measured.ratio()));
         }
     }
     for (e, engine) in out.engines.iter_mut().enumerate() {
@@ -316,7 +316,7 @@ mod tests {
         let DeviceSpec::Compute { clock_hz, .. } = &c.scenario.engines[0].device else {
             panic!()
         };
-        let model = c.scenario.tenants[0].workload.service.as_ref().unwrap();
+        let model = c.scenario.tenants[0].workload().service.as_ref().unwrap();
         let predicted = ServiceCost::new(model, *clock_hz).mean(m.bytes);
         assert!(
             (predicted / m.here_ns - 1.0).abs() < 1e-6,
@@ -354,7 +354,7 @@ mod tests {
         else {
             panic!()
         };
-        for got in [engine, tripled.tenants[0].workload.service.as_ref().unwrap()] {
+        for got in [engine, tripled.tenants[0].workload().service.as_ref().unwrap()] {
             let ServiceSpec::Affine { per_byte_ns, .. } = got else {
                 panic!("{got:?}")
             };

@@ -29,7 +29,7 @@ pub fn open_loop_rate(scenario: &Scenario) -> f64 {
     scenario
         .tenants
         .iter()
-        .map(|t| match &t.workload.arrival {
+        .map(|t| match &t.workload().arrival {
             ArrivalSpec::Poisson(r) | ArrivalSpec::Constant(r) | ArrivalSpec::Uniform(r) => *r,
             ArrivalSpec::OnOff { rate, .. } => *rate,
             ArrivalSpec::Steps(steps) => steps.iter().map(|s| s.1).fold(0.0, f64::max),
@@ -83,26 +83,27 @@ pub fn slowed(scenario: &Scenario, factor: f64) -> Scenario {
     };
     for t in &mut s.tenants {
         (t.slo, t.overrides) = t.scaled_slo(scale);
-        let w = &mut t.workload;
-        w.start = time(w.start);
-        w.arrival = match std::mem::replace(&mut w.arrival, ArrivalSpec::Closed(0)) {
-            ArrivalSpec::Poisson(r) => ArrivalSpec::Poisson(r / factor),
-            ArrivalSpec::Constant(r) => ArrivalSpec::Constant(r / factor),
-            ArrivalSpec::Uniform(r) => ArrivalSpec::Uniform(r / factor),
-            ArrivalSpec::OnOff { on, off, rate } => ArrivalSpec::OnOff {
-                on: time(on),
-                off: time(off),
-                rate: rate / factor,
-            },
-            ArrivalSpec::Steps(steps) => {
-                ArrivalSpec::Steps(steps.into_iter().map(|(at, r)| (time(at), r / factor)).collect())
-            }
-            ArrivalSpec::Trace(mut rows) => {
-                rows.iter_mut().for_each(|r| r.time = time(r.time));
-                ArrivalSpec::Trace(rows)
-            }
-            closed @ ArrivalSpec::Closed(_) => closed,
-        };
+        for w in &mut t.workloads {
+            w.start = time(w.start);
+            w.arrival = match std::mem::replace(&mut w.arrival, ArrivalSpec::Closed(0)) {
+                ArrivalSpec::Poisson(r) => ArrivalSpec::Poisson(r / factor),
+                ArrivalSpec::Constant(r) => ArrivalSpec::Constant(r / factor),
+                ArrivalSpec::Uniform(r) => ArrivalSpec::Uniform(r / factor),
+                ArrivalSpec::OnOff { on, off, rate } => ArrivalSpec::OnOff {
+                    on: time(on),
+                    off: time(off),
+                    rate: rate / factor,
+                },
+                ArrivalSpec::Steps(steps) => {
+                    ArrivalSpec::Steps(steps.into_iter().map(|(at, r)| (time(at), r / factor)).collect())
+                }
+                ArrivalSpec::Trace(mut rows) => {
+                    rows.iter_mut().for_each(|r| r.time = time(r.time));
+                    ArrivalSpec::Trace(rows)
+                }
+                closed @ ArrivalSpec::Closed(_) => closed,
+            };
+        }
     }
     s
 }
@@ -133,8 +134,8 @@ mod tests {
         let slow = slowed(&s, 50.0);
         assert_eq!(slow.run.duration, Some(250_000_000));
         assert_eq!(slow.run.window, 5_000_000);
-        assert_eq!(slow.tenants[0].workload.arrival, ArrivalSpec::Poisson(20_000.0));
-        assert_eq!(slow.tenants[1].workload.arrival, ArrivalSpec::Closed(16));
+        assert_eq!(slow.tenants[0].workload().arrival, ArrivalSpec::Poisson(20_000.0));
+        assert_eq!(slow.tenants[1].workload().arrival, ArrivalSpec::Closed(16));
         // Expected arrivals (rate x duration) are unchanged.
         assert_eq!(1e6 * 5e-3, 20_000.0 * 0.25);
         assert_eq!(slowed(&s, 0.5).run.duration, s.run.duration);
@@ -147,7 +148,7 @@ mod tests {
             "/../../scenarios/osmosis-dma-hol.toml"
         );
         let mut s = Scenario::load(path).unwrap();
-        s.tenants[0].workload.arrival = ArrivalSpec::Poisson(1e12);
+        s.tenants[0].workload_mut().arrival = ArrivalSpec::Poisson(1e12);
         // 5 ms may become 2 s: 400x, not the 1e8x the rate would ask.
         assert_eq!(auto_factor(&s), 400.0);
         s.run.duration = None;

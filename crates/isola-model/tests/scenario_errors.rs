@@ -201,7 +201,7 @@ fn missing_trace_and_bad_trace_rows() {
     )
     .unwrap();
     let s = Scenario::parse(&text, dir.join("s.toml")).unwrap();
-    match &s.tenants[0].workload.arrival {
+    match &s.tenants[0].workload().arrival {
         isola_model::scenario::ArrivalSpec::Trace(rows) => assert_eq!(rows.len(), 2, "only tenant a's rows"),
         other => panic!("{other:?}"),
     }
@@ -414,5 +414,38 @@ fn bad_steering_and_flows() {
         18,
         "flows",
         "must be at least 1",
+    );
+}
+
+/// A workload's flow-queue keys are checked where they are written.
+#[test]
+fn a_workloads_queue_keys_are_checked_at_their_line() {
+    check(&with_line(17, "priority = 300"), 17, "priority", "from 0 to 255");
+    check(&with_line(17, "weight = 0"), 17, "weight", "between");
+    check(
+        &with_line(17, "queue_cap = 2048"),
+        17,
+        "queue_cap",
+        "the tenant's queue_cap (1024)",
+    );
+}
+
+/// Several workloads of one tenant are its flow queues, in file order.
+#[test]
+fn several_workloads_are_the_tenants_flow_queues() {
+    let text = BASE.replace("[tenant.workload]", "[[tenant.workload]]")
+        + "[[tenant.workload]]\nengine = \"acc\"\narrival = { closed = 1 }\npriority = 2\nweight = 3\nqueue_cap = 8\n";
+    let s = Scenario::parse(&text, "ok.toml").expect("valid");
+    let t = &s.tenants[0];
+    assert_eq!(t.workloads.len(), 2);
+    let flows = &t.slo.flows;
+    assert_eq!(flows.len(), 2);
+    assert_eq!(
+        (flows[0].weight, flows[0].priority, flows[0].queue_cap),
+        (1.0, 0, None)
+    );
+    assert_eq!(
+        (flows[1].weight, flows[1].priority, flows[1].queue_cap),
+        (3.0, 2, Some(8))
     );
 }

@@ -149,6 +149,7 @@ pub fn replay(
                     deadline: None,
                     predicted_cost: Some(*predicted),
                     planner: planner(op),
+                    flow: 0,
                 };
                 if core.submit(*now, t).is_ok() != *accepted {
                     return Err(format!("call {i}: {task:?} accepted {} live, not here", accepted));

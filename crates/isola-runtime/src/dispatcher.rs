@@ -77,6 +77,8 @@ pub(crate) enum Msg {
 pub(crate) struct Submission {
     pub id: u64,
     pub tenant: TenantId,
+    /// The tenant's flow queue it waits in.
+    pub flow: u32,
     /// The name its completion carries (its first stage's).
     pub op_name: String,
     /// Its first stage: engine, work, and the model its costs are
@@ -150,6 +152,8 @@ struct TaskInFlight {
     /// Its input's size as submitted (its first stage's).
     bytes: u64,
     planner: Option<Arc<OperatorPlanner>>,
+    /// The tenant's flow queue it waits in, at every stage.
+    flow: u32,
     reply: Reply,
     submitted_ns: Nanos,
     started_ns: Option<Nanos>,
@@ -440,6 +444,7 @@ impl Dispatcher {
             rest: s.rest,
             bytes,
             planner: None,
+            flow: s.flow,
             reply: s.reply,
             submitted_ns,
             started_ns: None,
@@ -501,6 +506,7 @@ impl Dispatcher {
             deadline: None,
             predicted_cost: Some(task.stage_predicted_ns),
             planner,
+            flow: task.flow,
         };
         let (tenant, engine, bytes) = (core_task.tenant, core_task.engine, core_task.bytes);
         if let Some(message) = self.failed[task.engine].clone() {
@@ -662,6 +668,7 @@ impl TaskInFlight {
         Completion {
             task: self.id,
             tenant: self.tenant,
+            flow: self.flow,
             engine: EngineId(self.engine as u32),
             op: self.op_name.clone(),
             bytes: self.bytes,

@@ -24,6 +24,8 @@ pub struct TenantHandle {
     engine: Option<usize>,
     /// Its own cost model, guarded (else its engine's).
     cost: Option<Arc<crate::guard::GuardedCost>>,
+    /// The tenant's flow queue its tasks wait in.
+    flow: u32,
 }
 
 impl std::fmt::Debug for TenantHandle {
@@ -44,6 +46,7 @@ impl TenantHandle {
             shared,
             engine: None,
             cost: None,
+            flow: 0,
         }
     }
 
@@ -62,6 +65,15 @@ impl TenantHandle {
         }
         self.engine = Some(e);
         Ok(self)
+    }
+
+    /// This handle with its tasks queued in the tenant's flow queue `flow`
+    /// (its index among the tenant's [`isola_core::Slo::flows`]; by
+    /// default 0). A flow the tenant does not have refuses each task at
+    /// the core (`RejectReason::UnknownFlow`).
+    pub fn in_flow(mut self, flow: u32) -> TenantHandle {
+        self.flow = flow;
+        self
     }
 
     /// This handle with its tasks' costs predicted by `cost` instead of
@@ -230,6 +242,7 @@ impl TenantHandle {
             engine,
             spin: self.shared.spin,
             tenant: self.tenant,
+            flow: self.flow,
             op,
             bytes,
             rx,
@@ -416,6 +429,7 @@ impl TenantHandle {
             busy_at_submit,
             id,
             tenant: self.tenant,
+            flow: self.flow,
             op_name: first.work.name().to_string(),
             stage: first,
             rest,
@@ -449,6 +463,7 @@ pub struct Ticket {
     engine: usize,
     spin: std::time::Duration,
     tenant: TenantId,
+    flow: u32,
     op: String,
     bytes: u64,
     rx: crossbeam_channel::Receiver<Completion>,
@@ -482,6 +497,7 @@ impl Ticket {
         Completion {
             task: self.task,
             tenant: self.tenant,
+            flow: self.flow,
             engine: isola_core::EngineId(self.engine as u32),
             op: self.op.clone(),
             bytes: self.bytes,

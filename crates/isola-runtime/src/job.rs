@@ -128,6 +128,8 @@ pub struct Completion {
     pub task: u64,
     /// Who submitted it.
     pub tenant: TenantId,
+    /// The tenant's flow queue it waited in ([`crate::TenantHandle::in_flow`]).
+    pub flow: u32,
     /// The engine that ran it (a pipeline's: its last stage's).
     pub engine: EngineId,
     /// Operator name (a pipeline's: its first stage's; `dma-write`,

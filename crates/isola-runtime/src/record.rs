@@ -47,6 +47,7 @@ pub fn record_completion(recorder: &mut RunRecorder, c: &Completion) {
     }
     recorder.task(TaskRecord {
         tenant: c.tenant,
+        flow: c.flow,
         bytes: c.bytes,
         arrival: c.submitted_ns,
         end: c.finished_ns,
@@ -67,6 +68,7 @@ pub fn record_unfinished(
 ) {
     recorder.task(TaskRecord {
         tenant,
+        flow: 0,
         bytes,
         arrival: submitted_ns,
         end: end_ns.max(submitted_ns),
@@ -88,6 +90,7 @@ mod tests {
         Completion {
             task: at,
             tenant: TenantId(0),
+            flow: 0,
             engine: EngineId(0),
             op: "sha256".into(),
             bytes: 100,

@@ -106,6 +106,7 @@ impl Line {
                     deadline: None,
                     predicted_cost: Some(MEAN_SERVICE_NS),
                     planner: None,
+                    flow: 0,
                 };
                 if sched.submit(now, task).is_err() {
                     unreachable!("the channel holds every customer");

@@ -363,6 +363,7 @@ mod tests {
                         deadline: None,
                         predicted_cost: None,
                         planner: None,
+                        flow: 0,
                     },
                 )
                 .unwrap();

@@ -37,11 +37,15 @@ pub(crate) fn check_arrival_budget(
     let secs = h as f64 / NANOS_PER_SEC as f64;
     let budget = scenario.run.max_events;
     let mut total = 0.0;
-    for (i, t) in scenario.tenants.iter().enumerate() {
+    let workloads = scenario
+        .tenants
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| t.workloads.iter().map(move |w| (i, t, w)));
+    for (i, t, w) in workloads {
         if solo.is_some_and(|s| s != i) {
             continue;
         }
-        let w = &t.workload;
         let rate = match &w.arrival {
             ArrivalSpec::Poisson(r) | ArrivalSpec::Constant(r) | ArrivalSpec::Uniform(r) => *r,
             ArrivalSpec::OnOff { on, off, rate } => rate * *on as f64 / (*on + *off) as f64,

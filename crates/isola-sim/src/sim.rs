@@ -122,7 +122,7 @@ impl StageModel {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
-    Arrival { tenant: u32 },
+    Arrival { workload: u32 },
     Device { engine: u32, token: u64 },
     Wakeup,
 }
@@ -131,8 +131,12 @@ enum Event {
 struct Request {
     /// The tenant whose channels serve it.
     tenant: usize,
-    /// The workload that generated it (differs when ingress rules say so).
+    /// The workload that generated it (its tenant differs from `tenant`
+    /// when ingress rules say so).
     source: usize,
+    /// The workload whose stages serve it and the flow queue it waits in:
+    /// `source` when its tenant serves it, else the serving tenant's first.
+    served_as: usize,
     arrival: Nanos,
     bytes: u64,
     stage: usize,
@@ -150,6 +154,10 @@ struct Request {
 }
 
 struct WorkloadState {
+    /// Its tenant, and its index among the tenant's workloads (its flow
+    /// queue).
+    tenant: usize,
+    flow: u32,
     arrivals: ArrivalProcess,
     /// The scheduled open-loop arrival (a trace row fixes its size and op).
     pending: Option<NextArrival>,
@@ -221,7 +229,10 @@ struct Sim<'a> {
     policy: String,
     sched: isola_core::Scheduler,
     devices: Vec<Device>,
-    tenants: Vec<WorkloadState>,
+    /// Every tenant's workloads, tenant by tenant.
+    workloads: Vec<WorkloadState>,
+    /// Index of each tenant's first workload in `workloads`.
+    first_workload: Vec<usize>,
     requests: Slab<Request>,
     /// Pending events by time; simultaneous ones in scheduling order.
     events: EventQueue<Event>,
@@ -263,10 +274,22 @@ impl<'a> Sim<'a> {
                 _ => Device::Lanes(FifoLanes::new(e.slots)),
             })
             .collect();
-        let mut tenants = Vec::new();
+        let mut workloads = Vec::new();
+        let mut first_workload = Vec::new();
         let mut total_requests = Some(0u64);
-        for (i, t) in scenario.tenants.iter().enumerate() {
-            let w = &t.workload;
+        for ((i, _), (k, w)) in scenario
+            .tenants
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.workloads.iter().enumerate().map(move |kw| ((i, t), kw)))
+        {
+            if k == 0 {
+                first_workload.push(workloads.len());
+            }
+            // A tenant's first workload keeps the random streams of the
+            // tenant's index (so a scenario's results do not change with
+            // how its workloads are written); the others take their own.
+            let streams = i | (k << 20);
             let active = solo.is_none_or(|s| s == i);
             let limit = match (&w.arrival, w.count) {
                 (ArrivalSpec::Trace(rows), c) => {
@@ -279,12 +302,14 @@ impl<'a> Sim<'a> {
                 (Some(a), Some(l)) => Some(a + l),
                 _ => None,
             };
-            tenants.push(WorkloadState {
-                arrivals: ArrivalProcess::new(&w.arrival, w.start, seed, i),
+            workloads.push(WorkloadState {
+                tenant: i,
+                flow: k as u32,
+                arrivals: ArrivalProcess::new(&w.arrival, w.start, seed, streams),
                 pending: None,
                 op: OpSpec::named(w.op.clone()),
-                sizes: SizeSampler::new(&w.size, seed, i),
-                service_rng: stream(seed, i, Purpose::Service),
+                sizes: SizeSampler::new(&w.size, seed, streams),
+                service_rng: stream(seed, streams, Purpose::Service),
                 stages: w
                     .stages
                     .iter()
@@ -295,7 +320,6 @@ impl<'a> Sim<'a> {
                 closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
             });
         }
-        let n = scenario.tenants.len();
         let mut sim = Sim {
             scenario,
             label: policy.label.clone(),
@@ -308,7 +332,8 @@ impl<'a> Sim<'a> {
                 .any(|e| matches!(e.steering, Steering::Rss { .. })),
             sched,
             devices,
-            tenants,
+            workloads,
+            first_workload,
             requests: Slab::new(),
             events: EventQueue::new(),
             now: 0,
@@ -321,20 +346,27 @@ impl<'a> Sim<'a> {
             requests_done: 0,
         };
         check_arrival_budget(scenario, sim.horizon, solo)?;
-        for i in 0..n {
-            if solo.is_some_and(|s| s != i) {
+        for i in 0..sim.workloads.len() {
+            if solo.is_some_and(|s| s != sim.workloads[i].tenant) {
                 continue;
             }
-            if let ArrivalSpec::Closed(k) = scenario.tenants[i].workload.arrival {
-                let start = scenario.tenants[i].workload.start;
+            let w = sim.spec(i);
+            if let ArrivalSpec::Closed(k) = w.arrival {
+                let start = w.start;
                 for _ in 0..k {
-                    sim.schedule(start, Event::Arrival { tenant: i as u32 });
+                    sim.schedule(start, Event::Arrival { workload: i as u32 });
                 }
             } else {
                 sim.schedule_next_arrival(i);
             }
         }
         Ok(sim)
+    }
+
+    /// Workload `i`'s spec.
+    fn spec(&self, i: usize) -> &'a isola_model::scenario::WorkloadSpec {
+        let w = &self.workloads[i];
+        &self.scenario.tenants[w.tenant].workloads[w.flow as usize]
     }
 
     fn schedule(&mut self, at: Nanos, event: Event) {
@@ -352,7 +384,7 @@ impl<'a> Sim<'a> {
     }
 
     fn schedule_next_arrival(&mut self, t: usize) {
-        let run = &mut self.tenants[t];
+        let run = &mut self.workloads[t];
         if run.limit.is_some_and(|l| run.issued >= l) {
             return;
         }
@@ -360,7 +392,7 @@ impl<'a> Sim<'a> {
             if self.horizon.is_none_or(|h| next.at < h) {
                 let at = next.at.max(self.now);
                 run.pending = Some(next);
-                self.schedule(at, Event::Arrival { tenant: t as u32 });
+                self.schedule(at, Event::Arrival { workload: t as u32 });
             }
         }
     }
@@ -368,7 +400,7 @@ impl<'a> Sim<'a> {
     /// A new packet (request) of workload `source` arrives now. Ingress matching
     /// decides which tenant's channels it goes to (its own without rules).
     fn arrive(&mut self, source: usize) {
-        let run = &mut self.tenants[source];
+        let run = &mut self.workloads[source];
         if run.limit.is_some_and(|l| run.issued >= l) {
             return;
         }
@@ -387,11 +419,12 @@ impl<'a> Sim<'a> {
         let closed = run.closed;
         // The packet's 5-tuple: its flow is its source port's turn among the
         // workload's `flows` (a new port per packet without it).
-        let workload = &self.scenario.tenants[source].workload;
+        let (source_tenant, workload) = (run.tenant, self.spec(source));
+        let run = &self.workloads[source];
         let flow_seq = workload.flows.map_or(run.issued, |k| run.issued % u64::from(k));
         // Built only for what reads it: ingress rules and RSS steering.
         let tuple = (self.matching.is_some() || self.hashes_flows)
-            .then(|| packet_tuple(workload.flow.as_ref(), source, flow_seq));
+            .then(|| packet_tuple(workload.flow.as_ref(), source_tenant, flow_seq));
         let flow_hash = match &tuple {
             Some(tuple) if self.hashes_flows => rss_hash(tuple),
             _ => 0,
@@ -401,7 +434,8 @@ impl<'a> Sim<'a> {
                 Some(owner) => owner.index(),
                 None => {
                     self.results.task(TaskRecord {
-                        tenant: TenantId(source as u32),
+                        tenant: TenantId(source_tenant as u32),
+                        flow: self.workloads[source].flow,
                         bytes,
                         arrival: self.now,
                         end: self.now,
@@ -415,10 +449,15 @@ impl<'a> Sim<'a> {
                     return;
                 }
             },
-            _ => source,
+            _ => source_tenant,
         };
-        let w = &self.scenario.tenants[t].workload;
-        let mut stages = self.tenants[t]
+        let served_as = if t == source_tenant {
+            source
+        } else {
+            self.first_workload[t]
+        };
+        let w = self.spec(served_as);
+        let mut stages = self.workloads[served_as]
             .stages
             .iter()
             .map(|s| s.predict(bytes, w.direction));
@@ -428,6 +467,7 @@ impl<'a> Sim<'a> {
         let request = Request {
             tenant: t,
             source,
+            served_as,
             arrival: self.now,
             bytes,
             stage: 0,
@@ -448,11 +488,11 @@ impl<'a> Sim<'a> {
     fn submit_stage(&mut self, key: usize) {
         let request = &self.requests[key];
         let t = request.tenant;
-        let w = &self.scenario.tenants[t].workload;
-        let engine = w.stages[request.stage];
+        let served_as = &self.workloads[request.served_as];
+        let engine = self.spec(request.served_as).stages[request.stage];
         let op = match &request.op {
             Some(op) => op.clone(),
-            None => self.tenants[request.source].op.clone(),
+            None => self.workloads[request.source].op.clone(),
         };
         let task = Task {
             id: TaskId(key as u64),
@@ -464,6 +504,7 @@ impl<'a> Sim<'a> {
             deadline: None,
             predicted_cost: Some(crate::round_ns(request.stage_predicted)),
             planner: None,
+            flow: served_as.flow,
         };
         if let Err(rejection) = self.sched.submit(self.now, task) {
             if let RejectReason::CostTooLarge { cost, .. } = rejection.reason {
@@ -482,8 +523,8 @@ impl<'a> Sim<'a> {
     /// or aborted): a closed-loop workload issues its next one.
     fn request_ended(&mut self, t: usize) {
         self.requests_done += 1;
-        if self.tenants[t].closed {
-            self.schedule(self.now, Event::Arrival { tenant: t as u32 });
+        if self.workloads[t].closed {
+            self.schedule(self.now, Event::Arrival { workload: t as u32 });
         }
     }
 
@@ -493,10 +534,13 @@ impl<'a> Sim<'a> {
             let key = d.task.id.0 as usize;
             let request = &self.requests[key];
             let t = request.tenant;
-            let w = &self.scenario.tenants[t].workload;
+            let w = self.spec(request.served_as);
             let bytes = d.subtask.map_or(d.task.bytes, |f| f.bytes);
-            let mut service =
-                self.tenants[t].stages[request.stage].sample(bytes, request.unit_exp, w.direction);
+            let mut service = self.workloads[request.served_as].stages[request.stage].sample(
+                bytes,
+                request.unit_exp,
+                w.direction,
+            );
             if w.measured_over_predicted != 1.0 {
                 service = crate::round_ns(service as f64 * w.measured_over_predicted);
             }
@@ -609,11 +653,11 @@ impl<'a> Sim<'a> {
             return;
         }
         request.stage += 1;
-        let w = &self.scenario.tenants[c.tenant.index()].workload;
+        let w = &self.scenario.tenants[c.tenant.index()].workloads[c.flow as usize];
         if request.stage < w.stages.len() {
             let ratio = self.scenario.engines[e].egress_ratio;
             request.stage_bytes = crate::round_ns(request.stage_bytes as f64 * ratio).max(1);
-            request.stage_predicted = self.tenants[c.tenant.index()].stages[request.stage]
+            request.stage_predicted = self.workloads[request.served_as].stages[request.stage]
                 .predict(request.stage_bytes, w.direction);
             self.submit_stage(key);
             return;
@@ -627,6 +671,7 @@ impl<'a> Sim<'a> {
     fn record_request(&mut self, request: &Request, outcome: Outcome) {
         self.results.task(TaskRecord {
             tenant: TenantId(request.tenant as u32),
+            flow: self.workloads[request.served_as].flow,
             bytes: request.bytes,
             arrival: request.arrival,
             end: self.now,
@@ -657,7 +702,7 @@ impl<'a> Sim<'a> {
             self.guard.event(at);
             self.guard.check(self.scenario, self.horizon)?;
             match ev {
-                Event::Arrival { tenant } => self.arrive(tenant as usize),
+                Event::Arrival { workload } => self.arrive(workload as usize),
                 Event::Device { engine, token } => self.device_event(engine as usize, token),
                 Event::Wakeup => {
                     self.wakeup_at = None;
@@ -685,7 +730,7 @@ impl<'a> Sim<'a> {
         // What is still in the system was in it until the run's end.
         let in_flight: Vec<Request> = self.requests.drain().collect();
         debug_assert_eq!(
-            self.tenants.iter().map(|t| t.issued).sum::<u64>(),
+            self.workloads.iter().map(|t| t.issued).sum::<u64>(),
             self.requests_done + in_flight.len() as u64,
             "every request issued has ended exactly once or is still in the system"
         );

@@ -61,7 +61,7 @@ fn dma_head_of_line_blocking_and_fragmentation() {
         .p50;
     let mut medians = Vec::new();
     for size in [64u64, 1024, 4096] {
-        s.tenants[1].workload.size = SizeDist::Fixed(size);
+        s.tenants[1].workload_mut().size = SizeDist::Fixed(size);
         let native = run_policy(&s, fcfs, s.run.seed, None, None).unwrap().tenants[victim]
             .latency_ns
             .p50;

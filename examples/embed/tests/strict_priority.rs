@@ -43,6 +43,7 @@ fn task(id: u64, tenant: u32) -> Task {
         deadline: None,
         predicted_cost: None,
         planner: None,
+        flow: 0,
     }
 }
 

@@ -64,6 +64,7 @@ pub(crate) fn task(id: u64, tenant: usize, bytes: u64, now: Nanos, deadline: Opt
         deadline: deadline.map(|d| now + d),
         predicted_cost: None,
         planner: None,
+        flow: 0,
     }
 }
 

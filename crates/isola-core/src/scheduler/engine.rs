@@ -4,9 +4,9 @@
 
 use super::plan::{Plan, TaskCost};
 use super::{ChannelStats, DispatchReason};
-use crate::channel::VirtualChannel;
 use crate::cost_fit::LearnedCosts;
 use crate::engine::{EngineSpec, SplitWhen};
+use crate::flow_queues::FlowQueues;
 use crate::policy::{AtLimit, HeadInfo, Policy, TenantShare};
 
 use crate::ready_heap::{HeapKey, IndexedHeap};
@@ -23,8 +23,9 @@ pub(super) enum ChannelState {
     Empty,
     Ready,
     Throttled,
-    /// Its head continues an ordered task whose previous subtask is still
-    /// in service: nothing of it may go until that one completes.
+    /// Every one of its flow queues that holds work has a head that
+    /// continues an ordered task whose previous subtask is still in
+    /// service: nothing of it may go until one completes.
     Blocked,
 }
 
@@ -47,8 +48,9 @@ pub(super) struct Queued {
     /// planned with (`None`: whole).
     pub(super) plan: Plan,
     pub(super) split: Option<NonZeroU64>,
-    /// Key of the task's outstanding-subtask counter, once one is dispatched.
-    pub(super) group: Option<usize>,
+    /// Key of the task's outstanding-subtask counter, once one is
+    /// dispatched (a slab key; kept in 32 bits to keep the entry small).
+    pub(super) group: Option<u32>,
 }
 
 /// The parts of a queued task's next dispatch that are not the task's own
@@ -101,7 +103,8 @@ pub(super) struct EngineState {
     /// How the policy was built: a live SLO change builds it anew.
     pub(super) recipe: super::live::PolicyRecipe,
     pub(super) shares: Vec<TenantShare>,
-    pub(super) channels: Vec<VirtualChannel<Queued>>,
+    /// Each tenant's flow queues (one, unless it declares flows).
+    pub(super) channels: Vec<FlowQueues<Queued>>,
     pub(super) state: Vec<ChannelState>,
     pub(super) limit: Vec<Option<RateShaper>>,
     pub(super) reservation: Vec<Option<RateShaper>>,
@@ -178,7 +181,10 @@ impl EngineState {
     ) -> Self {
         let n = slos.len();
         EngineState {
-            channels: slos.iter().map(|s| VirtualChannel::new(s.queue_cap)).collect(),
+            channels: slos
+                .iter()
+                .map(|s| FlowQueues::new(s.queue_cap, &s.flows))
+                .collect(),
             state: vec![ChannelState::Empty; n],
             limit: slos.iter().map(|s| s.limit.map(RateShaper::new)).collect(),
             reservation: slos.iter().map(|s| s.reservation.map(RateShaper::new)).collect(),
@@ -260,9 +266,17 @@ impl EngineState {
     /// limit lets its head go at `now`, else throttle it until it does.
     #[inline]
     pub(super) fn admit_head(&mut self, now: Nanos, t: usize) {
-        let Some((head, continues)) = self.channels[t].head().map(|q| (q.head(), q.index > 0)) else {
-            self.state[t] = ChannelState::Empty;
+        if !self.channels[t].select() {
+            // Empty, or every queue's head waits for its ordered subtask.
+            self.state[t] = if self.channels[t].is_empty() {
+                ChannelState::Empty
+            } else {
+                ChannelState::Blocked
+            };
             return;
+        }
+        let Some((head, continues)) = self.channels[t].head().map(|q| (q.head(), q.index > 0)) else {
+            unreachable!("a selected flow queue has a head");
         };
         match &self.limit[t] {
             // The rest of a task already started is not held to an ops limit.
@@ -473,16 +487,17 @@ impl EngineState {
         let first = q.index == 0;
         let count = q.plan.count();
         let subtask = q.plan.piece(&q.task, q.index, q.sent).subtask;
-        let blocks = q.plan.ordered();
+        // An ordered task's next subtask waits for this one to complete.
+        let blocks = q.plan.ordered() && q.index + 1 < count;
         // Kept only where costs are learned: the completion feeds the fit.
         let op = self.learned.is_some().then(|| std::sync::Arc::clone(&q.task.op));
         let taken = if q.index + 1 >= count {
             debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
-            let group = q.group;
+            let group = q.group.map(|g| g as usize);
             let task = super::DispatchedTask::of(&q.task);
             // The entry is dropped where it lies, not moved out (issue 17).
+            self.channels[t].charge(head.cost);
             self.channels[t].discard_head();
-            self.replan_head(now, t);
             Taken {
                 task,
                 head,
@@ -491,12 +506,21 @@ impl EngineState {
                 op,
             }
         } else {
-            let group = *q.group.get_or_insert_with(|| self.subtasks_left.insert(count));
+            let group = *q.group.get_or_insert_with(|| {
+                let key = self.subtasks_left.insert(count);
+                assert!(key < u32::MAX as usize, "split tasks in service fit 32-bit keys");
+                key as u32
+            }) as usize;
             q.sent += head.bytes;
             q.index += 1;
             q.next = q.plan.head(&q.task, head.seq, q.index, q.sent).into();
+            let task = super::DispatchedTask::of(&q.task);
+            self.channels[t].charge(head.cost);
+            if blocks {
+                self.channels[t].block_current();
+            }
             Taken {
-                task: super::DispatchedTask::of(&q.task),
+                task,
                 head,
                 subtask,
                 group: Some(group),
@@ -529,14 +553,17 @@ impl EngineState {
         self.queued_cost[t] -= head.cost;
         self.busy += 1;
         self.stats[t].dispatched += 1;
-        // The new head, and whether it continues a task already started.
-        let (next, continues) = self.channels[t]
-            .head()
-            .map_or((None, false), |q| (Some(q.head()), q.index > 0));
-        // An ordered task's next subtask waits for this one to complete.
-        let blocked = continues && blocks;
+        // The new head (from whichever flow queue goes next), and whether
+        // it continues a task already started.
+        let any = self.channels[t].select();
+        if any {
+            self.replan_head(now, t);
+        }
+        let (next, continues) = match self.channels[t].head() {
+            Some(q) if any => (Some(q.head()), q.index > 0),
+            _ => (None, false),
+        };
         let stays_ready = match (&next, &self.limit[t]) {
-            _ if blocked => false,
             (None, _) => false,
             (Some(_), Some(l)) => l.admits_piece(now, continues),
             (Some(_), None) => true,
@@ -550,18 +577,15 @@ impl EngineState {
             self.policy.on_dispatch(now, t, &head, None, &cx!(self));
             self.reservation_due.remove(t);
             self.state[t] = ChannelState::Empty;
-            if blocked {
-                self.state[t] = ChannelState::Blocked;
-            } else if next.is_some() {
-                self.admit_head(now, t);
-            }
+            self.admit_head(now, t);
         }
         taken
     }
 
-    /// An ordered subtask of tenant `t` completed: its task's next subtask
-    /// may go now.
-    pub(super) fn unblock(&mut self, now: Nanos, t: usize) {
+    /// An ordered subtask of tenant `t` from its flow queue `flow`
+    /// completed: its task's next subtask may go now.
+    pub(super) fn unblock(&mut self, now: Nanos, t: usize, flow: usize) {
+        self.channels[t].unblock(flow);
         if self.state[t] == ChannelState::Blocked {
             self.state[t] = ChannelState::Empty;
             self.admit_head(now, t);
@@ -611,6 +635,7 @@ mod tests {
             deadline: Some(99_000),
             predicted_cost: Some(20_000),
             planner: None,
+            flow: 0,
         };
         let model = AffineCost::new(100.0, 2.0).unwrap();
         for split in [None, Some(3_000)] {

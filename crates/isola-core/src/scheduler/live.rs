@@ -157,9 +157,9 @@ impl Scheduler {
             }) else {
                 continue;
             };
-            let started = e.channels[t].head().is_some_and(|q| q.group.is_some());
             let head_before = e.channels[t].head().map(|q| q.task.id);
-            let withdrawn = e.channels[t].take_where(usize::from(started), |q| which(q.task.id));
+            // A task partly dispatched (only ever a flow queue's head) stays.
+            let withdrawn = e.channels[t].take_where(|q| q.group.is_none() && which(q.task.id));
             for q in withdrawn {
                 // Nothing of a withdrawn task was dispatched: all of its
                 // dispatches and bytes are counted as queued and held.
@@ -190,6 +190,7 @@ impl Scheduler {
             }
             e.restart_policy(now, policy);
             if !blocked && !e.channels[t].is_empty() {
+                e.channels[t].select();
                 e.replan_head(now, t);
                 e.admit_head(now, t);
             }
@@ -217,7 +218,7 @@ impl EngineState {
         self.budget_actions[t] = slo
             .budget_action
             .unwrap_or(crate::tenant::BudgetAction::default_for(self.spec.kind));
-        self.channels[t].set_cap(slo.queue_cap);
+        self.channels[t].configure(slo.queue_cap, &slo.flows);
         self.latency_sensitive[t] = latency_sensitive(slo);
         // Its head is judged again under its new limit.
         self.throttled.remove(t);

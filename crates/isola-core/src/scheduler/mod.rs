@@ -46,8 +46,8 @@ pub use types::{
     Rejection, SchedulerError,
 };
 
-use crate::channel::VirtualChannel;
 use crate::engine::{EngineId, EngineSpec};
+use crate::flow_queues::{FlowQueues, PushRefused};
 use crate::policy::HeadInfo;
 use crate::ready_heap::IndexedHeap;
 use crate::task::{Subtask, Task};
@@ -187,25 +187,39 @@ impl Scheduler {
             split: engine::split_key(split),
             group: None,
         };
-        e.last_active[t] = Some(now);
-        if let Err(q) = e.channels[t].push(queued) {
-            e.stats[t].rejected += 1;
-            let reason = RejectReason::ChannelFull {
-                tenant: q.task.tenant,
-                engine: q.task.engine,
-                cap: e.channels[t].cap(),
-            };
-            return reject(reason, q.task);
+        let flow = queued.task.flow;
+        match e.channels[t].push(flow as usize, queued) {
+            Ok(()) => {}
+            Err(PushRefused::Full { item, cap }) => {
+                e.stats[t].rejected += 1;
+                let reason = RejectReason::ChannelFull {
+                    tenant: item.task.tenant,
+                    engine: item.task.engine,
+                    cap,
+                };
+                return reject(reason, item.task);
+            }
+            Err(PushRefused::UnknownFlow(item)) => {
+                let tenant = item.task.tenant;
+                return reject(RejectReason::UnknownFlow { tenant, flow }, item.task);
+            }
         }
+        e.last_active[t] = Some(now);
         self.next_seq += 1;
         self.held[t] += u128::from(bytes);
         e.queued[t] += count as u64;
         e.queued_cost[t] += head.remaining_cost;
         e.stats[t].submitted += 1;
-        if e.state[t] == ChannelState::Empty {
-            // The channel was empty: the tenant was idle until now.
-            e.backlogged_since[t] = now;
-            e.admit_head(now, t);
+        match e.state[t] {
+            ChannelState::Empty => {
+                // The channel was empty: the tenant was idle until now.
+                e.backlogged_since[t] = now;
+                e.admit_head(now, t);
+            }
+            // Its other flow queues wait for ordered subtasks; this one
+            // may go.
+            ChannelState::Blocked => e.admit_head(now, t),
+            ChannelState::Ready | ChannelState::Throttled => {}
         }
         // Postconditions: the task is queued within the channel's cap, its
         // cost bounded, and the tenant's bookkeeping consistent.
@@ -229,6 +243,10 @@ impl Scheduler {
             return None;
         }
         let (t, reason) = e.choose(now)?;
+        // Which of the tenant's flow queues goes is decided now, at its
+        // turn: work that came to a queue that goes first meanwhile does.
+        let selected = e.channels[t].select();
+        debug_assert!(selected, "a ready tenant has a flow queue whose head may go");
         // Whether and how finely a task is split is decided now, at its
         // dispatch: a task that became its channel's head while its tenant
         // was alone is split if another tenant has arrived since.
@@ -334,7 +352,7 @@ impl Scheduler {
             self.held[t] -= u128::from(s.task.bytes);
         }
         if !task_done && s.subtask.is_some_and(|st| st.ordered) {
-            e.unblock(now, t);
+            e.unblock(now, t, s.task.flow as usize);
         }
         let st = &mut e.stats[t];
         st.completed += 1;
@@ -346,6 +364,7 @@ impl Scheduler {
         let completed = Completed {
             task: s.task.id,
             tenant: s.task.tenant,
+            flow: s.task.flow,
             engine: s.engine,
             bytes: s.head.bytes,
             arrival: s.head.arrival,
@@ -392,7 +411,7 @@ impl Scheduler {
         self.engines
             .get(engine.index())
             .and_then(|e| e.channels.get(tenant.index()))
-            .map_or(0, VirtualChannel::len)
+            .map_or(0, FlowQueues::len)
     }
 
     /// The subtask size `engine`'s policy wants now for `tenant`'s tasks
@@ -463,7 +482,7 @@ impl Scheduler {
                     // A partly dispatched task is handed back whole; its
                     // subtasks in service will not report it done.
                     if let Some(g) = q.group {
-                        e.subtasks_left.try_remove(g);
+                        e.subtasks_left.try_remove(g as usize);
                     }
                     assert!(
                         self.held[t] >= u128::from(q.task.bytes),

@@ -282,6 +282,7 @@ mod tests {
             deadline: None,
             predicted_cost: Some(bytes * 2),
             planner,
+            flow: 0,
         }
     }
 

@@ -44,6 +44,8 @@ pub struct DispatchedTask {
     /// Predicted service time of the whole task on its engine (given at
     /// submission, or filled in from the engine's cost model).
     pub predicted_cost: Nanos,
+    /// The tenant's flow queue it waited in.
+    pub flow: u32,
 }
 
 impl DispatchedTask {
@@ -60,6 +62,7 @@ impl DispatchedTask {
             bytes: task.bytes,
             arrival: task.arrival,
             predicted_cost: task.predicted_cost.unwrap_or(0),
+            flow: task.flow,
         }
     }
 }
@@ -89,6 +92,8 @@ pub struct Completed {
     pub task: TaskId,
     /// Its tenant.
     pub tenant: TenantId,
+    /// The tenant's flow queue it waited in.
+    pub flow: u32,
     /// The engine that served it.
     pub engine: EngineId,
     /// Its size.
@@ -124,7 +129,16 @@ pub enum RejectReason {
     /// The engine id is not in the scheduler.
     #[error("unknown engine {0:?}")]
     UnknownEngine(EngineId),
-    /// The tenant's channel on that engine holds `cap` tasks already.
+    /// The tenant has no flow queue of that index.
+    #[error("tenant {tenant:?} has no flow queue {flow}")]
+    UnknownFlow {
+        /// Tenant.
+        tenant: TenantId,
+        /// The flow queue named.
+        flow: u32,
+    },
+    /// The tenant's channel on that engine (or the flow queue the task
+    /// names) holds `cap` tasks already.
     #[error("channel of tenant {tenant:?} on engine {engine:?} is full ({cap} tasks)")]
     ChannelFull {
         /// Tenant.

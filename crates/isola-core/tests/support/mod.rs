@@ -183,6 +183,7 @@ impl Driver<'_> {
             deadline: None,
             predicted_cost: Some(cost),
             planner: None,
+            flow: 0,
         };
         out.submitted_bytes.insert(TaskId(next_id), bytes);
         match s.submit(now, task) {

@@ -73,6 +73,12 @@ pub struct FlowConfig {
     /// carried out by the daemon's DMA engine after the kernel
     /// (`crate::io_flow`); the task's output is the data written or read.
     pub dma: Option<isola_runtime::Direction>,
+    /// Its flow queue's place in the tenant's turn (also in the tenant's
+    /// SLO, `Slo::flows`, which the core schedules by).
+    pub queue: isola_core::FlowQueueSpec,
+    /// Packets in its own queue from which ECN-capable ones are marked
+    /// (`None`: only the tenant's `ecn_threshold` applies).
+    pub ecn_threshold: Option<usize>,
 }
 
 impl DaemonTenant {
@@ -166,5 +172,7 @@ fn load_flow(
         reply: f.reply,
         error_reply: f.error_reply,
         dma: f.dma,
+        queue: f.queue,
+        ecn_threshold: f.ecn_threshold,
     })
 }

@@ -28,6 +28,7 @@ fn done(tenant: u32, service_ns: u64) -> (Completion, CompletionEntry) {
     let c = Completion {
         task: 0,
         tenant: isola_core::TenantId(tenant),
+        flow: 0,
         engine: isola_core::EngineId(0),
         op: "crc32c".into(),
         bytes: 1,

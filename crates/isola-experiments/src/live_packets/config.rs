@@ -110,7 +110,7 @@ fn engine(
         .tenants
         .iter()
         .zip(kernels)
-        .filter(|(t, _)| t.workload.stages[0] == e)
+        .filter(|(t, _)| t.workload().stages[0] == e)
         .map(|(_, k)| k)
         .collect();
     engine.ops = served.iter().map(|k| k.op.clone()).collect();
@@ -141,7 +141,7 @@ fn flow(scenario: &Scenario, i: usize, kernel: &Kernel, port: u16) -> toml::Valu
         .collect();
     flow.insert("params".into(), params.into());
     if io::is_io(scenario, t) {
-        let write = t.workload.direction == Direction::Write;
+        let write = t.workload().direction == Direction::Write;
         flow.insert("dma".into(), if write { "write" } else { "read" }.into());
         if write {
             flow.insert("reply".into(), false.into());

@@ -31,7 +31,7 @@ pub(super) const READ_BODY: u64 = 64;
 /// The DMA engine tenant `t`'s pipeline ends on, if it is an IO pipeline
 /// (a compute engine, then a DMA engine).
 pub(super) fn dma_engine(scenario: &Scenario, t: &TenantSpec) -> Option<usize> {
-    let [first, second] = t.workload.stages[..] else {
+    let [first, second] = t.workload().stages[..] else {
         return None;
     };
     let compute = matches!(
@@ -71,19 +71,19 @@ pub(super) fn check(scenario: &Scenario) -> anyhow::Result<()> {
         let Some(DeviceSpec::Dma(_)) = scenario.engines.get(e).map(|e| &e.device) else {
             bail!("tenant `{}`: its DMA engine has no link model", t.name);
         };
-        let most = t.workload.size.max_bytes();
+        let most = t.workload().size.max_bytes();
         if most > WINDOW
-            || (t.workload.direction == Direction::Read && most > isola_daemon::io_flow::MAX_READ)
+            || (t.workload().direction == Direction::Read && most > isola_daemon::io_flow::MAX_READ)
         {
             bail!(
                 "tenant `{}`: its transfers reach {most} bytes, above the {} bytes a live IO {} may move",
                 t.name,
-                if t.workload.direction == Direction::Read {
+                if t.workload().direction == Direction::Read {
                     isola_daemon::io_flow::MAX_READ
                 } else {
                     WINDOW
                 },
-                if t.workload.direction == Direction::Read {
+                if t.workload().direction == Direction::Read {
                     "read"
                 } else {
                     "write"
@@ -97,7 +97,7 @@ pub(super) fn check(scenario: &Scenario) -> anyhow::Result<()> {
 /// The bytes of the stand-in's input for a packet whose transfer is
 /// `drawn` bytes.
 pub(super) fn body_bytes(t: &TenantSpec, drawn: u64) -> u64 {
-    match t.workload.direction {
+    match t.workload().direction {
         Direction::Write => drawn,
         Direction::Read => READ_BODY,
     }
@@ -112,14 +112,14 @@ pub(super) fn packets(t: &TenantSpec, sizes: &[u64], bodies: &[Vec<u8>]) -> Vec<
         .zip(bodies)
         .enumerate()
         .map(|(i, (&size, body))| {
-            let len = match t.workload.direction {
+            let len = match t.workload().direction {
                 Direction::Write => body.len() as u64,
                 Direction::Read => size,
             };
             // 4 KiB apart, wrapping where the transfer would pass the end.
             let addr = (i as u64 * 4096) % (WINDOW - len.min(WINDOW) + 1);
             let mut p = addr.to_be_bytes().to_vec();
-            if t.workload.direction == Direction::Read {
+            if t.workload().direction == Direction::Read {
                 p.extend_from_slice(&(len as u32).to_be_bytes());
             }
             p.extend_from_slice(body);

@@ -24,12 +24,12 @@ const PAYLOADS: usize = 64;
 /// the model-only [`MODEL_KERNEL`], or it is an IO tenant (its kernel's
 /// work is a service model; its transfer is the DMA's).
 pub(super) fn stands_in(scenario: &Scenario, t: &TenantSpec) -> bool {
-    t.workload.op == MODEL_KERNEL || super::io::is_io(scenario, t)
+    t.workload().op == MODEL_KERNEL || super::io::is_io(scenario, t)
 }
 
 /// The real operator tenant `t`'s packets run.
 pub(super) fn real_op<'a>(scenario: &Scenario, t: &'a TenantSpec) -> anyhow::Result<&'a str> {
-    let op = t.workload.op.as_str();
+    let op = t.workload().op.as_str();
     if stands_in(scenario, t) {
         return Ok(KERNEL_STAND_IN);
     }
@@ -45,14 +45,14 @@ pub(super) fn real_op<'a>(scenario: &Scenario, t: &'a TenantSpec) -> anyhow::Res
 
 /// The scenario's predicted cost of one of `t`'s packets of `bytes`, ns.
 pub(super) fn model_cost(scenario: &Scenario, t: &TenantSpec, bytes: u64) -> Option<f64> {
-    let engine = &scenario.engines[*t.workload.stages.first()?];
+    let engine = &scenario.engines[*t.workload().stages.first()?];
     let (service, clock_hz) = match &engine.device {
         DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
         _ => (None, 1e9),
     };
-    let s = t.workload.service.clone().or(service)?;
+    let s = t.workload().service.clone().or(service)?;
     ServiceCost::new(&s, clock_hz)
-        .predict(&t.workload.op, bytes)
+        .predict(&t.workload().op, bytes)
         .map(|n| n as f64)
 }
 
@@ -87,7 +87,7 @@ fn payloads(
     op: &str,
     params: &BTreeMap<String, String>,
 ) -> anyhow::Result<(Vec<u64>, Vec<Vec<u8>>)> {
-    let mut sizes = SizeSampler::new(&t.workload.size, seed, index);
+    let mut sizes = SizeSampler::new(&t.workload().size, seed, index);
     let sizes: Vec<u64> = (0..PAYLOADS).map(|_| sizes.sample().max(1)).collect();
     let io = super::io::is_io(scenario, t);
     let body = |b: u64| if io { super::io::body_bytes(t, b) } else { b };
@@ -262,7 +262,7 @@ fn build_kernel(
         params.insert("random-rules".into(), "0".into());
         rules = Some(1000);
     } else {
-        params.extend(t.workload.params.clone());
+        params.extend(t.workload().params.clone());
     }
     let (sizes, payloads) = payloads(scenario, t, i, seed, &op, &params)?;
     let wire = super::io::is_io(scenario, t).then(|| super::io::packets(t, &sizes, &payloads));

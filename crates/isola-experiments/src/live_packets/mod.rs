@@ -100,7 +100,14 @@ pub fn uses_packets(scenario: &Scenario) -> bool {
 pub fn check(scenario: &Scenario) -> anyhow::Result<()> {
     let mut engine_ops: BTreeMap<String, usize> = BTreeMap::new();
     for t in &scenario.tenants {
-        let w = &t.workload;
+        let w = t.workload();
+        if t.workloads.len() > 1 {
+            bail!(
+                "tenant `{}` has {} workloads: a live packet run sends each tenant's packets as one isolad flow;                  run it in the simulator, or give isolad the tenant's [[tenant.flow]]s (docs/daemon.md)",
+                t.name,
+                t.workloads.len()
+            );
+        }
         if t.flow_match.is_none() {
             bail!(
                 "tenant `{}` has no `match`: a scenario with ingress matching runs live over packets only \
@@ -194,7 +201,7 @@ fn send(
     (started, deadline, stretch, count): (Instant, Instant, f64, Option<u64>),
     clock: &dyn Fn() -> Nanos,
 ) -> Sent {
-    let mut arrivals = ArrivalProcess::new(&t.workload.arrival, t.workload.start, seed, index);
+    let mut arrivals = ArrivalProcess::new(&t.workload().arrival, t.workload().start, seed, index);
     let mut out = Sent::default();
     let mut bytes = 0u64;
     let mut reply = vec![0u8; 65_536];
@@ -431,6 +438,7 @@ fn record(
         for _ in 0..s.packets.saturating_sub(received) + refused {
             recorder.task(TaskRecord {
                 tenant: TenantId(i as u32),
+                flow: 0,
                 bytes: s.mean_bytes,
                 arrival: s.last_ns,
                 end: s.last_ns,
@@ -516,7 +524,7 @@ fn notes(
         } else if kernels::stands_in(scenario, t) {
             format!(
                 "`{}` ran as `{KERNEL_STAND_IN}` with a chain of {} rules no packet matches, ",
-                t.workload.op,
+                t.workload().op,
                 k.rules.unwrap_or(0)
             )
         } else {
@@ -543,7 +551,7 @@ fn notes(
             isola_model::quantity::format_duration(k.measured_ns as Nanos),
             s.packets,
             s.mean_bytes,
-            t.workload.size.max_bytes(),
+            t.workload().size.max_bytes(),
             k.op,
             c.0,
             c.1,

@@ -68,7 +68,7 @@ fn workers(scenario: &Scenario) -> (Vec<usize>, f64) {
 fn measured_dilation(scenario: &Scenario, kernels: &[Kernel]) -> (f64, bool) {
     let (mut real, mut model) = (0.0, 0.0);
     for (t, k) in scenario.tenants.iter().zip(kernels) {
-        let rate = mean_rate(&t.workload.arrival);
+        let rate = mean_rate(&t.workload().arrival);
         real += rate * k.measured_ns;
         model += rate * k.model_ns.unwrap_or(k.measured_ns);
     }
@@ -83,7 +83,7 @@ fn peak_pps(scenario: &Scenario, stretch: f64) -> f64 {
     scenario
         .tenants
         .iter()
-        .map(|t| peak_rate(&t.workload.arrival) * 1e9 / stretch)
+        .map(|t| peak_rate(&t.workload().arrival) * 1e9 / stretch)
         .sum()
 }
 
@@ -100,8 +100,8 @@ const PAD_BELOW: f64 = 0.9;
 /// tenants' packets go to more than one engine (the stand-in is one
 /// operator, and an operator runs on one engine).
 pub(super) fn padding(scenario: &Scenario, kernels: &[Kernel]) -> Option<f64> {
-    let engine = scenario.tenants.first()?.workload.stages[0];
-    if scenario.tenants.iter().any(|t| t.workload.stages[0] != engine) {
+    let engine = scenario.tenants.first()?.workload().stages[0];
+    if scenario.tenants.iter().any(|t| t.workload().stages[0] != engine) {
         return None;
     }
     let (_, narrowing) = workers(scenario);
@@ -123,7 +123,7 @@ pub(super) fn scale(scenario: &Scenario, kernels: &[Kernel]) -> Scale {
         .tenants
         .iter()
         .map(|t| {
-            t.workload
+            t.workload()
                 .count
                 .map(|c| ((c as f64 / narrowing).ceil() as u64).max(1))
         })

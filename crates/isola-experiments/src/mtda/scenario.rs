@@ -285,7 +285,7 @@ mod tests {
                 };
                 let s = isola_model::Scenario::parse(&table_iv_with(n, balanced, "10ms", &setup), "m.toml")
                     .unwrap();
-                assert!(s.tenants.iter().all(|t| t.workload.flows == Some(4)));
+                assert!(s.tenants.iter().all(|t| t.workload().flows == Some(4)));
                 assert!(s.tenants.iter().all(|t| t.slo.weight > 0.0));
                 assert!(matches!(
                     s.engines[0].steering,

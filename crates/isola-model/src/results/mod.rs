@@ -3,11 +3,13 @@
 //! per-window CSV; the [`RunRecorder`] that computes one from a driver's
 //! records; and the [`SlaRule`] that judges latency objectives.
 
+mod flows;
 mod recorder;
 mod sla;
 mod spread;
 mod sweep;
 
+pub use flows::FlowResult;
 pub use recorder::{EngineTime, Outcome, RecordedEngine, RecordedTenant, RunEnd, RunRecorder, TaskRecord};
 pub use sla::SlaRule;
 pub use spread::Spread;
@@ -81,6 +83,10 @@ pub struct TenantResult {
     pub flow_completion_ns: Nanos,
     /// Mean latency shared / mean latency alone (with `solo`).
     pub slowdown: Option<f64>,
+    /// Each of its flow queues' figures, when its tasks came through more
+    /// than one (a scenario tenant's several workloads, isolad's flows).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowResult>,
 }
 
 /// One metrics window.

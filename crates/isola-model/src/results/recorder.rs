@@ -87,6 +87,8 @@ pub enum Outcome {
 pub struct TaskRecord {
     /// The tenant it belongs to.
     pub tenant: TenantId,
+    /// The tenant's flow queue it came through (0 for a tenant with one).
+    pub flow: u32,
     /// Its payload size.
     pub bytes: u64,
     /// When it arrived.
@@ -132,6 +134,8 @@ struct TenantTally {
     last_completion: Option<Nanos>,
     /// Engine time per engine.
     busy: Vec<u64>,
+    /// Its flow queues' own counts and latencies.
+    flows: super::flows::FlowTallies,
 }
 
 /// Computes a [`PolicyResult`] from a driver's records (see the module docs).
@@ -184,6 +188,7 @@ impl RunRecorder {
             first_arrival: None,
             last_completion: None,
             busy: vec![0; e],
+            flows: Default::default(),
         };
         RunRecorder {
             tenants,
@@ -268,6 +273,7 @@ impl RunRecorder {
         if r.outcome != Outcome::Unmatched {
             self.sojourn += u128::from(r.end.saturating_sub(r.arrival));
         }
+        tally.flows.record(&r);
         match r.outcome {
             Outcome::Rejected => tally.rejected += 1,
             Outcome::Aborted => tally.aborted += 1,
@@ -427,6 +433,7 @@ impl RunRecorder {
     fn tenant_result(&mut self, i: usize, secs: f64, total_busy: u64, engine_busy: &[u64]) -> TenantResult {
         let latency = &mut self.tally[i].latency;
         let (latency_ns, latency_cdf) = (LatencyStats::from(latency.summary()), latency.cdf());
+        let flows = self.tally[i].flows.results(secs);
         let (spec, t) = (&self.tenants[i], &self.tally[i]);
         let busy: u64 = t.busy.iter().sum();
         let engine_shares = self
@@ -471,6 +478,7 @@ impl RunRecorder {
                 _ => 0,
             },
             slowdown: None,
+            flows,
         }
     }
 
@@ -553,6 +561,7 @@ mod tests {
     ) -> TaskRecord {
         TaskRecord {
             tenant: TenantId(tenant),
+            flow: 0,
             bytes,
             arrival,
             end,

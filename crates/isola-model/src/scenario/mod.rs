@@ -594,8 +594,10 @@ pub struct TenantSpec {
     pub slo: Slo,
     /// Its SLO's changes on some engines (by engine name or kind).
     pub overrides: Vec<(EngineSelector, SloOverride)>,
-    /// Its workload.
-    pub workload: WorkloadSpec,
+    /// Its workloads, in file order: each feeds its own flow queue (its
+    /// index is the queue's, [`isola_core::Task::flow`]; `slo.flows` says
+    /// how they share the tenant's turn). At least one.
+    pub workloads: Vec<WorkloadSpec>,
     /// Ingress matching rule (OSMOSIS' matching engine); packets that match
     /// it go to this tenant's channels.
     pub flow_match: Option<FlowMatch>,
@@ -606,6 +608,17 @@ pub struct TenantSpec {
 }
 
 impl TenantSpec {
+    /// Its first workload: the only one of a tenant written with one
+    /// `[tenant.workload]` table.
+    pub fn workload(&self) -> &WorkloadSpec {
+        &self.workloads[0]
+    }
+
+    /// Its first workload, to change.
+    pub fn workload_mut(&mut self) -> &mut WorkloadSpec {
+        &mut self.workloads[0]
+    }
+
     /// Its SLO and per-engine changes as a run at time scale `scale`
     /// enforces them ([`isola_core::Slo::scaled`]).
     pub fn scaled_slo(&self, scale: isola_core::TimeScale) -> (Slo, Vec<(EngineSelector, SloOverride)>) {

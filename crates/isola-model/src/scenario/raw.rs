@@ -151,6 +151,39 @@ pub(crate) struct RawWorkload {
     pub(super) flow: Option<FlowMatch>,
     pub(super) flows: Option<Spanned<u32>>,
     pub(super) measured_over_predicted: Option<Spanned<f64>>,
+    // Its flow queue's place in its tenant's turn (`crate::tenant::flow_queue`).
+    pub(crate) weight: Option<Spanned<f64>>,
+    pub(crate) priority: Option<Spanned<i64>>,
+    pub(crate) queue_cap: Option<Spanned<i64>>,
+}
+
+/// A tenant's workloads as written: one `[tenant.workload]` table, or an
+/// array of `[[tenant.workload]]` tables (each its own flow queue).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RawWorkloads {
+    One(RawWorkload),
+    Many(Vec<Spanned<RawWorkload>>),
+}
+
+impl<'de> Deserialize<'de> for RawWorkloads {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // By hand rather than `untagged`, so that a mistake inside a
+        // workload is reported at its key, not as "no variant matched".
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawWorkloads;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a [tenant.workload] table or [[tenant.workload]] tables")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawWorkloads, A::Error> {
+                RawWorkload::deserialize(de::value::MapAccessDeserializer::new(map)).map(RawWorkloads::One)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<RawWorkloads, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(RawWorkloads::Many)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

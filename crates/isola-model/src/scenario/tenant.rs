@@ -2,7 +2,7 @@
 //! (engines or pipeline, sizes, arrivals, a trace file's rows).
 
 use super::check::{check_service, check_size};
-use super::raw::{value_text, RawArrival, RawWorkload};
+use super::raw::{value_text, RawArrival, RawWorkload, RawWorkloads};
 use super::source::Source;
 use super::{ArrivalSpec, DeviceSpec, EngineModel, ScenarioError, TenantSpec, TraceRow, WorkloadSpec};
 use crate::tenant::{Context, RawTenant};
@@ -116,14 +116,55 @@ pub(super) fn check_tenant(
             format!("tenant `{}` needs a [tenant.workload]", tenant.name),
         ));
     };
-    let workload = check_workload(src, base, engines, &tenant, workload, bounded_by_duration)?;
+    let workload_span = workload.span();
+    let raw_workloads = match workload.into_inner() {
+        RawWorkloads::One(w) => vec![Spanned::new(workload_span, w)],
+        RawWorkloads::Many(ws) if ws.is_empty() => {
+            return Err(src.at(tenant_span, Some("workload"), "give at least one workload"))
+        }
+        RawWorkloads::Many(ws) if ws.len() > isola_core::tenant::MAX_FLOW_QUEUES => {
+            return Err(src.at(
+                ws[isola_core::tenant::MAX_FLOW_QUEUES].span(),
+                Some("workload"),
+                format!(
+                    "at most {} workloads per tenant",
+                    isola_core::tenant::MAX_FLOW_QUEUES
+                ),
+            ))
+        }
+        RawWorkloads::Many(ws) => ws,
+    };
+    // Each workload is its own flow queue of the tenant.
+    let mut slo = tenant.slo.clone();
+    let mut queues_written = raw_workloads.len() > 1;
+    let mut workloads = Vec::with_capacity(raw_workloads.len());
+    for w in raw_workloads {
+        let keys = crate::tenant::flow_queue::RawFlowQueue {
+            weight: &w.get_ref().weight,
+            priority: &w.get_ref().priority,
+            queue_cap: &w.get_ref().queue_cap,
+        };
+        queues_written |= keys.written();
+        slo.flows.push(keys.check(src, slo.queue_cap)?);
+        workloads.push(check_workload(
+            src,
+            base,
+            engines,
+            &tenant,
+            w,
+            bounded_by_duration,
+        )?);
+    }
+    if !queues_written {
+        slo.flows.clear();
+    }
     Ok(TenantSpec {
         name: tenant.name,
-        slo: tenant.slo,
+        slo,
         overrides: tenant.overrides,
         flow_match: tenant.flow_match,
         keys: tenant.raw,
-        workload,
+        workloads,
     })
 }
 

@@ -85,6 +85,12 @@ pub struct FlowModel {
     pub kernel_memory: Option<u64>,
     /// An IO flow's transfer direction (OSMOSIS' IO kernels).
     pub dma: Option<Direction>,
+    /// Its queue's place in the tenant's turn (its index among the
+    /// tenant's flows is its queue's, [`isola_core::Task::flow`]).
+    pub queue: isola_core::FlowQueueSpec,
+    /// Packets in its own queue from which ECN-capable ones are marked;
+    /// `None`: only the tenant's `ecn_threshold` (over all its queues).
+    pub ecn_threshold: Option<usize>,
     /// Where its table is written, for the daemon's errors about it.
     pub span: Range<usize>,
 }
@@ -174,23 +180,31 @@ pub(super) fn check_isolad_keys(
         sq_entries: ring(&raw.sq_entries, "sq_entries", defaults.sq_entries)?,
         cq_entries: ring(&raw.cq_entries, "cq_entries", defaults.cq_entries)?,
     };
-    let ecn_threshold = match &raw.ecn_threshold {
-        Some(t) if !(1..=slo.queue_cap).contains(t.get_ref()) => {
-            return Err(src.at(
-                t.span(),
-                Some("ecn_threshold"),
-                format!("must be from 1 to the tenant's queue_cap ({})", slo.queue_cap),
-            ))
-        }
-        Some(t) => *t.get_ref(),
-        None => slo.queue_cap.div_ceil(2),
-    };
+    let ecn_threshold =
+        ecn(src, &raw.ecn_threshold, slo.queue_cap, "the tenant's")?.unwrap_or(slo.queue_cap.div_ceil(2));
     let flows = raw
         .flow
         .iter()
-        .map(|f| check_flow(src, scope, engines, f))
+        .map(|f| check_flow(src, scope, engines, f, slo.queue_cap))
         .collect::<Result<_, _>>()?;
     Ok((access, ecn_threshold, flows))
+}
+
+/// An `ecn_threshold`: from 1 to `cap` (`whose` queue cap).
+fn ecn(
+    src: &Source<'_>,
+    v: &Option<Spanned<usize>>,
+    cap: usize,
+    whose: &str,
+) -> Result<Option<usize>, ScenarioError> {
+    match v {
+        Some(t) if !(1..=cap).contains(t.get_ref()) => Err(src.at(
+            t.span(),
+            Some("ecn_threshold"),
+            format!("must be from 1 to {whose} queue_cap ({cap})"),
+        )),
+        t => Ok(t.as_ref().map(|t| *t.get_ref())),
+    }
 }
 
 /// One `[[tenant.flow]]`'s structure: its `match` takes packets the
@@ -202,9 +216,18 @@ fn check_flow(
     scope: &DaemonScope<'_>,
     engines: &[EngineRef<'_>],
     f: &Spanned<RawFlow>,
+    tenant_cap: usize,
 ) -> Result<FlowModel, ScenarioError> {
     let span = f.span();
     let f = f.get_ref();
+    let queue = super::flow_queue::RawFlowQueue {
+        weight: &f.weight,
+        priority: &f.priority,
+        queue_cap: &f.queue_cap,
+    }
+    .check(src, tenant_cap)?;
+    let own_cap = queue.queue_cap.unwrap_or(tenant_cap);
+    let ecn_threshold = ecn(src, &f.ecn_threshold, own_cap, "the flow's")?;
     let flow_match = f.flow_match.unwrap_or_default();
     if let Some(why) = unserved(&flow_match, scope.udp) {
         return Err(src.at(src.key_in(span, "match"), Some("match"), why));
@@ -260,6 +283,8 @@ fn check_flow(
         fuel: f.fuel,
         kernel_memory: f.kernel_memory.map(|m| m.0),
         dma: f.dma,
+        queue,
+        ecn_threshold,
         span,
     })
 }

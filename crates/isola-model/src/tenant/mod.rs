@@ -11,6 +11,7 @@
 //! (`isolad`), a scenario's `match` and `workload` (whose workload is
 //! checked by the scenario, `crate::scenario`).
 
+pub(crate) mod flow_queue;
 mod isolad;
 mod raw;
 mod slo;
@@ -21,7 +22,7 @@ pub use slo::CheckedSlo;
 
 pub(crate) use slo::selector;
 
-use crate::scenario::raw::RawWorkload;
+use crate::scenario::raw::RawWorkloads;
 use crate::scenario::source::Source;
 use crate::scenario::{FlowMatch, ScenarioError};
 use isola_core::{EngineKind, EngineSelector, Slo, SloOverride};
@@ -124,7 +125,7 @@ pub(crate) fn check_tenant_and_workload(
     context: Context<'_>,
     engines: &[EngineRef<'_>],
     raw: RawTenant,
-) -> Result<(TenantModel, Option<Spanned<RawWorkload>>), ScenarioError> {
+) -> Result<(TenantModel, Option<Spanned<RawWorkloads>>), ScenarioError> {
     let name = raw.name.get_ref().clone();
     crate::scenario::check_name(src, raw.name.span(), "name", &name)?;
     let (theirs, whose): (&[&str], &str) = match context {
@@ -139,6 +140,8 @@ pub(crate) fn check_tenant_and_workload(
         Context::Scenario => (Access::default(), slo.queue_cap.div_ceil(2), Vec::new()),
         Context::Daemon(scope) => isolad::check_isolad_keys(src, scope, engines, &raw, &slo)?,
     };
+    let mut slo = slo;
+    slo.flows = flows.iter().map(|f: &FlowModel| f.queue).collect();
     let mut raw = raw;
     let workload = raw.workload.take();
     let model = TenantModel {

@@ -12,7 +12,7 @@
 //! function that checks a file's.
 
 use crate::quantity::{Duration, RateValue, Size};
-use crate::scenario::raw::RawWorkload;
+use crate::scenario::raw::RawWorkloads;
 use crate::scenario::{Direction, FlowMatch};
 use isola_core::TenantClass;
 use serde::de::DeserializeOwned;
@@ -53,6 +53,11 @@ pub struct RawFlow {
     pub(crate) kernel_memory: Option<Size>,
     /// An IO flow's transfer direction.
     pub(crate) dma: Option<Direction>,
+    // Its flow queue's place in its tenant's turn, and its own ECN mark.
+    pub(crate) weight: Option<Spanned<f64>>,
+    pub(crate) priority: Option<Spanned<i64>>,
+    pub(crate) queue_cap: Option<Spanned<i64>>,
+    pub(crate) ecn_threshold: Option<Spanned<usize>>,
 }
 
 fn yes() -> bool {
@@ -106,7 +111,7 @@ pub struct RawTenant {
     // A scenario's: the packets its workload arrives as, and the workload.
     #[serde(rename = "match")]
     pub(crate) flow_match: Option<FlowMatch>,
-    pub(crate) workload: Option<Spanned<RawWorkload>>,
+    pub(crate) workload: Option<Spanned<RawWorkloads>>,
 }
 
 /// A field [`RawTenant::set`] can change: parsed from a typed value by

@@ -77,6 +77,9 @@ pub(super) fn check_slo(
             }
             q => q.as_ref().map(|q| q.get_ref().0),
         },
+        // Its flow queues are set where they are declared (isolad's
+        // flows, a scenario's workloads).
+        flows: Vec::new(),
     };
     if let Err((field, reason)) = slo.validate() {
         // Where each SLO field `Slo::validate` judges is written.

@@ -178,6 +178,7 @@ proptest! {
                         deadline: None,
                         predicted_cost: None,
                         planner: None,
+                        flow: 0,
                     };
                     let (a, b) = (fast.submit(now, task.clone()).is_ok(), seq.submit(now, task).is_ok());
                     prop_assert_eq!(a, b);
