@@ -9,6 +9,7 @@
 //! the cases and `draw` makes the figure.
 
 mod draw;
+mod duplex;
 mod observe;
 pub mod scenario;
 
@@ -83,7 +84,8 @@ fn aaas_observations(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
         .map(|(l, n)| format!("{l} (best in {n} of {} cases)", CASES.len()));
     o.figures.push(draw::ratios(&ratios));
-    observe::observations(runner, &mut o, 0.5)?;
+    let sweeps = observe::observations(runner, &mut o, 0.5)?;
+    o.figures.push(draw::sweeps(&sweeps));
     for note in NOTES {
         o.notes.push(note.into());
     }
