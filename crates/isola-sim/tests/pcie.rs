@@ -110,6 +110,50 @@ fn partial_line_writes_pay_the_root_complexs_read_modify_write() {
     );
 }
 
+/// AaaS obs. 9: reads and writes at once use both wires (full duplex).
+/// Each wire carries its own direction's TLPs and the other's overheads:
+/// up, write TLPs (`mps` + 24 B per `mps` B), read requests (24 B per
+/// 512 B) and an ACK and UpdateFC (16 B) per 4 completions; down,
+/// completions (`mps` + 24 B each) and 16 B per 4 TLPs received. With both
+/// tenants backlogged both wires are full: two linear equations in the
+/// write and read data rates.
+#[test]
+fn reads_and_writes_share_nothing_but_overheads() {
+    let out = run(
+        256,
+        "arbitrate = \"tenant\"",
+        &[("w", 4096, "write", 32), ("r", 4096, "read", 32)],
+    );
+    let (mps, mrrs, dllps) = (256.0, 512.0, 16.0 / 4.0);
+    // a * write + b * read = link, per wire (bytes per data byte).
+    let (a1, b1) = ((mps + 24.0) / mps, 24.0 / mrrs + dllps / mps);
+    let (a2, b2) = (dllps / mps, (mps + 24.0) / mps + dllps / mrrs);
+    let det = a1 * b2 - b1 * a2;
+    let write = BYTES_PER_NS * (b2 - b1) / det * 8.0;
+    let read = BYTES_PER_NS * (a1 - a2) / det * 8.0;
+    assert!(close(out[0].0, write, 0.02), "writes {:.2} Gbit/s, closed form {write:.2}", out[0].0);
+    assert!(close(out[1].0, read, 0.02), "reads {:.2} Gbit/s, closed form {read:.2}", out[1].0);
+}
+
+/// AaaS obs. 10: beside a writer of whole lines, a writer of partial lines
+/// takes one turn in two (round robin per tenant), and each of its writes
+/// holds the in-order root complex for one read-modify-write: once that is
+/// longer than a turn's wire time, the pair moves `mps` + its size per
+/// `rmw`, whatever the partial size.
+#[test]
+fn partial_line_writes_hold_the_root_complex_per_write() {
+    for small in [16u64, 32] {
+        let out = run(
+            256,
+            "rmw = \"500ns\"\narbitrate = \"tenant\"",
+            &[("a", 4096, "write", 4), ("b", small, "write", 4)],
+        );
+        let want = (256 + small) as f64 / 500.0 * 8.0;
+        let got = out[0].0 + out[1].0;
+        assert!(close(got, want, 0.03), "{small} B: {got:.2} Gbit/s, closed form {want:.2}");
+    }
+}
+
 /// AaaS obs. 4: round robin across transfers splits a saturated link in the
 /// ratio of transfers in flight; obs. 7: round robin across tenants makes
 /// reads above MaxReadReqSize data-rate-fair, and those below it IOPS-fair.
