@@ -31,7 +31,7 @@ pub(super) fn ratios(ratios: &[(&str, f64, f64)]) -> Figure {
 pub(super) struct Sweeps {
     /// Obs. 5: (B's bytes, A/B data rate).
     pub obs5: Vec<(f64, f64)>,
-    /// Obs. 6: (bytes, write/read, write/read with 4 tags, write/write).
+    /// Obs. 6: (bytes, write/read, write/read with one read per QP, write/write).
     pub obs6: Vec<[f64; 4]>,
     /// Obs. 9: (B's bytes, case 1 A and B Gbit/s, case 2 A and B Gbit/s).
     pub obs9: Vec<[f64; 5]>,
@@ -62,7 +62,7 @@ pub(super) fn sweeps(s: &Sweeps) -> Figure {
         "Native sweeps on one platform",
         "Obs. 5: A (4 KB writes) over B's data rate against B's write size, one QP each, with the size ratio \
          (linear); obs. 6: writes over reads against the size, 2 QPs each, on the platform (32 tags), with one \
-         read outstanding per QP (4 tags), and writes over writes; obs. 9: each tenant's Gbit/s against B's size \
+         read request outstanding per QP, and writes over writes; obs. 9: each tenant's Gbit/s against B's size \
          (case 1: A 4 KB reads, B writes; case 2: A 64 B reads, B reads); obs. 10: the aggregate with small \
          writes beside 4 KB writes, as a share of 4 KB alone, ours, the paper's, and ours without the root \
          complex's read-modify-write.",
@@ -83,7 +83,7 @@ pub(super) fn sweeps(s: &Sweeps) -> Figure {
                 Axis::new("A/B"),
                 columns(
                     &s.obs6,
-                    &[(1, "write/read"), (2, "write/read, 4 tags"), (3, "write/write")],
+                    &[(1, "write/read"), (2, "write/read, 1 read/QP"), (3, "write/write")],
                 ),
             )
             .reference_y(1.08, "paper low")
