@@ -33,8 +33,9 @@ pub(super) struct Sweeps {
     pub obs5: Vec<(f64, f64)>,
     /// Obs. 6: (bytes, write/read, write/read with one read per QP, write/write).
     pub obs6: Vec<[f64; 4]>,
-    /// Obs. 9: (B's bytes, case 1 A and B Gbit/s, case 2 A and B Gbit/s).
-    pub obs9: Vec<[f64; 5]>,
+    /// Obs. 9: (B's bytes, case 1 A and B Gbit/s, case 2 A and B Gbit/s,
+    /// case 2's A at MaxReadReqSize 256 B).
+    pub obs9: Vec<[f64; 6]>,
     /// Obs. 10: (small bytes, ours % of ideal, the paper's, ours without
     /// the read-modify-write).
     pub obs10: Vec<[f64; 4]>,
@@ -63,7 +64,7 @@ pub(super) fn sweeps(s: &Sweeps) -> Figure {
         "Obs. 5: A (4 KB writes) over B's data rate against B's write size, one QP each, with the size ratio \
          (linear); obs. 6: writes over reads against the size, 2 QPs each, on the platform (32 tags), with one \
          read request outstanding per QP, and writes over writes; obs. 9: each tenant's Gbit/s against B's size \
-         (case 1: A 4 KB reads, B writes; case 2: A 64 B reads, B reads); obs. 10: the aggregate with small \
+         (case 1: A 4 KB reads, B writes; case 2: A 64 B reads, B reads, also at MaxReadReqSize 256 B); obs. 10: the aggregate with small \
          writes beside 4 KB writes, as a share of 4 KB alone, ours, the paper's, and ours without the root \
          complex's read-modify-write.",
         "AaaS obs. 5: 0.83x-10.5x; obs. 6: AtH steals 1.08-3.39x, homogeneous even; Fig. 3(b): near-zero \
@@ -99,6 +100,7 @@ pub(super) fn sweeps(s: &Sweeps) -> Figure {
                         (2, "case 1 B write"),
                         (3, "case 2 A read 64 B"),
                         (4, "case 2 B read"),
+                        (5, "case 2 A, MRRS 256 B"),
                     ],
                 ),
             ),
