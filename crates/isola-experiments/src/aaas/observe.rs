@@ -17,17 +17,20 @@ use isola_report::Table;
 /// One native run's figures: A and B in Gbit/s and Mops/s.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Pair {
+    /// A's and B's Gbit/s.
     pub(super) gbps: [f64; 2],
     mops: [f64; 2],
 }
 
 impl Pair {
+    /// A's data rate over B's.
     pub(super) fn rate(&self) -> f64 {
         self.gbps[0] / self.gbps[1]
     }
     fn iops(&self) -> f64 {
         self.mops[0] / self.mops[1]
     }
+    /// A's and B's Gbit/s together.
     pub(super) fn total(&self) -> f64 {
         self.gbps[0] + self.gbps[1]
     }
@@ -65,6 +68,8 @@ pub(super) fn near(x: f64, paper: f64, f: f64) -> bool {
     x >= paper / f && x <= paper * f
 }
 
+/// A check's verdict: reproduced, under `conditional` conditions when it
+/// is not empty, or not.
 pub(super) fn verdict(met: bool, conditional: &str) -> &'static str {
     match (met, conditional.is_empty()) {
         (true, true) => "reproduced",
@@ -73,6 +78,7 @@ pub(super) fn verdict(met: bool, conditional: &str) -> &'static str {
     }
 }
 
+/// A table of `rows` under `header`, none highlighted.
 pub(super) fn table(caption: &str, header: &[&str], rows: Vec<Vec<String>>) -> Table {
     Table {
         caption: caption.into(),
@@ -82,6 +88,7 @@ pub(super) fn table(caption: &str, header: &[&str], rows: Vec<Vec<String>>) -> T
     }
 }
 
+/// `x` with two decimals.
 pub(super) fn f2(x: f64) -> String {
     format!("{x:.2}")
 }
