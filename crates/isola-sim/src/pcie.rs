@@ -30,7 +30,9 @@
 //! its last completion arrives (or, with a completion entry, when that
 //! leaves). Leaves out: link-layer replays, propagation delay, relaxed
 //! ordering, the read completion boundary, IOMMU, host-side contention for
-//! memory beyond the root complex's in-order write pipeline.
+//! memory beyond the root complex's in-order write pipeline, merging of
+//! posted writes, and a root-complex cost that depends on how much of a
+//! line a partial write covers (every partial write pays one `rmw`).
 
 use crate::device::{DeviceWork, Finished, Timer};
 use isola_core::{Nanos, NANOS_PER_SEC};
