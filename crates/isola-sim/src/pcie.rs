@@ -15,7 +15,9 @@
 //!   posted write);
 //! - a read request needs one of the device's tags and room for its data in
 //!   the completion buffer, reserved until its last completion arrives; a
-//!   transfer that cannot get them gives its turn up until one frees;
+//!   transfer that cannot get them gives its turn up until one frees; with
+//!   `reads_per_transfer`, a transfer with that many requests outstanding
+//!   waits for one to complete;
 //! - the root complex handles posted writes in order, taking `rmw` for each
 //!   write covering part of a cache line (its read-modify-write), and
 //!   returns credits `credit_return` after it is done with a TLP; a read is
@@ -28,7 +30,9 @@
 //! its last completion arrives (or, with a completion entry, when that
 //! leaves). Leaves out: link-layer replays, propagation delay, relaxed
 //! ordering, the read completion boundary, IOMMU, host-side contention for
-//! memory beyond the root complex's in-order write pipeline.
+//! memory beyond the root complex's in-order write pipeline, merging of
+//! posted writes, and a root-complex cost that depends on how much of a
+//! line a partial write covers (every partial write pays one `rmw`).
 
 use crate::device::{DeviceWork, Finished, Timer};
 use isola_core::{Nanos, NANOS_PER_SEC};
@@ -99,6 +103,10 @@ struct Xfer {
     to_issue: u64,
     /// Read bytes requested and not yet arrived.
     in_flight: u64,
+    /// Data read requests outstanding, and whether the transfer waits for
+    /// one to complete (`reads_per_transfer`).
+    reads_out: u32,
+    held: bool,
     /// Completion entry still to write.
     entry_due: bool,
 }
@@ -211,6 +219,7 @@ impl PcieLink {
                 let requests = bytes.div_ceil(dma.max_read_request);
                 let outstanding = (p.tags as u64)
                     .min(p.completion_buffer / dma.max_read_request)
+                    .min(p.reads_per_transfer.map_or(u64::MAX, u64::from))
                     .max(1);
                 let wire = (bytes + tlps(bytes) * o) as f64 * ns;
                 let little = requests.div_ceil(outstanding) as f64 * round_trip(dma.max_read_request);
@@ -237,6 +246,8 @@ impl PcieLink {
             descriptor_pending: false,
             to_issue: work.bytes.max(1),
             in_flight: 0,
+            reads_out: 0,
+            held: false,
             entry_due: self.p.completion_entry > 0,
         });
         self.ready(k);
@@ -371,6 +382,12 @@ impl PcieLink {
         if descriptor {
             x.descriptor_pending = false;
             self.ready(k);
+            return;
+        }
+        x.reads_out -= 1;
+        if x.held {
+            x.held = false;
+            self.ready(k);
         } else if x.in_flight == 0 && x.to_issue == 0 {
             if x.entry_due {
                 self.ready(k);
@@ -430,6 +447,10 @@ impl PcieLink {
         } else if x.descriptor_due {
             read(self.p.descriptor, true)
         } else if x.to_issue > 0 && x.is_read() {
+            if x.reads_out >= self.p.reads_per_transfer.unwrap_or(u32::MAX) {
+                self.xfers[k].held = true;
+                return Err(false);
+            }
             read(x.to_issue.min(mrrs), false)
         } else if x.to_issue > 0 {
             let bytes = x.to_issue.min(mps);
@@ -466,6 +487,7 @@ impl PcieLink {
             Kind::Read { descriptor: false } => {
                 x.to_issue -= tlp.bytes;
                 x.in_flight += tlp.bytes;
+                x.reads_out += 1;
             }
             Kind::Write if x.to_issue > 0 => x.to_issue -= tlp.bytes,
             Kind::Write => x.entry_due = false,

@@ -78,6 +78,28 @@ fn tag_limited_reads_follow_littles_law() {
     }
 }
 
+/// With one read request outstanding per transfer, a read of n x
+/// MaxReadReqSize takes n round trips one after another, whatever the
+/// tags; without the limit the same transfer takes one round trip and its
+/// data's wire time.
+#[test]
+fn one_read_per_transfer_takes_a_round_trip_per_request() {
+    let round_trip = 24.0 / BYTES_PER_NS + 500.0 + (512.0 + 2.0 * 24.0) / BYTES_PER_NS;
+    let out = run(256, "reads_per_transfer = 1", &[("a", 4096, "read", 1)]);
+    let want = 1e9 / (8.0 * round_trip);
+    assert!(
+        close(out[0].1, want, 0.02),
+        "{:.3e} reads/s, closed form {want:.3e}",
+        out[0].1
+    );
+    let out = run(256, "", &[("a", 4096, "read", 1)]);
+    assert!(
+        out[0].1 > 3.0 * want,
+        "without the limit: {:.3e} reads/s",
+        out[0].1
+    );
+}
+
 /// Posted header credits bound tiny writes: credits / (wire time + credit
 /// return) TLPs per second.
 #[test]
@@ -108,6 +130,61 @@ fn partial_line_writes_pay_the_root_complexs_read_modify_write() {
         "{:.3e} writes/s, wire-bound {want:.3e}",
         out[0].1
     );
+}
+
+/// AaaS obs. 9: reads and writes at once use both wires (full duplex).
+/// Each wire carries its own direction's TLPs and the other's overheads:
+/// up, write TLPs (`mps` + 24 B per `mps` B), read requests (24 B per
+/// 512 B) and an ACK and UpdateFC (16 B) per 4 completions; down,
+/// completions (`mps` + 24 B each) and 16 B per 4 TLPs received. With both
+/// tenants backlogged both wires are full: two linear equations in the
+/// write and read data rates.
+#[test]
+fn reads_and_writes_share_nothing_but_overheads() {
+    let out = run(
+        256,
+        "arbitrate = \"tenant\"",
+        &[("w", 4096, "write", 32), ("r", 4096, "read", 32)],
+    );
+    let (mps, mrrs, dllps) = (256.0, 512.0, 16.0 / 4.0);
+    // a * write + b * read = link, per wire (bytes per data byte).
+    let (a1, b1) = ((mps + 24.0) / mps, 24.0 / mrrs + dllps / mps);
+    let (a2, b2) = (dllps / mps, (mps + 24.0) / mps + dllps / mrrs);
+    let det = a1 * b2 - b1 * a2;
+    let write = BYTES_PER_NS * (b2 - b1) / det * 8.0;
+    let read = BYTES_PER_NS * (a1 - a2) / det * 8.0;
+    assert!(
+        close(out[0].0, write, 0.02),
+        "writes {:.2} Gbit/s, closed form {write:.2}",
+        out[0].0
+    );
+    assert!(
+        close(out[1].0, read, 0.02),
+        "reads {:.2} Gbit/s, closed form {read:.2}",
+        out[1].0
+    );
+}
+
+/// AaaS obs. 10: beside a writer of whole lines, a writer of partial lines
+/// takes one turn in two (round robin per tenant), and each of its writes
+/// holds the in-order root complex for one read-modify-write: once that is
+/// longer than a turn's wire time, the pair moves `mps` + its size per
+/// `rmw`, whatever the partial size.
+#[test]
+fn partial_line_writes_hold_the_root_complex_per_write() {
+    for small in [16u64, 32] {
+        let out = run(
+            256,
+            "rmw = \"500ns\"\narbitrate = \"tenant\"",
+            &[("a", 4096, "write", 4), ("b", small, "write", 4)],
+        );
+        let want = (256 + small) as f64 / 500.0 * 8.0;
+        let got = out[0].0 + out[1].0;
+        assert!(
+            close(got, want, 0.03),
+            "{small} B: {got:.2} Gbit/s, closed form {want:.2}"
+        );
+    }
 }
 
 /// AaaS obs. 4: round robin across transfers splits a saturated link in the
@@ -150,6 +227,7 @@ fn ring_transfers_pay_a_descriptor_round_trip() {
 fn bad_values_are_reported_at_their_key() {
     for (pcie, key) in [
         ("tags = 0", "tags"),
+        ("reads_per_transfer = 0", "reads_per_transfer"),
         ("posted_data = 4", "posted_data"),
         ("completion_buffer = \"256B\"", "completion_buffer"),
         ("arbitrate = \"fifo\"", "arbitrate"),

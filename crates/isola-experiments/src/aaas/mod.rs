@@ -9,6 +9,7 @@
 //! the cases and `draw` makes the figure.
 
 mod draw;
+mod duplex;
 mod observe;
 pub mod scenario;
 
@@ -41,19 +42,19 @@ const FOUR_K_ALONE_GBPS: f64 = 63.0 * 4096.0 / (4096.0 + 16.0 * 24.0);
 
 /// What the experiment notes of its model and its differences from the paper.
 const NOTES: [&str; 3] = [
-    "model: isola_sim::pcie on a Gen3 x8 link (63 Gbit/s each way, 24 B per TLP), with posted/non-posted \
-     credits, the root complex's in-order write pipeline, 32 tags and 16 KiB of completion buffer, ACK/UpdateFC \
-     DLLPs; the NIC cases (obs. 4-6) add the ring protocol (64 B descriptor read, 64 B completion entry per \
-     transfer) and round-robin per transfer; the FPGA cases (obs. 7-10) round-robin per tenant and pay 240 ns per \
-     partial-line write at the root complex",
-    "differences from the paper and what they could move (the sensitivities below were measured once by hand \
-     and are in docs/results.md, not rerun here): (1) the paper's NIC ran RDMA over a ConnectX-6 (its obs. 4 \
-     aggregate, ~78 Gbit/s, is more than Gen3 x8 carries): ratios, not Gbit/s, are comparable; (2) the read \
-     latency (500 ns, pcie-bench's order) sets obs. 5's spread: a longer one widens it, while obs. 6's ratio \
-     barely moves with it; (3) the FPGA tenants' depth (16 in flight) is ours: with a few in flight reads are \
-     latency-bound and obs. 7's 1K+4K pair is no longer data-rate-fair; (4) the root-complex cost is fitted to \
-     the 16 B case: it moves obs. 10's 16 B and 32 B figures together, not the 64 B one; (5) no NIC caches or \
-     on-NIC buffers, and RDMA's own request/response on the NIC is not modelled; (6) the model is \
+    "model: isola_sim::pcie on a Gen3 x8 link (63 Gbit/s each way, 24 B per TLP, MPS 256 B, MRRS 512 B), with \
+     posted/non-posted credits, ACK/UpdateFC DLLPs, 32 tags and 16 KiB of completion buffer, and one host side for \
+     every case (scenario::PLATFORM): 500 ns read latency (pcie-bench, Xeon E5) and an in-order posted pipeline \
+     paying one read-modify-write of the same 500 ns per partial-line write; the NIC cases (obs. 4-6) add the \
+     ring protocol (64 B descriptor read, 64 B completion entry per transfer) and round-robin per queue pair; \
+     the FPGA cases (obs. 7-10) round-robin per tenant, each keeping 32 transfers queued (the device's tags)",
+    "differences from the paper and what moves them (variants run beside, in the tables): (1) the paper's NIC \
+     ran RDMA over a ConnectX-6 (its obs. 4 aggregate, ~78 Gbit/s, is more than Gen3 x8 carries): ratios, not \
+     Gbit/s, are comparable; (2) obs. 6's upper end needs reads held below a round trip's worth of requests: \
+     with one read request outstanding per QP (reads_per_transfer) write/read rises with size; (3) obs. 10: every partial-line write \
+     costs one read-modify-write, so 32 B costs what 16 B does; without it both keep the 64 B figure; (4) obs. \
+     9 case 2 crosses MaxReadReqSize at 256 B (Table 2's IOPS-fair cell), which moves the 64 B reader; (5) no \
+     NIC caches or on-NIC buffers, and RDMA's own request/response on the NIC is not modelled; (6) the model is \
      deterministic: same-size closed-loop transfers stay in phase (2 QPs of 4 KB writes alone stay below the \
      link's rate), which can hide a direction's advantage from 4 KB up (obs. 6)",
     "Isola's runs keep 16 fragments of 256 B in flight; on the NIC link each fragment is a transfer with its own \
@@ -83,7 +84,8 @@ fn aaas_observations(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
         .map(|(l, n)| format!("{l} (best in {n} of {} cases)", CASES.len()));
     o.figures.push(draw::ratios(&ratios));
-    observe::observations(runner, &mut o, 0.5)?;
+    let sweeps = observe::observations(runner, &mut o, 0.5)?;
+    o.figures.push(draw::sweeps(&sweeps));
     for note in NOTES {
         o.notes.push(note.into());
     }

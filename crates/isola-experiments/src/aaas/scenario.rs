@@ -3,14 +3,16 @@
 //! two tenants issuing DMA transfers (each its own queue pairs, closed
 //! loop) over one PCIe Gen3 x8 link (63 Gbit/s each direction, 24 B of TLP
 //! header and framing), with flow-control credits, the device's tags and
-//! completion buffer, and the root complex's in-order write pipeline.
+//! completion buffer, and the root complex's in-order write pipeline with a
+//! read-modify-write for every partial-cache-line write. One host side
+//! ([`PLATFORM`]: read latency, read-modify-write, tags) for every case.
 //!
-//! Two links, as the paper has two testbeds ([`Link`]): the commercial
-//! NIC's (Sec. 3.3: obs. 4-6), whose queue pairs read a descriptor before
-//! and write a completion entry after each transfer (the ring protocol of
-//! Sec. 2), and the FPGA prototype's (Sec. 3.4: obs. 7-10), whose DMA
-//! engine issues reads and writes directly and whose root complex pays a
-//! read-modify-write for every partial-cache-line write.
+//! Two devices, as the paper has two testbeds ([`Link`]): the commercial
+//! NIC (Sec. 3.3: obs. 4-6), whose queue pairs read a descriptor before and
+//! write a completion entry after each transfer (the ring protocol of
+//! Sec. 2) and take turns per queue pair, and the FPGA prototype (Sec. 3.4:
+//! obs. 7-10), whose DMA engine issues reads and writes directly and takes
+//! turns per tenant ("round robin on the FPGA").
 //!
 //! Two set-ups per case: `native`, the device alone (64 transfers in
 //! flight, the link round-robins TLPs across them, as commercial devices
@@ -39,8 +41,8 @@ pub struct Flow {
 pub enum Link {
     /// The commercial NIC's (AaaS Sec. 3.3): ring protocol per transfer.
     Nic,
-    /// The FPGA prototype's (Sec. 3.4): direct DMA, with `max_payload` and
-    /// `max_read_request` bytes, and the root complex's read-modify-write.
+    /// The FPGA prototype's (Sec. 3.4): direct DMA, round robin per tenant,
+    /// with `max_payload` and `max_read_request` bytes.
     Fpga {
         /// MaxPayloadSize.
         max_payload: u64,
@@ -60,18 +62,42 @@ pub const FPGA: Link = Link::Fpga {
 /// Sec. 2, steps 2 and 4).
 const NIC_RING_ENTRY: u64 = 64;
 
-/// Root-complex time of a partial-cache-line write on the FPGA testbed.
-/// Fitted: the one value that gives Fig. 3(c)'s -85% aggregate with 16 B
-/// writes beside 4 KB writes (the paper gives no root-complex figure); of
-/// the order of a read-for-ownership of a line homed on the other socket
-/// (the paper pins each tenant to its own NUMA node, Sec. 3.1).
-pub const FPGA_RMW_NS: u64 = 240;
+/// The host side of the paper's platform, one set of figures for every
+/// case (both testbeds share the dual Xeon E5-2698 v3 host and its root
+/// complex, Sec. 3.1); the spec's and pcie-bench's figures where the paper
+/// gives none. Variants change one field to add or remove a mechanism.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Platform {
+    /// From a read request reaching the root complex to its first
+    /// completion: the DMA read latency pcie-bench measured on Xeon E5
+    /// hosts (about 500 ns; Neugebauer et al., SIGCOMM 2018).
+    pub read_latency_ns: u64,
+    /// Root-complex time of a write covering part of a cache line: it reads
+    /// the line before merging, the same memory read a DMA read request
+    /// waits for, so `read_latency_ns` (the posted pipeline is in order:
+    /// later writes wait behind it, holding their credits).
+    pub rmw_ns: u64,
+    /// Read requests the device may have outstanding: 32, the 5-bit Tag
+    /// field without Extended Tag (PCIe spec sec. 2.2.6.2).
+    pub tags: u32,
+    /// Read requests one transfer may have outstanding: `None` on the
+    /// platform (the paper names no such limit; the tags bound them).
+    pub reads_per_transfer: Option<u32>,
+}
 
-/// Transfers each tenant keeps in flight on the FPGA testbed: the paper does
-/// not say; 16 of 512 B cover the link's bandwidth-delay product (about
-/// 5 KB at 63 Gbit/s and a 0.6 us read round trip), so that a tenant's
-/// share is set by arbitration, not by its own round trips.
-pub const FPGA_DEPTH: u32 = 16;
+/// The platform every case runs on.
+pub const PLATFORM: Platform = Platform {
+    read_latency_ns: 500,
+    rmw_ns: 500,
+    tags: 32,
+    reads_per_transfer: None,
+};
+
+/// Transfers each tenant keeps queued on the FPGA testbed: the paper does
+/// not say; as many as the device has tags, so that a tenant alone can keep
+/// every tag busy and its share is set by arbitration, not by its own
+/// round trips.
+pub const FPGA_DEPTH: u32 = PLATFORM.tags;
 
 /// Fragments Isola keeps in flight on the link: enough to cover its
 /// bandwidth-delay product with 256 B fragments (about 5 KB), so that
@@ -167,6 +193,7 @@ pub fn scenario(case: &Case, setup: Setup) -> String {
     link_scenario(
         &format!("{} ({setup:?})", case.name),
         case.link,
+        &PLATFORM,
         slots,
         "2ms",
         &flows,
@@ -174,11 +201,13 @@ pub fn scenario(case: &Case, setup: Setup) -> String {
     )
 }
 
-/// A scenario of `flows` on `link` with `slots` transfers in flight at
-/// most, run for `duration`; `extra[i]` is added to tenant `i`'s table.
+/// A scenario of `flows` on `link` of `platform` with `slots` transfers
+/// in flight at most, run for `duration`; `extra[i]` is added to tenant
+/// `i`'s table.
 pub fn link_scenario(
     title: &str,
     link: Link,
+    platform: &Platform,
     slots: u32,
     duration: &str,
     flows: &[Flow],
@@ -196,15 +225,25 @@ pub fn link_scenario(
         } => (
             max_payload,
             max_read_request,
-            format!("rmw = \"{FPGA_RMW_NS}ns\"\narbitrate = \"tenant\"\n"),
+            "arbitrate = \"tenant\"\n".to_string(),
         ),
+    };
+    let Platform {
+        read_latency_ns,
+        rmw_ns,
+        tags,
+        reads_per_transfer,
+    } = platform;
+    let pcie = match reads_per_transfer {
+        Some(n) => format!("{pcie}reads_per_transfer = {n}\n"),
+        None => pcie,
     };
     let mut s = format!(
         "# AaaS {title}, generated by `isola repro aaas`.\n\
          [run]\nseed = 3\nduration = \"{duration}\"\nwindow = \"100us\"\npolicies = [\"fcfs\"]\n\n\
          [[engine]]\nname = \"pcie\"\nkind = \"dma\"\nslots = {slots}\nbandwidth = \"63Gbit/s\"\n\
          max_payload = \"{mps}B\"\nmax_read_request = \"{mrrs}B\"\ntlp_overhead = \"24B\"\n\
-         [engine.pcie]\n{pcie}"
+         [engine.pcie]\nread_latency = \"{read_latency_ns}ns\"\nrmw = \"{rmw_ns}ns\"\ntags = {tags}\n{pcie}"
     );
     for (i, f) in flows.iter().enumerate() {
         let extra = extra.get(i).copied().unwrap_or("");

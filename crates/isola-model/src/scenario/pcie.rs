@@ -61,7 +61,8 @@ pub struct PcieSpec {
     /// during which later posted writes wait, holding their credits
     /// (AaaS obs. 10: tiny writes "take over PCIe credits within the root
     /// complex"; default 0 = absorbed at line rate; the paper gives no
-    /// figure, `isola repro aaas` calibrates it to Fig. 3(c)).
+    /// figure, `isola repro aaas` takes the line's read to be as long as a
+    /// DMA read's, `read_latency`).
     pub rmw: Nanos,
     /// From a read request reaching the root complex to its first
     /// completion leaving it (memory access; default 500 ns, the order of
@@ -72,6 +73,11 @@ pub struct PcieSpec {
     /// Read requests the device may have outstanding: its tags (default 32,
     /// the 5-bit Tag field without Extended Tag, spec sec. 2.2.6.2).
     pub tags: u32,
+    /// Read requests one transfer may have outstanding (a DMA engine whose
+    /// read channel per queue waits for a request's data before the next,
+    /// up to this many; `None`, the default: only the tags and the
+    /// completion buffer limit it).
+    pub reads_per_transfer: Option<u32>,
     /// Bytes of completion buffer the device reserves per read request
     /// before issuing it (endpoints advertise infinite completion credits,
     /// spec sec. 2.6.1, and limit reads this way; default 16 KiB = 32 tags
@@ -102,6 +108,7 @@ impl Default for PcieSpec {
             rmw: 0,
             read_latency: 500,
             tags: 32,
+            reads_per_transfer: None,
             completion_buffer: 16 * 1024,
             descriptor: 0,
             completion_entry: 0,
@@ -124,6 +131,7 @@ pub(super) struct RawPcie {
     rmw: Option<Spanned<Duration>>,
     read_latency: Option<Spanned<Duration>>,
     tags: Option<Spanned<u32>>,
+    reads_per_transfer: Option<Spanned<u32>>,
     completion_buffer: Option<Spanned<Size>>,
     descriptor: Option<Spanned<Size>>,
     completion_entry: Option<Spanned<Size>>,
@@ -163,6 +171,10 @@ pub(super) fn check_pcie(
         rmw: time(raw.rmw, d.rmw),
         read_latency: time(raw.read_latency, d.read_latency),
         tags: count(raw.tags, "tags", d.tags)?,
+        reads_per_transfer: match raw.reads_per_transfer {
+            Some(n) => Some(count(Some(n), "reads_per_transfer", 1)?),
+            None => d.reads_per_transfer,
+        },
         completion_buffer: size(&raw.completion_buffer, d.completion_buffer),
         descriptor: size(&raw.descriptor, d.descriptor),
         completion_entry: size(&raw.completion_entry, d.completion_entry),
