@@ -65,8 +65,6 @@ pub(crate) enum Msg {
     /// Cancel what is queued, finish what runs until the deadline (then
     /// abandon it), then stop; acknowledge.
     Shutdown(crossbeam_channel::Sender<()>, Duration),
-    /// A live change (an SLO, a tenant's queued work withdrawn).
-    Control(Control),
     /// Poll this too, from now on.
     AddPoller(Box<dyn crate::Poller>),
     /// Something for a poller arrived while the dispatcher slept.
@@ -204,6 +202,8 @@ struct Running {
 pub(crate) struct Dispatcher {
     shared: Arc<Shared>,
     rx: crossbeam_channel::Receiver<Msg>,
+    /// Live changes: taken before anything of `rx` (`control.rs`).
+    controls: crossbeam_channel::Receiver<Control>,
     scheduler: Scheduler,
     queues: Vec<crossbeam_channel::Sender<WorkItem>>,
     tasks: HashMap<u64, TaskInFlight>,
@@ -245,13 +245,17 @@ pub(crate) struct Dispatcher {
 impl Dispatcher {
     pub(crate) fn new(
         shared: Arc<Shared>,
-        rx: crossbeam_channel::Receiver<Msg>,
+        (rx, controls): (
+            crossbeam_channel::Receiver<Msg>,
+            crossbeam_channel::Receiver<Control>,
+        ),
         scheduler: Scheduler,
         queues: Vec<crossbeam_channel::Sender<WorkItem>>,
         delivery: Option<crossbeam_channel::Sender<Delivery>>,
     ) -> Self {
         Dispatcher {
             rx,
+            controls,
             scheduler,
             queues,
             tasks: HashMap::default(),
@@ -316,6 +320,7 @@ impl Dispatcher {
     /// Runs until shut down and drained.
     pub(crate) fn run(mut self) {
         loop {
+            self.take_controls();
             // A full engine's completion is a message anyway.
             let wakeup = catch(|| self.scheduler.next_wakeup())
                 .ok()
@@ -361,6 +366,8 @@ impl Dispatcher {
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
             };
             if let Some(msg) = msg {
+                // A change that came while it waited goes first.
+                self.take_controls();
                 self.handle(msg);
                 // Workers' reports that arrived meanwhile are taken before
                 // the engines are filled again: one pump for them all. Any
@@ -370,6 +377,7 @@ impl Dispatcher {
                 for _ in 1..DRAIN {
                     match self.rx.try_recv() {
                         Ok(msg) => {
+                            self.take_controls();
                             if !matches!(msg, Msg::Done(_) | Msg::DoneBatch(_) | Msg::Wake) {
                                 self.pump();
                             }
@@ -417,7 +425,6 @@ impl Dispatcher {
                     self.done(d, at);
                 }
             }
-            Msg::Control(c) => self.control(c),
             Msg::AddPoller(p) => self.pollers.push(p),
             Msg::Wake => {}
             Msg::Shutdown(ack, grace) => {

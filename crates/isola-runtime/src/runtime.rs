@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     /// Each tenant's host region, if it has one (for DMA stages).
     pub regions: Vec<Option<Arc<dyn crate::HostRegion>>>,
     pub(crate) tx: crossbeam_channel::Sender<Msg>,
+    /// Live changes, which the dispatcher takes before anything on `tx`.
+    pub(crate) controls: crossbeam_channel::Sender<crate::dispatcher::Control>,
     operators: OperatorCache,
     pub(crate) records: Mutex<Vec<TenantStats>>,
     /// Set at shutdown. Submissions hold its read lock from the check to
@@ -164,6 +166,7 @@ impl Runtime {
     pub(crate) fn start(b: RuntimeBuilder) -> Result<Runtime, BuildError> {
         let scheduler = b.scheduler()?;
         let (tx, rx) = crossbeam_channel::unbounded();
+        let (controls, controls_rx) = crossbeam_channel::unbounded();
         let busy = b
             .engines
             .iter()
@@ -187,6 +190,7 @@ impl Runtime {
             engines: b.engines,
             tenants: b.tenants,
             tx: tx.clone(),
+            controls,
             operators: RwLock::new(HashMap::new()),
             closed: RwLock::new(false),
             next_id: AtomicU64::new(0),
@@ -249,7 +253,13 @@ impl Runtime {
             threads.push(me);
             handle
         };
-        let dispatcher = Dispatcher::new(Arc::clone(&shared), rx, scheduler, queues, Some(delivery_tx));
+        let dispatcher = Dispatcher::new(
+            Arc::clone(&shared),
+            (rx, controls_rx),
+            scheduler,
+            queues,
+            Some(delivery_tx),
+        );
         let (dispatcher, me) = crate::threads::spawn(
             "isola-dispatcher".into(),
             cores.first().copied(),
@@ -347,7 +357,7 @@ impl Runtime {
             overrides,
             ack,
         };
-        self.control(Msg::Control(c), answer)
+        self.control(c, answer)
     }
 
     /// Cancels the tasks of `tenant` still queued, every one or only
@@ -361,7 +371,7 @@ impl Runtime {
     ) -> Result<usize, crate::ControlError> {
         let (ack, answer) = crossbeam_channel::bounded(1);
         let c = crate::dispatcher::Control::Withdraw { tenant, only, ack };
-        self.control(Msg::Control(c), answer)
+        self.control(c, answer)
     }
 
     /// Has the dispatcher poll `poller` beside its channel, on its own
@@ -383,12 +393,18 @@ impl Runtime {
     }
 
     /// Sends `msg` to the dispatcher and waits for its answer.
+    /// Sends change `c` on the control path (ahead of the data path's
+    /// messages, `dispatcher/control.rs`) and waits for its answer.
     fn control<T>(
         &self,
-        msg: Msg,
+        c: crate::dispatcher::Control,
         answer: crossbeam_channel::Receiver<Result<T, crate::ControlError>>,
     ) -> Result<T, crate::ControlError> {
-        if self.shared.closed.read().map_or(true, |closed| *closed) || self.shared.tx.send(msg).is_err() {
+        if self.shared.closed.read().map_or(true, |closed| *closed) || self.shared.controls.send(c).is_err() {
+            return Err(crate::ControlError::ShutDown);
+        }
+        // Wakes the dispatcher if it waits on the data path.
+        if self.shared.tx.send(Msg::Wake).is_err() {
             return Err(crate::ControlError::ShutDown);
         }
         answer.recv().unwrap_or(Err(crate::ControlError::ShutDown))

@@ -3,6 +3,14 @@
 //! core's next decision), and a tenant's queued work withdrawn (each task
 //! ends in its one completion, `TaskError::Cancelled`; work in service
 //! finishes and is answered as usual).
+//!
+//! The control path goes first (OSMOSIS R5): a change travels on a
+//! channel of its own, which the dispatcher empties before every message
+//! of the data path it takes (submissions, workers' reports) and before it
+//! runs work itself; the runtime then wakes it with a message on the data
+//! channel in case it is waiting there. So a change waits at most for the
+//! message or the piece of work the dispatcher is handling when it comes,
+//! never for the tenants' submissions queued ahead of it.
 
 use super::Dispatcher;
 use crate::guard::catch;
@@ -42,6 +50,14 @@ pub enum ControlError {
 }
 
 impl Dispatcher {
+    /// Carries out every change waiting on the control path.
+    #[inline]
+    pub(crate) fn take_controls(&mut self) {
+        while let Ok(c) = self.controls.try_recv() {
+            self.control(c);
+        }
+    }
+
     /// Carries out `c` and answers it (nobody waiting: nothing to tell).
     pub(crate) fn control(&mut self, c: Control) {
         let now = self.now();
