@@ -10,8 +10,8 @@
 pub mod budget;
 mod draw;
 pub mod fig11;
-mod fig13;
 pub mod fragment;
+mod io_mix;
 
 pub use budget::BUDGET;
 pub use fig11::IO_OVERHEAD;
@@ -265,8 +265,8 @@ const CONGESTOR_FCT_WHY: &str = ": not lower here. One DMA engine serves every c
      under either policy, so the last flow ends when the path has carried all the bytes whatever the order; \
      WLBVT lets the Victims finish first and the Congestors end as late or later. The paper's Congestors \
      gain because round robin wastes DMA capacity in PsPIN (head-of-line blocking inside its AXI \
-     interconnect, reads and writes on opposite paths behind one command FIFO), which this one-queue model \
-     has only between transfers";
+     interconnect, reads and writes on opposite paths behind one command FIFO): see the run against PsPIN's \
+     baseline on a duplex path";
 
 fn osmosis_compute(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     let text = include_str!("../../../../scenarios/repro/osmosis-compute.toml");
@@ -305,6 +305,24 @@ pub(super) fn osmosis_configuration(split: Option<u64>) -> PolicyRun {
     }
 }
 
+/// The baseline OSMOSIS ran against (Sec. 6.2), labelled `pspin`: the
+/// reference PsPIN's round robin on the processing units, and on the DMA
+/// engine its cluster command FIFO (Sec. 5.1: "the cluster command FIFO
+/// queues outstanding IO commands"), one queue for every tenant.
+pub(super) fn pspin_baseline() -> PolicyRun {
+    PolicyRun {
+        name: "rr".into(),
+        label: "pspin".into(),
+        params: Default::default(),
+        split: None,
+        on: vec![isola_core::EnginePolicy {
+            on: isola_core::EngineSelector::Kind(isola_core::EngineKind::Dma),
+            name: "fcfs".into(),
+            params: Default::default(),
+        }],
+    }
+}
+
 /// OSMOSIS' application mixes: each tenant is one flow; fairness is the
 /// mean of Jain's index over the windows, and each tenant's flow
 /// completion time (FCT) is compared with round robin's. With
@@ -321,6 +339,7 @@ fn osmosis_mix(
     if fragments {
         runs.extend(fragmented_runs(512));
         runs.push(osmosis_configuration(Some(512)));
+        runs.push(pspin_baseline());
     }
     let span = if fragments { (0.0, 0.5) } else { (0.0, 1.0) };
     let results = runner.simulate(file, text, &runs, span)?;
@@ -422,7 +441,7 @@ fn osmosis_mix(
                 o.directions.push(d);
             }
         }
-        fig13::judge_completion(&mut o, &ok, &victims, &congestors);
+        io_mix::judge_completion(&mut o, &ok, &victims, &congestors);
     }
     o.tables.push(Table {
         caption: "Mean Jain's index over 10 us windows, against each tenant's fair allocation under its demand \
@@ -448,7 +467,8 @@ fn osmosis_mix(
                 .into(),
         );
     } else if fragments {
-        fig13::sweep(runner, &mut o, file, text, &victims, &congestors)?;
+        io_mix::duplex(runner, &mut o, file, text, &names)?;
+        io_mix::sweep(runner, &mut o, file, text, &victims, &congestors)?;
     }
     o.notes.push(MIX_DIFFERS.into());
     Ok(o)

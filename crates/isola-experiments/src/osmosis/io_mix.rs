@@ -1,16 +1,19 @@
-//! OSMOSIS Fig. 13 on the IO mix: each tenant's kernel completion time
-//! under OSMOSIS against round robin (the Victims' falls, the Congestors'
-//! median rises), and what the DMA fragment size trades: the Victims'
-//! completion time against the Congestors' flow completion time, every
-//! fragment one more request paying its setup on the AXI link (Sec. 6.3:
-//! "N additional protocol handshakes"), at the pipelined setup of
-//! [`super::fragment`] (a blocking 10 ns request overloads the mix's DMA
-//! path at every fragment size, and the paper's 332 Mpps of IO writes rule
-//! it out: docs/results.md).
+//! OSMOSIS Figs. 12b and 13 on the IO mix, beyond the policy table:
+//! every tenant's flow completion time (FCT) against PsPIN's own baseline
+//! (round robin on the PUs, its DMA command FIFO) on an AXI path with one
+//! command at a time and with reads and writes on their own channels
+//! ([`duplex`]); each tenant's kernel completion time under OSMOSIS
+//! against round robin (the Victims' falls, the Congestors' median rises);
+//! and what the DMA fragment size trades: the Victims' completion time
+//! against the Congestors' FCT, every fragment one more request paying its
+//! setup on the AXI link (Sec. 6.3: "N additional protocol handshakes"),
+//! at the pipelined setup of [`super::fragment`] (a blocking 10 ns request
+//! overloads the mix's DMA path at every fragment size, and the paper's
+//! 332 Mpps of IO writes rule it out: docs/results.md).
 
 use super::draw;
 use super::fragment::PIPELINED_SETUP_NS;
-use super::osmosis_configuration;
+use super::{osmosis_configuration, pspin_baseline};
 use crate::experiment::{Check, ExperimentResult};
 use crate::judge::{succeeded, tenant};
 use crate::runner::Runner;
@@ -94,15 +97,109 @@ pub(super) fn judge_completion(
     });
 }
 
+/// `text` with `line` (found exactly once) replaced by `with`.
+fn edit(text: &str, line: &str, with: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        text.matches(line).count() == 1,
+        "the IO mix has not one `{}`",
+        line.trim()
+    );
+    Ok(text.replacen(line, with, 1))
+}
+
+/// The IO mix's AXI path, as written (one command at a time, reads and
+/// writes by turns) and with two commands in flight on a link whose reads
+/// and writes have their own wires, AXI's separate read and write channels
+/// (OSMOSIS Sec. 6.4: "the utilized DMA paths are opposite to each other").
+const PATHS: [(&str, &str); 2] = [("one command", "slots = 1\n"), ("duplex", "slots = 2\n")];
+
+/// Fig. 12b's "FCT lower for every tenant" against the baseline the paper
+/// ran, PsPIN's (`pspin`: round robin on the PUs, the DMA engine's command
+/// FIFO), and against per-tenant round robin everywhere (`rr`), on each of
+/// [`PATHS`]: a table and the direction, judged on the duplex path; the
+/// one-command path is the run without the mechanism (no idle direction
+/// for a FIFO to waste).
+pub(super) fn duplex(
+    runner: &mut Runner,
+    o: &mut ExperimentResult,
+    file: &str,
+    text: &str,
+    names: &[String],
+) -> anyhow::Result<()> {
+    let runs = [
+        pspin_baseline(),
+        super::fragment::run("rr", "rr", None),
+        osmosis_configuration(Some(512)),
+    ];
+    let mut by_path = Vec::new();
+    for (k, (path, slots)) in PATHS.iter().enumerate() {
+        let text = edit(text, PATHS[0].1, slots)?;
+        let out = runner.simulate(
+            &format!("{file} ({path})"),
+            &text,
+            &runs,
+            (0.5 + 0.1 * k as f64, 0.1),
+        )?;
+        let ok = succeeded(&out, &mut o.notes);
+        anyhow::ensure!(ok.len() == runs.len(), "{file}: a {path} run failed");
+        by_path.push((*path, ok.into_iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()));
+    }
+    let mut rows = Vec::new();
+    for (path, rs) in &by_path {
+        for (run, r) in runs.iter().zip(rs) {
+            let mut row = vec![path.to_string(), run.label.clone()];
+            row.extend(names.iter().map(|n| {
+                let change = fct(r, n) / fct(&rs[0], n) - 1.0;
+                format!("{} ({:+.1}%)", duration(fct(r, n)), change * 100.0)
+            }));
+            rows.push(row);
+        }
+    }
+    let mut header = vec!["AXI path".to_string(), "policy".to_string()];
+    header.extend(names.iter().map(|n| format!("{n} FCT (vs pspin)")));
+    o.tables.push(Table {
+        caption: "Fig. 12b against the paper's baseline: each tenant's FCT under PsPIN's (round robin on the PUs, \
+                  one command FIFO on the DMA engine), round robin everywhere, and OSMOSIS, on the AXI path with \
+                  one command at a time and with reads and writes on their own channels (two commands in flight)"
+            .into(),
+        header,
+        highlight_row: None,
+        rows,
+    });
+    let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    o.figures
+        .push(draw::fct_against_baseline(names, &labels, &by_path));
+    let change = |rs: &[PolicyResult], n: &str| fct(&rs[2], n) / fct(&rs[0], n) - 1.0;
+    let show = |rs: &[PolicyResult]| {
+        names
+            .iter()
+            .map(|n| format!("{n} {:+.1}%", change(rs, n) * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (one, two) = (&by_path[0].1, &by_path[1].1);
+    o.directions.push(Check {
+        what:
+            "osmosis: FCT lower for every tenant than PsPIN's baseline (RR on the PUs, a DMA command FIFO), \
+               reads and writes on their own AXI channels (Fig. 12b)"
+                .into(),
+        met: names.iter().all(|n| change(two, n) < 0.0),
+        detail: format!(
+            "duplex path: {}; one command at a time: {} (a FIFO wastes nothing when only one command is on \
+             the path; with two, it idles one direction whenever the two oldest commands go the same way, \
+             which per-tenant turns avoid)",
+            show(two),
+            show(one)
+        ),
+    });
+    Ok(())
+}
+
 /// `text` (a scenario whose DMA engine has `tlp_overhead = "8B"` once)
 /// with every DMA request paying `setup` ns.
 fn with_setup(text: &str, setup: u64) -> anyhow::Result<String> {
     let line = "tlp_overhead = \"8B\"\n";
-    anyhow::ensure!(
-        text.matches(line).count() == 1,
-        "the IO mix has not one DMA engine"
-    );
-    Ok(text.replacen(line, &format!("{line}request_overhead = \"{setup}ns\"\n"), 1))
+    edit(text, line, &format!("{line}request_overhead = \"{setup}ns\"\n"))
 }
 
 /// The fragment-size sweep of the IO mix (`file`, `text`) under OSMOSIS'
@@ -127,8 +224,8 @@ pub(super) fn sweep(
             })
             .collect();
         let span = (
-            0.5 + 0.5 * k as f64 / SETUPS.len() as f64,
-            0.5 / SETUPS.len() as f64,
+            0.7 + 0.3 * k as f64 / SETUPS.len() as f64,
+            0.3 / SETUPS.len() as f64,
         );
         let out = runner.simulate(
             &format!("{file} ({name} {setup} ns requests)"),
@@ -236,5 +333,10 @@ mod tests {
             .collect();
         assert_eq!(dma, [10]);
         assert!(with_setup("no dma here", 10).is_err());
+        // The duplex path: two commands on the DMA engine, the PUs as written.
+        let s =
+            isola_model::Scenario::parse(&edit(text, PATHS[0].1, PATHS[1].1).unwrap(), "io.toml").unwrap();
+        let slots: Vec<u32> = s.engines.iter().map(|e| e.slots).collect();
+        assert_eq!(slots, [32, 2]);
     }
 }
