@@ -255,9 +255,10 @@ const MIX_DIFFERS: &str = "where this differs from OSMOSIS' setup and what it co
      flow of a fixed packet count, so the FCT gains depend on how much work is left when the Victims finish \
      (larger here, hence -60% against the paper's -39%); and Jain's index is computed per tenant per window \
      (the paper's is over all flows at once): the size of the fairness gain depends on the index; on the IO mix \
-     the DMA path serves one command at a time, so round robin already gives the Congestors the full path and \
-     holding them to their share delays them (+3-4%), where the paper's gain for them comes from head-of-line \
-     blocking inside PsPIN's AXI interconnect, which this model has only between transfers";
+     the DMA path as written serves one command at a time, so round robin already gives the Congestors the full \
+     path and holding them to their share delays them (+4%); the paper's gain for them comes against PsPIN's \
+     DMA command FIFO on AXI's separate read and write channels, which the table against `pspin` on a duplex \
+     path adds";
 
 /// Why a Congestor's FCT is not lower under WLBVT here (appended to the
 /// direction's figures when it fails).
