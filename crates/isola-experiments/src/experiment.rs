@@ -25,6 +25,7 @@ pub struct Experiment {
 /// Every experiment, in the order `all` runs them.
 pub static ALL: &[Experiment] = &[
     astraea::EXPERIMENT,
+    osmosis::BUDGET,
     osmosis::PU,
     osmosis::HOL,
     osmosis::COMPUTE,

@@ -1,12 +1,16 @@
-//! OSMOSIS' figures: shares and Jain's index over time (Figs. 9 and 12)
+//! OSMOSIS' figures: the per-packet time budget (Fig. 3), shares and
+//! Jain's index over time (Figs. 9 and 12)
 //! and completion-time CDFs (Figs. 10 and 13), from the runs that
 //! succeeded.
 
-use super::fragment::{FragmentCurve, IoCurve};
+use super::budget::Kernel;
+use super::fig11::IoCurve;
+use super::fragment::FragmentCurve;
+use super::io_mix::{fct, p50, slowdown, Sweep};
 use crate::draw::{figure, latency_cdf, over_time};
 use crate::judge::tenant;
 use isola_model::PolicyResult;
-use isola_report::{Axis, Chart, Figure, Format, Series};
+use isola_report::{Axis, BarSeries, Chart, Figure, Format, Series};
 
 /// Fig. 9: the Congestor's PU share under round robin and WLBVT, and
 /// Jain's index under every policy.
@@ -214,8 +218,9 @@ pub(super) fn fragments(
 
 /// Fig. 11: the throughput fragmentation costs an IO write alone, per
 /// transfer size, for each setup (`curves`: (size, whole Mpps, fragmented
-/// Mpps)), in fragments of `fragment` bytes.
-pub(super) fn io_overhead(curves: &[IoCurve], fragment: u64) -> Figure {
+/// Mpps)), in fragments of `fragment` bytes; and at 4 KiB per fragment
+/// size (`by_fragment`: (fragment, overhead), blocking requests).
+pub(super) fn io_overhead(curves: &[IoCurve], fragment: u64, by_fragment: &[(u64, f64)]) -> Figure {
     let series = curves
         .iter()
         .map(|(name, p)| Series::new(*name, p.iter().map(|q| (q.0 as f64, 1.0 - q.2 / q.1)).collect()))
@@ -224,16 +229,150 @@ pub(super) fn io_overhead(curves: &[IoCurve], fragment: u64) -> Figure {
         "IO throughput lost to fragmentation",
         &format!(
             "An IO write alone at the ingress line rate: the share of its packet rate lost with {fragment} B DMA \
-             fragments against whole writes, per transfer size, with blocking and pipelined request setup."
+             fragments against whole writes, per transfer size, with blocking, fitted and pipelined request setup and with the software wrapper's PU work \
+             (blocking requests); and a 4 KiB write's loss per fragment size."
         ),
         "OSMOSIS Fig. 11: IO-bound workloads lose 2-23% to fragmentation",
+        vec![
+            Chart::lines(
+                "throughput overhead",
+                size_axis("transfer"),
+                Axis::new("overhead").format(Format::Percent),
+                series,
+            )
+            .reference_y(0.23, "paper: 23%")
+            .reference_y(0.02, "paper: 2%"),
+            Chart::lines(
+                "4 KiB write, blocking requests: overhead by fragment size",
+                size_axis("fragment"),
+                Axis::new("overhead").format(Format::Percent),
+                vec![Series::new(
+                    "blocking",
+                    by_fragment.iter().map(|&(f, x)| (f as f64, x)).collect(),
+                )],
+            )
+            .reference_y(0.23, "paper: 23%")
+            .reference_y(0.02, "paper: 2%"),
+        ],
+    )
+}
+
+/// Fig. 3: the per-packet time budget (`ppb`, and `framed` with Ethernet's
+/// framing) and each kernel's PU time per packet against the packet size.
+pub(super) fn budget(
+    sizes: &[u64],
+    kernels: &[Kernel],
+    ppb: &dyn Fn(u64) -> f64,
+    framed: &dyn Fn(u64) -> f64,
+) -> Figure {
+    let line = |name: &str, ns: &dyn Fn(u64) -> f64| {
+        Series::new(name, sizes.iter().map(|&p| (p as f64, ns(p) / 1e9)).collect())
+    };
+    let mut series = vec![
+        line("PPB, 32 PUs at 400 Gbit/s", ppb),
+        line("PPB with 20 B framing", framed),
+    ];
+    series.extend(kernels.iter().map(|k| line(&k.op, &|p| k.cost.mean(p))));
+    figure(
+        "Per-packet time budget",
+        "OSMOSIS' per-packet time budget N x P / B (N = 32 PUs, B = 400 Gbit/s; and with Ethernet's 20 B a \
+         frame) against each kernel's PU time per packet, by packet size: a kernel above the budget cannot \
+         keep up with a fully utilised link.",
+        "OSMOSIS Fig. 3: every workload at 64 B and every compute-bound one at any size exceeds the budget; \
+         IO-bound kernels above 256 B fit it",
         vec![Chart::lines(
-            "throughput overhead",
-            size_axis("transfer"),
-            Axis::new("overhead").format(Format::Percent),
+            "PU time per packet against the budget",
+            size_axis("packet"),
+            Axis::new("time per packet").log10().format(Format::Seconds),
             series,
-        )
-        .reference_y(0.23, "paper: 23%")
-        .reference_y(0.02, "paper: 2%")],
+        )],
+    )
+}
+
+/// The IO mix against the DMA fragment size (`sweeps`: per setup, the run
+/// per fragment size, whole transfers last, drawn at the Congestors' 4 KiB):
+/// the Victims' median completion time and slowdown, the Congestors' FCT.
+pub(super) fn fragment_sweep(sweeps: &[Sweep], victims: &[&str], congestors: &[&str]) -> Figure {
+    let per = |names: &[&str], value: &dyn Fn(&PolicyResult, &str) -> f64| -> Vec<Series> {
+        sweeps
+            .iter()
+            .flat_map(|(setup, runs)| {
+                names.iter().map(move |n| {
+                    let points = runs
+                        .iter()
+                        .map(|(f, r)| (f.unwrap_or(4096) as f64, value(r, n)))
+                        .collect();
+                    Series::new(format!("{n}, {setup}"), points)
+                })
+            })
+            .collect()
+    };
+    let seconds = |label: &str| Axis::new(label).log10().format(Format::Seconds);
+    figure(
+        "The fragment size's trade-off",
+        "The IO mix under OSMOSIS' configuration against the DMA fragment size (the last point, at 4 KiB, is \
+         whole transfers): the Victims' median completion time and slowdown against solo, and the Congestors' \
+         flow completion time, with blocking and pipelined request setup.",
+        "OSMOSIS Sec. 6.3 and Fig. 13 (two fragment sizes): smaller fragments cut the Victims' completion \
+         time and cost the Congestors one handshake per fragment",
+        vec![
+            Chart::lines(
+                "Victims' p50 by fragment size",
+                size_axis("fragment"),
+                seconds("p50"),
+                per(victims, &|r, n| p50(r, n) / 1e9),
+            ),
+            Chart::lines(
+                "Victims' slowdown by fragment size",
+                size_axis("fragment"),
+                Axis::new("slowdown").log10(),
+                per(victims, &slowdown),
+            ),
+            Chart::lines(
+                "Congestors' FCT by fragment size",
+                size_axis("fragment"),
+                seconds("FCT"),
+                per(congestors, &|r, n| fct(r, n) / 1e9),
+            ),
+        ],
+    )
+}
+
+/// Fig. 12b against PsPIN's baseline: per AXI path (`by_path`: the runs in
+/// `labels`' order, the baseline first), each tenant's FCT change against
+/// the baseline under every other run.
+pub(super) fn fct_against_baseline(
+    names: &[String],
+    labels: &[String],
+    by_path: &[(&str, Vec<PolicyResult>)],
+) -> Figure {
+    let charts = by_path
+        .iter()
+        .map(|(path, rs)| {
+            let series = labels
+                .iter()
+                .zip(rs)
+                .skip(1)
+                .map(|(l, r)| {
+                    let change = names.iter().map(|n| fct(r, n) / fct(&rs[0], n) - 1.0).collect();
+                    BarSeries::new(l.as_str(), change)
+                })
+                .collect();
+            Chart::bars(
+                format!("{path}: FCT against {}", labels[0]),
+                "tenant",
+                Axis::new("FCT change").format(Format::Percent),
+                names.to_vec(),
+                series,
+            )
+            .reference_y(0.0, labels[0].as_str())
+        })
+        .collect();
+    figure(
+        "Flow completion times against PsPIN's baseline",
+        "Each tenant's FCT change against PsPIN's baseline (round robin on the PUs, one command FIFO on the DMA \
+         engine), on the AXI path with one command at a time and with reads and writes on their own channels.",
+        "OSMOSIS Fig. 12b: OSMOSIS lowers the FCT of every tenant, Victims and Congestors, by up to 63%",
+        charts,
     )
 }
