@@ -13,9 +13,12 @@
 
 mod draw;
 pub mod scenario;
+mod stability;
 mod sweep;
+mod tail;
 
-pub use sweep::{SIZES, STABILITY};
+pub use stability::STABILITY;
+pub use sweep::SIZES;
 
 use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{direction, fmt_index, row_of, succeeded, tenant};
@@ -271,6 +274,7 @@ fn mtda_table_iv(
     }
     let share = 1.0 / cases.len() as f64;
     let mut per_count: Vec<(usize, Vec<PolicyOutcome>)> = Vec::new();
+    let mut per_tenant = Vec::new();
     for (i, &(n, costs)) in cases.iter().enumerate() {
         let setup = scenario::Setup { costs, ..measured };
         let results = table_iv_results(
@@ -286,9 +290,13 @@ fn mtda_table_iv(
         let ok = succeeded(&results, &mut notes);
         let rows = table_iv_rows(&ok);
         let mut highlight = None;
+        let workload = if balanced { "balanced" } else { "unbalanced" };
         if n == 4 {
             o.notes.extend(notes);
             table_iv_directions(&mut o, &ok, costs, balanced);
+            tail::directions(&mut o, &ok, costs);
+            per_tenant.push(tail::table(&ok, n, workload, costs));
+            o.figures.push(tail::figure_of(&ok, workload, costs));
         }
         if n == 4 && costs == scenario::Costs::Measured {
             // Best at 4 tenants by MTDA's own objective, eq. 4: the largest
@@ -331,6 +339,8 @@ fn mtda_table_iv(
             per_count.push((n, results));
         }
     }
+    // Fig. 8's tables (every tenant's p50 and p99) after Table IV's.
+    o.tables.extend(per_tenant);
     o.figures.push(draw::fair1(&per_count));
     o.notes.push(if runner.live() {
         format!(
