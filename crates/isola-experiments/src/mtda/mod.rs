@@ -420,12 +420,47 @@ impl Timeline {
 /// window `p`: the largest of their p99s. A window in which one of them
 /// completed nothing counts as unbounded (starved, `u64::MAX`), not as zero.
 fn victims_p99(p: &SeriesPoint) -> u64 {
+    window_p99(p, 1)
+}
+
+/// The largest p99 in window `p` of the tenants from the `skip`-th on (0:
+/// all, the overall system p99 of Fig. 9; 1: those that did not burst),
+/// a tenant that completed nothing counting as starved (`u64::MAX`).
+fn window_p99(p: &SeriesPoint, skip: usize) -> u64 {
     p.p99_ns
         .iter()
-        .skip(1)
+        .skip(skip)
         .map(|&v| if v == 0 { u64::MAX } else { v })
         .max()
         .unwrap_or(u64::MAX)
+}
+
+/// The overall p99 (every tenant's, the bursting one's too) of window `p`:
+/// what Fig. 13 plots for four tenants, as Fig. 9 defines it.
+fn overall_p99(p: &SeriesPoint) -> u64 {
+    window_p99(p, 0)
+}
+
+/// The overall p99's level before the burst and after it: the median
+/// window from `settled` to the burst, and from the burst to the end.
+fn overall_levels(r: &PolicyResult, t: Timeline) -> (u64, u64) {
+    let level = |from: u64, to: u64| {
+        let mut v: Vec<u64> = windows(r, t.duration)
+            .filter(|(at, _)| *at >= from && *at < to)
+            .map(|(_, p)| overall_p99(p))
+            .collect();
+        isola_core::metrics::median(&mut v).unwrap_or(0)
+    };
+    (level(t.settled, t.burst_at), level(t.burst_at, t.duration))
+}
+
+/// How many times its pre-burst level the overall p99 stays at after the
+/// burst (infinite when starved or nothing before).
+fn overall_rise(r: &PolicyResult, t: Timeline) -> f64 {
+    match overall_levels(r, t) {
+        (0, _) | (_, u64::MAX) => f64::INFINITY,
+        (before, after) => after as f64 / before as f64,
+    }
 }
 
 /// `r`'s windows within the scenario's `duration`, with the scenario time
@@ -481,6 +516,7 @@ fn mtda_burst(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     let ok = succeeded(&results, &mut o.notes);
     judge_burst(&mut o, &ok, t);
     o.figures.push(draw::burst(&ok));
+    o.figures.push(draw::burst_overall(&ok));
     o.notes.push(format!(
         "requests are batches of 32 packets of 1 KiB; the analytics tenant goes from 10% to 60% of the cores at {} \
          (the others stay at 10% each). Where this differs from Fig. 13: 12 s, not 30 s; \
@@ -543,6 +579,7 @@ fn burst_runs(runner: &mut Runner, t: Timeline) -> anyhow::Result<Vec<PolicyOutc
 /// goal, the directions against the baselines and the table go to `o`.
 fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeline) {
     let recovery = |r: &PolicyResult| recovery(r, t);
+    let overall_rise = |r: &PolicyResult| overall_rise(r, t);
     let rows: Vec<Vec<String>> = ok
         .iter()
         .map(|(l, r)| {
@@ -556,6 +593,14 @@ fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeli
                 },
                 at.map_or("never".into(), |s| format!("{s:.1} s")),
                 tenant(r, "rta").map_or("-".into(), |t| duration(t.latency_ns.p99 as f64)),
+                {
+                    let (before, after) = overall_levels(r, t);
+                    let show = |v: u64| match v {
+                        u64::MAX => "starved".to_string(),
+                        v => duration(v as f64),
+                    };
+                    format!("{} / {} (x{:.1})", show(before), show(after), overall_rise(r))
+                },
             ]
         })
         .collect();
@@ -591,10 +636,25 @@ fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeli
             o.directions.push(c);
         }
     }
+    // Fig. 13's overall p99 (the bursting tenant's too): FairNIC's static
+    // partition rises and stays up, MTDA's stays, iPipe's rise is limited.
+    for ours in ["mtda", "mtda/cores", "ipipe"] {
+        let c = direction(
+            ok,
+            ours,
+            &["dpdk-rss/4", "static"],
+            "rise of the overall p99 after the burst (median window after / before, all four tenants)",
+            true,
+            |v| format!("x{v:.1}"),
+            |r| Some((overall_rise(r) * 10.0).round() / 10.0),
+        );
+        o.directions.extend(c);
+    }
     o.tables.push(Table {
         caption: format!(
             "Tenants that did not burst: p99 before (median 100 ms window, {}-{}) and after the burst; \
-             recovery time; the bursting tenant's p99 over the run",
+             recovery time; the bursting tenant's p99 over the run; the overall p99 (all four tenants, Fig. 13's) \
+             median window before / after the burst (and its rise)",
             t.settled as f64 / 1e9,
             Timeline::secs(t.burst_at)
         ),
@@ -604,6 +664,7 @@ fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeli
             "worst p99 after",
             "back within 20%",
             "bursting tenant p99",
+            "overall p99 before / after",
         ]
         .map(String::from)
         .to_vec(),
