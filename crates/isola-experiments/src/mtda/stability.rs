@@ -345,6 +345,7 @@ mod tests {
             if policy != "fcfs" {
                 // The scheduler's channels, the flows (and churn) kept.
                 text = text.replace("steering = \"rss\"\nring = 1\n", "");
+                assert!(!text.contains("rss") && text.contains("flows = 4"));
             }
             let s = isola_model::Scenario::parse(&text, "s.toml").unwrap();
             isola_sim::run_policy(&s, &run_of(policy, policy, &[]), 7, None, None).unwrap()
