@@ -198,10 +198,6 @@ impl ArrivalProcess {
     }
 }
 
-/// The 5-tuple of packet number `seq` of tenant `tenant`'s workload, whose
-/// flow is `flow` (fields it leaves out get defaults derived from the
-/// tenant's index: 10.0.t.1 -> 10.255.0.1, UDP, destination port 4000 + t,
-/// and a source port that changes per packet as a flow's sockets would).
 /// The flow (its place in the source ports' sequence) of the packet
 /// issued `issued`-th at `now` by a workload with `flows` flows, each
 /// replaced after `life`: without `flows` a new flow per packet; with
@@ -219,8 +215,10 @@ pub fn flow_seq(issued: u64, flows: Option<u32>, life: Option<Nanos>, now: Nanos
     }
 }
 
-/// The 5-tuple of a tenant's packet: `flow`'s fields where it fixes them,
-/// else the tenant's defaults, its source port the `seq`-th.
+/// The 5-tuple of packet number `seq` of tenant `tenant`'s workload, whose
+/// flow is `flow` (fields it leaves out get defaults derived from the
+/// tenant's index: 10.0.t.1 -> 10.255.0.1, UDP, destination port 4000 + t,
+/// and a source port that changes per packet as a flow's sockets would).
 pub fn packet_tuple(flow: Option<&FlowMatch>, tenant: usize, seq: u64) -> FiveTuple {
     let f = flow.copied().unwrap_or_default();
     FiveTuple {
