@@ -150,7 +150,7 @@ pub(super) fn figure_of(ok: &[(&str, &PolicyResult)], workload: &str, costs: Cos
     let chart = |what: &str, value: fn(&isola_model::TenantResult) -> u64| {
         bars_per_policy(
             &format!("{what} per tenant"),
-            Axis::new(what).format(Format::Seconds),
+            Axis::new(what).log10().format(Format::Seconds),
             &shown,
             &names,
             move |t| value(t) as f64 / 1e9,
