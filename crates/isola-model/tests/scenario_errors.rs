@@ -415,6 +415,18 @@ fn bad_steering_and_flows() {
         "flows",
         "must be at least 1",
     );
+    check(
+        &with_line(17, "size = \"64B\"\nflow_life = \"1s\""),
+        18,
+        "flow_life",
+        "needs `flows`",
+    );
+    check(
+        &with_line(17, "size = \"64B\"\nflows = 4\nflow_life = \"0s\""),
+        19,
+        "flow_life",
+        "must be positive",
+    );
 }
 
 /// A workload's flow-queue keys are checked where they are written.

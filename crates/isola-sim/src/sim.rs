@@ -13,7 +13,7 @@ use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
 use crate::queue::EventQueue;
 use crate::rng::{stream, Purpose};
 use crate::rss::{rss_hash, RssCores};
-use crate::workload::{packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
+use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{
     BuildError, CostModel, EngineId, EngineSpec, Nanos, OpSpec, RejectReason, SchedulerBuilder, SplitRule,
     Task, TaskId, TenantId, NANOS_PER_SEC,
@@ -418,10 +418,11 @@ impl<'a> Sim<'a> {
         let unit_exp: f64 = Exp1.sample(&mut run.service_rng);
         let closed = run.closed;
         // The packet's 5-tuple: its flow is its source port's turn among the
-        // workload's `flows` (a new port per packet without it).
+        // workload's `flows` (a new port per packet without it), renewed
+        // after each `flow_life`.
         let (source_tenant, workload) = (run.tenant, self.spec(source));
         let run = &self.workloads[source];
-        let flow_seq = workload.flows.map_or(run.issued, |k| run.issued % u64::from(k));
+        let flow_seq = flow_seq(run.issued, workload.flows, workload.flow_life, self.now);
         // Built only for what reads it: ingress rules and RSS steering.
         let tuple = (self.matching.is_some() || self.hashes_flows)
             .then(|| packet_tuple(workload.flow.as_ref(), source_tenant, flow_seq));

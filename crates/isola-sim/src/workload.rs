@@ -198,6 +198,23 @@ impl ArrivalProcess {
     }
 }
 
+/// The flow (its place in the source ports' sequence) of the packet
+/// issued `issued`-th at `now` by a workload with `flows` flows, each
+/// replaced after `life`: without `flows` a new flow per packet; with
+/// them, the packets take the flows in turn, and flow `j` of `k` is in its
+/// `g`-th life (a new port each) from `g x life - j x life / k`, so the
+/// flows end one at a time, evenly over a life (flow churn).
+pub fn flow_seq(issued: u64, flows: Option<u32>, life: Option<Nanos>, now: Nanos) -> u64 {
+    let Some(k) = flows.map(u64::from) else {
+        return issued;
+    };
+    let j = issued % k;
+    match life {
+        Some(life) if life > 0 => (now + j * life / k) / life * k + j,
+        _ => j,
+    }
+}
+
 /// The 5-tuple of packet number `seq` of tenant `tenant`'s workload, whose
 /// flow is `flow` (fields it leaves out get defaults derived from the
 /// tenant's index: 10.0.t.1 -> 10.255.0.1, UDP, destination port 4000 + t,
@@ -303,6 +320,28 @@ mod tests {
         }
         let mut e = SizeSampler::new(&SizeDist::Empirical(vec![(64, 0.0), (128, 1.0)]), 1, 0);
         assert!((0..100).all(|_| e.sample() == 128));
+    }
+
+    /// Without a life a workload's k flows are the same all run; with one,
+    /// each flow keeps its port for a whole life and takes a new one
+    /// after it, the k flows renewing one at a time, life / k apart.
+    #[test]
+    fn flows_are_renewed_once_a_life_one_at_a_time() {
+        let (k, life) = (4u32, 1_000u64);
+        assert_eq!(flow_seq(9, None, Some(life), 5_000), 9);
+        for now in [0, 999, 123_456] {
+            assert_eq!(flow_seq(6, Some(k), None, now), 2);
+        }
+        // Flow j's port within one life, and the next life's.
+        let at = |j: u64, now: u64| flow_seq(j, Some(k), Some(life), now);
+        for j in 0..4u64 {
+            let renews = life - j * life / 4;
+            assert_eq!(at(j, 0), at(j, renews - 1), "flow {j} keeps its port");
+            assert_eq!(at(j, renews), at(j, 0) + 4, "flow {j} renews at {renews}");
+        }
+        // Over 10 lives each flow has 10 or 11 ports, 40 or so in all.
+        let ports: std::collections::BTreeSet<u64> = (0..10_000u64).map(|t| at(t % 4, t)).collect();
+        assert!((40..=44).contains(&ports.len()), "{}", ports.len());
     }
 
     #[test]

@@ -13,9 +13,12 @@
 
 mod draw;
 pub mod scenario;
+mod stability;
 mod sweep;
+mod tail;
 
-pub use sweep::{SIZES, STABILITY};
+pub use stability::STABILITY;
+pub use sweep::SIZES;
 
 use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::{direction, fmt_index, row_of, succeeded, tenant};
@@ -26,6 +29,12 @@ use isola_model::PolicyResult;
 use isola_report::text::duration;
 use isola_report::Table;
 
+/// Fig. 8's claim (4 tenants at 1024 B; the paper does not say which
+/// workload, so both Table IV experiments show it).
+const FIG_8_CLAIM: &str =
+    "Fig. 8: MTDA's p99 is the lowest for each of 4 tenants at 1024 B, by up to 36.8% (DPDK), \
+                           20.0% (iPipe), 36.4% (FairNIC) and 21.2% (LogNIC)";
+
 /// Table IV at equal rates.
 pub const BALANCED: Experiment = Experiment {
     name: "mtda-balanced",
@@ -35,6 +44,7 @@ pub const BALANCED: Experiment = Experiment {
         "4 tenants at 1024 B: Fair1 0.02 with MTDA against 0.145 natively (DPDK)",
         "4 tenants at 1024 B: MTDA 21.02 Gbit/s against DPDK's 15.35 (Fig. 4(c))",
         "MTDA has the best Fair1 and Fair2 against DPDK, iPipe, FairNIC and LogNIC",
+        FIG_8_CLAIM,
     ],
     run: mtda_balanced,
 };
@@ -47,6 +57,7 @@ pub const UNBALANCED: Experiment = Experiment {
     claims: &[
         "MTDA raises throughput by up to 101.2% (DPDK), 143.2% (iPipe), 36.1% (FairNIC)",
         "and lowers latency by up to 50.3%, 58.9% and 26.6%",
+        FIG_8_CLAIM,
     ],
     run: mtda_unbalanced,
 };
@@ -271,6 +282,7 @@ fn mtda_table_iv(
     }
     let share = 1.0 / cases.len() as f64;
     let mut per_count: Vec<(usize, Vec<PolicyOutcome>)> = Vec::new();
+    let mut per_tenant = Vec::new();
     for (i, &(n, costs)) in cases.iter().enumerate() {
         let setup = scenario::Setup { costs, ..measured };
         let results = table_iv_results(
@@ -286,9 +298,13 @@ fn mtda_table_iv(
         let ok = succeeded(&results, &mut notes);
         let rows = table_iv_rows(&ok);
         let mut highlight = None;
+        let workload = if balanced { "balanced" } else { "unbalanced" };
         if n == 4 {
             o.notes.extend(notes);
             table_iv_directions(&mut o, &ok, costs, balanced);
+            tail::directions(&mut o, &ok, costs);
+            per_tenant.push(tail::table(&ok, n, workload, costs));
+            o.figures.push(tail::figure_of(&ok, workload, costs));
         }
         if n == 4 && costs == scenario::Costs::Measured {
             // Best at 4 tenants by MTDA's own objective, eq. 4: the largest
@@ -331,6 +347,8 @@ fn mtda_table_iv(
             per_count.push((n, results));
         }
     }
+    // Fig. 8's tables (every tenant's p50 and p99) after Table IV's.
+    o.tables.extend(per_tenant);
     o.figures.push(draw::fair1(&per_count));
     o.notes.push(if runner.live() {
         format!(
@@ -410,12 +428,47 @@ impl Timeline {
 /// window `p`: the largest of their p99s. A window in which one of them
 /// completed nothing counts as unbounded (starved, `u64::MAX`), not as zero.
 fn victims_p99(p: &SeriesPoint) -> u64 {
+    window_p99(p, 1)
+}
+
+/// The largest p99 in window `p` of the tenants from the `skip`-th on (0:
+/// all, the overall system p99 of Fig. 9; 1: those that did not burst),
+/// a tenant that completed nothing counting as starved (`u64::MAX`).
+fn window_p99(p: &SeriesPoint, skip: usize) -> u64 {
     p.p99_ns
         .iter()
-        .skip(1)
+        .skip(skip)
         .map(|&v| if v == 0 { u64::MAX } else { v })
         .max()
         .unwrap_or(u64::MAX)
+}
+
+/// The overall p99 (every tenant's, the bursting one's too) of window `p`:
+/// what Fig. 13 plots for four tenants, as Fig. 9 defines it.
+fn overall_p99(p: &SeriesPoint) -> u64 {
+    window_p99(p, 0)
+}
+
+/// The overall p99's level before the burst and after it: the median
+/// window from `settled` to the burst, and from the burst to the end.
+fn overall_levels(r: &PolicyResult, t: Timeline) -> (u64, u64) {
+    let level = |from: u64, to: u64| {
+        let mut v: Vec<u64> = windows(r, t.duration)
+            .filter(|(at, _)| *at >= from && *at < to)
+            .map(|(_, p)| overall_p99(p))
+            .collect();
+        isola_core::metrics::median(&mut v).unwrap_or(0)
+    };
+    (level(t.settled, t.burst_at), level(t.burst_at, t.duration))
+}
+
+/// How many times its pre-burst level the overall p99 stays at after the
+/// burst (infinite when starved or nothing before).
+fn overall_rise(r: &PolicyResult, t: Timeline) -> f64 {
+    match overall_levels(r, t) {
+        (0, _) | (_, u64::MAX) => f64::INFINITY,
+        (before, after) => after as f64 / before as f64,
+    }
 }
 
 /// `r`'s windows within the scenario's `duration`, with the scenario time
@@ -471,6 +524,7 @@ fn mtda_burst(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
     let ok = succeeded(&results, &mut o.notes);
     judge_burst(&mut o, &ok, t);
     o.figures.push(draw::burst(&ok));
+    o.figures.push(draw::burst_overall(&ok));
     o.notes.push(format!(
         "requests are batches of 32 packets of 1 KiB; the analytics tenant goes from 10% to 60% of the cores at {} \
          (the others stay at 10% each). Where this differs from Fig. 13: 12 s, not 30 s; \
@@ -533,6 +587,7 @@ fn burst_runs(runner: &mut Runner, t: Timeline) -> anyhow::Result<Vec<PolicyOutc
 /// goal, the directions against the baselines and the table go to `o`.
 fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeline) {
     let recovery = |r: &PolicyResult| recovery(r, t);
+    let overall_rise = |r: &PolicyResult| overall_rise(r, t);
     let rows: Vec<Vec<String>> = ok
         .iter()
         .map(|(l, r)| {
@@ -546,6 +601,14 @@ fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeli
                 },
                 at.map_or("never".into(), |s| format!("{s:.1} s")),
                 tenant(r, "rta").map_or("-".into(), |t| duration(t.latency_ns.p99 as f64)),
+                {
+                    let (before, after) = overall_levels(r, t);
+                    let show = |v: u64| match v {
+                        u64::MAX => "starved".to_string(),
+                        v => duration(v as f64),
+                    };
+                    format!("{} / {} (x{:.1})", show(before), show(after), overall_rise(r))
+                },
             ]
         })
         .collect();
@@ -581,10 +644,25 @@ fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeli
             o.directions.push(c);
         }
     }
+    // Fig. 13's overall p99 (the bursting tenant's too): FairNIC's static
+    // partition rises and stays up, MTDA's stays, iPipe's rise is limited.
+    for ours in ["mtda", "mtda/cores", "ipipe"] {
+        let c = direction(
+            ok,
+            ours,
+            &["dpdk-rss/4", "static"],
+            "rise of the overall p99 after the burst (median window after / before, all four tenants)",
+            true,
+            |v| format!("x{v:.1}"),
+            |r| Some((overall_rise(r) * 10.0).round() / 10.0),
+        );
+        o.directions.extend(c);
+    }
     o.tables.push(Table {
         caption: format!(
             "Tenants that did not burst: p99 before (median 100 ms window, {}-{}) and after the burst; \
-             recovery time; the bursting tenant's p99 over the run",
+             recovery time; the bursting tenant's p99 over the run; the overall p99 (all four tenants, Fig. 13's) \
+             median window before / after the burst (and its rise)",
             t.settled as f64 / 1e9,
             Timeline::secs(t.burst_at)
         ),
@@ -594,6 +672,7 @@ fn judge_burst(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], t: Timeli
             "worst p99 after",
             "back within 20%",
             "bursting tenant p99",
+            "overall p99 before / after",
         ]
         .map(String::from)
         .to_vec(),

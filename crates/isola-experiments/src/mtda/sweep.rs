@@ -1,18 +1,16 @@
 //! MTDA's packet-size sweep (Figs. 4-7, 9 and 11: throughput, mean
-//! latency, overall p99 and Fair2 of four tenants from 256 to 1500 B) and
-//! its stability run (Fig. 12: three balanced tenants' throughput over
-//! time), against the baselines as the paper ran them.
+//! latency, overall p99 and Fair2 of four tenants from 256 to 1500 B),
+//! against the baselines as the paper ran them.
 
-use super::scenario::{self, Costs, Setup};
+use super::scenario::{Costs, Setup};
 use super::{run_of, table_iv_results, total_gbps, worst_p99, BASELINES};
-use crate::draw::{figure, over_time};
 use crate::experiment::{Check, Experiment, ExperimentResult};
 use crate::judge::succeeded;
 use crate::runner::Runner;
 use isola_model::scenario::PolicyRun;
 use isola_model::PolicyResult;
 use isola_report::text::duration;
-use isola_report::{Axis, Format, Table};
+use isola_report::Table;
 
 /// Figs. 4-7, 9, 11: the packet-size sweep.
 pub const SIZES: Experiment = Experiment {
@@ -28,18 +26,6 @@ pub const SIZES: Experiment = Experiment {
     run: mtda_sizes,
 };
 
-/// Fig. 12: stability over time.
-pub const STABILITY: Experiment = Experiment {
-    name: "mtda-stability",
-    title: "three balanced tenants' throughput over time at 1024 B",
-    paper: "MTDA, Fig. 12",
-    claims: &[
-        "DPDK's and iPipe's per-tenant throughput fluctuates over time",
-        "FairNIC is stable but one tenant falls behind; MTDA is stable at nearly line rate",
-    ],
-    run: mtda_stability,
-};
-
 /// The paper's packet sizes (Figs. 4-7, 9, 11).
 const PACKET_SIZES: [u64; 4] = [256, 512, 1024, 1500];
 
@@ -47,7 +33,7 @@ const PACKET_SIZES: [u64; 4] = [256, 512, 1024, 1500];
 /// packets/s, so 10 ms is 122,000 packets a run.
 const SWEEP_DURATION: &str = "10ms";
 
-/// The policies of the sweep and the stability run: MTDA's baselines
+/// The policies of the sweep: MTDA's baselines
 /// (`dpdk-rss/*` are added by [`table_iv_results`]), `mtda` as read by
 /// default and `mtda/cores`, and `wlbvt` (the best engine-time-fair one).
 fn runs() -> Vec<PolicyRun> {
@@ -236,128 +222,4 @@ fn show(metric: &str, v: f64) -> String {
         "Fair2" => format!("{v:.3}"),
         _ => duration(v),
     }
-}
-
-/// The stability run's length and window (scenario time): the paper's is
-/// 45 s; the model's throughput has no slower process than the arrivals.
-const STABILITY_DURATION_NS: u64 = 300_000_000;
-const STABILITY_WINDOW_NS: u64 = 10_000_000;
-
-/// The largest coefficient of variation, over the tenants, of their
-/// per-window throughput (the first window, the queues filling, left out).
-fn fluctuation(r: &PolicyResult) -> f64 {
-    let n = r.tenants.len();
-    let windows: Vec<&Vec<f64>> = r
-        .series
-        .iter()
-        .skip(1)
-        .take_while(|p| p.start_ns + STABILITY_WINDOW_NS <= STABILITY_DURATION_NS)
-        .map(|p| &p.throughput_bps)
-        .collect();
-    (0..n)
-        .map(|t| {
-            let xs: Vec<f64> = windows.iter().map(|w| w[t]).collect();
-            let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
-            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len().max(1) as f64;
-            if mean > 0.0 {
-                var.sqrt() / mean
-            } else {
-                f64::INFINITY
-            }
-        })
-        .fold(0.0, f64::max)
-}
-
-fn mtda_stability(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
-    let mut o = ExperimentResult::new(&STABILITY, runner.live());
-    let setup = Setup {
-        costs: Costs::Paper,
-        ..Setup::default()
-    };
-    let text = scenario::table_iv_with(3, true, &format!("{STABILITY_DURATION_NS}ns"), &setup)
-        .replace(
-            "window = \"1ms\"",
-            &format!("window = \"{STABILITY_WINDOW_NS}ns\""),
-        )
-        .replace("solo = true", "solo = false");
-    let mut results = runner.simulate("mtda-stability.toml", &text, &runs(), (0.0, 0.8))?;
-    if !runner.live() {
-        let rss = Setup {
-            rss_flows: Some(super::RSS_FLOWS[0]),
-            ..setup
-        };
-        let text = scenario::table_iv_with(3, true, &format!("{STABILITY_DURATION_NS}ns"), &rss)
-            .replace(
-                "window = \"1ms\"",
-                &format!("window = \"{STABILITY_WINDOW_NS}ns\""),
-            )
-            .replace("solo = true", "solo = false");
-        let native = [run_of("fcfs", &format!("dpdk-rss/{}", super::RSS_FLOWS[0]), &[])];
-        results.extend(runner.simulate("mtda-stability-rss.toml", &text, &native, (0.8, 0.2))?);
-    }
-    let ok = succeeded(&results, &mut o.notes);
-    let rows = ok
-        .iter()
-        .map(|(l, r)| {
-            let per: Vec<f64> = r.tenants.iter().map(|t| t.throughput_bps * 8e-9).collect();
-            let lo = per.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = per.iter().copied().fold(0.0, f64::max);
-            vec![
-                l.to_string(),
-                format!("{:.2}", total_gbps(r)),
-                per.iter()
-                    .map(|g| format!("{g:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" / "),
-                format!("{:.2}", if hi > 0.0 { lo / hi } else { 0.0 }),
-                format!("{:.3}", fluctuation(r)),
-            ]
-        })
-        .collect();
-    o.tables.push(Table {
-        caption: format!(
-            "3 tenants (analytics, flow monitor, router) balanced at 1024 B, the paper's costs, {} ms windows over {} ms: \
-             throughput, each tenant's, slowest / fastest, and the largest coefficient of variation of a tenant's \
-             per-window throughput",
-            STABILITY_WINDOW_NS / 1_000_000,
-            STABILITY_DURATION_NS / 1_000_000
-        ),
-        header: ["policy", "Gbit/s", "per tenant", "slowest / fastest", "fluctuation (CV)"]
-            .map(String::from)
-            .to_vec(),
-        highlight_row: ok.iter().position(|(l, _)| *l == "mtda/cores"),
-        rows,
-    });
-    for ours in ["mtda", "mtda/cores"] {
-        if let Some(c) = crate::judge::direction(
-            &ok,
-            ours,
-            &["dpdk-rss/4", "ipipe"],
-            "per-window throughput fluctuation (CV)",
-            true,
-            |v| format!("{v:.3}"),
-            |r| Some(fluctuation(r)),
-        ) {
-            o.directions.push(c);
-        }
-    }
-    o.figures.push(figure(
-        "Throughput over time",
-        "Each policy's total throughput per 10 ms window (3 balanced tenants, 1024 B).",
-        "MTDA Fig. 12: DPDK and iPipe fluctuate over 45 s; FairNIC and LogNIC are stable, MTDA stable at nearly line rate",
-        vec![over_time(
-            "total throughput",
-            Axis::new("Gbit/s").format(Format::Si),
-            &ok,
-            &[],
-            |p| p.throughput_bps.iter().sum::<f64>() * 8e-9,
-        )],
-    ));
-    o.notes.push(
-        "simulated time is 0.3 s, not the paper's 45 s: arrivals are Poisson and costs fixed, so nothing in the model \
-         varies on a scale of seconds; what fluctuates here is the windows' Poisson noise and the policies' own \
-         dynamics (turns, credit reallocations)"
-            .into(),
-    );
-    Ok(o)
 }

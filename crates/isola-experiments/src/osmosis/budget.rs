@@ -82,8 +82,7 @@ fn kernels() -> anyhow::Result<Vec<Kernel>> {
         ),
     ] {
         let s = Scenario::parse(text, file)?;
-        for t in &s.tenants {
-            let w = &t.workload;
+        for w in s.tenants.iter().flat_map(|t| &t.workloads) {
             if out.iter().any(|k| k.op == w.op) {
                 continue;
             }

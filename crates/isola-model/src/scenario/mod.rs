@@ -578,6 +578,10 @@ pub struct WorkloadSpec {
     /// flows`, unless `flow` fixes the port); `None`: a new source port per
     /// packet, as a flow's sockets would. What RSS steering hashes.
     pub flows: Option<u32>,
+    /// How long each of its `flows` lives before a new flow (a new source
+    /// port, so a new RSS hash) takes its place, the flows' ends staggered
+    /// evenly over a life; `None`: the same flows for the whole run.
+    pub flow_life: Option<Nanos>,
     /// How many times its predicted service its tasks really take
     /// (`measured_over_predicted`, default 1): the scheduler is told the
     /// service model's prediction, the device takes this multiple of its

@@ -150,6 +150,7 @@ pub(crate) struct RawWorkload {
     pub(super) direction: Option<Spanned<Direction>>,
     pub(super) flow: Option<FlowMatch>,
     pub(super) flows: Option<Spanned<u32>>,
+    pub(super) flow_life: Option<Spanned<Duration>>,
     pub(super) measured_over_predicted: Option<Spanned<f64>>,
     // Its flow queue's place in its tenant's turn (`crate::tenant::flow_queue`).
     pub(crate) weight: Option<Spanned<f64>>,

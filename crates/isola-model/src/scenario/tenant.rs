@@ -218,6 +218,19 @@ fn check_workload(
         Some(f) if *f.get_ref() == 0 => return Err(src.at(f.span(), Some("flows"), "must be at least 1")),
         f => f.map(Spanned::into_inner),
     };
+    let flow_life = match (w.flow_life, flows) {
+        (Some(l), _) if l.get_ref().0 == 0 => {
+            return Err(src.at(l.span(), Some("flow_life"), "must be positive"))
+        }
+        (Some(l), None) => {
+            return Err(src.at(
+                l.span(),
+                Some("flow_life"),
+                "needs `flows`: the flows that are renewed",
+            ))
+        }
+        (l, _) => l.map(|l| l.into_inner().0),
+    };
     let measured_over_predicted = match w.measured_over_predicted {
         Some(k) if !(k.get_ref().is_finite() && (1e-3..=1e3).contains(k.get_ref())) => {
             return Err(src.at(
@@ -250,6 +263,7 @@ fn check_workload(
         direction: w.direction.map(Spanned::into_inner).unwrap_or_default(),
         flow: w.flow,
         flows,
+        flow_life,
         measured_over_predicted,
     })
 }
