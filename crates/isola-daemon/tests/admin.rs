@@ -6,6 +6,9 @@
 //! and a tenant that dies with work queued has that work cancelled while
 //! another tenant's is served.
 
+mod backlog;
+
+use backlog::{backlog, task, INPUT};
 use isola_client::{Client, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::admin::{AdminReply, AdminRequest, TenantStatus};
@@ -16,8 +19,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-const INPUT: u64 = 256 * 1024;
 
 fn config_text(uid: u32, extra: &str) -> String {
     format!(
@@ -90,50 +91,6 @@ fn failed(reply: AdminReply) -> String {
     }
 }
 
-/// SHA-256 of one shared 256 KiB input, output at `slot`'s 32 bytes. (A
-/// tenant's memory quota bounds the bytes of its tasks queued or in
-/// service: 64 MiB holds 256 of them.)
-fn sha(handle: u32, slot: u64) -> Submission {
-    Submission {
-        handle,
-        flags: 0,
-        input_offset: 0,
-        input_len: INPUT,
-        output_offset: INPUT + slot * 32,
-        output_cap: 32,
-        tag: slot,
-    }
-}
-
-/// Tenant `name` queues `tasks` tasks at once when `start` lets it, then
-/// waits for them all, counting them in `done`; returns the client and
-/// when each task was dispatched (daemon clock).
-fn backlog(
-    socket: PathBuf,
-    name: &str,
-    tasks: u64,
-    start: Arc<std::sync::Barrier>,
-    done: Arc<AtomicU64>,
-) -> std::thread::JoinHandle<(Client, Vec<u64>)> {
-    let name = name.to_string();
-    std::thread::spawn(move || {
-        let mut c = Client::connect(&socket, &name).unwrap();
-        let h = c.register("sha256", &BTreeMap::new()).unwrap();
-        c.write(0, &vec![5u8; INPUT as usize]).unwrap();
-        let batch: Vec<Submission> = (0..tasks).map(|i| sha(h, i)).collect();
-        start.wait();
-        c.submit_all(&batch).unwrap();
-        let mut dispatched = Vec::new();
-        for _ in 0..tasks {
-            let answer = c.wait().unwrap();
-            assert_eq!(answer.outcome, CompletionStatus::Ok);
-            dispatched.push(answer.dispatch_ns);
-            done.fetch_add(1, Ordering::AcqRel);
-        }
-        (c, dispatched)
-    })
-}
-
 #[test]
 fn the_admin_socket_is_owner_only() {
     let (d, _) = daemon("mode", "");
@@ -172,6 +129,7 @@ fn a_weight_change_moves_the_shares_while_tenants_run() {
             backlog(
                 d.socket().to_path_buf(),
                 n,
+                "sha256",
                 240,
                 Arc::clone(&start),
                 Arc::clone(c),
@@ -450,14 +408,14 @@ fn a_dead_tenants_queued_work_is_cancelled_and_the_other_is_served() {
         let mut c = Client::connect(d.socket(), "a").unwrap();
         let h = c.register("sha256", &BTreeMap::new()).unwrap();
         c.write(0, &vec![1u8; INPUT as usize]).unwrap();
-        let batch: Vec<Submission> = (0..200).map(|i| sha(h, i)).collect();
+        let batch: Vec<Submission> = (0..200).map(|i| task(h, i)).collect();
         c.submit_all(&batch).unwrap();
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut b = Client::connect(d.socket(), "b").unwrap();
     let h = b.register("sha256", &BTreeMap::new()).unwrap();
     b.write(0, &vec![2u8; INPUT as usize]).unwrap();
-    let batch: Vec<Submission> = (0..20).map(|i| sha(h, i)).collect();
+    let batch: Vec<Submission> = (0..20).map(|i| task(h, i)).collect();
     b.submit_all(&batch).unwrap();
     for _ in 0..20 {
         assert_eq!(b.wait().unwrap().outcome, CompletionStatus::Ok);
@@ -490,9 +448,16 @@ fn ctl_shows_what_the_engine_learned_and_predicted_against_measured() {
     let admin = control::connect(d.admin_socket()).unwrap();
     let start = Arc::new(std::sync::Barrier::new(1));
     let count = Arc::new(AtomicU64::new(0));
-    let (_client, _) = backlog(d.socket().to_path_buf(), "a", 40, start, Arc::clone(&count))
-        .join()
-        .unwrap();
+    let (_client, _) = backlog(
+        d.socket().to_path_buf(),
+        "a",
+        "sha256",
+        40,
+        start,
+        Arc::clone(&count),
+    )
+    .join()
+    .unwrap();
     // The dispatcher publishes what was learned at most every 50 ms.
     let deadline = Instant::now() + Duration::from_secs(10);
     let engines = loop {
@@ -509,7 +474,15 @@ fn ctl_shows_what_the_engine_learned_and_predicted_against_measured() {
         // A completion publishes: one more task after the interval.
         std::thread::sleep(Duration::from_millis(60));
         let one = Arc::new(std::sync::Barrier::new(1));
-        let _ = backlog(d.socket().to_path_buf(), "b", 1, one, Arc::new(AtomicU64::new(0))).join();
+        let _ = backlog(
+            d.socket().to_path_buf(),
+            "b",
+            "sha256",
+            1,
+            one,
+            Arc::new(AtomicU64::new(0)),
+        )
+        .join();
     };
     assert_eq!(engines.len(), 1);
     assert!(engines[0].learning, "accelerators learn by default");

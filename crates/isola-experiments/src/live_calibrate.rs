@@ -133,17 +133,24 @@ pub fn calibrate(scenario: &Scenario) -> anyhow::Result<Calibrated> {
 /// was measured.
 struct Timed {
     tenant: usize,
+    /// Which of the tenant's workloads.
+    workload: usize,
     engine: usize,
     measured: Measured,
 }
 
-/// Times each computing tenant's operator alone here, against what its
-/// model predicts; also answers the tenants that could not be timed.
+/// Times each computing tenant's operator (each of its workloads') alone
+/// here, against what its model predicts; also answers the tenants that
+/// could not be timed.
 fn time_tenants(scenario: &Scenario) -> anyhow::Result<(Vec<Timed>, Vec<String>)> {
     let mut timed = Vec::new();
     let mut skipped = Vec::new();
-    for (i, t) in scenario.tenants.iter().enumerate() {
-        let w = &t.workload();
+    let workloads = scenario
+        .tenants
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| t.workloads.iter().enumerate().map(move |(k, w)| (i, t, k, w)));
+    for (i, t, k, w) in workloads {
         if !runs_an_operator(scenario, w) {
             continue;
         }
@@ -161,7 +168,7 @@ fn time_tenants(scenario: &Scenario) -> anyhow::Result<(Vec<Timed>, Vec<String>)
             skipped.push(format!("`{}` (a trace of several operators)", t.name));
             continue;
         }
-        let Some((model, clock_hz)) = model_of(scenario, i, engine) else {
+        let Some((model, clock_hz)) = model_of(scenario, w, engine) else {
             continue;
         };
         let mut params = isola_ops::sample_params(&w.op);
@@ -181,6 +188,7 @@ fn time_tenants(scenario: &Scenario) -> anyhow::Result<(Vec<Timed>, Vec<String>)
         }
         timed.push(Timed {
             tenant: i,
+            workload: k,
             engine,
             measured: Measured {
                 tenant: t.name.clone(),
@@ -200,7 +208,8 @@ pub fn has_operators(scenario: &Scenario) -> bool {
     scenario
         .tenants
         .iter()
-        .any(|t| runs_an_operator(scenario, &t.workload()))
+        .flat_map(|t| &t.workloads)
+        .any(|w| runs_an_operator(scenario, w))
 }
 
 /// `isola run`: `scenario` live under the runs `only` selects, with
@@ -253,11 +262,15 @@ fn runs_an_operator(scenario: &Scenario, w: &isola_model::scenario::WorkloadSpec
 
 /// The model predicting tenant `tenant`'s tasks on compute engine
 /// `engine` (its own, else the engine's) and the engine's clock.
-fn model_of(scenario: &Scenario, tenant: usize, engine: usize) -> Option<(&ServiceSpec, f64)> {
+fn model_of<'a>(
+    scenario: &'a Scenario,
+    workload: &'a isola_model::scenario::WorkloadSpec,
+    engine: usize,
+) -> Option<(&'a ServiceSpec, f64)> {
     let DeviceSpec::Compute { service, clock_hz } = &scenario.engines[engine].device else {
         return None;
     };
-    let own = scenario.tenants[tenant].workload().service.as_ref();
+    let own = workload.service.as_ref();
     Some((own.or(service.as_ref())?, *clock_hz))
 }
 
@@ -268,8 +281,9 @@ fn model_of(scenario: &Scenario, tenant: usize, engine: usize) -> Option<(&Servi
 fn scaled(scenario: &Scenario, timed: &[Timed]) -> Scenario {
     let mut out = scenario.clone();
     for t in timed.iter().filter(|t| is_off(t.measured.ratio())) {
-        if let Some((model, _)) = model_of(scenario, t.tenant, t.engine) {
-            out.tenants[t.tenant].workload_mut().service = Some(model.scaled(t.measured.ratio()));
+        let workload = &scenario.tenants[t.tenant].workloads[t.workload];
+        if let Some((model, _)) = model_of(scenario, workload, t.engine) {
+            out.tenants[t.tenant].workloads[t.workload].service = Some(model.scaled(t.measured.ratio()));
         }
     }
     for (e, engine) in out.engines.iter_mut().enumerate() {
@@ -334,6 +348,7 @@ mod tests {
         // rule is checked without the machine's noise).
         let timed = |ratio: f64| Timed {
             tenant: 0,
+            workload: 0,
             engine: 0,
             measured: Measured {
                 tenant: "t".into(),

@@ -29,7 +29,8 @@ pub fn open_loop_rate(scenario: &Scenario) -> f64 {
     scenario
         .tenants
         .iter()
-        .map(|t| match &t.workload().arrival {
+        .flat_map(|t| &t.workloads)
+        .map(|w| match &w.arrival {
             ArrivalSpec::Poisson(r) | ArrivalSpec::Constant(r) | ArrivalSpec::Uniform(r) => *r,
             ArrivalSpec::OnOff { rate, .. } => *rate,
             ArrivalSpec::Steps(steps) => steps.iter().map(|s| s.1).fold(0.0, f64::max),

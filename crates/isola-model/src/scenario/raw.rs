@@ -162,7 +162,7 @@ pub(crate) struct RawWorkload {
 /// array of `[[tenant.workload]]` tables (each its own flow queue).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RawWorkloads {
-    One(RawWorkload),
+    One(Box<RawWorkload>),
     Many(Vec<Spanned<RawWorkload>>),
 }
 
@@ -177,7 +177,8 @@ impl<'de> Deserialize<'de> for RawWorkloads {
                 f.write_str("a [tenant.workload] table or [[tenant.workload]] tables")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawWorkloads, A::Error> {
-                RawWorkload::deserialize(de::value::MapAccessDeserializer::new(map)).map(RawWorkloads::One)
+                RawWorkload::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|w| RawWorkloads::One(Box::new(w)))
             }
             fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<RawWorkloads, A::Error> {
                 Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(RawWorkloads::Many)

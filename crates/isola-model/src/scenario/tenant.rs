@@ -118,7 +118,7 @@ pub(super) fn check_tenant(
     };
     let workload_span = workload.span();
     let raw_workloads = match workload.into_inner() {
-        RawWorkloads::One(w) => vec![Spanned::new(workload_span, w)],
+        RawWorkloads::One(w) => vec![Spanned::new(workload_span, *w)],
         RawWorkloads::Many(ws) if ws.is_empty() => {
             return Err(src.at(tenant_span, Some("workload"), "give at least one workload"))
         }
