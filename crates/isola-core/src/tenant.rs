@@ -127,18 +127,34 @@ impl Default for FlowQueueSpec {
     }
 }
 
+/// Checks a weight (a tenant's or a flow queue's): from [`MIN_WEIGHT`] to
+/// [`MAX_WEIGHT`].
+fn check_weight(weight: f64) -> Result<(), (&'static str, String)> {
+    if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&weight) {
+        return Err((
+            "weight",
+            format!("must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {weight}"),
+        ));
+    }
+    Ok(())
+}
+
 impl FlowQueueSpec {
+    /// A tenant's flow queues as [`Slo::flows`] holds them: one queue
+    /// with nothing of its own set is no list at all (both are the
+    /// tenant's one default queue), so that every driver writes the same
+    /// tenant the same way.
+    pub fn canonical(specs: Vec<FlowQueueSpec>) -> Vec<FlowQueueSpec> {
+        if specs == [FlowQueueSpec::default()] {
+            Vec::new()
+        } else {
+            specs
+        }
+    }
+
     /// Checks the spec; returns the offending key and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&self.weight) {
-            return Err((
-                "weight",
-                format!(
-                    "must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {}",
-                    self.weight
-                ),
-            ));
-        }
+        check_weight(self.weight)?;
         if let Some(cap) = self.queue_cap {
             if !(1..=MAX_QUEUE_CAP).contains(&cap) {
                 return Err((
@@ -324,15 +340,7 @@ impl Slo {
 
     /// Checks the SLO's own consistency; returns the offending field and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&self.weight) {
-            return Err((
-                "weight",
-                format!(
-                    "must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {}",
-                    self.weight
-                ),
-            ));
-        }
+        check_weight(self.weight)?;
         if !(1..=MAX_QUEUE_CAP).contains(&self.queue_cap) {
             return Err((
                 "queue_cap",

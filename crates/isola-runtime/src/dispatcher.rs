@@ -65,6 +65,9 @@ pub(crate) enum Msg {
     /// Cancel what is queued, finish what runs until the deadline (then
     /// abandon it), then stop; acknowledge.
     Shutdown(crossbeam_channel::Sender<()>, Duration),
+    /// A withdrawal of queued work (`Control::Withdraw`): on the data
+    /// path, behind the submissions it must see.
+    Control(Control),
     /// Poll this too, from now on.
     AddPoller(Box<dyn crate::Poller>),
     /// Something for a poller arrived while the dispatcher slept.
@@ -425,6 +428,7 @@ impl Dispatcher {
                     self.done(d, at);
                 }
             }
+            Msg::Control(c) => self.control(c),
             Msg::AddPoller(p) => self.pollers.push(p),
             Msg::Wake => {}
             Msg::Shutdown(ack, grace) => {

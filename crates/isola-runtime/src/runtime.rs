@@ -357,7 +357,7 @@ impl Runtime {
             overrides,
             ack,
         };
-        self.control(c, answer)
+        self.control(c, answer, true)
     }
 
     /// Cancels the tasks of `tenant` still queued, every one or only
@@ -371,7 +371,8 @@ impl Runtime {
     ) -> Result<usize, crate::ControlError> {
         let (ack, answer) = crossbeam_channel::bounded(1);
         let c = crate::dispatcher::Control::Withdraw { tenant, only, ack };
-        self.control(c, answer)
+        // In order behind the tenant's submissions: it must see them all.
+        self.control(c, answer, false)
     }
 
     /// Has the dispatcher poll `poller` beside its channel, on its own
@@ -393,18 +394,25 @@ impl Runtime {
     }
 
     /// Sends `msg` to the dispatcher and waits for its answer.
-    /// Sends change `c` on the control path (ahead of the data path's
-    /// messages, `dispatcher/control.rs`) and waits for its answer.
+    /// Sends change `c` to the dispatcher, `first` on the control path
+    /// (ahead of the data path's messages, `dispatcher/control.rs`), else
+    /// in order on the data path, and waits for its answer.
     fn control<T>(
         &self,
         c: crate::dispatcher::Control,
         answer: crossbeam_channel::Receiver<Result<T, crate::ControlError>>,
+        first: bool,
     ) -> Result<T, crate::ControlError> {
-        if self.shared.closed.read().map_or(true, |closed| *closed) || self.shared.controls.send(c).is_err() {
+        if self.shared.closed.read().map_or(true, |closed| *closed) {
             return Err(crate::ControlError::ShutDown);
         }
-        // Wakes the dispatcher if it waits on the data path.
-        if self.shared.tx.send(Msg::Wake).is_err() {
+        let sent = if first {
+            // Then wakes the dispatcher, in case it waits on the data path.
+            self.shared.controls.send(c).is_ok() && self.shared.tx.send(Msg::Wake).is_ok()
+        } else {
+            self.shared.tx.send(Msg::Control(c)).is_ok()
+        };
+        if !sent {
             return Err(crate::ControlError::ShutDown);
         }
         answer.recv().unwrap_or(Err(crate::ControlError::ShutDown))

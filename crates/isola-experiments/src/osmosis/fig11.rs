@@ -289,12 +289,10 @@ fn judge_wrapper(o: &mut ExperimentResult, curves: &[IoCurve]) {
     });
 }
 
-/// The throughput a `transfer`-byte write held by the 400 Gbit/s ingress
-/// loses in fragments of `fragment` bytes at `setup` ns a request on the
-/// modelled AXI link (closed form: the link's time for the fragments
-/// against the ingress's for the write; 0 while the ingress binds).
-pub fn held_overhead(transfer: u64, fragment: u64, setup: u64) -> f64 {
-    let spec = DmaSpec {
+/// The modelled AXI link (64 GB/s, 4 KiB payloads, 8 B a packet) at
+/// `setup` ns a request.
+fn axi_link(setup: u64) -> DmaSpec {
+    DmaSpec {
         bytes_per_sec: 64e9,
         max_payload: 4096,
         max_read_request: 4096,
@@ -302,7 +300,15 @@ pub fn held_overhead(transfer: u64, fragment: u64, setup: u64) -> f64 {
         tlp_rate: None,
         request_overhead: setup,
         pcie: None,
-    };
+    }
+}
+
+/// The throughput a `transfer`-byte write held by the 400 Gbit/s ingress
+/// loses in fragments of `fragment` bytes at `setup` ns a request on the
+/// modelled AXI link (closed form: the link's time for the fragments
+/// against the ingress's for the write; 0 while the ingress binds).
+pub fn held_overhead(transfer: u64, fragment: u64, setup: u64) -> f64 {
+    let spec = axi_link(setup);
     let alone = |bytes| isola_sim::device::DmaLink::alone(&spec, Direction::Write, bytes);
     let (n, rest) = (transfer / fragment, transfer % fragment);
     let link = n as f64 * alone(fragment) + if rest > 0 { alone(rest) } else { 0.0 };
@@ -414,15 +420,7 @@ fn io_fragment_sweep(
 /// The throughput a 4 KiB write loses in 512 B fragments on the modelled
 /// AXI link with the live engine's setup per request (closed form).
 fn live_overhead() -> f64 {
-    let spec = DmaSpec {
-        bytes_per_sec: 64e9,
-        max_payload: 4096,
-        max_read_request: 4096,
-        tlp_overhead: 8,
-        tlp_rate: None,
-        request_overhead: LIVE_SETUP_NS,
-        pcie: None,
-    };
+    let spec = axi_link(LIVE_SETUP_NS);
     let alone = |bytes| isola_sim::device::DmaLink::alone(&spec, Direction::Write, bytes);
     1.0 - alone(4096) / (8.0 * alone(FRAGMENT))
 }

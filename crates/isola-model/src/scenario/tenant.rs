@@ -136,7 +136,6 @@ pub(super) fn check_tenant(
     };
     // Each workload is its own flow queue of the tenant.
     let mut slo = tenant.slo.clone();
-    let mut queues_written = raw_workloads.len() > 1;
     let mut workloads = Vec::with_capacity(raw_workloads.len());
     for w in raw_workloads {
         let keys = crate::tenant::flow_queue::RawFlowQueue {
@@ -144,7 +143,6 @@ pub(super) fn check_tenant(
             priority: &w.get_ref().priority,
             queue_cap: &w.get_ref().queue_cap,
         };
-        queues_written |= keys.written();
         slo.flows.push(keys.check(src, slo.queue_cap)?);
         workloads.push(check_workload(
             src,
@@ -155,9 +153,7 @@ pub(super) fn check_tenant(
             bounded_by_duration,
         )?);
     }
-    if !queues_written {
-        slo.flows.clear();
-    }
+    slo.flows = isola_core::FlowQueueSpec::canonical(std::mem::take(&mut slo.flows));
     Ok(TenantSpec {
         name: tenant.name,
         slo,

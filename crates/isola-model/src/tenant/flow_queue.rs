@@ -7,7 +7,6 @@
 
 use crate::scenario::source::Source;
 use crate::scenario::ScenarioError;
-use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
 use isola_core::FlowQueueSpec;
 use toml::Spanned;
 
@@ -22,25 +21,12 @@ pub(crate) struct RawFlowQueue<'a> {
 }
 
 impl RawFlowQueue<'_> {
-    /// Whether any of its keys is written.
-    pub(crate) fn written(&self) -> bool {
-        self.weight.is_some() || self.priority.is_some() || self.queue_cap.is_some()
-    }
-
     /// Checks the keys of a queue of a tenant whose queues together hold
     /// at most `tenant_cap` tasks.
     pub(crate) fn check(&self, src: &Source<'_>, tenant_cap: usize) -> Result<FlowQueueSpec, ScenarioError> {
         let mut spec = FlowQueueSpec::default();
         if let Some(w) = self.weight {
-            let weight = *w.get_ref();
-            if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&weight) {
-                return Err(src.at(
-                    w.span(),
-                    Some("weight"),
-                    format!("must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {weight}"),
-                ));
-            }
-            spec.weight = weight;
+            spec.weight = *w.get_ref();
         }
         if let Some(p) = self.priority {
             let priority = *p.get_ref();
@@ -63,6 +49,14 @@ impl RawFlowQueue<'_> {
             }
             spec.queue_cap = Some(cap as usize);
         }
+        // The core's own check of the spec, at the key it names.
+        spec.validate().map_err(|(key, why)| {
+            let span = match key {
+                "weight" => self.weight.as_ref().map(Spanned::span),
+                _ => self.queue_cap.as_ref().map(Spanned::span),
+            };
+            src.at(span.unwrap_or_default(), Some(key), why)
+        })?;
         Ok(spec)
     }
 }

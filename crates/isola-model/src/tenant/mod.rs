@@ -141,7 +141,7 @@ pub(crate) fn check_tenant_and_workload(
         Context::Daemon(scope) => isolad::check_isolad_keys(src, scope, engines, &raw, &slo)?,
     };
     let mut slo = slo;
-    slo.flows = flows.iter().map(|f: &FlowModel| f.queue).collect();
+    slo.flows = isola_core::FlowQueueSpec::canonical(flows.iter().map(|f: &FlowModel| f.queue).collect());
     let mut raw = raw;
     let workload = raw.workload.take();
     let model = TenantModel {

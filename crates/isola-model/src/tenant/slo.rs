@@ -9,7 +9,6 @@ use super::raw::{RawOverride, RawTenant};
 use super::EngineRef;
 use crate::scenario::source::Source;
 use crate::scenario::ScenarioError;
-use isola_core::tenant::{MAX_WEIGHT, MIN_WEIGHT};
 use isola_core::{BudgetAction, EngineKind, EngineSelector, LatencyObjective, RateSpec, Slo, SloOverride};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -35,14 +34,8 @@ pub(super) fn check_slo(
             return Err(src.at(d.span(), Some(key), "must be greater than zero"));
         }
     }
+    // Checked with the rest of the SLO (`Slo::validate`).
     let weight = raw.weight.as_ref().map_or(1.0, |w| *w.get_ref());
-    if !(MIN_WEIGHT..=MAX_WEIGHT).contains(&weight) {
-        return Err(src.at(
-            span_or(&raw.weight, &name_span),
-            Some("weight"),
-            format!("must be between {MIN_WEIGHT} and {MAX_WEIGHT}, got {weight}"),
-        ));
-    }
     let spec = |rate: &Option<Spanned<crate::quantity::RateValue>>, burst: f64| {
         rate.as_ref().map(|r| RateSpec {
             rate: r.get_ref().0,
@@ -84,6 +77,7 @@ pub(super) fn check_slo(
     if let Err((field, reason)) = slo.validate() {
         // Where each SLO field `Slo::validate` judges is written.
         let span = match field {
+            "weight" => span_or(&raw.weight, &name_span),
             "reservation" => span_or(&raw.reservation, &name_span),
             "limit" => span_or(&raw.limit, &name_span),
             "latency_multiple" => span_or(&raw.latency_multiple, &name_span),

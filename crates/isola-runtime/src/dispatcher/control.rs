@@ -4,13 +4,16 @@
 //! ends in its one completion, `TaskError::Cancelled`; work in service
 //! finishes and is answered as usual).
 //!
-//! The control path goes first (OSMOSIS R5): a change travels on a
+//! The control path goes first (OSMOSIS R5): an SLO change travels on a
 //! channel of its own, which the dispatcher empties before every message
 //! of the data path it takes (submissions, workers' reports) and before it
 //! runs work itself; the runtime then wakes it with a message on the data
 //! channel in case it is waiting there. So a change waits at most for the
 //! message or the piece of work the dispatcher is handling when it comes,
-//! never for the tenants' submissions queued ahead of it.
+//! never for the tenants' submissions queued ahead of it. A withdrawal is
+//! the exception: it must see every submission sent before it (a tenant
+//! that left has its last submissions cancelled, not run), so it travels
+//! on the data path, in order.
 
 use super::Dispatcher;
 use crate::guard::catch;
