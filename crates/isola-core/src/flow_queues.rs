@@ -82,6 +82,9 @@ impl<T> FlowQueue<T> {
 #[derive(Debug, Clone)]
 pub struct FlowQueues<T> {
     flows: Vec<FlowQueue<T>>,
+    /// How many of `flows` the tenant declares now; those after them are
+    /// kept only to drain what they hold (see [`FlowQueues::configure`]).
+    declared: usize,
     /// The queue whose head is the tenant's head.
     current: usize,
     /// Items queued over every flow queue.
@@ -101,6 +104,7 @@ impl<T> FlowQueues<T> {
         let specs = if specs.is_empty() { &default[..] } else { specs };
         FlowQueues {
             flows: specs.iter().map(|s| FlowQueue::new(s, cap)).collect(),
+            declared: specs.len(),
             current: 0,
             len: 0,
             cap,
@@ -108,7 +112,7 @@ impl<T> FlowQueues<T> {
         }
     }
 
-    /// Number of flow queues.
+    /// Number of flow queues (those declared, and any kept to drain).
     pub fn flow_count(&self) -> usize {
         self.flows.len()
     }
@@ -116,9 +120,10 @@ impl<T> FlowQueues<T> {
     /// Appends `item` to flow queue `flow`, or hands it back.
     #[inline]
     pub fn push(&mut self, flow: usize, item: T) -> Result<(), PushRefused<T>> {
-        let Some(f) = self.flows.get_mut(flow) else {
+        if flow >= self.declared {
             return Err(PushRefused::UnknownFlow(item));
-        };
+        }
+        let f = &mut self.flows[flow];
         if self.len >= self.cap {
             let cap = self.cap;
             return Err(PushRefused::Full { item, cap });
@@ -253,13 +258,14 @@ impl<T> FlowQueues<T> {
     }
 
     /// Sets the tenant's cap and its queues' specs. Queues beyond `specs`
-    /// that still hold items are kept (with a default spec) until drained,
-    /// so nothing queued is lost; items already queued beyond a new cap
-    /// stay, only later pushes are refused.
+    /// that still hold items are kept, with their settings, until drained
+    /// (nothing queued is lost), and take nothing new; items already
+    /// queued beyond a new cap stay, only later pushes are refused.
     pub fn configure(&mut self, cap: usize, specs: &[FlowQueueSpec]) {
         self.cap = cap.max(1);
         let default = [FlowQueueSpec::default()];
         let specs = if specs.is_empty() { &default[..] } else { specs };
+        self.declared = specs.len();
         while self.flows.len() > specs.len() && self.flows.last().is_some_and(|f| f.queue.is_empty()) {
             self.flows.pop();
         }
@@ -402,6 +408,10 @@ mod tests {
         q.push(1, 7).unwrap();
         q.configure(8, &[]);
         assert_eq!(q.flow_count(), 2, "a queue holding items stays");
+        assert!(
+            matches!(q.push(1, 8), Err(PushRefused::UnknownFlow(8))),
+            "and takes nothing new"
+        );
         assert!(q.select());
         assert_eq!(q.head(), Some(&7));
         q.charge(1);

@@ -304,8 +304,11 @@ impl PacketPath {
             let before = t.in_flight.fetch_sub(1, Ordering::AcqRel);
             debug_assert!(before > 0, "a packet ended that was never admitted");
             if let Some(f) = t.flows.get(flow) {
-                let before = f.in_flight.fetch_sub(1, Ordering::AcqRel);
-                debug_assert!(before > 0, "a flow's packet ended that was never admitted");
+                // Never below zero: a live change may renumber the flows
+                // while packets of the old numbering are in flight.
+                let _ = f
+                    .in_flight
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
             }
         }
     }
