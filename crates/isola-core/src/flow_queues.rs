@@ -12,8 +12,9 @@
 //! * within a priority, start-time fair queuing (Goyal, Vin and Cheng) by
 //!   the queues' weights, charged each dispatch's predicted cost: each
 //!   queue's head has a start tag `S = max(v, F_prev)`; a dispatch of cost
-//!   `c` from queue `q` sets `F = S + c / w_q` and the queue's virtual time
-//!   `v` to `S`; the smallest start tag goes first (ties: the lower queue).
+//!   `c` from queue `q` sets `F = S + c / w_q` and the
+//!   tenant's virtual time `v` to `S`; the smallest start tag goes first
+//!   (ties: the lower queue).
 //!
 //! The tenant's own share against other tenants does not depend on how
 //! many queues it has: the policy above charges the tenant for every
@@ -174,6 +175,17 @@ impl<T> FlowQueues<T> {
     #[inline]
     pub fn current(&self) -> usize {
         self.current
+    }
+
+    /// Makes `flow`, whose head may go, the current queue again (a choice
+    /// made before, kept when the newer one may not go now).
+    #[inline]
+    pub fn reselect(&mut self, flow: usize) {
+        debug_assert!(
+            self.flows.get(flow).is_some_and(FlowQueue::may_go),
+            "only a queue whose head may go is chosen"
+        );
+        self.current = flow;
     }
 
     /// Charges the current queue for a dispatch of predicted cost `cost`

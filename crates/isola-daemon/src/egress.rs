@@ -184,7 +184,12 @@ impl ReplyGroup {
             };
             shared.packets.count(&shared.metrics, tenant, outcome, 1);
         });
-        let handle = self.shared.runtime.tenant(isola_core::TenantId(tenant as u32));
+        // The reply waits in its packet's own flow queue.
+        let handle = self
+            .shared
+            .runtime
+            .tenant(isola_core::TenantId(tenant as u32))
+            .in_flow(to.flow as u32);
         let stages = vec![Stage::Reply { engine, route }];
         if handle.submit_stages_calling(stages, reply, on_done).is_err() {
             self.count(PacketOutcome::Dropped, 1);

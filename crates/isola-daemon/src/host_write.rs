@@ -231,7 +231,11 @@ pub(crate) fn carry_out(
         Placement::NoWindow => return true,
         Placement::Unplaced => return false,
     };
-    let handle = shared.runtime.tenant(isola_core::TenantId(t as u32));
+    // Each write waits in its packet's own flow queue.
+    let handle = shared
+        .runtime
+        .tenant(isola_core::TenantId(t as u32))
+        .in_flow(flow as u32);
     for (offset, bytes) in writes {
         let len = bytes.len() as u64;
         let told = Arc::clone(shared);

@@ -304,8 +304,11 @@ impl PacketPath {
             let before = t.in_flight.fetch_sub(1, Ordering::AcqRel);
             debug_assert!(before > 0, "a packet ended that was never admitted");
             if let Some(f) = t.flows.get(flow) {
-                // Never below zero: a live change may renumber the flows
-                // while packets of the old numbering are in flight.
+                // Admitted and released on the same index, so never below
+                // zero; after a live change renumbers the flows, packets
+                // of the old numbering count against the new flow at their
+                // index until they end (saturating all the same: a count
+                // must never wrap and shut a flow out).
                 let _ = f
                     .in_flight
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));

@@ -38,6 +38,8 @@ pub enum CoreCall {
         task: TaskId,
         /// Its tenant.
         tenant: TenantId,
+        /// The tenant's flow queue it waits in.
+        flow: u32,
         /// Its engine.
         engine: EngineId,
         /// Its operator's name.
@@ -132,6 +134,7 @@ pub fn replay(
                 now,
                 task,
                 tenant,
+                flow,
                 engine,
                 op,
                 bytes,
@@ -149,7 +152,7 @@ pub fn replay(
                     deadline: None,
                     predicted_cost: Some(*predicted),
                     planner: planner(op),
-                    flow: 0,
+                    flow: *flow,
                 };
                 if core.submit(*now, t).is_ok() != *accepted {
                     return Err(format!("call {i}: {task:?} accepted {} live, not here", accepted));

@@ -544,6 +544,7 @@ impl Dispatcher {
             now,
             task: TaskId(id),
             tenant,
+            flow: task.flow,
             engine,
             op: task.input.work.name().to_string(),
             bytes,

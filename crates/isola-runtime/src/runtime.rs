@@ -393,7 +393,6 @@ impl Runtime {
         let _ = self.shared.tx.send(Msg::Wake);
     }
 
-    /// Sends `msg` to the dispatcher and waits for its answer.
     /// Sends change `c` to the dispatcher, `first` on the control path
     /// (ahead of the data path's messages, `dispatcher/control.rs`), else
     /// in order on the data path, and waits for its answer.

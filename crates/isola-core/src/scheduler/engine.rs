@@ -292,6 +292,27 @@ impl EngineState {
         }
     }
 
+    /// Chooses ready tenant `t`'s flow queue for the dispatch at `now`
+    /// (`reason`): the queue that goes first now, unless its head is one
+    /// the tenant's limit would not let go (it was admitted on the head of
+    /// the queue chosen before, which then goes).
+    #[inline]
+    pub(super) fn select_at_dispatch(&mut self, now: Nanos, t: usize, reason: DispatchReason) {
+        let before = self.channels[t].current();
+        let selected = self.channels[t].select();
+        debug_assert!(selected, "a ready tenant has a flow queue whose head may go");
+        if self.channels[t].current() == before || reason == DispatchReason::LimitBreak {
+            return;
+        }
+        let continues = self.channels[t].head().is_some_and(|q| q.index > 0);
+        if self.limit[t]
+            .as_ref()
+            .is_some_and(|l| !l.admits_piece(now, continues))
+        {
+            self.channels[t].reselect(before);
+        }
+    }
+
     #[inline]
     pub(super) fn key_reservation(&mut self, t: usize, seq: u64) {
         if let Some(r) = &self.reservation[t] {

@@ -245,8 +245,7 @@ impl Scheduler {
         let (t, reason) = e.choose(now)?;
         // Which of the tenant's flow queues goes is decided now, at its
         // turn: work that came to a queue that goes first meanwhile does.
-        let selected = e.channels[t].select();
-        debug_assert!(selected, "a ready tenant has a flow queue whose head may go");
+        e.select_at_dispatch(now, t, reason);
         // Whether and how finely a task is split is decided now, at its
         // dispatch: a task that became its channel's head while its tenant
         // was alone is split if another tenant has arrived since.

@@ -42,6 +42,10 @@ impl FlowTallies {
     /// Counts task `r` against its flow queue.
     pub(super) fn record(&mut self, r: &TaskRecord) {
         let f = r.flow as usize;
+        if f >= isola_core::tenant::MAX_FLOW_QUEUES {
+            // No tenant has such a queue: counted in its tenant's figures only.
+            return;
+        }
         if self.0.len() <= f {
             self.0.resize_with(f + 1, FlowTally::default);
         }

@@ -182,6 +182,13 @@ pub(super) fn check_isolad_keys(
     };
     let ecn_threshold =
         ecn(src, &raw.ecn_threshold, slo.queue_cap, "the tenant's")?.unwrap_or(slo.queue_cap.div_ceil(2));
+    if let Some(extra) = raw.flow.get(isola_core::tenant::MAX_FLOW_QUEUES) {
+        return Err(src.at(
+            extra.span(),
+            Some("flow"),
+            format!("at most {} flows per tenant", isola_core::tenant::MAX_FLOW_QUEUES),
+        ));
+    }
     let flows = raw
         .flow
         .iter()
