@@ -408,3 +408,60 @@ proptest! {
         }
     }
 }
+
+/// A flow queue chosen at the tenant's turn is held to the tenant's limit:
+/// a task that arrives in a higher-priority queue while the tenant's split
+/// task continues (a continuation is not held to an ops limit, a new task
+/// is) waits for the limit, and the continuation goes.
+#[test]
+fn a_flow_chosen_at_dispatch_is_held_to_the_tenants_limit() {
+    let slo = Slo {
+        limit: Some(isola_core::RateSpec {
+            rate: isola_core::Rate::ops_per_sec(1000.0).unwrap(),
+            burst: 0.0,
+        }),
+        flows: vec![
+            FlowQueueSpec::default(),
+            FlowQueueSpec {
+                priority: 1,
+                ..FlowQueueSpec::default()
+            },
+        ],
+        ..Slo::weighted(1.0)
+    };
+    let mut b = SchedulerBuilder::new();
+    let cost = Arc::new(AffineCost::new(0.0, 1.0).unwrap());
+    let e = b.engine(EngineSpec::new("e", EngineKind::Accelerator, 1, cost).with_split(Some(1_000)));
+    let a = b.tenant("a", slo);
+    b.policy("sfq", BTreeMap::new());
+    let mut s = b.build().unwrap();
+    let submit = |s: &mut Scheduler, id: u64, flow: u32, bytes: u64, at: Nanos| {
+        let task = Task {
+            bytes,
+            predicted_cost: Some(bytes),
+            ..task(id, a, e, &Stream::closed(0, flow, bytes), at)
+        };
+        s.submit(at, task).unwrap();
+    };
+    submit(&mut s, 1, 0, 4_000, 0);
+    let first = s.next(0, e).expect("the split task's first subtask");
+    assert_eq!(
+        (first.task.id, first.subtask.map(|st| st.index)),
+        (TaskId(1), Some(0))
+    );
+    submit(&mut s, 2, 1, 500, 10);
+    s.complete(1_000, first.id, 1_000).unwrap();
+    let second = s.next(1_000, e).expect("the continuation");
+    assert_eq!(
+        (second.task.id, second.subtask.map(|st| st.index)),
+        (TaskId(1), Some(1)),
+        "the new task waits for the limit (one task a millisecond)"
+    );
+    s.complete(2_000, second.id, 1_000).unwrap();
+    let third = s.next(1_000_000, e).expect("the limit lets a new task go");
+    assert_eq!(
+        third.task.id,
+        TaskId(2),
+        "then the higher-priority queue goes first"
+    );
+}
