@@ -167,7 +167,7 @@ fn write_scenario(out: &mut String, report: &SimReport, how: &str) -> std::fmt::
         let rows: Vec<Vec<String>> = p
             .tenants
             .iter()
-            .map(|t| {
+            .flat_map(|t| {
                 let mut row = vec![
                     t.name.clone(),
                     t.completed.to_string(),
@@ -188,7 +188,27 @@ fn write_scenario(out: &mut String, report: &SimReport, how: &str) -> std::fmt::
                 } else {
                     format!("{}/{}", t.rejected, t.aborted)
                 });
-                row
+                // Under a tenant of several flow queues, each queue's own.
+                let flows = t.flows.iter().map(|f| {
+                    vec![
+                        format!("  flow {}", f.flow),
+                        f.completed.to_string(),
+                        format!("{:.3}", f.throughput_bps * 8.0 / 1e9),
+                        isola_report::text::si(f.throughput_ops),
+                        duration(f.latency_ns.p50 as f64),
+                        duration(f.latency_ns.p99 as f64),
+                        duration(f.latency_ns.p999 as f64),
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
+                        if f.rejected == 0 {
+                            "-".into()
+                        } else {
+                            format!("{}/-", f.rejected)
+                        },
+                    ]
+                });
+                std::iter::once(row).chain(flows.collect::<Vec<_>>())
             })
             .collect();
         let header = [
