@@ -164,49 +164,54 @@ fn write_scenario(out: &mut String, report: &SimReport, how: &str) -> std::fmt::
             duration(p.duration_ns as f64),
             p.events
         )?;
+        // A row's name, counts, rates and latency (a tenant's or a flow
+        // queue's); the columns after them are the caller's.
+        let figures =
+            |name: String, completed: u64, bps: f64, ops: f64, l: &isola_model::results::LatencyStats| {
+                vec![
+                    name,
+                    completed.to_string(),
+                    format!("{:.3}", bps * 8.0 / 1e9),
+                    // Tasks per second with a prefix: 8 MiB tasks run at a few
+                    // hundred a second, 64 B ones at millions.
+                    isola_report::text::si(ops),
+                    duration(l.p50 as f64),
+                    duration(l.p99 as f64),
+                    duration(l.p999 as f64),
+                ]
+            };
+        let lost = |rejected: u64, aborted: Option<u64>| match (rejected, aborted) {
+            (0, None | Some(0)) => "-".to_string(),
+            (r, Some(a)) => format!("{r}/{a}"),
+            (r, None) => format!("{r}/-"),
+        };
         let rows: Vec<Vec<String>> = p
             .tenants
             .iter()
             .flat_map(|t| {
-                let mut row = vec![
+                let mut row = figures(
                     t.name.clone(),
-                    t.completed.to_string(),
-                    format!("{:.3}", t.throughput_bps * 8.0 / 1e9),
-                    // Tasks per second with a prefix: 8 MiB tasks run at
-                    // a few hundred a second, 64 B ones at millions.
-                    isola_report::text::si(t.throughput_ops),
-                    duration(t.latency_ns.p50 as f64),
-                    duration(t.latency_ns.p99 as f64),
-                    duration(t.latency_ns.p999 as f64),
-                    format!("{:.2}%", t.sla_violation_rate * 100.0),
-                    format!("{:.3}", t.engine_time_share),
-                ];
+                    t.completed,
+                    t.throughput_bps,
+                    t.throughput_ops,
+                    &t.latency_ns,
+                );
+                row.push(format!("{:.2}%", t.sla_violation_rate * 100.0));
+                row.push(format!("{:.3}", t.engine_time_share));
                 row.push(t.slowdown.map_or("-".into(), |s| format!("{s:.2}")));
-                let lost = t.rejected + t.aborted;
-                row.push(if lost == 0 {
-                    "-".into()
-                } else {
-                    format!("{}/{}", t.rejected, t.aborted)
-                });
+                row.push(lost(t.rejected, Some(t.aborted)));
                 // Under a tenant of several flow queues, each queue's own.
                 let flows = t.flows.iter().map(|f| {
-                    vec![
+                    let mut row = figures(
                         format!("  flow {}", f.flow),
-                        f.completed.to_string(),
-                        format!("{:.3}", f.throughput_bps * 8.0 / 1e9),
-                        isola_report::text::si(f.throughput_ops),
-                        duration(f.latency_ns.p50 as f64),
-                        duration(f.latency_ns.p99 as f64),
-                        duration(f.latency_ns.p999 as f64),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                        if f.rejected == 0 {
-                            "-".into()
-                        } else {
-                            format!("{}/-", f.rejected)
-                        },
-                    ]
+                        f.completed,
+                        f.throughput_bps,
+                        f.throughput_ops,
+                        &f.latency_ns,
+                    );
+                    row.extend(["-", "-", "-"].map(String::from));
+                    row.push(lost(f.rejected, None));
+                    row
                 });
                 std::iter::once(row).chain(flows.collect::<Vec<_>>())
             })
