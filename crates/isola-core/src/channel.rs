@@ -82,13 +82,13 @@ impl<T> VirtualChannel<T> {
         self.cap = cap.max(1);
     }
 
-    /// Removes the items from position `from` on (0 is the oldest) for
-    /// which `which` says yes, oldest first; the others keep their order.
-    pub fn take_where(&mut self, from: usize, mut which: impl FnMut(&T) -> bool) -> Vec<T> {
+    /// Removes the items for which `which` says yes, oldest first; the
+    /// others keep their order.
+    pub fn take_where(&mut self, mut which: impl FnMut(&T) -> bool) -> Vec<T> {
         let mut taken = Vec::new();
         let mut kept = VecDeque::with_capacity(self.queue.len());
-        for (i, item) in self.queue.drain(..).enumerate() {
-            if i >= from && which(&item) {
+        for item in self.queue.drain(..) {
+            if which(&item) {
                 taken.push(item);
             } else {
                 kept.push_back(item);
@@ -96,11 +96,6 @@ impl<T> VirtualChannel<T> {
         }
         self.queue = kept;
         taken
-    }
-
-    /// Every queued item, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.queue.iter()
     }
 
     /// Removes every queued item, oldest first.

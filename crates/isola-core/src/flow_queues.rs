@@ -63,7 +63,7 @@ struct FlowQueue<T> {
 impl<T> FlowQueue<T> {
     fn new(spec: &FlowQueueSpec, tenant_cap: usize) -> Self {
         FlowQueue {
-            queue: VirtualChannel::new(spec.queue_cap.unwrap_or(tenant_cap).min(tenant_cap)),
+            queue: VirtualChannel::new(spec.cap_within(tenant_cap)),
             weight: spec.weight,
             priority: spec.priority,
             start: 0.0,
@@ -114,7 +114,8 @@ impl<T> FlowQueues<T> {
     }
 
     /// Number of flow queues (those declared, and any kept to drain).
-    pub fn flow_count(&self) -> usize {
+    #[cfg(test)]
+    fn flow_count(&self) -> usize {
         self.flows.len()
     }
 
@@ -217,7 +218,8 @@ impl<T> FlowQueues<T> {
     }
 
     /// Whether some queue's head is blocked.
-    pub fn any_blocked(&self) -> bool {
+    #[cfg(test)]
+    fn any_blocked(&self) -> bool {
         self.flows.iter().any(|f| f.blocked && !f.queue.is_empty())
     }
 
@@ -286,7 +288,7 @@ impl<T> FlowQueues<T> {
                 Some(f) => {
                     f.weight = spec.weight;
                     f.priority = spec.priority;
-                    f.queue.set_cap(spec.queue_cap.unwrap_or(self.cap).min(self.cap));
+                    f.queue.set_cap(spec.cap_within(self.cap));
                 }
                 None => self.flows.push(FlowQueue::new(spec, self.cap)),
             }
@@ -301,7 +303,7 @@ impl<T> FlowQueues<T> {
     pub fn take_where(&mut self, mut which: impl FnMut(&T) -> bool) -> Vec<T> {
         let mut taken = Vec::new();
         for f in &mut self.flows {
-            taken.extend(f.queue.take_where(0, &mut which));
+            taken.extend(f.queue.take_where(&mut which));
         }
         self.len -= taken.len();
         taken
@@ -314,11 +316,6 @@ impl<T> FlowQueues<T> {
             f.blocked = false;
             f.queue.drain()
         })
-    }
-
-    /// Every queued item, each queue's oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.flows.iter().flat_map(|f| f.queue.iter())
     }
 }
 

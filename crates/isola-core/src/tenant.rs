@@ -152,6 +152,12 @@ impl FlowQueueSpec {
         }
     }
 
+    /// The most tasks it holds in a tenant whose queues together hold at
+    /// most `tenant_cap`: its own cap, at most the tenant's.
+    pub fn cap_within(&self, tenant_cap: usize) -> usize {
+        self.queue_cap.unwrap_or(tenant_cap).min(tenant_cap)
+    }
+
     /// Checks the spec; returns the offending key and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         check_weight(self.weight)?;

@@ -50,6 +50,18 @@ impl Outcome {
     fn share(&self, i: usize) -> f64 {
         self.busy[i] as f64 / self.busy.iter().sum::<u64>() as f64
     }
+
+    /// Asserts each stream's share of the engine is within `tolerance` of
+    /// `want` (`run` names the run in the message).
+    fn assert_shares(&self, want: &[f64], tolerance: f64, run: &str) {
+        for (i, w) in want.iter().enumerate() {
+            let got = self.share(i);
+            assert!(
+                (got - w).abs() < tolerance,
+                "{run}: stream {i} got {got:.4}, want {w:.4}"
+            );
+        }
+    }
 }
 
 fn scheduler(policy: &str, slots: u32, slos: &[Slo]) -> (Scheduler, EngineId, Vec<TenantId>) {
@@ -181,13 +193,7 @@ fn a_two_level_hierarchy_shares_as_its_closed_form() {
             Stream::closed(1, 0, costs[2]),
         ];
         let out = run(policy, 1, &slos, &streams, 1_000_000, 41_000_000);
-        for (i, w) in want.iter().enumerate() {
-            let got = out.share(i);
-            assert!(
-                (got - w).abs() < 0.01,
-                "{policy} costs {costs:?}: stream {i} got {got:.4}, want {w}"
-            );
-        }
+        out.assert_shares(&want, 0.01, &format!("{policy} costs {costs:?}"));
     }
 }
 
@@ -211,13 +217,7 @@ fn weights_multiply_down_the_hierarchy() {
     let want = [2.0 / 3.0 / 4.0, 2.0 / 3.0 / 4.0, 2.0 / 3.0 / 2.0, 1.0 / 3.0];
     for policy in ["drr", "sfq", "bvt", "mclock"] {
         let out = run(policy, 4, &slos, &streams, 1_000_000, 21_000_000);
-        for (i, w) in want.iter().enumerate() {
-            let got = out.share(i);
-            assert!(
-                (got - w).abs() < 0.015,
-                "{policy}: stream {i} got {got:.4}, want {w:.4}"
-            );
-        }
+        out.assert_shares(&want, 0.015, policy);
     }
 }
 

@@ -200,7 +200,7 @@ impl PacketPath {
             let flows = seat.config.as_ref().map_or(&[][..], |c| &c.flows[..]);
             for (i, occupancy) in packets.flows.iter().enumerate() {
                 let f = flows.get(i);
-                let own = f.and_then(|f| f.queue.queue_cap).map_or(depth, |c| c as u64);
+                let own = f.map_or(depth, |f| f.queue.cap_within(depth as usize) as u64);
                 occupancy.depth.store(own, Ordering::Relaxed);
                 let mark = f.and_then(|f| f.ecn_threshold).map_or(u64::MAX, |m| m as u64);
                 occupancy.mark_from.store(mark, Ordering::Relaxed);

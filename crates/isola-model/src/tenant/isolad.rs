@@ -233,7 +233,7 @@ fn check_flow(
         queue_cap: &f.queue_cap,
     }
     .check(src, tenant_cap)?;
-    let own_cap = queue.queue_cap.unwrap_or(tenant_cap);
+    let own_cap = queue.cap_within(tenant_cap);
     let ecn_threshold = ecn(src, &f.ecn_threshold, own_cap, "the flow's")?;
     let flow_match = f.flow_match.unwrap_or_default();
     if let Some(why) = unserved(&flow_match, scope.udp) {
