@@ -102,6 +102,10 @@ pub struct EngineSpec {
     /// service it measures ([`crate::cost_fit`]); `None`: `cost` alone
     /// predicts.
     pub learn: Option<CostLearning>,
+    /// Whether and how a tenant's small queued tasks go to a free slot
+    /// together, as one dispatch ([`BatchRule`]); `None`: one task a
+    /// dispatch.
+    pub batch: Option<BatchRule>,
 }
 
 impl EngineSpec {
@@ -114,7 +118,14 @@ impl EngineSpec {
             cost,
             split: None,
             learn: None,
+            batch: None,
         }
+    }
+
+    /// The same engine with batch rule `rule` (`None`: one task a dispatch).
+    pub fn with_batch(mut self, rule: Option<BatchRule>) -> Self {
+        self.batch = rule;
+        self
     }
 
     /// The same engine, learning its operators' costs by `learning`
@@ -135,6 +146,42 @@ impl EngineSpec {
     pub fn with_split_rule(mut self, rule: Option<SplitRule>) -> Self {
         self.split = rule.filter(|r| r.bytes > 0);
         self
+    }
+}
+
+/// How an engine coalesces a tenant's small tasks (AaaS' message-size
+/// normalisation; a NIC's descriptor batching, interrupt coalescing):
+/// when a slot serves a tenant, the tenant's whole tasks of the same
+/// operator queued behind the one chosen go with it, in their flow queues'
+/// order, up to `tasks` tasks and `bytes` bytes in all. The batch holds one
+/// slot; each of its tasks is still its own dispatch, completed on its
+/// own, and the tenant is charged each one's cost, so the batch as their
+/// sum. With a `wait`, a tenant with fewer than `tasks` tasks queued is
+/// held back (others are served meanwhile) until that many are queued or
+/// its oldest has waited `wait` ns: Nagle's trade of latency for fewer,
+/// larger dispatches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRule {
+    /// The most tasks in one batch; at least 2 ([`BatchRule::new`]).
+    pub tasks: u32,
+    /// The most bytes of all a batch's tasks together; a task larger than
+    /// this goes alone.
+    pub bytes: crate::Bytes,
+    /// How long a tenant's first queued task may wait for a batch to fill
+    /// (0: batches are only what is already queued when a slot frees).
+    pub wait: crate::Nanos,
+}
+
+/// The most tasks one batch may hold: one dispatch's bookkeeping stays
+/// small, and a batch's tasks still complete one by one.
+pub const MAX_BATCH_TASKS: u32 = 1024;
+
+impl BatchRule {
+    /// A rule of at most `tasks` tasks and `bytes` bytes a batch, waiting
+    /// at most `wait` ns for one to fill; `None` unless `tasks` is 2 to
+    /// [`MAX_BATCH_TASKS`] and `bytes` is not 0.
+    pub fn new(tasks: u32, bytes: crate::Bytes, wait: crate::Nanos) -> Option<Self> {
+        ((2..=MAX_BATCH_TASKS).contains(&tasks) && bytes > 0).then_some(BatchRule { tasks, bytes, wait })
     }
 }
 

@@ -59,8 +59,8 @@ pub mod units;
 pub use cost::{AffineCost, CostModel, CostModelError, PerOpCost, PiecewiseLinearCost};
 pub use cost_fit::{CostLearning, LearnedCosts, OpCostReport};
 pub use engine::{
-    EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS,
-    MIN_TIMED_SUBTASK_BYTES,
+    BatchRule, EngineId, EngineKind, EngineSpec, SplitRule, SplitWhen, DEFAULT_CONTENTION_WINDOW_NS,
+    MAX_BATCH_TASKS, MIN_TIMED_SUBTASK_BYTES,
 };
 pub use policy::{AtLimit, Charge, Policy, PolicyError, PolicyInfo, POLICIES};
 pub use scheduler::{

@@ -271,7 +271,12 @@ impl Policy for DeficitRoundRobin {
             Some(h) => self.set_head(tenant, h),
             None => {
                 self.listed[tenant] = false;
-                self.deficit[tenant] = 0.0;
+                // An idle tenant keeps no credit (DRR), but keeps a debt:
+                // a dispatch the policy did not pick (a batch's tasks, a
+                // reservation) can take it below zero, and forgiving that
+                // when the queue empties would let a tenant whose batches
+                // empty its queue run over its share every round.
+                self.deficit[tenant] = self.deficit[tenant].min(0.0);
                 if self.front_is(tenant) {
                     self.ring.pop_front();
                     self.turn_open = false;

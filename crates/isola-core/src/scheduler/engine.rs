@@ -23,6 +23,8 @@ pub(super) enum ChannelState {
     Empty,
     Ready,
     Throttled,
+    /// Its head may go, and waits for a batch to fill ([`crate::BatchRule::wait`]).
+    Gathering,
     /// Every one of its flow queues that holds work has a head that
     /// continues an ordered task whose previous subtask is still in
     /// service: nothing of it may go until one completes.
@@ -114,8 +116,14 @@ pub(super) struct EngineState {
     pub(super) budget_actions: Vec<crate::tenant::BudgetAction>,
     /// Throttled tenants by release time.
     pub(super) throttled: IndexedHeap,
+    /// Tenants whose head waits for a batch to fill, by when it stops
+    /// waiting.
+    pub(super) gathering: IndexedHeap,
     /// Ready tenants with a reservation, by the time it is next due.
     pub(super) reservation_due: IndexedHeap,
+    /// Per batch in service (a slab key): its dispatches not yet
+    /// completed. The batch holds its slot until the last one is.
+    pub(super) batches: Slab<u32>,
     pub(super) in_flight: Vec<u32>,
     /// Dispatches waiting per tenant (tasks, or subtasks not yet sent).
     pub(super) queued: Vec<u64>,
@@ -161,6 +169,15 @@ pub(super) fn latency_sensitive(slo: &Slo) -> bool {
     slo.class == crate::TenantClass::LatencySensitive || slo.latency.is_some()
 }
 
+/// The two reasons a tenant with a head that may go waits ([`EngineState::release_throttled`]).
+#[derive(Clone, Copy)]
+enum Held {
+    /// Its limit.
+    Limit,
+    /// Its batch filling.
+    Batch,
+}
+
 /// What `take_head` took off a channel: a whole task or one subtask of it.
 pub(super) struct Taken {
     pub(super) task: super::DispatchedTask,
@@ -197,6 +214,8 @@ impl EngineState {
                 })
                 .collect(),
             throttled: IndexedHeap::new(n),
+            gathering: IndexedHeap::new(n),
+            batches: Slab::new(),
             reservation_due: IndexedHeap::new(n),
             in_flight: vec![0; n],
             queued: vec![0; n],
@@ -242,6 +261,11 @@ impl EngineState {
             self.throttled.contains(t),
             "tenant {t}: throttled exactly while it waits for its release"
         );
+        debug_assert_eq!(
+            self.state[t] == ChannelState::Gathering,
+            self.gathering.contains(t),
+            "tenant {t}: gathering exactly while it waits for its batch"
+        );
         debug_assert!(
             !self.reservation_due.contains(t) || self.state[t] == ChannelState::Ready,
             "tenant {t}: only a ready tenant's reservation comes due"
@@ -251,10 +275,12 @@ impl EngineState {
             "more dispatches in service than slots"
         );
         let st = &self.stats[t];
-        debug_assert_eq!(
-            st.dispatched.checked_sub(st.completed),
-            Some(u64::from(self.in_flight[t])),
-            "tenant {t}: every dispatch completes once, and is in service until then"
+        // A batch holds one slot for all of its dispatches.
+        let in_service = st.dispatched.checked_sub(st.completed);
+        debug_assert!(
+            in_service
+                .is_some_and(|n| n >= u64::from(self.in_flight[t]) && (n == 0) == (self.in_flight[t] == 0)),
+            "tenant {t}: every dispatch completes once, and holds a slot (alone or in its batch) until then"
         );
         debug_assert!(
             st.tasks_completed <= st.submitted,
@@ -284,11 +310,17 @@ impl EngineState {
                 self.state[t] = ChannelState::Throttled;
                 self.throttled.set(t, HeapKey::new(l.ready_at() as f64, head.seq));
             }
-            _ => {
-                self.state[t] = ChannelState::Ready;
-                self.policy.on_ready(now, t, &head, &cx!(self));
-                self.key_reservation(t, head.seq);
-            }
+            _ => match self.gathers_until(now, t) {
+                Some(until) => {
+                    self.state[t] = ChannelState::Gathering;
+                    self.gathering.set(t, HeapKey::new(until as f64, head.seq));
+                }
+                None => {
+                    self.state[t] = ChannelState::Ready;
+                    self.policy.on_ready(now, t, &head, &cx!(self));
+                    self.key_reservation(t, head.seq);
+                }
+            },
         }
     }
 
@@ -321,14 +353,23 @@ impl EngineState {
         }
     }
 
+    /// Admits every tenant whose limit or batch wait ends by `now`.
     #[inline]
     pub(super) fn release_throttled(&mut self, now: Nanos) {
-        while let Some((t, key)) = self.throttled.peek() {
-            if key.tag() > now as f64 {
-                break;
+        for heap in [Held::Limit, Held::Batch] {
+            loop {
+                let waiting = match heap {
+                    Held::Limit => &mut self.throttled,
+                    Held::Batch => &mut self.gathering,
+                };
+                match waiting.peek() {
+                    Some((t, key)) if key.tag() <= now as f64 => {
+                        waiting.remove(t);
+                        self.admit_head(now, t);
+                    }
+                    _ => break,
+                }
             }
-            self.throttled.remove(t);
-            self.admit_head(now, t);
         }
     }
 
@@ -495,7 +536,15 @@ impl EngineState {
     /// Takes the head of ready tenant `t` (a whole task or its next
     /// subtask) and updates shapers, state and policy.
     #[inline]
-    pub(super) fn take_head(&mut self, now: Nanos, t: usize, reason: DispatchReason) -> Taken {
+    /// `holds_slot`: the dispatch takes a slot of its own (else it joins
+    /// the batch of the one taken before it).
+    pub(super) fn take_head(
+        &mut self,
+        now: Nanos,
+        t: usize,
+        reason: DispatchReason,
+        holds_slot: bool,
+    ) -> Taken {
         debug_assert_eq!(
             self.state[t],
             ChannelState::Ready,
@@ -565,14 +614,16 @@ impl EngineState {
             self.queued[t] > 0 && self.queued_cost[t] >= head.cost,
             "tenant {t}: a dispatch taken was counted as queued"
         );
-        debug_assert!(
-            self.busy < self.spec.slots,
-            "a dispatch taken without a free slot"
-        );
-        self.in_flight[t] += 1;
+        if holds_slot {
+            debug_assert!(
+                self.busy < self.spec.slots,
+                "a dispatch taken without a free slot"
+            );
+            self.in_flight[t] += 1;
+            self.busy += 1;
+        }
         self.queued[t] -= 1;
         self.queued_cost[t] -= head.cost;
-        self.busy += 1;
         self.stats[t].dispatched += 1;
         // The new head (from whichever flow queue goes next), and whether
         // it continues a task already started.
@@ -622,14 +673,18 @@ impl EngineState {
         if self.busy >= self.spec.slots {
             return None;
         }
-        let release = self
-            .throttled
-            .peek()
-            .map(|(_, k)| k.tag().max(0.0).ceil() as Nanos);
-        match (release, self.policy.next_tick()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.throttled
+                .peek()
+                .map(|(_, k)| k.tag().max(0.0).ceil() as Nanos),
+            self.gathering
+                .peek()
+                .map(|(_, k)| k.tag().max(0.0).ceil() as Nanos),
+            self.policy.next_tick(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }
 

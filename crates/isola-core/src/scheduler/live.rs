@@ -183,6 +183,7 @@ impl Scheduler {
             // Its head went: the policy is started afresh without it, then
             // told of the new head, if any, as a channel that fills.
             e.throttled.remove(t);
+            e.gathering.remove(t);
             e.reservation_due.remove(t);
             let blocked = e.state[t] == ChannelState::Blocked;
             if !blocked {
@@ -222,13 +223,18 @@ impl EngineState {
         self.latency_sensitive[t] = latency_sensitive(slo);
         // Its head is judged again under its new limit.
         self.throttled.remove(t);
+        self.gathering.remove(t);
         self.reservation_due.remove(t);
         let was = self.state[t];
-        if matches!(was, ChannelState::Ready | ChannelState::Throttled) {
+        let waits = matches!(
+            was,
+            ChannelState::Ready | ChannelState::Throttled | ChannelState::Gathering
+        );
+        if waits {
             self.state[t] = ChannelState::Empty;
         }
         self.restart_policy(now, policy);
-        if matches!(was, ChannelState::Ready | ChannelState::Throttled) {
+        if waits {
             self.admit_head(now, t);
         }
     }

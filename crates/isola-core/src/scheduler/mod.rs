@@ -32,6 +32,7 @@ macro_rules! cx {
     };
 }
 
+mod batch;
 mod builder;
 mod engine;
 mod live;
@@ -67,6 +68,9 @@ struct InService {
     dispatched: Nanos,
     subtask: Option<Subtask>,
     group: Option<usize>,
+    /// The batch it went in, if it shares its slot (an
+    /// `EngineState::batches` key).
+    batch: Option<u32>,
 }
 
 /// Channels + policy + shapers + accounting for a set of engines and tenants.
@@ -219,6 +223,11 @@ impl Scheduler {
             // Its other flow queues wait for ordered subtasks; this one
             // may go.
             ChannelState::Blocked => e.admit_head(now, t),
+            // One more task may fill its batch.
+            ChannelState::Gathering => {
+                e.gathering.remove(t);
+                e.admit_head(now, t);
+            }
             ChannelState::Ready | ChannelState::Throttled => {}
         }
         // Postconditions: the task is queued within the channel's cap, its
@@ -233,8 +242,19 @@ impl Scheduler {
     }
 
     /// The next task for a free slot of `engine` at `now`, or `None` when the
-    /// engine is full, nothing is ready, or the policy holds back.
+    /// engine is full, nothing is ready, or the policy holds back. On an
+    /// engine that batches, [`Scheduler::next_batch`] is what fills a slot
+    /// with a batch; `next` hands out one task a slot.
     pub fn next(&mut self, now: Nanos, engine: EngineId) -> Option<Dispatch> {
+        let (t, reason) = self.choose_for_slot(now, engine)?;
+        Some(self.take(now, engine, t, reason, None))
+    }
+
+    /// The tenant a free slot of `engine` serves at `now`, and why, with
+    /// its head chosen and planned for the dispatch; `None` when the
+    /// engine is full or nothing may go.
+    #[inline]
+    fn choose_for_slot(&mut self, now: Nanos, engine: EngineId) -> Option<(usize, DispatchReason)> {
         if self.closed {
             return None;
         }
@@ -250,7 +270,22 @@ impl Scheduler {
         // dispatch: a task that became its channel's head while its tenant
         // was alone is split if another tenant has arrived since.
         e.replan_head(now, t);
-        let taken = e.take_head(now, t, reason);
+        Some((t, reason))
+    }
+
+    /// Takes ready tenant `t`'s head on `engine` as a dispatch: in a slot
+    /// of its own, or, with `batch`, in that batch's slot.
+    #[inline]
+    fn take(
+        &mut self,
+        now: Nanos,
+        engine: EngineId,
+        t: usize,
+        reason: DispatchReason,
+        batch: Option<u32>,
+    ) -> Dispatch {
+        let e = &mut self.engines[engine.index()];
+        let taken = e.take_head(now, t, reason, batch.is_none());
         // Postconditions: the dispatch is of an existing tenant's task on
         // this engine, within its slots, and the tenant's bookkeeping holds.
         debug_assert!(
@@ -277,6 +312,7 @@ impl Scheduler {
             dispatched: now,
             subtask: taken.subtask,
             group: taken.group,
+            batch,
         }) as u32;
         if let Some(op) = taken.op {
             let i = slot as usize;
@@ -285,14 +321,14 @@ impl Scheduler {
             }
             self.in_service_op[i] = Some(op);
         }
-        Some(Dispatch {
+        Dispatch {
             id: DispatchId { slot, generation },
             engine,
             task: taken.task,
             subtask: taken.subtask,
             predicted: taken.head.cost,
             reason,
-        })
+        }
     }
 
     /// Records that dispatch `id` finished at `now` after `measured` ns of service.
@@ -315,8 +351,24 @@ impl Scheduler {
             e.busy > 0 && e.in_flight[t] > 0,
             "a dispatch in service holds a slot"
         );
-        e.busy -= 1;
-        e.in_flight[t] -= 1;
+        // A batch's slot is free once its last dispatch is done.
+        let frees_slot = match s.batch {
+            None => true,
+            Some(b) => {
+                let left = &mut e.batches[b as usize];
+                debug_assert!(*left > 0, "a batch's dispatches complete once each");
+                *left -= 1;
+                let last = *left == 0;
+                if last {
+                    e.batches.remove(b as usize);
+                }
+                last
+            }
+        };
+        if frees_slot {
+            e.busy -= 1;
+            e.in_flight[t] -= 1;
+        }
         // A tenant whose work just ended is still active (for
         // `SplitWhen`'s window): a closed loop submits again right after.
         e.last_active[t] = Some(now);
@@ -495,6 +547,7 @@ impl Scheduler {
                 e.queued_cost[t] = 0;
             }
             e.throttled = IndexedHeap::new(e.state.len());
+            e.gathering = IndexedHeap::new(e.state.len());
             e.reservation_due = IndexedHeap::new(e.state.len());
             for t in 0..e.state.len() {
                 e.debug_check(t);

@@ -23,6 +23,8 @@ pub enum DispatchReason {
     Policy,
     /// Every tenant with work was at its limit and the policy allows breaking it.
     LimitBreak,
+    /// It joined the batch of the dispatch before it ([`crate::BatchRule`]).
+    Batched,
 }
 
 /// What a dispatch tells its driver of the task it serves. The scheduler
