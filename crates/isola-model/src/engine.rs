@@ -1,17 +1,19 @@
 //! The engine keys every file that describes an engine shares (a
 //! scenario's `[[engine]]`, isolad's `[[engine]]`), checked once here:
 //! its name, its kind (an accelerator unless said), and its split rule
-//! (`split_when`, `contention_window`, `split_time`). Whether a kind's
+//! (`split_when`, `contention_window`, `split_time`) and its batch rule
+//! (`batch = { tasks, bytes, wait }`). Whether a kind's
 //! tasks may be split at all, and the policy it runs unless told, are the
 //! core's ([`isola_core::EngineKind::splits_tasks`],
 //! [`isola_core::EngineKind::default_policy`]). The keys only one context
 //! has (a scenario's device models, isolad's operators and threads) are
 //! checked by that context's file.
 
-use crate::quantity::Duration;
+use crate::quantity::{Duration, Size};
 use crate::scenario::source::Source;
 use crate::scenario::{check_name, parse_split_when, ScenarioError};
-use isola_core::{EngineKind, SplitWhen};
+use isola_core::{BatchRule, EngineKind, SplitWhen};
+use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
 
@@ -90,6 +92,51 @@ pub fn check_split_keys(
         t => t.map(|t| t.get_ref().0),
     };
     Ok((split_when, split_time))
+}
+
+/// An engine's `batch` table, as read: `batch = { tasks = 16, bytes =
+/// "4KiB", wait = "20us" }` ([`isola_core::BatchRule`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBatch {
+    /// The most tasks in one batch (2 to [`isola_core::MAX_BATCH_TASKS`]).
+    pub tasks: Spanned<u32>,
+    /// The most bytes of a batch's tasks together (default: no limit).
+    pub bytes: Option<Spanned<Size>>,
+    /// How long a tenant's first task may wait for its batch to fill
+    /// (default: 0, no wait).
+    pub wait: Option<Spanned<Duration>>,
+}
+
+/// An engine's batch rule from its `batch` table, if it has one.
+pub fn check_batch(
+    src: &Source<'_>,
+    raw: Option<&Spanned<RawBatch>>,
+) -> Result<Option<BatchRule>, ScenarioError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let b = raw.get_ref();
+    let tasks = *b.tasks.get_ref();
+    let max = isola_core::MAX_BATCH_TASKS;
+    if !(2..=max).contains(&tasks) {
+        return Err(src.at(
+            b.tasks.span(),
+            Some("batch.tasks"),
+            format!("must be 2 to {max} (a batch of one is no batch: leave `batch` out)"),
+        ));
+    }
+    let bytes = match &b.bytes {
+        Some(s) if s.get_ref().0 == 0 => {
+            return Err(src.at(s.span(), Some("batch.bytes"), "must be at least 1B"))
+        }
+        Some(s) => s.get_ref().0,
+        None => u64::MAX,
+    };
+    let wait = b.wait.as_ref().map_or(0, |w| w.get_ref().0);
+    let rule = BatchRule::new(tasks, bytes, wait);
+    debug_assert!(rule.is_some(), "the keys were checked");
+    Ok(rule)
 }
 
 /// Where an engine is described, which decides what its `learn` defaults to.

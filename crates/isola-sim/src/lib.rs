@@ -15,6 +15,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod device;
 pub mod limits;
 pub mod pcie;

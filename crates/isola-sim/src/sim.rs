@@ -216,6 +216,7 @@ pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_co
         b.engine(
             EngineSpec::new(e.name.clone(), e.kind, e.core_slots(), cost)
                 .with_split_rule(split)
+                .with_batch(e.batch)
                 .with_learning(e.learn.then(isola_core::CostLearning::default)),
         );
     }
@@ -250,6 +251,12 @@ struct Sim<'a> {
     guard: RunGuard,
     timers: Vec<Timer>,
     finished: Vec<Finished>,
+    /// Which engines batch ([`isola_core::BatchRule`]), and their batches
+    /// in service.
+    batching: Vec<bool>,
+    batches: crate::batch::Batches,
+    /// What the core hands out for one slot (reused).
+    batch: Vec<isola_core::Dispatch>,
     total_requests: Option<u64>,
     requests_done: u64,
 }
@@ -342,6 +349,9 @@ impl<'a> Sim<'a> {
             guard: RunGuard::default(),
             timers: Vec::new(),
             finished: Vec::new(),
+            batching: scenario.engines.iter().map(|e| e.batch.is_some()).collect(),
+            batches: crate::batch::Batches::default(),
+            batch: Vec::new(),
             total_requests,
             requests_done: 0,
         };
@@ -531,12 +541,11 @@ impl<'a> Sim<'a> {
 
     /// Hands dispatches to engine `e`'s device while the scheduler has them.
     fn dispatch(&mut self, e: usize) {
-        while let Some(d) = self.sched.next(self.now, EngineId(e as u32)) {
+        while let Some((d, bytes)) = self.next_for(e) {
             let key = d.task.id.0 as usize;
             let request = &self.requests[key];
             let t = request.tenant;
             let w = self.spec(request.served_as);
-            let bytes = d.subtask.map_or(d.task.bytes, |f| f.bytes);
             let mut service = self.workloads[request.served_as].stages[request.stage].sample(
                 bytes,
                 request.unit_exp,
@@ -569,10 +578,36 @@ impl<'a> Sim<'a> {
         self.arm_wakeup();
     }
 
+    /// What engine `e`'s next free slot serves: a dispatch and the bytes
+    /// its device work moves, or, on an engine that batches, the first
+    /// dispatch of a batch (which stands for it) and all of its tasks'
+    /// bytes; `None` when nothing may go.
+    fn next_for(&mut self, e: usize) -> Option<(isola_core::Dispatch, u64)> {
+        let engine = EngineId(e as u32);
+        if !self.batching[e] {
+            let d = self.sched.next(self.now, engine)?;
+            return Some((d, d.subtask.map_or(d.task.bytes, |f| f.bytes)));
+        }
+        self.batch.clear();
+        if self.sched.next_batch(self.now, engine, &mut self.batch) == 0 {
+            return None;
+        }
+        Some(self.batches.hold(&self.batch))
+    }
+
     /// The device refused dispatch `id` of request `key` (an RSS core's full
     /// ring: the NIC drops the packet): it leaves the core unserved and the
-    /// request ends as rejected, as at a full channel.
+    /// request ends as rejected, as at a full channel; so does every other
+    /// task of the batch it stands for.
     fn drop_at_device(&mut self, id: isola_core::DispatchId, key: usize) {
+        for d in self.batches.take(id) {
+            self.drop_dispatch(d.id, d.task.id.0 as usize);
+        }
+        self.drop_dispatch(id, key);
+    }
+
+    /// Dispatch `id` of request `key` ends unserved, as rejected.
+    fn drop_dispatch(&mut self, id: isola_core::DispatchId, key: usize) {
         if let Err(e) = self.sched.complete(self.now, id, 0) {
             unreachable!("the core just handed out this dispatch: {e}");
         }
@@ -614,6 +649,14 @@ impl<'a> Sim<'a> {
         let mut finished = std::mem::take(&mut self.finished);
         self.devices[e].fire(self.now, token, &mut finished, &mut self.timers);
         self.flush_timers(e);
+        if self.batching[e] {
+            // Each batch's tasks, each with its share of the service.
+            let mut each = Vec::with_capacity(finished.len());
+            for f in &finished {
+                self.batches.finish(f, &mut each);
+            }
+            finished = each;
+        }
         // By reference: copying each out of the vector just written stalled
         // on store forwarding (issue 17).
         for f in &finished {

@@ -46,7 +46,7 @@ pub(super) fn run(
     flows: &[Flow],
     at: f64,
 ) -> anyhow::Result<Pair> {
-    let text = link_scenario(title, link, platform, 64, "1ms", flows, &[]);
+    let text = link_scenario(title, link, platform, (64, ""), "1ms", flows, &[]);
     let native = every_policy(None).remove(0);
     let out = runner.simulate(&format!("aaas-{title}.toml"), &text, &[native], (at, 0.0))?;
     let r = match out.into_iter().next().map(|o| o.result) {

@@ -48,6 +48,7 @@ pub(super) fn check_engine(
             split_time: raw.split_time.as_ref(),
         },
     )?;
+    let batch = crate::engine::check_batch(src, raw.batch.as_ref())?;
     let egress_ratio = match &raw.egress_ratio {
         Some(r) if !(r.get_ref().is_finite() && (0.0..=MAX_EGRESS_RATIO).contains(r.get_ref())) => {
             return Err(src.at(
@@ -73,6 +74,7 @@ pub(super) fn check_engine(
         egress_ratio,
         split_when,
         split_time,
+        batch,
         learn,
         device,
     })

@@ -371,6 +371,8 @@ pub struct EngineModel {
     /// operator's tasks are cut at the bytes it is predicted to serve in
     /// that time ([`isola_core::SplitRule::time`]).
     pub split_time: Option<Nanos>,
+    /// How the engine batches a tenant's small tasks (`batch`), if it does.
+    pub batch: Option<isola_core::BatchRule>,
     /// Whether the engine learns each operator's cost from the service it
     /// measures (`learn`, default false in scenarios: a scenario's service
     /// models are its predictions; [`isola_core::cost_fit`]).

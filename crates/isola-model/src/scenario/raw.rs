@@ -110,6 +110,7 @@ pub(super) struct RawEngine {
     pub(super) split_when: Option<Spanned<String>>,
     pub(super) contention_window: Option<Spanned<Duration>>,
     pub(super) split_time: Option<Spanned<Duration>>,
+    pub(super) batch: Option<Spanned<crate::engine::RawBatch>>,
     pub(super) learn: Option<bool>,
     pub(super) bandwidth: Option<Spanned<RateValue>>,
     pub(super) max_payload: Option<Spanned<Size>>,
