@@ -280,6 +280,7 @@ fn runtime_engine(e: &config::DaemonEngine) -> Result<EngineConfig, DaemonError>
         .with_queue_depth(e.queue_depth)
         .with_split_when(e.split_when)
         .with_split_time(e.split_time)
+        .with_batch(e.batch)
         .with_learning(e.learn.then(isola_core::CostLearning::default));
     if let Some(split) = e.split {
         engine = engine.with_split(split);

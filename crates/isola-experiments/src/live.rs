@@ -325,7 +325,10 @@ fn add_engines(
             // Transfers are cut into the run's fragments, as simulated
             // (where the core says the kind splits).
             config.split_bytes = run.split.filter(|_| e.kind.splits_tasks());
-            config = config.with_split_when(e.split_when).with_split_time(e.split_time);
+            config = config
+                .with_split_when(e.split_when)
+                .with_split_time(e.split_time)
+                .with_batch(e.batch);
             b.engine(config);
             continue;
         }
@@ -364,6 +367,7 @@ fn compute_engine(scenario: &Scenario, run: &PolicyRun, engine_index: usize) -> 
         .with_kind(e.kind)
         .with_split_when(e.split_when)
         .with_split_time(e.split_time)
+        .with_batch(e.batch)
         .with_learning(e.learn.then(isola_core::CostLearning::default));
     config.split_bytes = run.split.filter(|_| e.kind.splits_tasks());
     Ok(config)

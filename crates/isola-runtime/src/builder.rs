@@ -40,6 +40,10 @@ pub struct EngineConfig {
     /// Whether the core learns its operators' costs from the service the
     /// workers measure ([`isola_core::cost_fit`]); `None`: `cost` alone.
     pub learn: Option<isola_core::CostLearning>,
+    /// How the core batches a tenant's small tasks for it (`None`: one
+    /// task a dispatch). A batch goes to one worker in one hand-off, which
+    /// runs its tasks one after another and completes each on its own.
+    pub batch: Option<isola_core::BatchRule>,
     /// What its workers do: run operators, copy (DMA) or send (egress).
     pub device: EngineDevice,
     /// It has no threads of its own: the dispatcher runs each of its
@@ -73,6 +77,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("split_when", &self.split_when)
             .field("split_time", &self.split_time)
             .field("learn", &self.learn)
+            .field("batch", &self.batch)
             .field("device", &self.device)
             .field("on_dispatcher", &self.on_dispatcher)
             .finish_non_exhaustive()
@@ -96,6 +101,7 @@ impl EngineConfig {
             },
             split_time: None,
             learn: None,
+            batch: None,
             device: EngineDevice::Compute,
             on_dispatcher: false,
         }
@@ -174,6 +180,12 @@ impl EngineConfig {
     /// Caps each subtask at `ns` of predicted service (`None`: bytes alone).
     pub fn with_split_time(mut self, ns: Option<u64>) -> Self {
         self.split_time = ns;
+        self
+    }
+
+    /// Batches a tenant's small tasks by `rule` (`None`: one task a dispatch).
+    pub fn with_batch(mut self, rule: Option<isola_core::BatchRule>) -> Self {
+        self.batch = rule;
         self
     }
 
@@ -432,6 +444,7 @@ impl RuntimeBuilder {
                     crate::guard::GuardedCost::wrap(Arc::clone(&e.cost)),
                 )
                 .with_split_rule(split)
+                .with_batch(e.batch.filter(|_| !native))
                 .with_learning(e.learn),
             );
         }

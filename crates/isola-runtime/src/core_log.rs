@@ -53,15 +53,19 @@ pub enum CoreCall {
         /// Whether the core queued it.
         accepted: bool,
     },
-    /// `next(now, engine)`, and the dispatch it answered: the task and the
-    /// index of its subtask (`None`: whole), or nothing.
+    /// `next_batch(now, engine, ..)`, and the dispatches it answered: the
+    /// first one's task and the index of its subtask (`None`: whole), or
+    /// nothing, and those that joined its batch.
     Next {
         /// The time passed.
         now: Nanos,
         /// The engine asked.
         engine: EngineId,
-        /// What it dispatched.
+        /// What it dispatched first.
         dispatched: Option<(TaskId, Option<u32>)>,
+        /// The tasks that joined the first in its batch (empty on an
+        /// engine that does not batch).
+        batched: Vec<(TaskId, Option<u32>)>,
     },
     /// `complete(now, dispatch, measured)` for this task's subtask.
     Complete {
@@ -162,13 +166,18 @@ pub fn replay(
                 now,
                 engine,
                 dispatched,
+                batched,
             } => {
-                let d = core.next(*now, *engine);
-                let got = d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index)));
-                if got != *dispatched {
-                    return Err(format!("call {i} at {now} ns: {got:?} here, {dispatched:?} live"));
+                let mut batch = Vec::new();
+                core.next_batch(*now, *engine, &mut batch);
+                let mut got = batch.iter().map(|d| (d.task.id, d.subtask.map(|s| s.index)));
+                let (first, rest) = (got.next(), got.collect::<Vec<_>>());
+                if first != *dispatched || rest != *batched {
+                    return Err(format!(
+                        "call {i} at {now} ns: {first:?} + {rest:?} here, {dispatched:?} + {batched:?} live"
+                    ));
                 }
-                if let Some(d) = d {
+                for d in batch {
                     match d.subtask {
                         Some(_) => done.subtasks += 1,
                         None => done.whole += 1,

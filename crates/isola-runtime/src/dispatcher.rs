@@ -33,7 +33,7 @@ use crate::job::{Completion, JobInput, PartOutput, Reply, TaskError};
 use crate::pipeline::{StagePlan, Work};
 use crate::placed::PlacedOutput;
 use crate::runtime::Shared;
-use crate::worker::{guarded, WorkDone, WorkItem, WorkerPlace};
+use crate::worker::{guarded, Handoff, WorkDone, WorkerPlace};
 use foldhash::HashMap;
 use isola_core::{
     Bytes, DispatchId, EngineId, Nanos, OpSpec, PlannerRef, Scheduler, Subtask, SubtaskPlanner, Task, TaskId,
@@ -208,7 +208,7 @@ pub(crate) struct Dispatcher {
     /// Live changes: taken before anything of `rx` (`control.rs`).
     controls: crossbeam_channel::Receiver<Control>,
     scheduler: Scheduler,
-    queues: Vec<crossbeam_channel::Sender<WorkItem>>,
+    queues: Vec<crossbeam_channel::Sender<Handoff>>,
     tasks: HashMap<u64, TaskInFlight>,
     running: HashMap<u64, Running>,
     next_token: u64,
@@ -237,6 +237,8 @@ pub(crate) struct Dispatcher {
     /// more perhaps left to run: the next turn looks at arrivals without
     /// waiting for them.
     more_here: bool,
+    /// What the core hands out for one slot (reused).
+    batch: Vec<isola_core::Dispatch>,
     /// Work run on this thread since the dispatcher last looked at
     /// arrivals: how many pieces, and from when (`dispatch::RUN_HERE`).
     turn: (usize, Option<Nanos>),
@@ -253,7 +255,7 @@ impl Dispatcher {
             crossbeam_channel::Receiver<Control>,
         ),
         scheduler: Scheduler,
-        queues: Vec<crossbeam_channel::Sender<WorkItem>>,
+        queues: Vec<crossbeam_channel::Sender<Handoff>>,
         delivery: Option<crossbeam_channel::Sender<Delivery>>,
     ) -> Self {
         Dispatcher {
@@ -286,6 +288,7 @@ impl Dispatcher {
                 })
                 .collect(),
             more_here: false,
+            batch: Vec::new(),
             turn: (0, None),
             latest: std::cell::Cell::new(0),
             shared,

@@ -35,6 +35,20 @@ pub(crate) struct WorkItem {
     pub watchdog: Option<Watchdog>,
 }
 
+/// What the dispatcher hands an engine's workers in one message: a piece
+/// of work, or a batch of a tenant's small tasks ([`isola_core::BatchRule`]),
+/// which one worker runs one after another, completing each on its own:
+/// one hand-off and one wake-up for all of them.
+// `One` goes by value, as a bare `WorkItem` did before batches: boxing it
+// would cost every unbatched task an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Handoff {
+    /// One piece.
+    One(WorkItem),
+    /// A batch's tasks, in the order the core dispatched them.
+    Batch(Vec<WorkItem>),
+}
+
 /// A piece's stop at its tenant's budget ([`isola_core::BudgetAction::Stop`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Watchdog {
@@ -111,7 +125,7 @@ pub(crate) type DoneSender = crossbeam_channel::Sender<crate::dispatcher::Msg>;
 
 /// Runs items from `queue` until it closes. Once the runtime is cancelled,
 /// items still queued are answered `Cancelled` without running.
-pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: DoneSender, place: WorkerPlace) {
+pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<Handoff>, done: DoneSender, place: WorkerPlace) {
     let mut reports: Vec<WorkDone> = Vec::with_capacity(REPORT_BATCH);
     loop {
         // Held reports go out before the worker waits: the queue is shared
@@ -127,12 +141,20 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
                 crate::spin::recv(&queue, place.shared.spin, None)
             }
         };
-        let Ok(item) = next else {
+        let Ok(handoff) = next else {
             break;
         };
-        let work = work(item, &place);
-        let delivered = matches!(work.output, Ok(PartOutput::Delivered));
-        reports.push(work);
+        let delivered = match handoff {
+            Handoff::One(item) => run_one(item, &place, &mut reports),
+            Handoff::Batch(items) => {
+                // Every item runs, whatever the ones before gave.
+                let mut all = true;
+                for item in items {
+                    all &= run_one(item, &place, &mut reports);
+                }
+                all
+            }
+        };
         // While more work waits in the queue than reports are held (the
         // core dispatched ahead), reports of whole tasks gather, up to
         // REPORT_BATCH: the dispatcher learns of them together, woken
@@ -151,6 +173,15 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<WorkItem>, done: Don
     }
     // The queue closed (shutdown): whatever is held is still reported.
     report(&done, &mut reports);
+}
+
+/// Runs `item` at `place` and keeps its report in `reports`; whether its
+/// completion was delivered already (a whole task's).
+fn run_one(item: WorkItem, place: &WorkerPlace, reports: &mut Vec<WorkDone>) -> bool {
+    let work = work(item, place);
+    let delivered = matches!(work.output, Ok(PartOutput::Delivered));
+    reports.push(work);
+    delivered
 }
 
 /// Runs one piece of work at `place`, timed and charged to its engine's

@@ -99,6 +99,9 @@ pub struct DaemonEngine {
     /// operator's tasks are cut at the bytes it is predicted to serve in
     /// that time (`None`: `split` bytes alone).
     pub split_time: Option<u64>,
+    /// How the engine batches a tenant's small tasks (`batch = { tasks,
+    /// bytes, wait }`), if it does.
+    pub batch: Option<isola_core::BatchRule>,
     /// Whether the engine learns each operator's cost from the service it
     /// measures (`learn`, default true for accelerators and processing
     /// units): predictions follow what each operator (and parameters)
@@ -130,6 +133,7 @@ impl DaemonEngine {
             split: None,
             split_when: SplitWhen::Always,
             split_time: None,
+            batch: None,
             learn: isola_model::engine::default_learn(kind, isola_model::engine::EngineContext::Daemon),
             bandwidth: None,
         }
@@ -215,6 +219,7 @@ struct RawEngine {
     split_when: Option<Spanned<String>>,
     contention_window: Option<Spanned<Duration>>,
     split_time: Option<Spanned<Duration>>,
+    batch: Option<Spanned<isola_model::engine::RawBatch>>,
     learn: Option<Spanned<bool>>,
     bandwidth: Option<Spanned<isola_model::quantity::RateValue>>,
 }
@@ -520,6 +525,7 @@ fn check_engine(
     check_policy(src, &e, &mut engine)?;
     check_cost(src, base, &e, &mut engine)?;
     check_split(src, &e, &mut engine)?;
+    engine.batch = isola_model::engine::check_batch(src, e.batch.as_ref())?;
     if let Some(l) = &e.learn {
         engine.learn = *l.get_ref();
     }

@@ -9,7 +9,7 @@ use super::{Dispatcher, Running, TaskInFlight};
 use crate::guard::catch;
 use crate::job::TaskError;
 use crate::placed::PlacedOutput;
-use crate::worker::{guarded, PlacedPart, WorkItem};
+use crate::worker::{guarded, Handoff, PlacedPart, WorkItem};
 use isola_core::{BudgetAction, Dispatch, EngineId, Nanos};
 use std::sync::Arc;
 
@@ -48,20 +48,36 @@ impl Dispatcher {
                         break;
                     }
                     now = self.at_least(now);
-                    let d = match catch(|| self.scheduler.next(now, engine)) {
-                        Ok(d) => d,
+                    let mut batch = std::mem::take(&mut self.batch);
+                    batch.clear();
+                    let got = catch(|| self.scheduler.next_batch(now, engine, &mut batch));
+                    let count = match got {
+                        Ok(n) => n,
                         Err(message) => {
+                            self.batch = batch;
                             self.fail_engine(e, message);
                             break;
                         }
                     };
-                    self.log(|| crate::CoreCall::Next {
-                        now,
-                        engine,
-                        dispatched: d.as_ref().map(|d| (d.task.id, d.subtask.map(|s| s.index))),
+                    self.log(|| {
+                        let mut pieces = batch.iter().map(|d| (d.task.id, d.subtask.map(|s| s.index)));
+                        crate::CoreCall::Next {
+                            now,
+                            engine,
+                            dispatched: pieces.next(),
+                            batched: pieces.collect(),
+                        }
                     });
-                    let Some(d) = d else { break };
-                    if let Some(ended) = self.start(now, d) {
+                    let ran = match count {
+                        0 => None,
+                        1 => self.start(now, batch[0]),
+                        _ => self.start_batch(now, &batch),
+                    };
+                    self.batch = batch;
+                    if count == 0 {
+                        break;
+                    }
+                    if let Some(ended) = ran {
                         let (ran, started) = self.turn;
                         self.turn = (ran + 1, Some(started.unwrap_or(now)));
                         // No clock read: the run's own end (brought to
@@ -88,6 +104,30 @@ impl Dispatcher {
     /// engine run on this thread runs here, and the time it ended is
     /// returned.
     fn start(&mut self, now: Nanos, d: Dispatch) -> Option<Nanos> {
+        let (engine, item) = self.prepare(now, d)?;
+        self.hand(engine, Handoff::One(item))
+    }
+
+    /// Hands the dispatches of one batch (one slot's, all of one tenant's
+    /// engine) to its engine's workers as one message; run here where the
+    /// engine has no threads, the time the last ended is returned.
+    fn start_batch(&mut self, now: Nanos, batch: &[Dispatch]) -> Option<Nanos> {
+        let mut items = Vec::with_capacity(batch.len());
+        let mut engine = None;
+        for d in batch {
+            if let Some((e, item)) = self.prepare(now, *d) {
+                debug_assert!(engine.is_none_or(|x| x == e), "a batch is one engine's");
+                engine = Some(e);
+                items.push(item);
+            }
+        }
+        self.hand(engine?, Handoff::Batch(items))
+    }
+
+    /// The work item of dispatch `d` and its engine's index, or `None`
+    /// when its task has failed already (it is completed at once, without
+    /// running: the core still hears of each of its subtasks).
+    fn prepare(&mut self, now: Nanos, d: Dispatch) -> Option<(usize, WorkItem)> {
         let id = d.task.id.0;
         let Some(task) = self.tasks.get_mut(&id) else {
             unreachable!("the core dispatched task {id}, which the dispatcher does not hold");
@@ -134,8 +174,7 @@ impl Dispatcher {
             _ => None,
         };
         if task.error.is_some() {
-            // Nothing more of a failed task runs; the core still hears of
-            // each of its subtasks, so that it settles.
+            // Nothing more of a failed task runs.
             self.settle(now, id, d.id, 0);
             return None;
         }
@@ -184,22 +223,40 @@ impl Dispatcher {
             direct,
             watchdog,
         };
-        if let Some(place) = &self.places[task.engine] {
-            let done = crate::worker::work(item, place);
-            let started = done.started.duration_since(self.shared.epoch).as_nanos() as Nanos;
-            let ended = self.at_least(started.saturating_add(done.measured_ns));
-            self.done(done, ended);
-            return Some(ended);
+        Some((task.engine, item))
+    }
+
+    /// Hands `work` to engine `engine`'s workers, or runs it here where
+    /// the engine has no threads of its own (then the time its last piece
+    /// ended is returned).
+    fn hand(&mut self, engine: usize, work: Handoff) -> Option<Nanos> {
+        if self.places[engine].is_some() {
+            return match work {
+                Handoff::One(item) => Some(self.run_here(engine, item)),
+                Handoff::Batch(items) => items.into_iter().map(|item| self.run_here(engine, item)).last(),
+            };
         }
         // The workers hold the receivers until the dispatcher closes the
         // queues, which it does only once no task is left.
-        if self.queues[task.engine].send(item).is_err() {
-            unreachable!(
-                "engine {}'s workers are gone while the dispatcher runs",
-                task.engine
-            );
+        if self.queues[engine].send(work).is_err() {
+            unreachable!("engine {engine}'s workers are gone while the dispatcher runs");
         }
         None
+    }
+}
+
+impl Dispatcher {
+    /// Runs `item` on this thread for engine `engine` (which has no
+    /// threads of its own) and takes its report; the time it ended.
+    fn run_here(&mut self, engine: usize, item: WorkItem) -> Nanos {
+        let Some(place) = &self.places[engine] else {
+            unreachable!("only an engine run on the dispatcher runs here");
+        };
+        let done = crate::worker::work(item, place);
+        let started = done.started.duration_since(self.shared.epoch).as_nanos() as Nanos;
+        let ended = self.at_least(started.saturating_add(done.measured_ns));
+        self.done(done, ended);
+        ended
     }
 }
 
