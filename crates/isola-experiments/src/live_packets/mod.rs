@@ -55,6 +55,7 @@ use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+mod breakdown;
 mod config;
 mod io;
 mod kernels;
@@ -381,6 +382,7 @@ pub fn run_policy(
     let counts = daemon.packet_counts();
     drop(clients);
     daemon.stop();
+    let spent = breakdown::notes(scenario, &kernels, &completions);
     let mut result = record(
         scenario,
         run,
@@ -392,6 +394,7 @@ pub fn run_policy(
     result
         .warnings
         .extend(notes(scenario, run, &kernels, &scale, &sent, &counts, elapsed));
+    result.warnings.extend(spent);
     Ok(result)
 }
 
