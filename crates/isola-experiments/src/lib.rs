@@ -31,6 +31,7 @@ mod judge;
 pub mod live;
 pub mod live_calibrate;
 pub mod live_packets;
+pub mod live_realtime;
 pub mod live_scale;
 pub mod live_stages;
 pub mod mtda;

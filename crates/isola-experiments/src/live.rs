@@ -249,6 +249,7 @@ fn run_policy_live_inner(
     let scenario = &slowed;
     let mut b = RuntimeBuilder::new();
     b.record_core_calls(record);
+    b.realtime(crate::live_realtime::runtime_threads());
     let sink = egress_sink(scenario)?;
     let ports = add_engines(&mut b, scenario, run, sink.as_ref())?;
     let region_sizes = add_tenants(&mut b, scenario, run);

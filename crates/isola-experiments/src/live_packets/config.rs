@@ -45,6 +45,10 @@ pub(super) fn daemon_config(
 ) -> anyhow::Result<DaemonConfig> {
     let mut config = DaemonConfig::new(dir.join("isolad.sock"));
     config.spare_tenants = 0;
+    // The daemon's dispatcher and workers ahead of the machine's other
+    // work, as the simulator's engines never wait for a CPU
+    // (`crate::live_realtime`).
+    config.realtime = crate::live_realtime::realtime();
     config.udp = scenario
         .tenants
         .iter()

@@ -339,6 +339,8 @@ pub fn run_policy(
                     if alone.is_some_and(|a| a != i) {
                         return Sent::default();
                     }
+                    // Sent when due, whatever else runs (`live_realtime`).
+                    crate::live_realtime::enter_for_sender();
                     let timing = (started, deadline, scale.stretch, count);
                     send(socket, to, t, i, seed, kernel, timing, clock)
                 })
