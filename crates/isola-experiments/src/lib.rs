@@ -29,6 +29,7 @@ mod draw;
 mod experiment;
 mod judge;
 pub mod live;
+mod live_breakdown;
 pub mod live_calibrate;
 pub mod live_packets;
 pub mod live_realtime;

@@ -55,7 +55,6 @@ use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-mod breakdown;
 mod config;
 mod io;
 mod kernels;
@@ -384,7 +383,8 @@ pub fn run_policy(
     let counts = daemon.packet_counts();
     drop(clients);
     daemon.stop();
-    let spent = breakdown::notes(scenario, &kernels, &completions);
+    let calibrated: Vec<Option<f64>> = kernels.iter().map(|k| Some(k.measured_ns)).collect();
+    let spent = crate::live_breakdown::notes(scenario, &calibrated, &completions);
     let mut result = record(
         scenario,
         run,

@@ -1,41 +1,41 @@
-//! Where a packet run's time went, per tenant, from the daemon's
-//! completions (each carries the runtime's `LatencyBreakdown`): the
-//! service its kernel really took against what the calibration measured
-//! alone (the run's dilation assumes the two agree), what its packets were
-//! predicted to cost, and, for its slowest 1% (its tail), where their
-//! latency went. The run's notes carry it, so a live tail that differs
-//! from the simulator's can be told apart: a kernel slower in the run than
-//! alone (more load than the scenario's), or time on the packet path.
+//! Where a live run's time went, per tenant, from its completions (each
+//! carries the runtime's `LatencyBreakdown`): the service its tasks really
+//! took (against what a calibration measured alone, where one did: a
+//! packet run's dilation assumes the two agree), what they were predicted
+//! to cost, and, for its slowest 1% (its tail), where their latency went.
+//! The run's notes carry it, so a live tail that differs from the
+//! simulator's can be told apart: work slower in the run than alone (more
+//! load than the scenario's), the worker off its CPU, or time on the
+//! dispatch path.
 
-use super::kernels::Kernel;
 use isola_model::quantity::format_duration;
 use isola_model::Scenario;
 use isola_runtime::Completion;
 
 /// One tenant's means over a set of its completions, ns.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub(super) struct Means {
+pub(crate) struct Means {
     /// Completions counted.
-    pub(super) n: usize,
+    pub(crate) n: usize,
     /// Submission (the dispatcher taking the packet) to completion.
-    pub(super) latency: f64,
+    pub(crate) latency: f64,
     /// Measured service.
-    pub(super) service: f64,
+    pub(crate) service: f64,
     /// Of the service, its worker off its CPU.
-    pub(super) off_cpu: f64,
+    pub(crate) off_cpu: f64,
     /// Predicted service (the cost model's).
-    pub(super) predicted: f64,
+    pub(crate) predicted: f64,
     /// Waiting behind the tenant's own packets and behind others'.
-    pub(super) behind: f64,
+    pub(crate) behind: f64,
     /// Waiting while the engine served nobody (the dispatch path).
-    pub(super) idle: f64,
+    pub(crate) idle: f64,
     /// Hand-off to the dispatcher and delivery after service.
-    pub(super) path: f64,
+    pub(crate) path: f64,
 }
 
 impl Means {
     /// The means over `completions`.
-    pub(super) fn of<'a>(completions: impl IntoIterator<Item = &'a Completion>) -> Means {
+    pub(crate) fn of<'a>(completions: impl IntoIterator<Item = &'a Completion>) -> Means {
         let mut m = Means::default();
         for c in completions {
             let b = &c.breakdown;
@@ -66,7 +66,7 @@ impl Means {
 
 /// Tenant `tenant`'s completions that ran (refusals and aborts left
 /// out), and its tail: those at or above its 99th latency percentile.
-pub(super) fn tenant_means(completions: &[Completion], tenant: usize) -> (Means, Means) {
+pub(crate) fn tenant_means(completions: &[Completion], tenant: usize) -> (Means, Means) {
     let mut ran: Vec<&Completion> = completions
         .iter()
         .filter(|c| c.tenant.0 as usize == tenant && c.result.is_ok())
@@ -78,29 +78,34 @@ pub(super) fn tenant_means(completions: &[Completion], tenant: usize) -> (Means,
     (all, Means::of(ran[tail..].iter().copied()))
 }
 
-/// One note per tenant: its kernel's service in the run against the
-/// calibration's, its prediction, and where its mean and its tail's
-/// latency went (in the run's time: divide by the dilation for the
-/// scenario's).
-pub(super) fn notes(scenario: &Scenario, kernels: &[Kernel], completions: &[Completion]) -> Vec<String> {
+/// One note per tenant that completed work: its service in the run
+/// (against `calibrated[i]`, its cost measured alone, ns, where known),
+/// its prediction, and where its mean and its tail's latency went, in the
+/// run's time (a packet run's: divide by its dilation for the scenario's).
+pub(crate) fn notes(
+    scenario: &Scenario,
+    calibrated: &[Option<f64>],
+    completions: &[Completion],
+) -> Vec<String> {
     let d = |ns: f64| format_duration(ns.max(0.0) as u64);
     scenario
         .tenants
         .iter()
-        .zip(kernels)
         .enumerate()
-        .filter_map(|(i, (t, k))| {
+        .filter_map(|(i, t)| {
             let (all, tail) = tenant_means(completions, i);
+            let against = match calibrated.get(i).copied().flatten() {
+                Some(c) => format!(" (x{:.2} its calibration's {})", all.service / c.max(1.0), d(c)),
+                None => String::new(),
+            };
             (all.n > 0).then(|| {
                 format!(
-                    "tenant `{}` in the run: service {} a packet (x{:.2} its calibration's {}; {} of it off the \
-                     CPU), predicted {}; mean latency {} = {} waiting behind packets, {} dispatch path, {} \
-                     hand-off and delivery, the service; its slowest 1% ({}): {} = {} behind, {} dispatch \
-                     path, {} hand-off and delivery, {} service",
+                    "tenant `{}` in the run: service {} a task{against}, {} of it off the CPU; predicted {}; \
+                     mean latency {}: {} waiting behind tasks, {} dispatch path (the engine serving nobody), {} \
+                     hand-off and delivery; its slowest 1% ({} tasks): {}: {} behind, {} dispatch path, {} \
+                     hand-off and delivery, {} service, {} of it off the CPU",
                     t.name,
                     d(all.service),
-                    all.service / k.measured_ns.max(1.0),
-                    d(k.measured_ns),
                     d(all.off_cpu),
                     d(all.predicted),
                     d(all.latency),
@@ -113,6 +118,7 @@ pub(super) fn notes(scenario: &Scenario, kernels: &[Kernel], completions: &[Comp
                     d(tail.idle),
                     d(tail.path),
                     d(tail.service),
+                    d(tail.off_cpu),
                 )
             })
         })
