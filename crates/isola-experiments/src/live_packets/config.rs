@@ -48,7 +48,7 @@ pub(super) fn daemon_config(
     // The daemon's dispatcher and workers ahead of the machine's other
     // work, as the simulator's engines never wait for a CPU
     // (`crate::live_realtime`).
-    config.realtime = crate::live_realtime::realtime();
+    config.realtime = crate::live_realtime::for_packets();
     config.udp = scenario
         .tenants
         .iter()
