@@ -45,6 +45,15 @@ pub struct Args {
     /// measured).
     #[arg(long)]
     no_calibrate: bool,
+    /// `isola run`: which live runs put the runtime's dispatcher and
+    /// workers in a real-time class (SCHED_FIFO at 10, where the system
+    /// permits it), so that a worker that blocks between tasks is not left
+    /// waiting behind the machine's other work for a time slice (the
+    /// simulator's engines never wait for a CPU; docs/perf.md, "Simulation
+    /// against live, tails"): `packets` (isolad's threads, and the packet
+    /// senders at 11), `all` (in-process runs' runtime threads too), `off`.
+    #[arg(long, value_name = "WHICH", default_value = "packets", value_parser = ["off", "packets", "all"])]
+    realtime: String,
 }
 
 /// Runs `isola sim`.
@@ -61,6 +70,11 @@ pub fn run_live(args: &Args) -> anyhow::Result<()> {
         let mut timing =
             || eprintln!("timing each tenant's operator alone on this machine (--no-calibrate skips it)...");
         let calibrate = !args.no_calibrate;
+        isola_experiments::live_realtime::set(match args.realtime.as_str() {
+            "off" => isola_experiments::live_realtime::Realtime::Off,
+            "all" => isola_experiments::live_realtime::Realtime::All,
+            _ => isola_experiments::live_realtime::Realtime::Packets,
+        });
         isola_experiments::live_calibrate::run_live(
             scenario,
             &args.policies,

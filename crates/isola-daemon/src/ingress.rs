@@ -90,6 +90,8 @@ struct Flow {
     dma: Option<Direction>,
     reply: bool,
     error_reply: bool,
+    /// Its own cost model ([`FlowConfig::cost`]), if it has one.
+    cost: Option<Arc<dyn isola_core::CostModel>>,
 }
 
 /// One flow queue's occupancy at ingress, and its bounds.
@@ -356,6 +358,7 @@ fn flow(tenant: usize, index: usize, f: &FlowConfig) -> Flow {
         dma: f.dma,
         reply: f.reply,
         error_reply: f.error_reply,
+        cost: f.cost.map(|c| Arc::new(c) as Arc<dyn isola_core::CostModel>),
     }
 }
 
@@ -436,6 +439,8 @@ struct Matched {
     payload: Vec<u8>,
     /// The ECN field of its IP header.
     ecn: u8,
+    /// Its flow's own cost model, if it has one.
+    cost: Option<Arc<dyn isola_core::CostModel>>,
     to: ReplyTo,
 }
 
@@ -606,6 +611,7 @@ fn classify(
             stages,
             payload: datagram.bytes.to_vec(),
             ecn: datagram.ecn,
+            cost: flow.cost.clone(),
             to: ReplyTo {
                 from,
                 flow: flow.index,
@@ -655,6 +661,7 @@ fn deliver(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets
 fn deliver_flow(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, packets: &mut [Matched]) {
     let path = &shared.packets;
     let flow = packets.first().map_or(0, |p| p.to.flow);
+    let cost = packets.first().and_then(|p| p.cost.clone());
     // A full flow queue drops the batch's latest packets here; a
     // congested one marks those that carry ECN bits (RFC 3168: mark
     // rather than drop while there is room), and their replies echo it.
@@ -689,10 +696,13 @@ fn deliver_flow(socket: &Arc<UdpSocket>, shared: &Arc<Shared>, tenant: usize, pa
         let stages = std::mem::replace(&mut p.stages, Ok(Vec::new())).unwrap_or_default();
         (stages, Arc::new(std::mem::take(&mut p.payload)), on_done)
     });
-    let handle = shared
+    let mut handle = shared
         .runtime
         .tenant(TenantId(tenant as u32))
         .in_flow(flow as u32);
+    if let Some(cost) = cost {
+        handle = handle.with_cost(cost);
+    }
     let submitted = handle.submit_stages_batch_calling(tasks);
     for (submitted, p) in submitted.iter().zip(packets.iter()) {
         if submitted.is_err() {

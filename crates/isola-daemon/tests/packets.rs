@@ -506,3 +506,51 @@ fn an_ecn_threshold_outside_the_queue_is_refused_at_its_line() {
     let e = DaemonConfig::parse(text, std::path::Path::new("d.toml")).unwrap_err();
     assert_eq!((e.line, e.key.as_deref()), (10, Some("ecn_threshold")), "{e}");
 }
+
+/// A flow with its own cost model (`FlowConfig::cost`,
+/// set by code) has its packets predicted by it; a flow without one by
+/// its engine's model: two tenants' kernels that cost differently are
+/// charged differently at dispatch, as a scenario's tenants are by their
+/// own service models.
+#[test]
+fn a_flows_own_cost_model_predicts_its_packets() {
+    let dir = std::env::temp_dir().join(format!("isolad-flow-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (client(), client());
+    let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
+    let text = format!(
+        "[daemon]\nsocket = \"isolad.sock\"\nudp = [\"127.0.0.1:0\"]\n\
+         [[engine]]\nname = \"pu\"\nworkers = 1\nlearn = false\n\
+         [[tenant]]\nname = \"a\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {pa}, proto = 17 }}\nkernel = \"crc32c\"\n\
+         [[tenant]]\nname = \"b\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
+         [[tenant.flow]]\nmatch = {{ src_port = {pb}, proto = 17 }}\nkernel = \"crc32c\"\n"
+    );
+    let mut config = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+    // The engine's model: 1 us + 2 ns a byte; tenant a's flow: 40 us a packet.
+    config.engines[0].base_ns = 1_000.0;
+    config.engines[0].per_byte_ns = 2.0;
+    config.tenants[0].flows[0].cost = Some(isola_core::AffineCost::constant(40_000));
+    let d = Daemon::start(config).unwrap();
+    d.record_completions(true);
+    let ingress = d.udp_addrs()[0];
+    let mut reply = [0u8; 2048];
+    for (socket, payload) in [(&a, &b"123456789"[..]), (&b, &[7u8; 100][..])] {
+        socket.send_to(payload, ingress).unwrap();
+        socket.recv_from(&mut reply).unwrap();
+    }
+    let start = Instant::now();
+    let mut done = Vec::new();
+    while done.len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(10), "{done:?}");
+        done.extend(
+            d.take_completions()
+                .into_iter()
+                .map(|c| (c.tenant.0, c.predicted_ns)),
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    done.sort();
+    // a: its flow's 40 us; b: the engine's 1 us + 2 ns x 100 B.
+    assert_eq!(done, vec![(0, 40_000), (1, 1_200)]);
+}

@@ -249,6 +249,7 @@ fn run_policy_live_inner(
     let scenario = &slowed;
     let mut b = RuntimeBuilder::new();
     b.record_core_calls(record);
+    b.realtime(crate::live_realtime::runtime_threads());
     let sink = egress_sink(scenario)?;
     let ports = add_engines(&mut b, scenario, run, sink.as_ref())?;
     let region_sizes = add_tenants(&mut b, scenario, run);
@@ -280,6 +281,11 @@ fn run_policy_live_inner(
     if factor > 1.0 {
         warnings.insert(0, live_scale::slowed_warning(factor));
     }
+    let spent = {
+        let done: Vec<Completion> = tasks.iter().flat_map(|t| t.completions.iter().cloned()).collect();
+        crate::live_breakdown::notes(scenario, &[], &done)
+    };
+    warnings.extend(spent);
     let mut result = result(scenario, run, tasks, elapsed, ended_ns);
     result.warnings = warnings;
     Ok((result, calls))

@@ -79,6 +79,13 @@ pub struct FlowConfig {
     /// Packets in its own queue from which ECN-capable ones are marked
     /// (`None`: only the tenant's `ecn_threshold` applies).
     pub ecn_threshold: Option<usize>,
+    /// The flow's own cost model, set by code (a harness that knows what
+    /// each flow's kernel costs): its packets are predicted by it instead
+    /// of by their engine's model, as a scenario's tenant is predicted by
+    /// its own service model. `None` (a configuration file's flows): the
+    /// engine's model. An engine that learns costs predicts by what it
+    /// learned of the operator once it has, which takes the place of this.
+    pub cost: Option<isola_core::AffineCost>,
 }
 
 impl DaemonTenant {
@@ -174,5 +181,6 @@ fn load_flow(
         dma: f.dma,
         queue: f.queue,
         ecn_threshold: f.ecn_threshold,
+        cost: None,
     })
 }

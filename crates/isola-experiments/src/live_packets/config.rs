@@ -45,6 +45,10 @@ pub(super) fn daemon_config(
 ) -> anyhow::Result<DaemonConfig> {
     let mut config = DaemonConfig::new(dir.join("isolad.sock"));
     config.spare_tenants = 0;
+    // The daemon's dispatcher and workers ahead of the machine's other
+    // work, as the simulator's engines never wait for a CPU
+    // (`crate::live_realtime`).
+    config.realtime = crate::live_realtime::for_packets();
     config.udp = scenario
         .tenants
         .iter()
@@ -73,16 +77,33 @@ pub(super) fn daemon_config(
             .map_err(|e| anyhow::anyhow!("tenant `{}` cannot run over packets: {e}", t.name))?;
         let model = &mut tenant.tenant;
         (model.slo, model.overrides) = time_scale(scale).tenant(&model.slo, &model.overrides);
+        // Its packets predicted by its own kernel's cost, as the simulator
+        // predicts each tenant's by its own service model.
+        if let Some(flow) = tenant.flows.first_mut() {
+            flow.cost = Some(flow_cost(&kernels[i]));
+        }
         config.tenants.push(tenant);
     }
     config.check().context("the run's daemon configuration")?;
     Ok(config)
 }
 
+/// A tenant's one flow's cost model: its kernel's measured cost per
+/// packet (the calibrated stand-in's scans the same chain whatever the
+/// packet's size, so a constant).
+pub(super) fn flow_cost(kernel: &Kernel) -> isola_core::AffineCost {
+    isola_core::AffineCost::new(kernel.measured_ns.max(1.0), 0.0)
+        .unwrap_or_else(|_| isola_core::AffineCost::constant(1))
+}
+
 /// Engine `e` (of `kind`) of the run: its scaled workers (under a static
 /// partition one per tenant at least), its policy by the core's rule, its
 /// cost model its tenants' mean measured cost (a DMA engine's its link's
-/// time per byte), and the run's split where its kind splits.
+/// time per byte; each flow has its own, [`flow_cost`], which predicts
+/// its packets), learning as the scenario's engine does (by default not:
+/// a learned fit is kept per operator, and every stand-in is the one
+/// `firewall`, so it would predict every tenant's packets alike), and the
+/// run's split where its kind splits.
 fn engine(
     scenario: &Scenario,
     run: &PolicyRun,
@@ -98,6 +119,7 @@ fn engine(
     engine.params = params.clone();
     engine.workers = engine_workers(scenario, run, scale, e);
     engine.split = run.split.filter(|_| kind.splits_tasks());
+    engine.learn = model.learn;
     if kind == EngineKind::Dma {
         let bandwidth = io::live_bandwidth(scenario, e, scale.stretch).unwrap_or(1e9);
         engine.bandwidth = Some(bandwidth.round().max(1.0));

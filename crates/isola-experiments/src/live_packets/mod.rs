@@ -338,6 +338,8 @@ pub fn run_policy(
                     if alone.is_some_and(|a| a != i) {
                         return Sent::default();
                     }
+                    // Sent when due, whatever else runs (`live_realtime`).
+                    crate::live_realtime::enter_for_sender();
                     let timing = (started, deadline, scale.stretch, count);
                     send(socket, to, t, i, seed, kernel, timing, clock)
                 })
@@ -381,6 +383,8 @@ pub fn run_policy(
     let counts = daemon.packet_counts();
     drop(clients);
     daemon.stop();
+    let calibrated: Vec<Option<f64>> = kernels.iter().map(|k| Some(k.measured_ns)).collect();
+    let spent = crate::live_breakdown::notes(scenario, &calibrated, &completions);
     let mut result = record(
         scenario,
         run,
@@ -392,6 +396,7 @@ pub fn run_policy(
     result
         .warnings
         .extend(notes(scenario, run, &kernels, &scale, &sent, &counts, elapsed));
+    result.warnings.extend(spent);
     Ok(result)
 }
 
