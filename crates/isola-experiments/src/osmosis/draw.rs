@@ -271,7 +271,7 @@ pub(super) fn management(compute: &[ComputeBars], read: &ReadBars) -> Figure {
             c.points.iter().map(|q| (q.0 as f64, change(q.1, q.2))).collect(),
         ));
         series.push(Series::new(
-            &format!("{}, decision exposed", c.op),
+            format!("{}, decision exposed", c.op),
             c.points.iter().map(|q| (q.0 as f64, change(q.1, q.3))).collect(),
         ));
     }

@@ -83,10 +83,14 @@ pub fn decision_wait(overlapped: bool) -> f64 {
 pub(super) struct ComputeBars {
     /// The operator.
     pub op: String,
-    /// (packet size, PsPIN Mpps, OSMOSIS Mpps with the decision
-    /// overlapped, OSMOSIS Mpps with it exposed).
-    pub points: Vec<(u64, f64, f64, f64)>,
+    /// Per packet size.
+    pub points: Vec<ComputePoint>,
 }
+
+/// A compute-bound kernel at one packet size: (packet size, PsPIN Mpps,
+/// OSMOSIS Mpps with the decision overlapped, OSMOSIS Mpps with it
+/// exposed).
+pub(super) type ComputePoint = (u64, f64, f64, f64);
 
 /// The IO read's bars: (transfer size, PsPIN Mpps, OSMOSIS Mpps).
 pub(super) type ReadBars = Vec<(u64, f64, f64)>;
@@ -274,7 +278,7 @@ fn table(o: &mut ExperimentResult, compute: &[ComputeBars], read: &ReadBars) {
 
 /// The paper's two statements on these bars, and what the overlap buys.
 fn judge(o: &mut ExperimentResult, compute: &[ComputeBars], read: &ReadBars) {
-    let all = |f: &dyn Fn(&(u64, f64, f64, f64)) -> f64| {
+    let all = |f: &dyn Fn(&ComputePoint) -> f64| {
         compute
             .iter()
             .flat_map(|c| c.points.iter().map(move |p| (c.op.as_str(), p.0, f(p))))
