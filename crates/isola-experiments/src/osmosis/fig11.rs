@@ -32,6 +32,13 @@ pub const FITTED_SETUP_NS: u64 = 3;
 /// the size). Hardware fragmentation has no wrapper.
 pub const WRAPPER_CYCLES: u32 = 10;
 
+/// An IO kernel's cycles on a PU under OSMOSIS' software fragmentation:
+/// its own ([`IO_KERNEL_CYCLES`]) and the wrapper's [`WRAPPER_CYCLES`] for
+/// each of the `fragment`-byte requests a `size`-byte transfer becomes.
+pub(super) fn wrapped_cycles(size: u64, fragment: u64) -> u32 {
+    IO_KERNEL_CYCLES + WRAPPER_CYCLES * size.div_ceil(fragment) as u32
+}
+
 /// The IO write's kernel on a PU, cycles: 32 PUs at OSMOSIS' 332 Mpps
 /// IO-write peak (Sec. 6.4) give 96 ns a packet.
 pub(super) const IO_KERNEL_CYCLES: u32 = 96;
@@ -159,7 +166,7 @@ fn io_overhead(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
                     .zip(IO_SETUPS)
                     .find(|(_, s)| s.1 == *setup && !s.2)
                     .map_or(f64::NAN, |((_, p), _)| p[i].1);
-                let cycles = IO_KERNEL_CYCLES + WRAPPER_CYCLES * size.div_ceil(FRAGMENT) as u32;
+                let cycles = wrapped_cycles(size, FRAGMENT);
                 let frag = run("fcfs", "frag512", Some(FRAGMENT));
                 let rs = results(
                     runner,
@@ -472,15 +479,21 @@ mod tests {
     /// says: where 32 PUs bind (64 B at the line rate), a packet rate of
     /// 32 / (96 + 10 cycles) against 32 / 96, a loss of 10 / 106; where the
     /// ingress binds (256 B: 195 Mpps, under 32 / 106 ns = 302 Mpps),
-    /// nothing.
+    /// nothing. The same for the IO write and the IO read.
     #[test]
     fn the_wrapper_costs_its_cycles_where_the_pus_bind() {
+        for io in [IoOp::Write, IoOp::Read] {
+            wrapper_costs_its_cycles(io);
+        }
+    }
+
+    fn wrapper_costs_its_cycles(io: IoOp) {
         let mut progress = NoProgress;
         let mut runner = Runner::new(false, None, &mut progress);
         let mut o = ExperimentResult::new(&IO_OVERHEAD, false);
         let mut loss = |size: u64| {
             let mpps = |cycles: u32, split: Option<u64>, o: &mut ExperimentResult, runner: &mut Runner| {
-                let text = io_scenario(IoOp::Write, size, PIPELINED_SETUP_NS, cycles);
+                let text = io_scenario(io, size, PIPELINED_SETUP_NS, cycles);
                 let rs = results(
                     runner,
                     o,
@@ -490,16 +503,16 @@ mod tests {
                     (0.0, 1.0),
                 )
                 .unwrap();
-                tenant(&rs[0], "io-write").unwrap().throughput_ops
+                tenant(&rs[0], io.op()).unwrap().throughput_ops
             };
             let whole = mpps(IO_KERNEL_CYCLES, None, &mut o, &mut runner);
-            let cycles = IO_KERNEL_CYCLES + WRAPPER_CYCLES;
+            let cycles = wrapped_cycles(size, FRAGMENT);
             1.0 - mpps(cycles, Some(FRAGMENT), &mut o, &mut runner) / whole
         };
         let expected = WRAPPER_CYCLES as f64 / (IO_KERNEL_CYCLES + WRAPPER_CYCLES) as f64;
         let small = loss(64);
-        assert!((small - expected).abs() < 0.01, "{small} vs {expected}");
-        assert!(loss(256).abs() < 0.005);
+        assert!((small - expected).abs() < 0.01, "{io:?}: {small} vs {expected}");
+        assert!(loss(256).abs() < 0.005, "{io:?}");
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 use super::budget::{self, Kernel, PUS};
 use super::draw;
-use super::fig11::{io_scenario, IoOp, IO_KERNEL_CYCLES, WRAPPER_CYCLES};
+use super::fig11::{io_scenario, wrapped_cycles, IoOp, IO_KERNEL_CYCLES, WRAPPER_CYCLES};
 use super::fragment::{results, run, FRAGMENT, PIPELINED_SETUP_NS, SIZES};
 use crate::experiment::{Check, ExperimentResult};
 use crate::judge::tenant;
@@ -208,8 +208,7 @@ fn read_bars(
     for (i, &size) in SIZES.iter().enumerate() {
         let file = format!("osmosis-frag-io-{}-{size}B.toml", io.op());
         let whole = io_scenario(io, size, PIPELINED_SETUP_NS, IO_KERNEL_CYCLES);
-        let wrapped_cycles = IO_KERNEL_CYCLES + WRAPPER_CYCLES * size.div_ceil(FRAGMENT) as u32;
-        let wrapped = io_scenario(io, size, PIPELINED_SETUP_NS, wrapped_cycles);
+        let wrapped = io_scenario(io, size, PIPELINED_SETUP_NS, wrapped_cycles(size, FRAGMENT));
         let a = results(runner, o, &file, &whole, &[run("fcfs", "pspin", None)], at(i))?;
         let b = results(
             runner,
