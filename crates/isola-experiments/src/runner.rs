@@ -13,17 +13,20 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-/// Runs `chosen` in order, live where asked and possible, with every random
+/// Runs `chosen` in order, live where asked and possible, at the papers'
+/// full lengths where `full` (see [`Runner::full`]), with every random
 /// stream seeded by `seed` (default: each scenario's). Each outcome ends
 /// with a note of how long it ran; an experiment that fell back to the
 /// simulator under `live` says so in its notes and mode.
 pub fn run_experiments(
     chosen: &[&Experiment],
     live: bool,
+    full: bool,
     seed: Option<u64>,
     progress: &mut dyn Progress,
 ) -> anyhow::Result<Vec<ExperimentResult>> {
     let mut runner = Runner::new(live, seed, progress);
+    runner.full = full;
     let mut outcomes = Vec::new();
     for (i, e) in chosen.iter().enumerate() {
         runner.label = format!("{} ({}/{})", e.name, i + 1, chosen.len());
@@ -50,6 +53,7 @@ pub fn run_experiments(
 /// where its progress goes.
 pub struct Runner<'p> {
     live: bool,
+    full: bool,
     seed: Option<u64>,
     progress: &'p mut dyn Progress,
     label: String,
@@ -66,6 +70,7 @@ impl<'p> Runner<'p> {
     pub fn new(live: bool, seed: Option<u64>, progress: &'p mut dyn Progress) -> Self {
         Runner {
             live,
+            full: false,
             seed,
             progress,
             label: String::new(),
@@ -77,6 +82,18 @@ impl<'p> Runner<'p> {
     /// Whether experiments are to run live.
     pub fn live(&self) -> bool {
         self.live
+    }
+
+    /// Whether experiments that `isola repro` (and CI) runs shorter than
+    /// the paper are to run at the paper's full length (`isola repro
+    /// --full`; MTDA's burst: Fig. 13's 30 s instead of 12 s).
+    pub fn full(&self) -> bool {
+        self.full
+    }
+
+    /// Runs experiments at the papers' full lengths (see [`Runner::full`]).
+    pub fn set_full(&mut self, full: bool) {
+        self.full = full;
     }
 
     /// Reports progress within the current experiment (0..1).

@@ -12,6 +12,7 @@ mod draw;
 pub mod fig11;
 pub mod fragment;
 mod io_mix;
+pub mod management;
 
 pub use budget::BUDGET;
 pub use fig11::IO_OVERHEAD;
