@@ -12,6 +12,7 @@
 //! the figures.
 
 mod draw;
+mod migration;
 pub mod scenario;
 mod stability;
 mod sweep;
@@ -285,7 +286,7 @@ fn mtda_table_iv(
     let mut per_tenant = Vec::new();
     for (i, &(n, costs)) in cases.iter().enumerate() {
         let setup = scenario::Setup { costs, ..measured };
-        let results = table_iv_results(
+        let mut results = table_iv_results(
             runner,
             n,
             balanced,
@@ -294,6 +295,9 @@ fn mtda_table_iv(
             &runs,
             (i as f64 * share, share),
         )?;
+        if n == 4 && !runner.live() {
+            results.extend(migration::table_iv(runner, n, balanced, TABLE_IV_DURATION, setup)?);
+        }
         let mut notes = Vec::new();
         let ok = succeeded(&results, &mut notes);
         let rows = table_iv_rows(&ok);
@@ -302,6 +306,7 @@ fn mtda_table_iv(
         if n == 4 {
             o.notes.extend(notes);
             table_iv_directions(&mut o, &ok, costs, balanced);
+            migration::table_iv_directions(&mut o, &ok, costs);
             tail::directions(&mut o, &ok, costs);
             per_tenant.push(tail::table(&ok, n, workload, costs));
             o.figures.push(tail::figure_of(&ok, workload, costs));
