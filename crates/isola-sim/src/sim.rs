@@ -242,10 +242,15 @@ impl<'a> Sim<'a> {
                     .collect(),
                 moved_engines: w.migrate.map_or(Vec::new(), |m| m.moved_stages(&w.stages)),
                 moved_stages: w.migrate.map_or(Vec::new(), |m| {
-                    m.moved_stages(&w.stages)
-                        .iter()
-                        .map(|&s| StageModel::for_stage(&scenario.engines[s], w.service.as_ref()))
-                        .collect()
+                    let model = |(k, &s): (usize, &usize)| {
+                        let full = StageModel::for_stage(&scenario.engines[s], w.service.as_ref());
+                        if m.kept_stage() == Some(k) {
+                            full.share(m.keep)
+                        } else {
+                            full
+                        }
+                    };
+                    m.moved_stages(&w.stages).iter().enumerate().map(model).collect()
                 }),
                 on_host: false,
                 issued: 0,

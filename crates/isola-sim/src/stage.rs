@@ -37,7 +37,13 @@ impl CostModel for EngineCost {
 pub(crate) enum StageModel {
     Compute(ServiceModel),
     Dma(DmaSpec),
-    Egress { ns_per_byte: f64, overhead: u64 },
+    Egress {
+        ns_per_byte: f64,
+        overhead: u64,
+    },
+    /// A share of a compute model's cost (a moved request's forwarding on
+    /// the engine it moved from, a workload's `migrate.keep`).
+    Share(ServiceModel, f64),
 }
 
 impl StageModel {
@@ -61,9 +67,18 @@ impl StageModel {
         }
     }
 
+    /// `by` of this model's cost (a compute model; others unchanged).
+    pub(crate) fn share(self, by: f64) -> StageModel {
+        match self {
+            StageModel::Compute(m) => StageModel::Share(m, by),
+            other => other,
+        }
+    }
+
     pub(crate) fn predict(&self, bytes: u64, direction: Direction) -> f64 {
         match self {
             StageModel::Compute(m) => m.mean(bytes),
+            StageModel::Share(m, by) => m.mean(bytes) * by,
             StageModel::Dma(spec) => DmaLink::alone(spec, direction, bytes),
             StageModel::Egress {
                 ns_per_byte,
@@ -75,6 +90,7 @@ impl StageModel {
     pub(crate) fn sample(&self, bytes: u64, unit_exp: f64, direction: Direction) -> Nanos {
         match self {
             StageModel::Compute(m) => m.sample(bytes, unit_exp),
+            StageModel::Share(m, by) => crate::round_ns(m.sample(bytes, unit_exp) as f64 * by),
             other => crate::round_ns(other.predict(bytes, direction)),
         }
     }

@@ -296,7 +296,13 @@ fn mtda_table_iv(
             (i as f64 * share, share),
         )?;
         if n == 4 && !runner.live() {
-            results.extend(migration::table_iv(runner, n, balanced, TABLE_IV_DURATION, setup)?);
+            results.extend(migration::table_iv(
+                runner,
+                n,
+                balanced,
+                TABLE_IV_DURATION,
+                setup,
+            )?);
         }
         let mut notes = Vec::new();
         let ok = succeeded(&results, &mut notes);

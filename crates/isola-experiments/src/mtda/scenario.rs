@@ -133,6 +133,9 @@ pub struct Host {
     pub down_ns: u64,
     /// How often the rule is checked, ns.
     pub every_ns: u64,
+    /// The share of its cost a moved request still takes on the Arm
+    /// cores (iPipe's runtime there receives and forwards it).
+    pub keep: f64,
 }
 
 /// The PCIe link a moved request crosses to the host: BlueField-2's Gen4
@@ -153,8 +156,8 @@ impl Host {
     /// A workload's `migrate` key.
     fn migrate(&self) -> String {
         format!(
-            "migrate = {{ to = \"host\", via = \"pcie\", up = \"{}ns\", down = \"{}ns\", every = \"{}ns\" }}\n",
-            self.up_ns, self.down_ns, self.every_ns
+            "migrate = {{ to = \"host\", via = \"pcie\", up = \"{}ns\", down = \"{}ns\", every = \"{}ns\", keep = {} }}\n",
+            self.up_ns, self.down_ns, self.every_ns, self.keep
         )
     }
 }

@@ -177,7 +177,14 @@ fn mtda_stability(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
         }
         let hosts = &migration::STABILITY;
         let file = "mtda-stability-host.toml";
-        results.extend(migration::runs(runner, file, setup, hosts, scenario_text, (1.0, 0.0))?);
+        results.extend(migration::runs(
+            runner,
+            file,
+            setup,
+            hosts,
+            scenario_text,
+            (1.0, 0.0),
+        )?);
     }
     let ok = succeeded(&results, &mut o.notes);
     let host_labels: Vec<String> = migration::STABILITY.iter().map(migration::label).collect();
@@ -236,11 +243,21 @@ fn judge_migration(o: &mut ExperimentResult, ok: &[(&str, &PolicyResult)], hosts
     let cv_of = |r: &PolicyResult| Some((fluctuation(r) * 1e3).round() / 1e3);
     for ours in ["mtda", "mtda/cores"] {
         let what = "per-second throughput fluctuation (largest CV) against iPipe with host migration";
-        o.directions
-            .extend(direction(ok, ours, hosts, what, true, |v| format!("{v:.3}"), cv_of));
+        o.directions.extend(direction(
+            ok,
+            ours,
+            hosts,
+            what,
+            true,
+            |v| format!("{v:.3}"),
+            cv_of,
+        ));
     }
-    o.notes
-        .push(migration::moves_note(ok, hosts, "3 balanced tenants, the paper's costs, 45 s"));
+    o.notes.push(migration::moves_note(
+        ok,
+        hosts,
+        "3 balanced tenants, the paper's costs, 45 s",
+    ));
 }
 
 /// The table: throughput, each tenant's, slowest / fastest, each tenant's

@@ -19,6 +19,7 @@ pub(crate) struct RawMigrate {
     up: Duration,
     down: Duration,
     every: Duration,
+    keep: Option<f64>,
 }
 
 /// Where a workload's new requests may move, and when (iPipe's rule): its
@@ -28,8 +29,9 @@ pub(crate) struct RawMigrate {
 /// slot is over `up`, the migrating workload whose tenant has the most
 /// queued cost there moves its new requests; a moved one moves back when
 /// the queued cost per slot is under `down`. Requests already submitted
-/// stay where they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// stay where they are. With `keep`, a moved request still takes that
+/// share of its cost on `from` first (the DPU receives and forwards it).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MigrateSpec {
     /// Index, among the workload's stages, of the stage that moves.
     pub stage: usize,
@@ -45,6 +47,9 @@ pub struct MigrateSpec {
     pub down: Nanos,
     /// How often the rule is checked, ns.
     pub every: Nanos,
+    /// The share of the stage's cost a moved request still takes on
+    /// `from` before it crosses (0: none, and no stage there).
+    pub keep: f64,
 }
 
 impl MigrateSpec {
@@ -53,10 +58,17 @@ impl MigrateSpec {
     pub fn moved_stages(&self, stages: &[usize]) -> Vec<usize> {
         let mut out = Vec::with_capacity(stages.len() + 1);
         out.extend_from_slice(&stages[..self.stage]);
+        out.extend(self.kept_stage().map(|_| self.from));
         out.extend(self.via);
         out.push(self.to);
         out.extend_from_slice(&stages[self.stage + 1..]);
         out
+    }
+
+    /// The index, among [`Self::moved_stages`], of the stage that takes
+    /// `keep` of the cost on `from`, if `keep` is positive.
+    pub fn kept_stage(&self) -> Option<usize> {
+        (self.keep > 0.0).then_some(self.stage)
     }
 }
 
@@ -129,6 +141,10 @@ pub(super) fn check_migrate(
             "must be below `up` (between the two nothing moves, so that a workload does not flap)".into(),
         );
     }
+    let keep = raw.keep.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&keep) {
+        return bad("keep", "must be a share from 0 to 1 of the stage's cost".into());
+    }
     if !bounded {
         return bad(
             "migrate",
@@ -143,5 +159,6 @@ pub(super) fn check_migrate(
         up: raw.up.0,
         down: raw.down.0,
         every: raw.every.0,
+        keep,
     })
 }
