@@ -387,7 +387,8 @@ fn mtda_table_iv(
          two sets bracket it, and the 4-tenant table above has mtda/cores' Fair1 under both), DPDK's flows per \
          tenant are unknown (dpdk-rss's Fair1 falls as they rise: the table has 4 and 16; docs/results.md the \
          range), arrivals are Poisson where \
-         pktgen's are paced, and iPipe has no host migration (the paper gives its cost nowhere)"
+         pktgen's are paced, and `ipipe` has no host migration: the `ipipe+host/...` rows at 4 tenants add it, \
+         with host cores, thresholds and the DPU's share of a moved request assumed (the paper gives none)"
             .into()
     });
     Ok(o)

@@ -227,9 +227,10 @@ fn mtda_stability(runner: &mut Runner) -> anyhow::Result<ExperimentResult> {
          fluctuates by 1/sqrt(requests a window) = {floor:.4} (CV) from its arrivals alone. `{}` is DPDK whose \
          flows end after {} s each (staggered) and are replaced by new ones with new RSS hashes: an assumed \
          flow life, the paper names none (its pktgen flows may well be fixed); with fixed flows (`dpdk-rss/4`) \
-         the same flows collide on the same cores all run. iPipe here has no migration to the host (the paper \
-         gives its cost nowhere), the process by which iPipe moves actors back and forth when the DPU is \
-         overloaded; `ipipe/scaled` is iPipe with its 100 us tail threshold per packet, times the batch (one \
+         the same flows collide on the same cores all run. `ipipe` here has no migration to the host, the process \
+         by which iPipe moves actors back and forth when the DPU is overloaded; the `ipipe+host/...` rows add it \
+         (the paper gives none of its parameters: host cores, thresholds and check period assumed, the period \
+         swept); `ipipe/scaled` is iPipe with its 100 us tail threshold per packet, times the batch (one \
          request's service, 400 us, is over 100 us)",
         churn_label(),
         FLOW_LIFE_NS / 1_000_000_000
