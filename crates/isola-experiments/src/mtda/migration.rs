@@ -112,7 +112,8 @@ pub(super) fn runs(
     Ok(out)
 }
 
-/// Figs. 4-5: [`TABLE_IV`]'s runs for `n` tenants (simulated only).
+/// Figs. 4-5: [`TABLE_IV`]'s runs for `n` tenants (simulated only; no
+/// Fair2, shown `-`).
 pub(super) fn table_iv(
     runner: &mut Runner,
     n: usize,
@@ -120,7 +121,10 @@ pub(super) fn table_iv(
     duration: &str,
     setup: Setup,
 ) -> anyhow::Result<Vec<PolicyOutcome>> {
-    let text_of = |s: &Setup| scenario::table_iv_with(n, balanced, duration, s);
+    // No solo runs (Fair2): the direction is throughput's, and a solo
+    // run of a migrating tenant would migrate too.
+    let text_of =
+        |s: &Setup| scenario::table_iv_with(n, balanced, duration, s).replace("solo = true", "solo = false");
     runs(
         runner,
         &format!("mtda-{n}-host.toml"),
