@@ -58,6 +58,13 @@ pub fn check_live(scenario: &Scenario) -> anyhow::Result<()> {
             );
         }
     }
+    let migrates = |t: &&isola_model::scenario::TenantSpec| t.workloads.iter().any(|w| w.migrate.is_some());
+    if let Some(t) = scenario.tenants.iter().find(migrates) {
+        bail!(
+            "tenant `{}`: `migrate` (host migration) is modelled only by `isola sim`",
+            t.name
+        );
+    }
     if crate::live_packets::uses_packets(scenario) {
         return crate::live_packets::check(scenario);
     }

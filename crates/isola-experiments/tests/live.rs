@@ -170,6 +170,36 @@ count = 10
     assert!(err.contains("steering"), "rss.toml: {err}");
 }
 
+/// A workload's host migration (`migrate`) is modelled by the simulator
+/// only: a live run refuses it rather than run it on fixed engines.
+#[test]
+fn live_refuses_host_migration() {
+    let text = r#"
+[run]
+duration = "10ms"
+[[engine]]
+name = "arm"
+kind = "pu"
+slots = 2
+service = { dist = "exponential", mean = "1us" }
+[[engine]]
+name = "host"
+kind = "pu"
+slots = 1
+service = { dist = "exponential", mean = "1us" }
+[[tenant]]
+name = "t"
+[tenant.workload]
+engine = "arm"
+op = "crc32c"
+arrival = { poisson = "1k/s" }
+migrate = { to = "host", up = "1ms", down = "100us", every = "1ms" }
+"#;
+    let s = isola_model::Scenario::parse(text, "migrate.toml").unwrap();
+    let err = isola_experiments::live::check_live(&s).unwrap_err().to_string();
+    assert!(err.contains("migrate") && err.contains("isola sim"), "{err}");
+}
+
 /// `isola sim` and `isola run` of one scenario go through the same
 /// scheduling code: the calls the live run made on its core (submissions
 /// and completions at their recorded times), replayed into the core the

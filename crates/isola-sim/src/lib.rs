@@ -18,12 +18,14 @@
 pub mod batch;
 pub mod device;
 pub mod limits;
+mod migrate;
 pub mod pcie;
 pub mod queue;
 pub mod rng;
 pub mod rss;
 pub mod sim;
 pub mod speed;
+mod stage;
 pub mod workload;
 
 use isola_model::scenario::PolicyRun;

@@ -8,21 +8,19 @@
 //! engines of its workload's pipeline one after another; it counts as
 //! completed when the last stage finishes.
 
-use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, ServiceModel, Timer};
+use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, Timer};
 use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
+use crate::migrate::Migrations;
 use crate::queue::EventQueue;
 use crate::rng::{stream, Purpose};
 use crate::rss::{rss_hash, RssCores};
+pub use crate::stage::scheduler_for;
+use crate::stage::StageModel;
 use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
-use isola_core::{
-    BuildError, CostModel, EngineId, EngineSpec, Nanos, OpSpec, RejectReason, SchedulerBuilder, SplitRule,
-    Task, TaskId, TenantId, NANOS_PER_SEC,
-};
+use isola_core::{BuildError, EngineId, Nanos, OpSpec, RejectReason, Task, TaskId, TenantId};
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
-use isola_model::scenario::{
-    ArrivalSpec, DeviceSpec, Direction, DmaSpec, EngineModel, PolicyRun, Scenario, ServiceSpec, Steering,
-};
+use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, Scenario, Steering};
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
 use slab::Slab;
@@ -49,82 +47,20 @@ pub enum SimError {
     },
 }
 
-/// The engine's prediction model, for fragments and tasks without their own.
-#[derive(Debug)]
-struct EngineCost {
-    device: DeviceSpec,
-    default: Option<ServiceModel>,
-}
-
-impl CostModel for EngineCost {
-    fn predict(&self, _op: &str, bytes: u64) -> Option<Nanos> {
-        match &self.device {
-            DeviceSpec::Dma(spec) => Some(DmaLink::alone(spec, Direction::Write, bytes) as Nanos),
-            DeviceSpec::Egress {
-                bytes_per_sec,
-                packet_overhead,
-            } => Some(
-                (bytes.saturating_add(*packet_overhead) as f64 * NANOS_PER_SEC as f64 / bytes_per_sec)
-                    as Nanos,
-            ),
-            DeviceSpec::Compute { .. } => self.default.as_ref().map(|m| crate::round_ns(m.mean(bytes))),
-        }
-    }
-}
-
-/// A model giving each stage's service time for one tenant.
-#[derive(Debug, Clone)]
-enum StageModel {
-    Compute(ServiceModel),
-    Dma(DmaSpec),
-    Egress { ns_per_byte: f64, overhead: u64 },
-}
-
-impl StageModel {
-    fn for_stage(engine: &EngineModel, tenant_service: Option<&ServiceSpec>) -> StageModel {
-        match &engine.device {
-            DeviceSpec::Compute { service, clock_hz } => {
-                // The scenario checked that one of the two exists.
-                let spec = tenant_service
-                    .or(service.as_ref())
-                    .expect("checked: a service model exists");
-                StageModel::Compute(ServiceModel::new(spec, *clock_hz))
-            }
-            DeviceSpec::Dma(spec) => StageModel::Dma(*spec),
-            DeviceSpec::Egress {
-                bytes_per_sec,
-                packet_overhead,
-            } => StageModel::Egress {
-                ns_per_byte: NANOS_PER_SEC as f64 / bytes_per_sec,
-                overhead: *packet_overhead,
-            },
-        }
-    }
-
-    fn predict(&self, bytes: u64, direction: Direction) -> f64 {
-        match self {
-            StageModel::Compute(m) => m.mean(bytes),
-            StageModel::Dma(spec) => DmaLink::alone(spec, direction, bytes),
-            StageModel::Egress {
-                ns_per_byte,
-                overhead,
-            } => (bytes + overhead) as f64 * ns_per_byte,
-        }
-    }
-
-    fn sample(&self, bytes: u64, unit_exp: f64, direction: Direction) -> Nanos {
-        match self {
-            StageModel::Compute(m) => m.sample(bytes, unit_exp),
-            other => crate::round_ns(other.predict(bytes, direction)),
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
-    Arrival { workload: u32 },
-    Device { engine: u32, token: u64 },
+    Arrival {
+        workload: u32,
+    },
+    Device {
+        engine: u32,
+        token: u64,
+    },
     Wakeup,
+    /// Host migration group `group`'s check ([`crate::migrate`]).
+    Migrate {
+        group: u32,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -151,6 +87,8 @@ struct Request {
     /// The RSS hash of its 5-tuple (what an RSS-steered engine hashes).
     flow_hash: u64,
     predicted_total: f64,
+    /// Whether it runs on its workload's moved stages (host migration).
+    moved: bool,
 }
 
 struct WorkloadState {
@@ -166,9 +104,25 @@ struct WorkloadState {
     sizes: SizeSampler,
     service_rng: Pcg64Mcg,
     stages: Vec<StageModel>,
+    /// With `migrate`: the engines and models of a moved request's stages.
+    moved_engines: Vec<usize>,
+    moved_stages: Vec<StageModel>,
+    /// Whether its new requests go to the moved stages now.
+    on_host: bool,
     issued: u64,
     limit: Option<u64>,
     closed: bool,
+}
+
+impl WorkloadState {
+    /// Its stages' models: the moved ones for a request that moved.
+    fn models(&self, moved: bool) -> &[StageModel] {
+        if moved {
+            &self.moved_stages
+        } else {
+            &self.stages
+        }
+    }
 }
 
 /// What to report while a run goes: fraction of the run done, from 0 to 1.
@@ -184,44 +138,6 @@ pub fn run_policy(
     progress: Option<Progress<'_>>,
 ) -> Result<PolicyResult, SimError> {
     Sim::new(scenario, policy, seed, solo)?.run(progress)
-}
-
-/// The scheduler the simulator drives for run `policy` of `scenario`: the
-/// scenario's engines with the device models' cost predictions and the
-/// run's split size under each engine's split rule, configured by
-/// [`Scenario::configure_core`] as every driver does.
-pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_core::Scheduler, SimError> {
-    let mut b = SchedulerBuilder::new();
-    for e in &scenario.engines {
-        let default = match &e.device {
-            DeviceSpec::Compute { service, clock_hz } => {
-                service.as_ref().map(|s| ServiceModel::new(s, *clock_hz))
-            }
-            _ => None,
-        };
-        // Split where the engine's kind may be (the core decides which)
-        // and the engine's rule says so.
-        let split = policy
-            .split
-            .filter(|_| e.kind.splits_tasks())
-            .map(|bytes| SplitRule {
-                bytes,
-                when: e.split_when,
-                time: e.split_time,
-            });
-        let cost = Arc::new(EngineCost {
-            device: e.device.clone(),
-            default,
-        });
-        b.engine(
-            EngineSpec::new(e.name.clone(), e.kind, e.core_slots(), cost)
-                .with_split_rule(split)
-                .with_batch(e.batch)
-                .with_learning(e.learn.then(isola_core::CostLearning::default)),
-        );
-    }
-    scenario.configure_core(policy, &mut b);
-    Ok(b.build()?)
 }
 
 struct Sim<'a> {
@@ -259,6 +175,8 @@ struct Sim<'a> {
     batch: Vec<isola_core::Dispatch>,
     total_requests: Option<u64>,
     requests_done: u64,
+    /// Host migration's groups and moves.
+    migrations: Migrations,
 }
 
 impl<'a> Sim<'a> {
@@ -322,11 +240,31 @@ impl<'a> Sim<'a> {
                     .iter()
                     .map(|&s| StageModel::for_stage(&scenario.engines[s], w.service.as_ref()))
                     .collect(),
+                moved_engines: w.migrate.map_or(Vec::new(), |m| m.moved_stages(&w.stages)),
+                moved_stages: w.migrate.map_or(Vec::new(), |m| {
+                    let model = |(k, &s): (usize, &usize)| {
+                        let full = StageModel::for_stage(&scenario.engines[s], w.service.as_ref());
+                        if m.kept_stage() == Some(k) {
+                            full.share(m.keep)
+                        } else {
+                            full
+                        }
+                    };
+                    m.moved_stages(&w.stages).iter().enumerate().map(model).collect()
+                }),
+                on_host: false,
                 issued: 0,
                 limit,
                 closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
             });
         }
+        let migrations = Migrations::new(
+            workloads
+                .iter()
+                .map(|w| (w.tenant, &scenario.tenants[w.tenant].workloads[w.flow as usize])),
+            scenario.tenants.len(),
+            |e| scenario.engines[e].slots,
+        );
         let mut sim = Sim {
             scenario,
             label: policy.label.clone(),
@@ -354,7 +292,11 @@ impl<'a> Sim<'a> {
             batch: Vec::new(),
             total_requests,
             requests_done: 0,
+            migrations,
         };
+        for g in 0..sim.migrations.len() {
+            sim.schedule(sim.migrations.every(g), Event::Migrate { group: g as u32 });
+        }
         check_arrival_budget(scenario, sim.horizon, solo)?;
         for i in 0..sim.workloads.len() {
             if solo.is_some_and(|s| s != sim.workloads[i].tenant) {
@@ -468,8 +410,9 @@ impl<'a> Sim<'a> {
             self.first_workload[t]
         };
         let w = self.spec(served_as);
+        let moved = self.workloads[served_as].on_host;
         let mut stages = self.workloads[served_as]
-            .stages
+            .models(moved)
             .iter()
             .map(|s| s.predict(bytes, w.direction));
         // A workload has at least one stage (the scenario checked).
@@ -488,6 +431,7 @@ impl<'a> Sim<'a> {
             unit_exp,
             flow_hash,
             predicted_total,
+            moved,
         };
         let key = self.requests.insert(request);
         if !closed {
@@ -500,7 +444,10 @@ impl<'a> Sim<'a> {
         let request = &self.requests[key];
         let t = request.tenant;
         let served_as = &self.workloads[request.served_as];
-        let engine = self.spec(request.served_as).stages[request.stage];
+        let engine = match request.moved {
+            false => self.spec(request.served_as).stages[request.stage],
+            true => served_as.moved_engines[request.stage],
+        };
         let op = match &request.op {
             Some(op) => op.clone(),
             None => self.workloads[request.source].op.clone(),
@@ -546,7 +493,7 @@ impl<'a> Sim<'a> {
             let request = &self.requests[key];
             let t = request.tenant;
             let w = self.spec(request.served_as);
-            let mut service = self.workloads[request.served_as].stages[request.stage].sample(
+            let mut service = self.workloads[request.served_as].models(request.moved)[request.stage].sample(
                 bytes,
                 request.unit_exp,
                 w.direction,
@@ -698,11 +645,11 @@ impl<'a> Sim<'a> {
         }
         request.stage += 1;
         let w = &self.scenario.tenants[c.tenant.index()].workloads[c.flow as usize];
-        if request.stage < w.stages.len() {
+        let models = self.workloads[request.served_as].models(request.moved);
+        if request.stage < models.len() {
             let ratio = self.scenario.engines[e].egress_ratio;
             request.stage_bytes = crate::round_ns(request.stage_bytes as f64 * ratio).max(1);
-            request.stage_predicted = self.workloads[request.served_as].stages[request.stage]
-                .predict(request.stage_bytes, w.direction);
+            request.stage_predicted = models[request.stage].predict(request.stage_bytes, w.direction);
             self.submit_stage(key);
             return;
         }
@@ -722,6 +669,19 @@ impl<'a> Sim<'a> {
             predicted: crate::round_ns(request.predicted_total),
             outcome,
         });
+    }
+
+    /// Host migration group `g`'s check: applies the rule to its engine's
+    /// queued cost now, and checks again after its period.
+    fn migration_check(&mut self, g: usize) {
+        let from = EngineId(self.migrations.from(g) as u32);
+        if let Some(m) = self.migrations.check(g, self.sched.queued_cost(from)) {
+            self.workloads[m.workload].on_host = m.on_host;
+        }
+        self.schedule(
+            self.now + self.migrations.every(g),
+            Event::Migrate { group: g as u32 },
+        );
     }
 
     /// Records each engine's queued work as the backlog of every window
@@ -748,6 +708,7 @@ impl<'a> Sim<'a> {
             match ev {
                 Event::Arrival { workload } => self.arrive(workload as usize),
                 Event::Device { engine, token } => self.device_event(engine as usize, token),
+                Event::Migrate { group } => self.migration_check(group as usize),
                 Event::Wakeup => {
                     self.wakeup_at = None;
                     for e in 0..self.devices.len() {
@@ -784,11 +745,13 @@ impl<'a> Sim<'a> {
         if let Some(p) = progress.as_mut() {
             p(1.0);
         }
-        Ok(self.results.finish(RunEnd {
+        let mut result = self.results.finish(RunEnd {
             label: self.label,
             policy_name: self.policy,
             duration: self.horizon,
             events: self.guard.events,
-        }))
+        });
+        result.migrations = self.migrations.into_moves();
+        Ok(result)
     }
 }

@@ -12,6 +12,7 @@
 //! the figures.
 
 mod draw;
+mod migration;
 pub mod scenario;
 mod stability;
 mod sweep;
@@ -285,7 +286,7 @@ fn mtda_table_iv(
     let mut per_tenant = Vec::new();
     for (i, &(n, costs)) in cases.iter().enumerate() {
         let setup = scenario::Setup { costs, ..measured };
-        let results = table_iv_results(
+        let mut results = table_iv_results(
             runner,
             n,
             balanced,
@@ -294,6 +295,15 @@ fn mtda_table_iv(
             &runs,
             (i as f64 * share, share),
         )?;
+        if n == 4 && !runner.live() {
+            results.extend(migration::table_iv(
+                runner,
+                n,
+                balanced,
+                TABLE_IV_DURATION,
+                setup,
+            )?);
+        }
         let mut notes = Vec::new();
         let ok = succeeded(&results, &mut notes);
         let rows = table_iv_rows(&ok);
@@ -302,6 +312,7 @@ fn mtda_table_iv(
         if n == 4 {
             o.notes.extend(notes);
             table_iv_directions(&mut o, &ok, costs, balanced);
+            migration::table_iv_directions(&mut o, &ok, costs);
             tail::directions(&mut o, &ok, costs);
             per_tenant.push(tail::table(&ok, n, workload, costs));
             o.figures.push(tail::figure_of(&ok, workload, costs));
@@ -376,7 +387,8 @@ fn mtda_table_iv(
          two sets bracket it, and the 4-tenant table above has mtda/cores' Fair1 under both), DPDK's flows per \
          tenant are unknown (dpdk-rss's Fair1 falls as they rise: the table has 4 and 16; docs/results.md the \
          range), arrivals are Poisson where \
-         pktgen's are paced, and iPipe has no host migration (the paper gives its cost nowhere)"
+         pktgen's are paced, and `ipipe` has no host migration: the `ipipe+host/...` rows at 4 tenants add it, \
+         with host cores, thresholds and the DPU's share of a moved request assumed (the paper gives none)"
             .into()
     });
     Ok(o)

@@ -138,6 +138,11 @@ pub struct PolicyResult {
     /// generator that fell behind its rate, a run that overran its
     /// duration); empty when there is nothing to say.
     pub warnings: Vec<String>,
+    /// Each tenant's host migrations (its workloads' moves to the host and
+    /// back, a workload's `migrate`), in tenant order; empty when no
+    /// workload migrates.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub migrations: Vec<u64>,
 }
 
 impl PolicyResult {

@@ -424,6 +424,7 @@ impl RunRecorder {
             tenants,
             series: self.series(interval),
             warnings: Vec::new(),
+            migrations: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@
 
 mod check;
 mod engine;
+mod migrate;
 mod pcie;
 mod per_engine;
 pub(crate) mod raw;
@@ -28,6 +29,7 @@ pub mod source;
 mod tenant;
 
 pub use check::{check_name, MAX_NAME_CHARS};
+pub use migrate::MigrateSpec;
 pub use pcie::{Arbitration, PcieSpec, CREDIT_BYTES};
 pub use service::ServiceCost;
 
@@ -589,6 +591,9 @@ pub struct WorkloadSpec {
     /// service model's prediction, the device takes this multiple of its
     /// draw. A tenant whose costs the model gets wrong (issue 29).
     pub measured_over_predicted: f64,
+    /// iPipe's host migration (`migrate`): where its new requests may move
+    /// and when; `None`: they always run on `stages`.
+    pub migrate: Option<MigrateSpec>,
 }
 
 /// A tenant.

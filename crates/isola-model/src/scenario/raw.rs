@@ -153,6 +153,7 @@ pub(crate) struct RawWorkload {
     pub(super) flows: Option<Spanned<u32>>,
     pub(super) flow_life: Option<Spanned<Duration>>,
     pub(super) measured_over_predicted: Option<Spanned<f64>>,
+    pub(super) migrate: Option<Spanned<super::migrate::RawMigrate>>,
     // Its flow queue's place in its tenant's turn (`crate::tenant::flow_queue`).
     pub(crate) weight: Option<Spanned<f64>>,
     pub(crate) priority: Option<Spanned<i64>>,

@@ -178,7 +178,11 @@ fn check_workload(
     let w = workload.into_inner();
     let stages = check_stages(src, engines, w_span.clone(), &w)?;
     let service = w.service.map(|s| check_service(src, s)).transpose()?;
-    for &s in &stages {
+    let migrate = w
+        .migrate
+        .map(|m| super::migrate::check_migrate(src, engines, &stages, m, bounded_by_duration))
+        .transpose()?;
+    for &s in stages.iter().chain(migrate.as_ref().map(|m| &m.to)) {
         if let DeviceSpec::Compute { service: None, .. } = engines[s].device {
             if service.is_none() {
                 return Err(src.at(
@@ -261,6 +265,7 @@ fn check_workload(
         flows,
         flow_life,
         measured_over_predicted,
+        migrate,
     })
 }
 
