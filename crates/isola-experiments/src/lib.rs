@@ -31,6 +31,7 @@ mod judge;
 pub mod live;
 mod live_breakdown;
 pub mod live_calibrate;
+pub mod live_check;
 pub mod live_packets;
 pub mod live_realtime;
 pub mod live_scale;
