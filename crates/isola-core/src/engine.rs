@@ -156,10 +156,11 @@ impl EngineSpec {
 /// order, up to `tasks` tasks and `bytes` bytes in all. The batch holds one
 /// slot; each of its tasks is still its own dispatch, completed on its
 /// own, and the tenant is charged each one's cost, so the batch as their
-/// sum. With a `wait`, a tenant with fewer than `tasks` tasks queued is
-/// held back (others are served meanwhile) until that many are queued or
-/// its oldest has waited `wait` ns: Nagle's trade of latency for fewer,
-/// larger dispatches.
+/// sum. With a `wait`, a tenant whose channel becomes ready with fewer
+/// than `tasks` tasks queued (of any operator) is held back (others are
+/// served meanwhile) until that many are queued or its head has waited
+/// `wait` ns: Nagle's trade of latency for fewer, larger dispatches. A
+/// tenant that stays backlogged sends what is queued at its turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchRule {
     /// The most tasks in one batch; at least 2 ([`BatchRule::new`]).

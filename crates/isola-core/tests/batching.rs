@@ -243,9 +243,9 @@ fn step() -> impl Strategy<Value = Step> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
-    /// Every accepted task is dispatched once and completed once, a slot
-    /// is never held by more than one batch, and each batch is one
-    /// tenant's tasks of one operator within the rule.
+    /// Every accepted task is dispatched once and completed once, the
+    /// engine never has more dispatches holding slots than it has slots,
+    /// and each batch is one tenant's tasks within the rule.
     #[test]
     fn every_task_completes_once_with_batches(
         policy in prop::sample::select(vec!["fcfs", "sfq", "drr", "wlbvt", "wrr"]),

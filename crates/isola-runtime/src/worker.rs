@@ -163,7 +163,8 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<Handoff>, done: Done
         // queue stays at least half full meanwhile; they go out, at the
         // latest, when the queue is found empty. A piece the
         // dispatcher must act on (a subtask, a pipeline's stage) is
-        // reported at once, with any held.
+        // reported at once, with any held (in a batch: once the batch's
+        // last task has run).
         if delivered && reports.len() < REPORT_BATCH.min(queue.len()) {
             continue;
         }

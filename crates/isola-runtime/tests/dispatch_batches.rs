@@ -62,7 +62,10 @@ fn batched_tasks_each_complete_with_their_own_result() {
             let want = op.run(&payload).expect("crc runs");
             assert_eq!(c.result.expect("crc runs"), want);
         }
-        assert!(rx.try_recv().is_err(), "each task completes once");
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200)).is_err(),
+            "each task completes once"
+        );
         let log = rt.core_log().expect("recorded").calls();
         rt.shutdown();
         let batches: Vec<usize> = log

@@ -34,6 +34,11 @@ impl Batches {
         (first, bytes)
     }
 
+    /// Whether `first` stands for a batch of more than one dispatch.
+    pub fn holds(&self, first: DispatchId) -> bool {
+        self.held.contains_key(&first)
+    }
+
     /// The dispatches `done` finished: the batch it stands for, each with
     /// its share of the service (or `done` alone, when it is no batch),
     /// appended to `out`.

@@ -173,6 +173,9 @@ struct Sim<'a> {
     batches: crate::batch::Batches,
     /// What the core hands out for one slot (reused).
     batch: Vec<isola_core::Dispatch>,
+    /// A device event's finished work, batches opened into their tasks
+    /// (reused).
+    batch_done: Vec<Finished>,
     total_requests: Option<u64>,
     requests_done: u64,
     /// Host migration's groups and moves.
@@ -290,6 +293,7 @@ impl<'a> Sim<'a> {
             batching: scenario.engines.iter().map(|e| e.batch.is_some()).collect(),
             batches: crate::batch::Batches::default(),
             batch: Vec::new(),
+            batch_done: Vec::new(),
             total_requests,
             requests_done: 0,
             migrations,
@@ -504,8 +508,11 @@ impl<'a> Sim<'a> {
             let (engine, tenant) = (EngineId(e as u32), TenantId(t as u32));
             // The device stops a task at its budget only where the tenant
             // says `stop` (OSMOSIS' watchdog); `flag` runs it to its end,
-            // and the completion is reported over budget.
-            let stops = self.sched.budget_action(engine, tenant) == isola_core::BudgetAction::Stop;
+            // and the completion is reported over budget. A batch runs
+            // unwatched: each task's share of its service is judged
+            // against the budget when the core completes it.
+            let stops = self.sched.budget_action(engine, tenant) == isola_core::BudgetAction::Stop
+                && !(self.batching[e] && self.batches.holds(d.id));
             let work = DeviceWork {
                 dispatch: d.id,
                 bytes,
@@ -598,11 +605,12 @@ impl<'a> Sim<'a> {
         self.flush_timers(e);
         if self.batching[e] {
             // Each batch's tasks, each with its share of the service.
-            let mut each = Vec::with_capacity(finished.len());
+            let mut each = std::mem::take(&mut self.batch_done);
             for f in &finished {
                 self.batches.finish(f, &mut each);
             }
-            finished = each;
+            finished.clear();
+            self.batch_done = std::mem::replace(&mut finished, each);
         }
         // By reference: copying each out of the vector just written stalled
         // on store forwarding (issue 17).

@@ -14,6 +14,11 @@ const PER_BYTE_NS: f64 = 1.0;
 const SIZE: f64 = 64.0;
 
 fn run(batch: &str, rate: &str) -> TenantResult {
+    run_with(batch, rate, "")
+}
+
+/// `run`, with `tenant` added to the tenant's table.
+fn run_with(batch: &str, rate: &str, tenant: &str) -> TenantResult {
     let text = format!(
         r#"
 [run]
@@ -30,6 +35,7 @@ service = {{ dist = "affine", base = "1us", per_byte_ns = 1.0 }}
 [[tenant]]
 name = "a"
 queue_cap = 4096
+{tenant}
 [tenant.workload]
 engine = "acc"
 size = "64B"
@@ -80,6 +86,29 @@ fn a_lone_task_waits_at_most_wait_for_its_batch() {
         wait.completed + wait.incomplete,
         no_wait.completed + no_wait.incomplete
     );
+}
+
+/// A tenant's per-task budget holds each task of a batch, not the batch:
+/// 64 B tasks (1,064 ns each) under a 1.5 us budget that stops them are
+/// never stopped, alone or batched 16 together (2,024 ns of device work a
+/// batch, over the budget; 126 ns a task); a task whose share is over the
+/// budget still is.
+#[test]
+fn a_budget_judges_each_task_of_a_batch() {
+    let budget = "budget = \"1500ns\"\nbudget_action = \"stop\"";
+    for batch in ["", "batch = { tasks = 16 }"] {
+        let r = run_with(batch, "2M/s", budget);
+        assert_eq!(r.aborted, 0, "{batch}: {r:?}");
+        assert!(r.completed > 0);
+    }
+    // Under 100 ns even a full batch's share (2,024 ns / 16 = 126 ns) is
+    // over: every task is stopped.
+    let over = run_with(
+        "batch = { tasks = 16 }",
+        "2M/s",
+        "budget = \"100ns\"\nbudget_action = \"stop\"",
+    );
+    assert!(over.aborted > 0 && over.completed == 0, "{over:?}");
 }
 
 #[test]

@@ -17,8 +17,11 @@ use crate::units::{Bytes, Nanos};
 impl EngineState {
     /// When tenant `t`, whose head may go at `now`, stops waiting for a
     /// batch to fill; `None` when it goes now: the engine batches without
-    /// a wait, its head is a split task's (never batched), `tasks` tasks
-    /// are queued already, or its head has waited `wait` since it arrived.
+    /// a wait, its head is a split task's (never batched) or fills the
+    /// rule's `bytes` alone, `tasks` tasks (of any operator) are queued
+    /// already, or its head has waited `wait` since it arrived. Asked when
+    /// the tenant's channel becomes ready; a tenant that stays ready after
+    /// a dispatch does not wait again.
     #[inline]
     pub(super) fn gathers_until(&self, now: Nanos, t: usize) -> Option<Nanos> {
         let rule = self.spec.batch.filter(|r| r.wait > 0)?;

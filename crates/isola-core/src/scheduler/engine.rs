@@ -169,7 +169,7 @@ pub(super) fn latency_sensitive(slo: &Slo) -> bool {
     slo.class == crate::TenantClass::LatencySensitive || slo.latency.is_some()
 }
 
-/// The two reasons a tenant with a head that may go waits ([`EngineState::release_throttled`]).
+/// The two reasons a tenant with a head that may go waits ([`EngineState::release_waiting`]).
 #[derive(Clone, Copy)]
 enum Held {
     /// Its limit.
@@ -355,7 +355,7 @@ impl EngineState {
 
     /// Admits every tenant whose limit or batch wait ends by `now`.
     #[inline]
-    pub(super) fn release_throttled(&mut self, now: Nanos) {
+    pub(super) fn release_waiting(&mut self, now: Nanos) {
         for heap in [Held::Limit, Held::Batch] {
             loop {
                 let waiting = match heap {
@@ -376,7 +376,7 @@ impl EngineState {
     /// Chooses the tenant a free slot serves at `now`, and why.
     #[inline]
     pub(super) fn choose(&mut self, now: Nanos) -> Option<(usize, DispatchReason)> {
-        self.release_throttled(now);
+        self.release_waiting(now);
         if self.policy.next_tick().is_some_and(|t| t <= now) {
             self.policy.on_tick(now, &cx!(self));
         }
@@ -534,10 +534,10 @@ impl EngineState {
     }
 
     /// Takes the head of ready tenant `t` (a whole task or its next
-    /// subtask) and updates shapers, state and policy.
+    /// subtask) and updates shapers, state and policy. `holds_slot`: the
+    /// dispatch takes a slot of its own (else it joins the batch of the
+    /// one taken before it).
     #[inline]
-    /// `holds_slot`: the dispatch takes a slot of its own (else it joins
-    /// the batch of the one taken before it).
     pub(super) fn take_head(
         &mut self,
         now: Nanos,

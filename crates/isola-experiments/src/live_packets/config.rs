@@ -102,8 +102,8 @@ pub(super) fn flow_cost(kernel: &Kernel) -> isola_core::AffineCost {
 /// time per byte; each flow has its own, [`flow_cost`], which predicts
 /// its packets), learning as the scenario's engine does (by default not:
 /// a learned fit is kept per operator, and every stand-in is the one
-/// `firewall`, so it would predict every tenant's packets alike), and the
-/// run's split where its kind splits.
+/// `firewall`, so it would predict every tenant's packets alike), the
+/// run's split where its kind splits, and the scenario's batch rule.
 fn engine(
     scenario: &Scenario,
     run: &PolicyRun,
@@ -119,6 +119,7 @@ fn engine(
     engine.params = params.clone();
     engine.workers = engine_workers(scenario, run, scale, e);
     engine.split = run.split.filter(|_| kind.splits_tasks());
+    engine.batch = model.batch;
     engine.learn = model.learn;
     if kind == EngineKind::Dma {
         let bandwidth = io::live_bandwidth(scenario, e, scale.stretch).unwrap_or(1e9);

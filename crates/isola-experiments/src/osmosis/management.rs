@@ -354,14 +354,6 @@ mod tests {
         }
     }
 
-    /// The decision is hidden under the copy (13 > 5 cycles) and costs its
-    /// 5 cycles when exposed.
-    #[test]
-    fn the_decision_waits_only_when_exposed() {
-        assert_eq!(decision_wait(true), 0.0);
-        assert_eq!(decision_wait(false), 5.0);
-    }
-
     /// Exposed, the decision costs the simulated PUs what the closed form
     /// says: Aggregate at 64 B runs 32 / (103.2 + 5) ns against 32 / 103.2
     /// ns, a loss of 5 / 108.2 = 4.6%; overlapped, nothing.

@@ -78,8 +78,9 @@ impl Dispatcher {
                         break;
                     }
                     if let Some(ended) = ran {
+                        // A batch run here counts each of its pieces.
                         let (ran, started) = self.turn;
-                        self.turn = (ran + 1, Some(started.unwrap_or(now)));
+                        self.turn = (ran + count, Some(started.unwrap_or(now)));
                         // No clock read: the run's own end (brought to
                         // the core's latest time by `start`) is later than
                         // every reading before it.
