@@ -3,6 +3,8 @@
 //! own completion with their own result; the keys are checked at their
 //! line.
 
+mod config_file;
+
 use isola_client::{Client, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::Submission;
@@ -11,8 +13,6 @@ use std::path::Path;
 
 #[test]
 fn batched_tasks_each_complete_with_their_own_result() {
-    let dir = std::env::temp_dir().join(format!("isolad-batching-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let uid = rustix::process::getuid().as_raw();
     let text = format!(
         r#"[daemon]
@@ -33,7 +33,7 @@ sq_entries = 64
 cq_entries = 64
 "#
     );
-    let config = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+    let config = config_file::parse("batching", &text);
     assert_eq!(
         config.engines[0].batch,
         isola_core::BatchRule::new(8, 4096, 50_000)

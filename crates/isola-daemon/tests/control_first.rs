@@ -9,8 +9,10 @@
 
 mod backlog;
 
+mod config_file;
+
 use backlog::keep_busy;
-use isola_daemon::{Daemon, DaemonConfig};
+use isola_daemon::Daemon;
 use isola_wire::admin::{AdminReply, AdminRequest};
 use isola_wire::{control, EventKind};
 use rustix::fd::AsFd;
@@ -26,8 +28,6 @@ const PROMPT: Duration = Duration::from_millis(50);
 const TASKS: u64 = 240;
 
 fn daemon() -> Daemon {
-    let dir = std::env::temp_dir().join(format!("isolad-control-first-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let uid = rustix::process::getuid().as_raw();
     let text = format!(
         r#"[daemon]
@@ -59,9 +59,7 @@ memory_quota = "64MiB"
 users = [{uid}]
 "#
     );
-    let path = dir.join("isolad.toml");
-    std::fs::write(&path, text).unwrap();
-    Daemon::start(DaemonConfig::load(&path).unwrap()).unwrap()
+    Daemon::start(config_file::parse("control-first", &text)).unwrap()
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! process's): a task's result is the operator's, a stranger is refused, a
 //! malformed entry fails alone, a tenant that leaves frees its place.
 
+mod config_file;
+
 use isola_client::{Client, ClientError, CompletionStatus};
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::Submission;
@@ -16,8 +18,6 @@ static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 /// A daemon whose tenant `a` is granted to this process's user, and `b` to
 /// another user only.
 fn daemon(name: &str) -> (Daemon, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("isolad-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let uid = rustix::process::getuid().as_raw();
     let text = format!(
         r#"[daemon]
@@ -44,7 +44,7 @@ users = [{}]
 "#,
         uid.wrapping_add(1)
     );
-    let config = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+    let config = config_file::parse(name, &text);
     let d = Daemon::start(config).unwrap();
     let socket = d.socket().to_path_buf();
     (d, socket)

@@ -10,6 +10,8 @@
 
 mod common;
 
+mod config_file;
+
 use common::{p99, send_at_rate, socket, victim_latencies};
 use isola_daemon::{Daemon, DaemonConfig};
 use std::net::UdpSocket;
@@ -23,8 +25,6 @@ const SLO: Duration = Duration::from_millis(5);
 /// A daemon whose one tenant has a flood flow (from `flooder`, its own
 /// queue cap `flood_cap` if given) and a latency flow (from `victim`).
 fn daemon(tag: &str, flood_cap: Option<usize>, victim: &UdpSocket, flooder: &UdpSocket) -> Daemon {
-    let dir = std::env::temp_dir().join(format!("isolad-flows-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let port = |s: &UdpSocket| s.local_addr().unwrap().port();
     let cap = flood_cap.map_or(String::new(), |c| format!("queue_cap = {c}\n"));
     let text = format!(
@@ -36,7 +36,7 @@ fn daemon(tag: &str, flood_cap: Option<usize>, victim: &UdpSocket, flooder: &Udp
         port(flooder),
         port(victim),
     );
-    Daemon::start(DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap()).unwrap()
+    Daemon::start(config_file::parse(&format!("flows-{tag}"), &text)).unwrap()
 }
 
 /// The latency flow's reply latencies beside the tenant's own flood.

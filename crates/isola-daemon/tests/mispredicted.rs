@@ -10,6 +10,8 @@
 //! stays within 2x of its median alone (right before and right after, in
 //! the same sitting), and its 99th percentile within one of `big`'s tasks.
 
+mod config_file;
+
 use isola_client::Client;
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::entry::{detail, CompletionStatus};
@@ -26,8 +28,6 @@ static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const BIG_BYTES: usize = 16 << 20;
 
 fn daemon(name: &str, policy: &str, big_extra: &str) -> Daemon {
-    let dir = std::env::temp_dir().join(format!("isolad-mis-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let uid = rustix::process::getuid().as_raw();
     let text = format!(
         r#"[daemon]
@@ -57,7 +57,7 @@ users = [{uid}]
 {big_extra}
 "#
     );
-    let config = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+    let config = config_file::parse(&format!("mis-{name}"), &text);
     Daemon::start(config).unwrap()
 }
 

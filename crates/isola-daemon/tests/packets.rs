@@ -4,6 +4,8 @@
 //! kernel's output; unmatched datagrams are counted and dropped; a flow
 //! added live through the control plane takes packets at once.
 
+mod config_file;
+
 use isola_daemon::{Daemon, DaemonConfig};
 use isola_wire::admin::{AdminReply, AdminRequest};
 use isola_wire::control;
@@ -514,8 +516,6 @@ fn an_ecn_threshold_outside_the_queue_is_refused_at_its_line() {
 /// own service models.
 #[test]
 fn a_flows_own_cost_model_predicts_its_packets() {
-    let dir = std::env::temp_dir().join(format!("isolad-flow-cost-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let (a, b) = (client(), client());
     let (pa, pb) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
     let text = format!(
@@ -526,7 +526,7 @@ fn a_flows_own_cost_model_predicts_its_packets() {
          [[tenant]]\nname = \"b\"\nmemory_quota = \"1MiB\"\nusers = [\"self\"]\n\
          [[tenant.flow]]\nmatch = {{ src_port = {pb}, proto = 17 }}\nkernel = \"crc32c\"\n"
     );
-    let mut config = DaemonConfig::parse(&text, &dir.join("isolad.toml")).unwrap();
+    let mut config = config_file::parse("flow-cost", &text);
     // The engine's model: 1 us + 2 ns a byte; tenant a's flow: 40 us a packet.
     config.engines[0].base_ns = 1_000.0;
     config.engines[0].per_byte_ns = 2.0;
