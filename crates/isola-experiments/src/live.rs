@@ -259,7 +259,9 @@ fn add_engines(
 fn compute_engine(scenario: &Scenario, run: &PolicyRun, engine_index: usize) -> anyhow::Result<EngineConfig> {
     let e = &scenario.engines[engine_index];
     let (service, clock_hz) = match &e.device {
-        DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
+        DeviceSpec::Compute {
+            service, clock_hz, ..
+        } => (service.clone(), *clock_hz),
         _ => (None, 1e9),
     };
     // The scenario's service model is the engine's cost model; a

@@ -267,7 +267,10 @@ fn model_of<'a>(
     workload: &'a isola_model::scenario::WorkloadSpec,
     engine: usize,
 ) -> Option<(&'a ServiceSpec, f64)> {
-    let DeviceSpec::Compute { service, clock_hz } = &scenario.engines[engine].device else {
+    let DeviceSpec::Compute {
+        service, clock_hz, ..
+    } = &scenario.engines[engine].device
+    else {
         return None;
     };
     let own = workload.service.as_ref();

@@ -52,15 +52,26 @@ struct Core {
 pub struct RssCores {
     cores: Vec<Core>,
     ring: usize,
+    overhead: Nanos,
 }
 
 impl RssCores {
-    /// `cores` cores, each with a ring of `ring` descriptors.
-    pub fn new(cores: u32, ring: u32) -> Self {
+    /// `cores` cores, each with a ring of `ring` descriptors, each packet
+    /// holding its core `overhead` before its service (the dispatch path,
+    /// as in [`crate::device::FifoLanes`]).
+    pub fn new(cores: u32, ring: u32, overhead: Nanos) -> Self {
         RssCores {
             cores: vec![Core::default(); cores.max(1) as usize],
             ring: ring.max(1) as usize,
+            overhead,
         }
+    }
+
+    /// Core `c` begins serving `work` at `now` (after its dispatch path).
+    fn begin(&mut self, c: usize, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {
+        let started = now.saturating_add(self.overhead);
+        self.cores[c].serving = Some((work, started));
+        timers.push((started.saturating_add(work.service), c as u64));
     }
 
     /// The core a packet with RSS hash `hash` goes to.
@@ -79,12 +90,10 @@ impl RssCores {
     /// The timer's token is the core.
     pub fn start(&mut self, now: Nanos, work: DeviceWork, timers: &mut Vec<Timer>) {
         let c = self.core_of(work.flow_hash);
-        let core = &mut self.cores[c];
-        if core.serving.is_none() {
-            core.serving = Some((work, now));
-            timers.push((now.saturating_add(work.service), c as u64));
+        if self.cores[c].serving.is_none() {
+            self.begin(c, now, work, timers);
         } else {
-            core.ring.push_back(work);
+            self.cores[c].ring.push_back(work);
         }
     }
 
@@ -103,8 +112,7 @@ impl RssCores {
             aborted: false,
         });
         if let Some(next) = core.ring.pop_front() {
-            core.serving = Some((next, now));
-            timers.push((now.saturating_add(next.service), token));
+            self.begin(token as usize, now, next, timers);
         }
     }
 }
@@ -128,7 +136,7 @@ mod tests {
     /// within 5% of evenly (64k flows: about 8,000 a core, sd ~85).
     #[test]
     fn flows_keep_their_core_and_spread_evenly() {
-        let d = RssCores::new(8, 4);
+        let d = RssCores::new(8, 4, 0);
         assert_eq!(rss_hash(&tuple(7)), rss_hash(&tuple(7)));
         let mut per_core = [0u32; 8];
         for p in 0..65_535u16 {

@@ -198,8 +198,18 @@ impl<'a> Sim<'a> {
                     Some(pcie) => Device::Pcie(crate::pcie::PcieLink::new(*spec, pcie)),
                     None => Device::Dma(DmaLink::new(*spec)),
                 },
-                (_, Steering::Rss { ring }) => Device::Rss(RssCores::new(e.slots, ring)),
-                _ => Device::Lanes(FifoLanes::new(e.slots)),
+                (device, steering) => {
+                    let overhead = match device {
+                        DeviceSpec::Compute {
+                            dispatch_overhead, ..
+                        } => *dispatch_overhead,
+                        _ => 0,
+                    };
+                    match steering {
+                        Steering::Rss { ring } => Device::Rss(RssCores::new(e.slots, ring, overhead)),
+                        Steering::Scheduler => Device::Lanes(FifoLanes::new(e.slots, overhead)),
+                    }
+                }
             })
             .collect();
         let mut workloads = Vec::new();

@@ -49,7 +49,9 @@ pub(crate) enum StageModel {
 impl StageModel {
     pub(crate) fn for_stage(engine: &EngineModel, tenant_service: Option<&ServiceSpec>) -> StageModel {
         match &engine.device {
-            DeviceSpec::Compute { service, clock_hz } => {
+            DeviceSpec::Compute {
+                service, clock_hz, ..
+            } => {
                 // The scenario checked that one of the two exists.
                 let spec = tenant_service
                     .or(service.as_ref())
@@ -104,9 +106,9 @@ pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_co
     let mut b = SchedulerBuilder::new();
     for e in &scenario.engines {
         let default = match &e.device {
-            DeviceSpec::Compute { service, clock_hz } => {
-                service.as_ref().map(|s| ServiceModel::new(s, *clock_hz))
-            }
+            DeviceSpec::Compute {
+                service, clock_hz, ..
+            } => service.as_ref().map(|s| ServiceModel::new(s, *clock_hz)),
             _ => None,
         };
         // Split where the engine's kind may be (the core decides which)

@@ -47,7 +47,9 @@ pub(super) fn real_op<'a>(scenario: &Scenario, t: &'a TenantSpec) -> anyhow::Res
 pub(super) fn model_cost(scenario: &Scenario, t: &TenantSpec, bytes: u64) -> Option<f64> {
     let engine = &scenario.engines[*t.workload().stages.first()?];
     let (service, clock_hz) = match &engine.device {
-        DeviceSpec::Compute { service, clock_hz } => (service.clone(), *clock_hz),
+        DeviceSpec::Compute {
+            service, clock_hz, ..
+        } => (service.clone(), *clock_hz),
         _ => (None, 1e9),
     };
     let s = t.workload().service.clone().or(service)?;

@@ -88,7 +88,10 @@ pub(super) fn kernels() -> anyhow::Result<Vec<Kernel>> {
                 continue;
             }
             let Some(&pu) = w.stages.first() else { continue };
-            let DeviceSpec::Compute { service, clock_hz } = &s.engines[pu].device else {
+            let DeviceSpec::Compute {
+                service, clock_hz, ..
+            } = &s.engines[pu].device
+            else {
                 continue;
             };
             let Some(spec) = w.service.as_ref().or(service.as_ref()) else {

@@ -84,10 +84,15 @@ pub(super) fn check_engine(
 fn check_kind_keys(src: &Source<'_>, raw: &RawEngine, kind: EngineKind) -> Result<(), ScenarioError> {
     use EngineKind::*;
     type KindKey<'k> = (&'k str, Option<Range<usize>>, &'k [EngineKind]);
-    let kind_keys: [KindKey; 12] = [
+    let kind_keys: [KindKey; 13] = [
         ("queue_depth", written(&raw.queue_depth), &[Accelerator]),
         ("service", written(&raw.service), &[Accelerator, ProcessingUnits]),
         ("clock", written(&raw.clock), &[ProcessingUnits]),
+        (
+            "dispatch_overhead",
+            written(&raw.dispatch_overhead),
+            &[Accelerator, ProcessingUnits],
+        ),
         ("bandwidth", written(&raw.bandwidth), &[Dma, Egress]),
         ("max_payload", written(&raw.max_payload), &[Dma]),
         ("max_read_request", written(&raw.max_read_request), &[Dma]),
@@ -167,6 +172,7 @@ fn check_device(src: &Source<'_>, raw: RawEngine, kind: EngineKind) -> Result<De
         EngineKind::Accelerator | EngineKind::ProcessingUnits => DeviceSpec::Compute {
             service: raw.service.map(|s| check_service(src, s)).transpose()?,
             clock_hz: raw.clock.map_or(1e9, |c| c.into_inner().0),
+            dispatch_overhead: raw.dispatch_overhead.map_or(0, |d| d.into_inner().0),
         },
         EngineKind::Dma => DeviceSpec::Dma(check_dma(src, raw, at)?),
         EngineKind::Egress => DeviceSpec::Egress {

@@ -316,6 +316,11 @@ pub enum DeviceSpec {
         service: Option<ServiceSpec>,
         /// Clock for `Cycles` models, in Hz.
         clock_hz: f64,
+        /// Time each dispatch holds its lane before its service starts (a
+        /// doorbell, a descriptor fetch, a run-to-completion core's
+        /// dispatch path), charged to no tenant: the simulator's model of
+        /// the path a live runtime has by itself (key `dispatch_overhead`).
+        dispatch_overhead: Nanos,
     },
     /// A PCIe/DMA link.
     Dma(DmaSpec),

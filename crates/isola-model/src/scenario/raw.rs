@@ -106,6 +106,7 @@ pub(super) struct RawEngine {
     pub(super) queue_depth: Option<Spanned<u32>>,
     pub(super) service: Option<Spanned<toml::Value>>,
     pub(super) clock: Option<Spanned<Frequency>>,
+    pub(super) dispatch_overhead: Option<Spanned<Duration>>,
     pub(super) egress_ratio: Option<Spanned<f64>>,
     pub(super) split_when: Option<Spanned<String>>,
     pub(super) contention_window: Option<Spanned<Duration>>,
