@@ -13,7 +13,9 @@
 # Settings (environment): PROCS="1 2 8", OP=crc32c, SIZE=64B,
 # CONCURRENCY=32 (per process), DURATION=5s, WARMUP=1s, WORKERS=1 (the
 # engine's worker threads), SPIN (the clients' --spin, e.g. 0s: they sleep
-# at once instead of polling 50 us), KEEP=1 keeps the reports' folder.
+# at once instead of polling 50 us), INLINE_BELOW (the engine's
+# inline_below, e.g. 0s: every task to the worker; default: isolad's),
+# KEEP=1 keeps the reports' folder.
 # Builds the binaries (perf profile: docs/perf.md's) into ${CARGO_TARGET_DIR:-target}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +27,7 @@ DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
 WORKERS=${WORKERS:-1}
 SPIN=${SPIN:-}
+INLINE_BELOW=${INLINE_BELOW:-}
 command -v jq >/dev/null || { echo "error: jq is needed to sum the reports" >&2; exit 1; }
 
 . scripts/isolad_scratch.sh
@@ -35,6 +38,7 @@ uid=$(id -u)
 {
   printf '[daemon]\nsocket = "isolad.sock"\n\n[[engine]]\nname = "acc"\nworkers = %s\n' "$WORKERS"
   printf 'cost = { base = "1us", per_byte_ns = 0.5 }\n'
+  [ -n "$INLINE_BELOW" ] && printf 'inline_below = "%s"\n' "$INLINE_BELOW"
   for i in $(seq 1 "$max"); do
     printf '\n[[tenant]]\nname = "t%s"\nmemory_quota = "1MiB"\nusers = [%s]\n' "$i" "$uid"
   done
@@ -45,7 +49,7 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$daemon/stat"; }
 hz=$(getconf CLK_TCK)
 idle_rss=$(rss_kib)
 
-echo "$OP $SIZE, closed loop $CONCURRENCY per process, $DURATION after $WARMUP warm-up, engine workers $WORKERS${SPIN:+, client spin $SPIN}"
+echo "$OP $SIZE, closed loop $CONCURRENCY per process, $DURATION after $WARMUP warm-up, engine workers $WORKERS${INLINE_BELOW:+, inline_below $INLINE_BELOW}${SPIN:+, client spin $SPIN}"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "isolad resident before any tenant attached: $idle_rss KiB"
 printf '%-9s %-14s %-44s %-24s %-14s %-14s\n' processes "total tasks/s" "per process tasks/s" "client p50 / p99 (us)" "daemon cpu/task" "rss/tenant"

@@ -278,6 +278,7 @@ fn runtime_engine(e: &config::DaemonEngine) -> Result<EngineConfig, DaemonError>
     let mut engine = EngineConfig::new(e.name.clone(), &ops, e.workers, cost)
         .with_kind(e.kind)
         .with_queue_depth(e.queue_depth)
+        .with_inline_below(e.inline_below)
         .with_split_when(e.split_when)
         .with_split_time(e.split_time)
         .with_batch(e.batch)

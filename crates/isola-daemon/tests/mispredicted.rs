@@ -8,7 +8,8 @@
 //! time, while tenant `small` sends 64 B crc32c tasks at 200/s, on one
 //! worker. Under every weight-sharing policy, `small`'s median latency
 //! stays within 2x of its median alone (right before and right after, in
-//! the same sitting), and its 99th percentile within one of `big`'s tasks.
+//! the same sitting) plus one of `big`'s pieces in service ([`PIECE`]),
+//! and its 99th percentile within one of `big`'s tasks.
 
 mod config_file;
 
@@ -26,6 +27,13 @@ use std::time::{Duration, Instant};
 static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const BIG_BYTES: usize = 16 << 20;
+
+/// The engines' `split_time`: what one piece of a large task is predicted
+/// to take. A piece in service is never cut short, so a small task
+/// arriving behind one may wait for it whatever the policy: with small
+/// tasks run on the dispatcher (`inline_below`), `small` alone takes
+/// about 20 us, less than one piece.
+const PIECE: Duration = Duration::from_micros(50);
 
 fn daemon(name: &str, policy: &str, big_extra: &str) -> Daemon {
     let uid = rustix::process::getuid().as_raw();
@@ -221,7 +229,7 @@ fn sitting(policy: &str) -> Vec<String> {
     if services.is_empty() {
         failed.push(format!("{policy}: big finished no task"));
     }
-    if p50 > 2 * p50_alone {
+    if p50 > 2 * p50_alone + PIECE {
         failed.push(format!(
             "{policy}: small p50 {p50:?} beside big, {p50_alone:?} alone"
         ));
@@ -298,7 +306,8 @@ fn a_task_over_its_budget_is_stopped_within_one_chunk() {
 /// The example configuration is safe (issue 29, item 3): started from
 /// `examples/isolad.toml` as shipped (sockets, ports and metrics moved out
 /// of the way), tenant `a`'s 64 B crc32c tasks at 200/s keep their median
-/// within 2x of alone while tenant `b` sends 8 MiB ec-encode tasks, or
+/// within 2x of alone plus one of `b`'s pieces (the example's `split_time`
+/// is [`PIECE`] too) while tenant `b` sends 8 MiB ec-encode tasks, or
 /// 8 MiB lz4 tasks, two at a time.
 #[test]
 fn the_example_configuration_keeps_a_crc_tenant_beside_large_tasks() {
@@ -371,5 +380,5 @@ fn example_sitting(
     if done.is_empty() {
         return Some(format!("{op}: b finished no task"));
     }
-    (p50 > 2 * p50_alone).then(|| format!("{op}: a's p50 {p50:?} beside b, {p50_alone:?} alone"))
+    (p50 > 2 * p50_alone + PIECE).then(|| format!("{op}: a's p50 {p50:?} beside b, {p50_alone:?} alone"))
 }

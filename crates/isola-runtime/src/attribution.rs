@@ -135,6 +135,11 @@ pub(crate) struct EngineBusy {
     /// Per worker: when its piece in service started (ns since the epoch,
     /// plus one; 0 while idle), and whose piece it is.
     running: Vec<(AtomicU64, AtomicUsize)>,
+    /// Pieces the dispatcher handed to the workers that have not ended
+    /// yet: counted down as each ends, before its completion goes out, so
+    /// that a tenant told of it finds the workers idle when it submits
+    /// again (`dispatcher/inline.rs`).
+    handed: AtomicUsize,
 }
 
 impl EngineBusy {
@@ -144,7 +149,24 @@ impl EngineBusy {
             running: (0..workers)
                 .map(|_| (AtomicU64::new(0), AtomicUsize::new(0)))
                 .collect(),
+            handed: AtomicUsize::new(0),
         }
+    }
+
+    /// The dispatcher hands the workers `pieces` more.
+    pub(crate) fn handed(&self, pieces: usize) {
+        self.handed.fetch_add(pieces, Ordering::AcqRel);
+    }
+
+    /// A worker's piece ended (its completion is not out yet).
+    pub(crate) fn piece_ended(&self) {
+        let before = self.handed.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before > 0, "a worker ended a piece never handed to it");
+    }
+
+    /// Whether every piece handed to the workers has ended.
+    pub(crate) fn workers_idle(&self) -> bool {
+        self.handed.load(Ordering::Acquire) == 0
     }
 
     /// Worker `worker` starts a piece of `tenant`'s at `at` ns.

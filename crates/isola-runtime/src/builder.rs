@@ -50,7 +50,17 @@ pub struct EngineConfig {
     /// tasks itself, to completion, as the core picks it
     /// ([`EngineConfig::on_dispatcher`]).
     pub on_dispatcher: bool,
+    /// A whole task the core predicts to take at most this long (ns) runs
+    /// on the dispatcher's own thread when none of the engine's workers
+    /// has work: the hand-off to a worker and back would cost more than
+    /// the task ([`EngineConfig::with_inline_below`]); 0: never.
+    pub inline_below: isola_core::Nanos,
 }
+
+/// [`EngineConfig::inline_below`]'s default: 2 us, about what the worker
+/// path's two thread hand-offs add to a round trip on a 2-core machine
+/// (docs/perf.md, "Issue 34: the worker path's round trip").
+pub const DEFAULT_INLINE_BELOW: isola_core::Nanos = 2_000;
 
 /// What an engine's workers do with the work the core dispatches to it.
 #[derive(Debug, Clone, Default)]
@@ -80,6 +90,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("batch", &self.batch)
             .field("device", &self.device)
             .field("on_dispatcher", &self.on_dispatcher)
+            .field("inline_below", &self.inline_below)
             .finish_non_exhaustive()
     }
 }
@@ -104,6 +115,7 @@ impl EngineConfig {
             batch: None,
             device: EngineDevice::Compute,
             on_dispatcher: false,
+            inline_below: DEFAULT_INLINE_BELOW,
         }
     }
 
@@ -186,6 +198,27 @@ impl EngineConfig {
     /// Batches a tenant's small tasks by `rule` (`None`: one task a dispatch).
     pub fn with_batch(mut self, rule: Option<isola_core::BatchRule>) -> Self {
         self.batch = rule;
+        self
+    }
+
+    /// Runs a whole task predicted to take at most `ns` on the
+    /// dispatcher's thread when none of the engine's workers has work (0:
+    /// every task goes to a worker). A worker's hand-off and its report
+    /// back are two thread hand-offs, each a wake-up or, with polling
+    /// threads on a machine with fewer cores than threads, a wait for a
+    /// core: about 2.5 us on a 2-core machine, many times a 64 B task.
+    /// A task that runs here is the engine's only one (its workers are
+    /// idle), charged and timed as a worker's would be, so nothing about
+    /// the engine's share changes. Its price is the dispatcher's time, so
+    /// only operators that check a watch between bounded chunks
+    /// ([`isola_ops::Operator::stoppable`]) run here, watched: a task
+    /// still running at 8 x `ns` ([`crate::INLINE_OVERRUN`]) is stopped
+    /// and run again from the start on a worker, and its tenant's tasks
+    /// on this engine go to the workers for 10 ms, doubled at each further
+    /// stop up to 10 s. Subtasks, batches and non-compute engines always
+    /// go to the workers.
+    pub fn with_inline_below(mut self, ns: isola_core::Nanos) -> Self {
+        self.inline_below = ns;
         self
     }
 

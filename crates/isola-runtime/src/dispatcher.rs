@@ -22,6 +22,8 @@ mod costs;
 mod delivery;
 pub(crate) use delivery::{run_delivery, Delivery};
 mod dispatch;
+mod inline;
+pub use inline::INLINE_OVERRUN;
 mod shutdown;
 mod stages;
 pub(crate) use control::Control;
@@ -188,6 +190,8 @@ struct TaskInFlight {
     off_cpu_ns: Nanos,
     /// Its engine's worker count.
     workers: usize,
+    /// Its latest piece ran on the dispatcher's thread.
+    on_dispatcher: bool,
     /// From its submission to the dispatcher taking it, ns.
     handoff_ns: Nanos,
     /// Its current stage's predicted cost, and its cost model.
@@ -233,6 +237,10 @@ pub(crate) struct Dispatcher {
     /// Per engine run on this thread ([`crate::EngineConfig::on_dispatcher`]):
     /// its one place; `None` for an engine with workers of its own.
     places: Vec<Option<WorkerPlace>>,
+    /// Per engine with workers whose small tasks may run on this thread
+    /// ([`crate::EngineConfig::inline_below`]): which do, and its worker
+    /// 0's place, where they run (`inline.rs`).
+    inline: Vec<Option<(inline::Inline, WorkerPlace)>>,
     /// The last pump stopped at its budget of work run on this thread,
     /// more perhaps left to run: the next turn looks at arrivals without
     /// waiting for them.
@@ -284,7 +292,25 @@ impl Dispatcher {
                         engine,
                         index: 0,
                         shared: Arc::clone(&shared),
+                        dispatcher: true,
                     })
+                })
+                .collect(),
+            inline: shared
+                .engines
+                .iter()
+                .enumerate()
+                .map(|(engine, e)| {
+                    let computes = matches!(e.device, crate::EngineDevice::Compute);
+                    let rule =
+                        inline::Inline::new(e.inline_below).filter(|_| computes && !e.on_dispatcher)?;
+                    let place = WorkerPlace {
+                        engine,
+                        index: 0,
+                        shared: Arc::clone(&shared),
+                        dispatcher: true,
+                    };
+                    Some((rule, place))
                 })
                 .collect(),
             more_here: false,
@@ -478,6 +504,7 @@ impl Dispatcher {
             ended_ns: None,
             off_cpu_ns: 0,
             workers: self.shared.engines[s.stage.engine].workers,
+            on_dispatcher: false,
             handoff_ns: now.saturating_sub(submitted_ns),
             stage_predicted_ns: s.predicted_ns,
             cost: s.stage.cost,
@@ -575,6 +602,7 @@ impl Dispatcher {
             unreachable!("task {} ended while one of its dispatches ran", run.task);
         };
         task.running -= 1;
+        task.on_dispatcher = d.on_dispatcher;
         task.service_ns = task.service_ns.saturating_add(d.measured_ns);
         task.off_cpu_ns = task.off_cpu_ns.saturating_add(d.off_cpu_ns);
         let ended = started.saturating_add(d.measured_ns);
@@ -707,6 +735,7 @@ impl TaskInFlight {
                 self.busy_at_end,
                 self.workers,
             ),
+            on_dispatcher: self.on_dispatcher,
         }
     }
 }

@@ -510,6 +510,7 @@ impl Ticket {
             subtasks: 1,
             over_budget: false,
             breakdown: crate::LatencyBreakdown::default(),
+            on_dispatcher: false,
         }
     }
 }

@@ -157,6 +157,11 @@ pub struct Completion {
     pub over_budget: bool,
     /// Where its latency went.
     pub breakdown: crate::LatencyBreakdown,
+    /// Whether its last piece ran on the dispatcher's own thread (an
+    /// engine with no workers, or a small task while its engine's workers
+    /// had nothing: [`crate::EngineConfig::with_inline_below`]) rather
+    /// than on one of its engine's worker threads.
+    pub on_dispatcher: bool,
 }
 
 impl Completion {

@@ -9,7 +9,9 @@
 //! cancellation at shutdown), with over-budget tasks flagged. An engine may
 //! instead run on the dispatcher's own thread
 //! ([`EngineConfig::on_dispatcher`]): each task run to completion as the
-//! core picks it, with no hand-off, for small tasks on few cores.
+//! core picks it, with no hand-off, for small tasks on few cores; and an
+//! engine with workers runs its small tasks there while its workers are
+//! idle ([`EngineConfig::with_inline_below`]).
 //!
 //! Besides operator engines (accelerators, processing units) it has DMA
 //! engines, whose workers copy a task's bytes into or out of its tenant's
@@ -60,9 +62,11 @@ mod worker;
 pub mod workload;
 
 pub use attribution::LatencyBreakdown;
-pub use builder::{BuildError, EngineConfig, EngineDevice, Mode, RuntimeBuilder, DEFAULT_SPIN};
+pub use builder::{
+    BuildError, EngineConfig, EngineDevice, Mode, RuntimeBuilder, DEFAULT_INLINE_BELOW, DEFAULT_SPIN,
+};
 pub use core_log::{CoreCall, CoreLog};
-pub use dispatcher::ControlError;
+pub use dispatcher::{ControlError, INLINE_OVERRUN};
 pub use egress::{EgressPort, EgressSink, ReplyRoute, SinkCounts, DEFAULT_MTU_PAYLOAD};
 pub use handle::{TenantHandle, Ticket};
 pub use isola_core::{SplitWhen, DEFAULT_CONTENTION_WINDOW_NS};

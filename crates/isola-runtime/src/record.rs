@@ -103,6 +103,7 @@ mod tests {
             subtasks,
             over_budget: false,
             breakdown: crate::LatencyBreakdown::default(),
+            on_dispatcher: false,
         }
     }
 

@@ -231,6 +231,7 @@ impl Runtime {
                     engine,
                     index,
                     shared: Arc::clone(&shared),
+                    dispatcher: false,
                 };
                 let core = worker_core(pinned);
                 pinned += 1;

@@ -69,6 +69,36 @@ impl isola_ops::Watch for Deadline {
     }
 }
 
+/// A run within a limit (`work_within`): stops at its budget's deadline,
+/// if any, or once it has run `limit` from its first look at the watch,
+/// whichever comes first. Counting from the first look, not from when
+/// the piece was taken, keeps a preemption of the thread before the
+/// operator starts (a tick on a machine with more threads than cores)
+/// from stopping a task that then takes nanoseconds: a one-chunk task is
+/// asked only then, and always runs to its end.
+struct WithinLimit {
+    budget: Option<Instant>,
+    limit: std::time::Duration,
+    first_look: std::sync::OnceLock<Instant>,
+}
+
+impl WithinLimit {
+    /// Whether the limit (not the budget) is what stopped it.
+    fn limit_passed(&self) -> bool {
+        self.first_look
+            .get()
+            .is_some_and(|&at| at.elapsed() >= self.limit)
+    }
+}
+
+impl isola_ops::Watch for WithinLimit {
+    fn should_stop(&self) -> bool {
+        let now = Instant::now();
+        let first = *self.first_look.get_or_init(|| now);
+        self.budget.is_some_and(|b| now >= b) || now.duration_since(first) >= self.limit
+    }
+}
+
 /// A placed subtask's share of its task's output.
 pub(crate) struct PlacedPart {
     /// The task's output.
@@ -103,6 +133,8 @@ pub(crate) struct WorkDone {
     pub measured_ns: u64,
     /// Of that, how long the worker was off its CPU.
     pub off_cpu_ns: u64,
+    /// It ran on the dispatcher's thread.
+    pub on_dispatcher: bool,
 }
 
 /// Where a worker works: its engine and its place among the engine's
@@ -111,6 +143,8 @@ pub(crate) struct WorkerPlace {
     pub engine: usize,
     pub index: usize,
     pub shared: Arc<Shared>,
+    /// It is the dispatcher's thread, not a worker of the engine's own.
+    pub dispatcher: bool,
 }
 
 /// Whole tasks predicted to take less than this (50 us) are not timed on
@@ -190,7 +224,34 @@ fn run_one(item: WorkItem, place: &WorkerPlace, reports: &mut Vec<WorkDone>) -> 
 /// then says `Delivered`). A worker thread runs each item it takes so; the
 /// dispatcher runs an engine's items so itself where the engine has no
 /// threads of its own ([`crate::EngineConfig::on_dispatcher`]).
-pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
+pub(crate) fn work(item: WorkItem, place: &WorkerPlace) -> WorkDone {
+    match run_timed(item, place, None) {
+        Ok(done) => done,
+        Err(_) => unreachable!("only a run with a limit stops at it"),
+    }
+}
+
+/// Runs whole task `item` at `place` as [`work`] does, stopping it if it
+/// runs longer than `limit` (the dispatcher's run of a small task:
+/// `inline.rs`): then it is given back, as it was handed in, to be run
+/// elsewhere from the start. The operator must be stoppable
+/// ([`isola_ops::Operator::stoppable`]).
+pub(crate) fn work_within(
+    item: WorkItem,
+    place: &WorkerPlace,
+    limit: std::time::Duration,
+) -> Result<WorkDone, Box<WorkItem>> {
+    debug_assert!(item.part.is_none(), "only whole tasks run within a limit");
+    run_timed(item, place, Some(limit))
+}
+
+/// [`work`], with an optional limit on its run past which the item is
+/// given back.
+fn run_timed(
+    mut item: WorkItem,
+    place: &WorkerPlace,
+    limit: Option<std::time::Duration>,
+) -> Result<WorkDone, Box<WorkItem>> {
     let shared = &place.shared;
     let busy = &shared.busy[place.engine];
     let since_epoch = |at: Instant| at.duration_since(shared.epoch).as_nanos() as u64;
@@ -204,17 +265,28 @@ pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
     let cpu_before = timed.then(crate::host::thread_cpu_ns).flatten();
     let started = Instant::now();
     busy.start(place.index, tenant, since_epoch(started));
-    let mut output = if shared.cancelled.load(Ordering::Acquire) {
-        // Dropped before reporting, like a run item: the dispatcher may
-        // take a placed output back as soon as it hears of the last piece.
-        drop(item);
-        Err(TaskError::Cancelled)
+    let ran = if shared.cancelled.load(Ordering::Acquire) {
+        Ran::Output(Err(TaskError::Cancelled))
     } else {
-        execute(item, started)
+        execute(&mut item, started, limit)
     };
     let ended = Instant::now();
     let measured_ns = ended.duration_since(started).as_nanos() as u64;
     busy.end(place.index, tenant, measured_ns);
+    if !place.dispatcher {
+        // Before the completion goes out: see `EngineBusy::handed`.
+        busy.piece_ended();
+    }
+    let mut output = match ran {
+        Ran::Output(output) => output,
+        Ran::OverLimit => {
+            item.direct = direct;
+            return Err(Box::new(item));
+        }
+    };
+    // Dropped before reporting: the dispatcher may take a placed output
+    // back as soon as it hears of the last piece.
+    drop(item);
     let off_cpu_ns = match (cpu_before, cpu_before.and_then(|_| crate::host::thread_cpu_ns())) {
         (Some(a), Some(b)) => measured_ns.saturating_sub(b.saturating_sub(a)),
         _ => 0,
@@ -245,18 +317,28 @@ pub(crate) fn work(mut item: WorkItem, place: &WorkerPlace) -> WorkDone {
             service_ns: measured_ns,
             over_budget: d.budget.is_some_and(|b| measured_ns > b),
             breakdown,
+            on_dispatcher: place.dispatcher,
             ..d.completion
         };
         shared.complete(completion, &d.reply);
         output = Ok(PartOutput::Delivered);
     }
-    WorkDone {
+    Ok(WorkDone {
         token,
         output,
         started,
         measured_ns,
         off_cpu_ns,
-    }
+        on_dispatcher: place.dispatcher,
+    })
+}
+
+/// What running an item gave.
+enum Ran {
+    /// Its output, or why there is none.
+    Output(Result<PartOutput, TaskError>),
+    /// It ran past the limit of a run within one, and was stopped.
+    OverLimit,
 }
 
 /// Sends the dispatcher every report in `reports` (emptied), as one
@@ -275,18 +357,53 @@ fn report(done: &DoneSender, reports: &mut Vec<WorkDone>) -> bool {
 const REPORT_BATCH: usize = 16;
 
 /// Runs one item (ordered subtasks get the previous carry by value),
-/// turning a panic into a typed error.
+/// turning a panic into a typed error; a whole task run within `limit`
+/// is stopped there ([`Ran::OverLimit`]), the item kept for another run.
 /// `started` is when the item began (its watchdog's deadline counts from it).
-fn execute(item: WorkItem, started: Instant) -> Result<PartOutput, TaskError> {
-    let WorkItem {
-        job,
-        part,
-        previous,
-        placed,
-        watchdog,
-        ..
-    } = item;
+fn execute(item: &mut WorkItem, started: Instant, limit: Option<std::time::Duration>) -> Ran {
+    let (job, part, watchdog) = (Arc::clone(&item.job), item.part, item.watchdog);
+    let (previous, placed) = (item.previous.take(), item.placed.take());
     let deadline = watchdog.map(|w| started + std::time::Duration::from_nanos(w.left_ns));
+    if let (Some(limit), Some(op)) = (limit, job.work.operator()) {
+        let watch = WithinLimit {
+            budget: deadline,
+            limit,
+            first_look: std::sync::OnceLock::new(),
+        };
+        return match guarded(op.name(), || Ok(op.run_watched(&job.input, &watch))) {
+            Ok(Err(isola_ops::OpError::Stopped { .. })) if deadline.is_none_or(|d| Instant::now() < d) => {
+                debug_assert!(
+                    watch.limit_passed(),
+                    "a run within a limit stops at the limit or the budget"
+                );
+                Ran::OverLimit
+            }
+            Ok(Err(isola_ops::OpError::Stopped { .. })) => {
+                let w = watchdog.expect("a budget's deadline comes from a watchdog");
+                Ran::Output(Err(TaskError::OverBudget {
+                    budget_ns: w.budget_ns,
+                    ran_ns: (w.budget_ns - w.left_ns).saturating_add(started.elapsed().as_nanos() as u64),
+                }))
+            }
+            Ok(result) => Ran::Output(result.map(PartOutput::Whole).map_err(TaskError::Operator)),
+            Err(e) => Ran::Output(Err(e)),
+        };
+    }
+    Ran::Output(execute_piece(
+        job, part, previous, placed, watchdog, deadline, started,
+    ))
+}
+
+/// Runs one piece to its end (or its budget's `deadline`).
+fn execute_piece(
+    job: Arc<JobInput>,
+    part: Option<Subtask>,
+    previous: Option<Carry>,
+    placed: Option<PlacedPart>,
+    watchdog: Option<Watchdog>,
+    deadline: Option<Instant>,
+    started: Instant,
+) -> Result<PartOutput, TaskError> {
     // A stop by the watch is the tenant's budget, not the operator's failure.
     let over = |e: isola_ops::OpError| match (e, watchdog) {
         (isola_ops::OpError::Stopped { .. }, Some(w)) => TaskError::OverBudget {

@@ -78,6 +78,11 @@ pub struct DaemonEngine {
     /// Dispatches the core may hand it beyond its workers (the workers'
     /// queue), 0 to 1024.
     pub queue_depth: usize,
+    /// A whole task predicted to take at most this long (ns) runs on the
+    /// dispatcher's thread while the engine's workers have nothing
+    /// (`inline_below`, default 2 us; 0: never;
+    /// `isola_runtime::EngineConfig::with_inline_below`).
+    pub inline_below: u64,
     /// Its scheduling policy.
     pub policy: String,
     /// The policy's parameters.
@@ -125,6 +130,7 @@ impl DaemonEngine {
             ops: Vec::new(),
             workers: 1,
             queue_depth: 0,
+            inline_below: isola_runtime::DEFAULT_INLINE_BELOW,
             policy: kind.default_policy().to_string(),
             params: BTreeMap::new(),
             base_ns: 1_000.0,
@@ -210,6 +216,7 @@ struct RawEngine {
     ops: Vec<Spanned<String>>,
     workers: Option<Spanned<usize>>,
     queue_depth: Option<Spanned<usize>>,
+    inline_below: Option<Spanned<Duration>>,
     policy: Option<Spanned<String>>,
     #[serde(default)]
     params: BTreeMap<String, toml::Value>,
@@ -556,7 +563,9 @@ fn check_ops(src: &Source<'_>, e: &RawEngine, kind: EngineKind) -> Result<(), Sc
     Ok(())
 }
 
-/// `workers` (0 to 256) and `queue_depth` (0 to 1024; none without workers).
+/// `workers` (0 to 256), `queue_depth` (0 to 1024; none without workers)
+/// and `inline_below` (at most 1 ms: a task run on the dispatcher holds
+/// every tenant's submissions while it runs).
 fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut DaemonEngine) -> Result<(), ScenarioError> {
     if let Some(w) = &e.workers {
         if *w.get_ref() > 256 {
@@ -577,8 +586,21 @@ fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut DaemonEngine) -> 
         }
         engine.queue_depth = *q.get_ref();
     }
+    if let Some(i) = &e.inline_below {
+        if i.get_ref().0 > MAX_INLINE_BELOW_NS {
+            return Err(src.at(
+                i.span(),
+                Some("inline_below"),
+                "must be at most 1ms: a task run on the dispatcher holds every tenant's submissions while it runs",
+            ));
+        }
+        engine.inline_below = i.get_ref().0;
+    }
     Ok(())
 }
+
+/// The most `inline_below` may be: 1 ms.
+const MAX_INLINE_BELOW_NS: u64 = 1_000_000;
 
 /// `policy` (a registered one) and its `params`, built once now so that a
 /// bad parameter is reported at its line.

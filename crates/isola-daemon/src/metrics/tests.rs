@@ -41,6 +41,7 @@ fn done(tenant: u32, service_ns: u64) -> (Completion, CompletionEntry) {
         subtasks: 1,
         over_budget: false,
         breakdown: Default::default(),
+        on_dispatcher: false,
     };
     let answer = CompletionEntry {
         tag: 0,

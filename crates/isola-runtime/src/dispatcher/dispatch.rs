@@ -43,7 +43,7 @@ impl Dispatcher {
             for e in 0..self.scheduler.engine_count() {
                 let engine = EngineId(e as u32);
                 while self.failed[e].is_none() {
-                    if self.places[e].is_some() && self.turn_spent(now) {
+                    if (self.places[e].is_some() || self.inline[e].is_some()) && self.turn_spent(now) {
                         self.more_here = true;
                         break;
                     }
@@ -106,6 +106,12 @@ impl Dispatcher {
     /// returned.
     fn start(&mut self, now: Nanos, d: Dispatch) -> Option<Nanos> {
         let (engine, item) = self.prepare(now, d)?;
+        if self.runs_inline(engine, &d, &item) {
+            match self.run_inline(engine, item) {
+                Ok(ended) => return Some(ended),
+                Err(item) => return self.hand(engine, Handoff::One(*item)),
+            }
+        }
         self.hand(engine, Handoff::One(item))
     }
 
@@ -237,6 +243,10 @@ impl Dispatcher {
                 Handoff::Batch(items) => items.into_iter().map(|item| self.run_here(engine, item)).last(),
             };
         }
+        self.shared.busy[engine].handed(match &work {
+            Handoff::One(_) => 1,
+            Handoff::Batch(items) => items.len(),
+        });
         // The workers hold the receivers until the dispatcher closes the
         // queues, which it does only once no task is left.
         if self.queues[engine].send(work).is_err() {
@@ -247,17 +257,60 @@ impl Dispatcher {
 }
 
 impl Dispatcher {
-    /// Runs `item` on this thread for engine `engine` (which has no
-    /// threads of its own) and takes its report; the time it ended.
+    /// Runs `item` on this thread for engine `engine` (one with no
+    /// threads of its own, or a small task of one whose workers are idle:
+    /// `inline.rs`) and takes its report; the time it ended.
     fn run_here(&mut self, engine: usize, item: WorkItem) -> Nanos {
         let Some(place) = &self.places[engine] else {
-            unreachable!("only an engine run on the dispatcher runs here");
+            unreachable!("only an engine run on the dispatcher runs everything here");
         };
         let done = crate::worker::work(item, place);
+        self.ran_here(done)
+    }
+
+    /// Takes the report of work run here; the time it ended.
+    fn ran_here(&mut self, done: crate::worker::WorkDone) -> Nanos {
         let started = done.started.duration_since(self.shared.epoch).as_nanos() as Nanos;
         let ended = self.at_least(started.saturating_add(done.measured_ns));
         self.done(done, ended);
         ended
+    }
+
+    /// Whether dispatch `d` (its work `item`) runs here by its engine's
+    /// rule: a small whole task of a stoppable operator, its workers idle
+    /// (`inline.rs`).
+    fn runs_inline(&self, engine: usize, d: &Dispatch, item: &WorkItem) -> bool {
+        let Some((rule, _)) = &self.inline[engine] else {
+            return false;
+        };
+        item.job.work.operator().is_some_and(|op| op.stoppable())
+            && rule.takes(d, self.shared.busy[engine].workers_idle(), self.latest.get())
+    }
+
+    /// Runs `item`, which [`Dispatcher::runs_inline`] took, here; the time
+    /// it ended, or the item back to hand to the workers when it was
+    /// stopped at the rule's limit (its tenant then demoted).
+    fn run_inline(&mut self, engine: usize, item: WorkItem) -> Result<Nanos, Box<WorkItem>> {
+        let Some((rule, place)) = &self.inline[engine] else {
+            unreachable!("runs_inline takes nothing for an engine without the rule");
+        };
+        let limit = std::time::Duration::from_nanos(rule.limit());
+        let tenant = item.tenant;
+        match crate::worker::work_within(item, place, limit) {
+            Ok(done) => {
+                if let Some((rule, _)) = &mut self.inline[engine] {
+                    rule.ran_to_end(tenant);
+                }
+                Ok(self.ran_here(done))
+            }
+            Err(item) => {
+                let now = self.now();
+                if let Some((rule, _)) = &mut self.inline[engine] {
+                    rule.demote(tenant, now);
+                }
+                Err(item)
+            }
+        }
     }
 }
 
