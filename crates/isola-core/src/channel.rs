@@ -35,7 +35,7 @@ impl<T> VirtualChannel<T> {
 
     /// Appends `item`; the caller checked that the channel holds less
     /// than its cap.
-    #[inline]
+    #[inline(always)]
     pub fn push_unchecked(&mut self, item: T) {
         debug_assert!(self.queue.len() < self.cap, "a push within the cap");
         self.queue.push_back(item);

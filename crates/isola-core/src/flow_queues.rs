@@ -164,7 +164,9 @@ impl<T> FlowQueues<T> {
     /// Appends `item` to flow queue `flow`, which [`FlowQueues::refuses`]
     /// just found takes it: the item is written once, into its place
     /// (a push that may hand it back builds it first, then copies it).
-    #[inline]
+    /// Always inlined: called apart, the item came by reference and was
+    /// copied with a call to `memcpy` (issue 34).
+    #[inline(always)]
     pub fn push_admitted(&mut self, flow: usize, item: T) {
         debug_assert!(self.refuses(flow).is_none(), "only an admitted push");
         let f = &mut self.flows[flow];
