@@ -110,8 +110,8 @@ impl RunGuard {
     }
 
     /// Whether the run of `scenario` (lasting `horizon`, if it has one)
-    /// stays within its limits.
-    /// Asked at every event: the comparisons inline, the error apart.
+    /// stays within its limits. Asked at every event: the comparisons
+    /// inline, the error apart.
     #[inline]
     pub(crate) fn check(&self, scenario: &Scenario, horizon: Option<Nanos>) -> Result<(), SimError> {
         let run = &scenario.run;
