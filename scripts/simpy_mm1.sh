@@ -32,7 +32,6 @@ SIMPY_VERSION=${SIMPY_VERSION:-4.1.2}
 command -v python3 >/dev/null || { echo "error: python3 is needed for SimPy" >&2; exit 1; }
 command -v jq >/dev/null || { echo "error: jq is needed to read the results" >&2; exit 1; }
 command -v bc >/dev/null || { echo "error: bc is needed for the arithmetic" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "error: /usr/bin/time (GNU time) is needed for CPU times" >&2; exit 1; }
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -46,7 +45,8 @@ fi
 isola=${ISOLA_BIN:-${CARGO_TARGET_DIR:-target}/perf/isola}
 floor=${FLOOR_BIN:-${CARGO_TARGET_DIR:-target}/perf/examples/mm1_floor}
 perf=$(command -v perf || true)
-if [ -n "$perf" ] && ! "$perf" stat -e task-clock true 2>/dev/null; then perf=; fi
+if [ -n "$perf" ] && ! "$perf" stat -e task-clock true >/dev/null 2>&1; then perf=; fi
+[ -n "$perf" ] || [ -x /usr/bin/time ] || { echo "error: perf or /usr/bin/time (GNU time) is needed for CPU times" >&2; exit 1; }
 customers=$(sed -n 's/^count = \([0-9]*\)$/\1/p' scenarios/mm1.toml)
 
 wall() { # wall OUT COMMAND...: runs it (stdout to OUT), prints its wall time in seconds
