@@ -33,6 +33,14 @@ impl<T> VirtualChannel<T> {
         Ok(())
     }
 
+    /// Appends `item`; the caller checked that the channel holds less
+    /// than its cap.
+    #[inline(always)]
+    pub fn push_unchecked(&mut self, item: T) {
+        debug_assert!(self.queue.len() < self.cap, "a push within the cap");
+        self.queue.push_back(item);
+    }
+
     /// Removes and returns the oldest item.
     #[inline]
     pub fn pop(&mut self) -> Option<T> {
@@ -43,8 +51,10 @@ impl<T> VirtualChannel<T> {
     /// `pop` costs in copying a large item is saved when it is not wanted.
     #[inline]
     pub fn discard_head(&mut self) {
-        // A drain of the first item drops it in place.
-        self.queue.drain(..self.queue.len().min(1));
+        // Taken and dropped at once: the compiler reads only the fields
+        // that need dropping (a one-item `drain` did the same work through
+        // the drain's guard, 1.6% of `isola sim`'s M/M/1, issue 34).
+        drop(self.queue.pop_front());
     }
 
     /// The oldest item.

@@ -45,6 +45,18 @@ pub enum PushRefused<T> {
     UnknownFlow(T),
 }
 
+/// Why a push would be refused ([`FlowQueues::refuses`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The queue, or the tenant's queues together, hold their cap.
+    Full {
+        /// The cap that refuses it.
+        cap: usize,
+    },
+    /// The tenant has no flow queue of that index.
+    UnknownFlow,
+}
+
 /// One flow queue and its place in the tenant's order.
 #[derive(Debug, Clone)]
 struct FlowQueue<T> {
@@ -122,19 +134,44 @@ impl<T> FlowQueues<T> {
     /// Appends `item` to flow queue `flow`, or hands it back.
     #[inline]
     pub fn push(&mut self, flow: usize, item: T) -> Result<(), PushRefused<T>> {
+        match self.refuses(flow) {
+            Some(Refusal::UnknownFlow) => Err(PushRefused::UnknownFlow(item)),
+            Some(Refusal::Full { cap }) => Err(PushRefused::Full { item, cap }),
+            None => {
+                self.push_admitted(flow, item);
+                Ok(())
+            }
+        }
+    }
+
+    /// Why a push to flow queue `flow` would be refused now, if it would
+    /// ([`FlowQueues::push`] without the item).
+    #[inline]
+    pub fn refuses(&self, flow: usize) -> Option<Refusal> {
         if flow >= self.declared {
-            return Err(PushRefused::UnknownFlow(item));
+            return Some(Refusal::UnknownFlow);
         }
-        let f = &mut self.flows[flow];
         if self.len >= self.cap {
-            let cap = self.cap;
-            return Err(PushRefused::Full { item, cap });
+            return Some(Refusal::Full { cap: self.cap });
         }
+        let q = &self.flows[flow].queue;
+        if q.len() >= q.cap() {
+            return Some(Refusal::Full { cap: q.cap() });
+        }
+        None
+    }
+
+    /// Appends `item` to flow queue `flow`, which [`FlowQueues::refuses`]
+    /// just found takes it: the item is written once, into its place
+    /// (a push that may hand it back builds it first, then copies it).
+    /// Always inlined: called apart, the item came by reference and was
+    /// copied with a call to `memcpy` (issue 34).
+    #[inline(always)]
+    pub fn push_admitted(&mut self, flow: usize, item: T) {
+        debug_assert!(self.refuses(flow).is_none(), "only an admitted push");
+        let f = &mut self.flows[flow];
         let was_empty = f.queue.is_empty();
-        if let Err(item) = f.queue.push(item) {
-            let cap = f.queue.cap();
-            return Err(PushRefused::Full { item, cap });
-        }
+        f.queue.push_unchecked(item);
         if was_empty {
             f.start = self.virtual_time.max(f.finish);
         }
@@ -142,7 +179,6 @@ impl<T> FlowQueues<T> {
             self.current = flow;
         }
         self.len += 1;
-        Ok(())
     }
 
     /// Chooses the queue whose head goes next: the highest priority, then

@@ -19,10 +19,13 @@ pub type Bytes = u64;
 /// per task.
 #[inline]
 pub fn round_ns(x: f64) -> u64 {
-    // Below 2^52 a double's fraction `x - trunc(x)` is exact.
+    // Below 2^52 a double's fraction `x - trunc(x)` is exact. The
+    // conversions go through `i64`, exact in that range: one instruction
+    // each way on x86-64, where `u64`'s take a sequence of five or six
+    // (issue 34; the simulator rounds a few times per task).
     if (0.0..4_503_599_627_370_496.0).contains(&x) {
-        let whole = x as u64;
-        whole + u64::from(x - whole as f64 >= 0.5)
+        let whole = x as i64;
+        (whole + i64::from(x - whole as f64 >= 0.5)) as u64
     } else {
         x.round() as u64
     }

@@ -7,14 +7,15 @@
 //! so the ratio SimPy / floor bounds what any simulator built on these
 //! pieces can reach against SimPy on this machine (issue 17, docs/perf.md).
 //!
-//! With `--core`, the waiting line is the core scheduler instead of a plain
-//! FIFO (one tenant, one single-slot engine, `fcfs`), driven as `isola sim`
+//! With `--core [POLICY]`, the waiting line is the core scheduler instead of
+//! a plain FIFO (one tenant, one single-slot engine, under POLICY: `fcfs`
+//! unless named, e.g. `--core sfq`), driven as `isola sim`
 //! drives it: `submit` at each arrival, `next` when the server is free,
 //! `complete` at each departure. That is the floor of any simulator that
 //! drives the shared core, and the difference between the two runs is
 //! what the core's cycle costs a customer.
 //!
-//! Usage: `cargo run --release -p isola-sim --example mm1_floor -- [--core] [CUSTOMERS]`
+//! Usage: `cargo run --release -p isola-sim --example mm1_floor -- [--core [POLICY]] [CUSTOMERS]`
 //! (default 2,000,000). Prints one JSON line: the line used, customers,
 //! mean sojourn (us) and the 99th percentile (us).
 
@@ -49,7 +50,7 @@ enum Line {
 }
 
 impl Line {
-    fn core() -> Line {
+    fn core(policy: &str) -> Line {
         let mut b = SchedulerBuilder::new();
         let cost = Arc::new(AffineCost::constant(MEAN_SERVICE_NS));
         let engine = b.engine(EngineSpec::new("server", EngineKind::Accelerator, 1, cost));
@@ -60,9 +61,13 @@ impl Line {
                 ..Slo::weighted(1.0)
             },
         );
-        b.policy("fcfs", Default::default());
-        let Ok(sched) = b.build() else {
-            unreachable!("one tenant, one engine and fcfs make a valid scheduler");
+        b.policy(policy, Default::default());
+        let sched = match b.build() {
+            Ok(sched) => sched,
+            Err(e) => {
+                eprintln!("error: policy `{policy}`: {e}");
+                std::process::exit(2);
+            }
         };
         Line::Core {
             sched: Box::new(sched),
@@ -165,13 +170,22 @@ enum Event {
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let core = args.first().is_some_and(|a| a == "--core");
+    let mut policy = String::from("fcfs");
     if core {
         args.remove(0);
+        // A policy's name follows `--core` unless the next word is the count.
+        if let Some(name) = args
+            .first()
+            .filter(|a| !a.starts_with('-') && a.parse::<u64>().is_err())
+        {
+            policy = name.clone();
+            args.remove(0);
+        }
     }
     let customers: u64 = match args.as_slice() {
         [] => 2_000_000,
         [flag, ..] if flag.starts_with('-') => {
-            eprintln!("error: unknown flag `{flag}` (usage: mm1_floor [--core] [CUSTOMERS])");
+            eprintln!("error: unknown flag `{flag}` (usage: mm1_floor [--core [POLICY]] [CUSTOMERS])");
             std::process::exit(2);
         }
         [n] => match n.parse() {
@@ -182,7 +196,9 @@ fn main() {
             }
         },
         [_, extra, ..] => {
-            eprintln!("error: unexpected argument `{extra}` (usage: mm1_floor [--core] [CUSTOMERS])");
+            eprintln!(
+                "error: unexpected argument `{extra}` (usage: mm1_floor [--core [POLICY]] [CUSTOMERS])"
+            );
             std::process::exit(2);
         }
     };
@@ -193,7 +209,7 @@ fn main() {
     let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
     let mut events = EventQueue::new();
     let mut line = if core {
-        Line::core()
+        Line::core(&policy)
     } else {
         Line::Fifo {
             waiting: VecDeque::new(),
@@ -234,7 +250,11 @@ fn main() {
     let summary = latency.summary();
     println!(
         "{{\"line\": \"{}\", \"customers\": {}, \"mean_sojourn_us\": {:.3}, \"p99_us\": {:.3}}}",
-        if core { "core" } else { "fifo" },
+        if core {
+            format!("core {policy}")
+        } else {
+            "fifo".into()
+        },
         summary.count,
         summary.mean / 1e3,
         summary.p99 as f64 / 1e3

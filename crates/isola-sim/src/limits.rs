@@ -110,7 +110,9 @@ impl RunGuard {
     }
 
     /// Whether the run of `scenario` (lasting `horizon`, if it has one)
-    /// stays within its limits.
+    /// stays within its limits. Asked at every event: the comparisons
+    /// inline, the error apart.
+    #[inline]
     pub(crate) fn check(&self, scenario: &Scenario, horizon: Option<Nanos>) -> Result<(), SimError> {
         let run = &scenario.run;
         // `now / window < max_windows`, without a division per event.
@@ -122,6 +124,14 @@ impl RunGuard {
         if within {
             return Ok(());
         }
+        self.exceeded(scenario)
+    }
+
+    /// The limit the run exceeded, as an error ([`RunGuard::check`] found one).
+    #[cold]
+    #[inline(never)]
+    fn exceeded(&self, scenario: &Scenario) -> Result<(), SimError> {
+        let run = &scenario.run;
         let windows = self.now / run.window;
         let at = format_duration(self.now);
         let (limit, message) = if self.events > run.max_events {

@@ -109,6 +109,15 @@ struct WorkloadState {
     moved_stages: Vec<StageModel>,
     /// Whether its new requests go to the moved stages now.
     on_host: bool,
+    /// Its spec's fields that every request reads, copied here: the spec
+    /// is large and cold, read through two vectors (issue 34). Its
+    /// stages' engines, DMA direction, service scaling, flows and flow
+    /// life.
+    engines: Vec<usize>,
+    direction: isola_model::scenario::Direction,
+    measured_over_predicted: f64,
+    flows: Option<u32>,
+    flow_life: Option<Nanos>,
     issued: u64,
     limit: Option<u64>,
     closed: bool,
@@ -266,6 +275,11 @@ impl<'a> Sim<'a> {
                     m.moved_stages(&w.stages).iter().enumerate().map(model).collect()
                 }),
                 on_host: false,
+                engines: w.stages.clone(),
+                direction: w.direction,
+                measured_over_predicted: w.measured_over_predicted,
+                flows: w.flows,
+                flow_life: w.flow_life,
                 issued: 0,
                 limit,
                 closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
@@ -386,12 +400,12 @@ impl<'a> Sim<'a> {
         // The packet's 5-tuple: its flow is its source port's turn among the
         // workload's `flows` (a new port per packet without it), renewed
         // after each `flow_life`.
-        let (source_tenant, workload) = (run.tenant, self.spec(source));
+        let source_tenant = run.tenant;
         let run = &self.workloads[source];
-        let flow_seq = flow_seq(run.issued, workload.flows, workload.flow_life, self.now);
+        let flow_seq = flow_seq(run.issued, run.flows, run.flow_life, self.now);
         // Built only for what reads it: ingress rules and RSS steering.
         let tuple = (self.matching.is_some() || self.hashes_flows)
-            .then(|| packet_tuple(workload.flow.as_ref(), source_tenant, flow_seq));
+            .then(|| packet_tuple(self.spec(source).flow.as_ref(), source_tenant, flow_seq));
         let flow_hash = match &tuple {
             Some(tuple) if self.hashes_flows => rss_hash(tuple),
             _ => 0,
@@ -423,12 +437,9 @@ impl<'a> Sim<'a> {
         } else {
             self.first_workload[t]
         };
-        let w = self.spec(served_as);
-        let moved = self.workloads[served_as].on_host;
-        let mut stages = self.workloads[served_as]
-            .models(moved)
-            .iter()
-            .map(|s| s.predict(bytes, w.direction));
+        let served = &self.workloads[served_as];
+        let (moved, direction) = (served.on_host, served.direction);
+        let mut stages = served.models(moved).iter().map(|s| s.predict(bytes, direction));
         // A workload has at least one stage (the scenario checked).
         let stage_predicted = stages.next().unwrap_or(0.0);
         let predicted_total = stages.fold(stage_predicted, |total, p| total + p);
@@ -459,7 +470,7 @@ impl<'a> Sim<'a> {
         let t = request.tenant;
         let served_as = &self.workloads[request.served_as];
         let engine = match request.moved {
-            false => self.spec(request.served_as).stages[request.stage],
+            false => served_as.engines[request.stage],
             true => served_as.moved_engines[request.stage],
         };
         let op = match &request.op {
@@ -506,12 +517,9 @@ impl<'a> Sim<'a> {
             let key = d.task.id.0 as usize;
             let request = &self.requests[key];
             let t = request.tenant;
-            let w = self.spec(request.served_as);
-            let mut service = self.workloads[request.served_as].models(request.moved)[request.stage].sample(
-                bytes,
-                request.unit_exp,
-                w.direction,
-            );
+            let w = &self.workloads[request.served_as];
+            let mut service =
+                w.models(request.moved)[request.stage].sample(bytes, request.unit_exp, w.direction);
             if w.measured_over_predicted != 1.0 {
                 service = crate::round_ns(service as f64 * w.measured_over_predicted);
             }
@@ -528,7 +536,7 @@ impl<'a> Sim<'a> {
                 bytes,
                 service,
                 budget: self.sched.service_budget(engine, tenant).filter(|_| stops),
-                direction: w.direction,
+                direction: self.workloads[request.served_as].direction,
                 queue: t as u32,
                 flow_hash: request.flow_hash,
             };
@@ -662,9 +670,9 @@ impl<'a> Sim<'a> {
             return;
         }
         request.stage += 1;
-        let w = &self.scenario.tenants[c.tenant.index()].workloads[c.flow as usize];
         let models = self.workloads[request.served_as].models(request.moved);
         if request.stage < models.len() {
+            let w = &self.scenario.tenants[c.tenant.index()].workloads[c.flow as usize];
             let ratio = self.scenario.engines[e].egress_ratio;
             request.stage_bytes = crate::round_ns(request.stage_bytes as f64 * ratio).max(1);
             request.stage_predicted = models[request.stage].predict(request.stage_bytes, w.direction);

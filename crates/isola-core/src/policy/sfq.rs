@@ -39,8 +39,14 @@ pub const INFO: PolicyInfo = PolicyInfo {
 };
 
 fn build(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    Ok(Box::new(build_sfq(p, s)?))
+}
+
+/// SFQ from its checked parameters, by value (the scheduler holds the
+/// built-in `sfq` so and calls it statically).
+pub(crate) fn build_sfq(p: &Params<'_>, s: &PolicySetup<'_>) -> Result<StartTimeFairQueuing, PolicyError> {
     let charge = p.charge()?;
-    Ok(Box::new(StartTimeFairQueuing::new(s, charge)))
+    Ok(StartTimeFairQueuing::new(s, charge))
 }
 
 /// SFQ state for one engine.

@@ -101,7 +101,8 @@ pub(super) fn split_key(split: Option<Bytes>) -> Option<NonZeroU64> {
 
 pub(super) struct EngineState {
     pub(super) spec: EngineSpec,
-    pub(super) policy: Box<dyn Policy>,
+    /// Called statically for the built-in `fcfs` and `sfq` (issue 34).
+    pub(super) policy: super::static_policy::StaticPolicy,
     /// How the policy was built: a live SLO change builds it anew.
     pub(super) recipe: super::live::PolicyRecipe,
     pub(super) shares: Vec<TenantShare>,
@@ -191,7 +192,7 @@ pub(super) struct Taken {
 impl EngineState {
     pub(super) fn new(
         spec: EngineSpec,
-        policy: Box<dyn Policy>,
+        policy: super::static_policy::StaticPolicy,
         recipe: super::live::PolicyRecipe,
         slos: &[Slo],
         shares: Vec<TenantShare>,
@@ -490,7 +491,13 @@ impl EngineState {
 
     /// Plans `task` of tenant `t` at `now` (see [`Plan::new`]); also
     /// returns the subtask size it was planned with.
+    #[inline]
     pub(super) fn plan(&self, now: Nanos, t: usize, task: &Task) -> (Plan, Option<Bytes>) {
+        if self.spec.split.is_none() {
+            // No split rule: whole, as `Plan::new` plans a task without a
+            // split size (issue 34: without the call).
+            return (Plan::whole(task), None);
+        }
         let split = self.split_size(now, t, task);
         (Plan::new(task, split, &self.cost()), split)
     }

@@ -13,6 +13,7 @@
 //! service only undercounts those until they complete).
 
 use super::engine::{latency_sensitive, ChannelState, EngineState};
+use super::static_policy::StaticPolicy;
 use super::Scheduler;
 use crate::policy::registry::{PolicyInfo, PolicySetup};
 use crate::policy::{Params, Policy, PolicyError, TenantShare};
@@ -31,13 +32,13 @@ pub(super) struct PolicyRecipe {
 
 impl PolicyRecipe {
     /// A new instance for `setup`, with the recipe's checked parameters.
-    pub(super) fn build(&self, setup: &PolicySetup<'_>) -> Result<Box<dyn Policy>, PolicyError> {
+    pub(super) fn build(&self, setup: &PolicySetup<'_>) -> Result<StaticPolicy, PolicyError> {
         let checked = Params::new(
             format!("policy `{}`", self.info.name),
             self.info.params,
             &self.params,
         )?;
-        (self.info.build)(&checked, setup)
+        StaticPolicy::build(&self.info, &checked, setup)
     }
 }
 
@@ -204,14 +205,7 @@ impl Scheduler {
 impl EngineState {
     /// Applies tenant `t`'s new SLO on this engine (`slo`, already
     /// checked), with the shares and the policy built for them.
-    fn apply_slo(
-        &mut self,
-        now: Nanos,
-        t: usize,
-        slo: &Slo,
-        shares: Vec<TenantShare>,
-        policy: Box<dyn Policy>,
-    ) {
+    fn apply_slo(&mut self, now: Nanos, t: usize, slo: &Slo, shares: Vec<TenantShare>, policy: StaticPolicy) {
         self.shares = shares;
         self.limit[t] = slo.limit.map(RateShaper::new);
         self.reservation[t] = slo.reservation.map(RateShaper::new);
@@ -240,7 +234,7 @@ impl EngineState {
     }
 
     /// Replaces the policy with `policy`, told of every ready tenant's head.
-    fn restart_policy(&mut self, now: Nanos, policy: Box<dyn Policy>) {
+    fn restart_policy(&mut self, now: Nanos, policy: StaticPolicy) {
         self.policy = policy;
         for u in 0..self.state.len() {
             if self.state[u] != ChannelState::Ready {

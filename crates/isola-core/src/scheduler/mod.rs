@@ -38,6 +38,7 @@ mod engine;
 mod live;
 pub use live::SloChangeError;
 mod plan;
+mod static_policy;
 pub use plan::MAX_SUBTASKS_PER_TASK;
 mod types;
 
@@ -48,8 +49,8 @@ pub use types::{
 };
 
 use crate::engine::{EngineId, EngineSpec};
-use crate::flow_queues::{FlowQueues, PushRefused};
-use crate::policy::HeadInfo;
+use crate::flow_queues::{FlowQueues, Refusal};
+use crate::policy::{HeadInfo, Policy};
 use crate::ready_heap::IndexedHeap;
 use crate::task::{Subtask, Task};
 use crate::tenant::{Tenant, TenantId};
@@ -182,32 +183,37 @@ impl Scheduler {
         let (plan, split) = e.plan(now, t, &task);
         let head = plan.head(&task, self.next_seq, 0, 0);
         let count = plan.count();
-        let queued = Queued {
-            task,
-            next: head.into(),
-            sent: 0,
-            index: 0,
-            plan,
-            split: engine::split_key(split),
-            group: None,
-        };
-        let flow = queued.task.flow;
-        match e.channels[t].push(flow as usize, queued) {
-            Ok(()) => {}
-            Err(PushRefused::Full { item, cap }) => {
+        let flow = task.flow;
+        // Checked before the entry is built, so that it is written once,
+        // into the channel (issue 34).
+        match e.channels[t].refuses(flow as usize) {
+            None => {}
+            Some(Refusal::Full { cap }) => {
                 e.stats[t].rejected += 1;
                 let reason = RejectReason::ChannelFull {
-                    tenant: item.task.tenant,
-                    engine: item.task.engine,
+                    tenant: task.tenant,
+                    engine: task.engine,
                     cap,
                 };
-                return reject(reason, item.task);
+                return reject(reason, task);
             }
-            Err(PushRefused::UnknownFlow(item)) => {
-                let tenant = item.task.tenant;
-                return reject(RejectReason::UnknownFlow { tenant, flow }, item.task);
+            Some(Refusal::UnknownFlow) => {
+                let tenant = task.tenant;
+                return reject(RejectReason::UnknownFlow { tenant, flow }, task);
             }
         }
+        e.channels[t].push_admitted(
+            flow as usize,
+            Queued {
+                task,
+                next: head.into(),
+                sent: 0,
+                index: 0,
+                plan,
+                split: engine::split_key(split),
+                group: None,
+            },
+        );
         e.last_active[t] = Some(now);
         self.next_seq += 1;
         self.held[t] += u128::from(bytes);

@@ -83,6 +83,15 @@ impl<M: CostModel + ?Sized> TaskCost for M {
 }
 
 impl Plan {
+    /// `task` (its predicted cost filled in) in one dispatch: what
+    /// [`Plan::new`] plans without a split size.
+    #[inline]
+    pub(super) fn whole(task: &Task) -> Plan {
+        Plan::Whole {
+            cost: task.predicted_cost.unwrap_or(0),
+        }
+    }
+
     /// Plans `task` (its predicted cost filled in) in pieces of about
     /// `split` bytes (`None`: whole), predicting each piece's cost with the
     /// task's planner, else `model`, else (when neither knows the operator)
@@ -90,7 +99,7 @@ impl Plan {
     pub(super) fn new<M: TaskCost + ?Sized>(task: &Task, split: Option<Bytes>, model: &M) -> Plan {
         let total = task.predicted_cost.unwrap_or(0);
         let Some(size) = split.filter(|&s| s > 0 && s < task.bytes) else {
-            return Plan::Whole { cost: total };
+            return Plan::whole(task);
         };
         // Enlarged if needed so that no task has more than
         // `MAX_SUBTASKS_PER_TASK` pieces: each is a dispatch, a hand-off

@@ -35,21 +35,72 @@ struct FlowTally {
 }
 
 /// Every flow queue's tally of one tenant, grown as its flows appear.
-#[derive(Debug, Clone, Default)]
-pub(super) struct FlowTallies(Vec<FlowTally>);
+///
+/// While every task counted came through flow queue 0 (a tenant without
+/// flows: every tenant of most runs), nothing is counted here: queue 0's
+/// figures are the tenant's own, and are taken from them
+/// ([`TenantFigures`]) when a task of another queue first comes (issue 34:
+/// a second latency record per completed task, for figures that a tenant
+/// with one queue never reports).
+#[derive(Debug, Clone)]
+pub(super) struct FlowTallies {
+    flows: Vec<FlowTally>,
+    /// Whether every task counted so far came through queue 0 (`flows` is
+    /// then empty).
+    only_first: bool,
+}
+
+impl Default for FlowTallies {
+    fn default() -> Self {
+        FlowTallies {
+            flows: Vec::new(),
+            only_first: true,
+        }
+    }
+}
+
+/// The tenant's own figures, before the task being counted: those of its
+/// flow queue 0 while every task came through it.
+pub(super) struct TenantFigures<'a> {
+    /// Its completed tasks' latencies.
+    pub(super) latency: &'a LatencySamples,
+    /// Its completed tasks.
+    pub(super) completed: u64,
+    /// Their bytes.
+    pub(super) bytes: u64,
+    /// Its rejected tasks.
+    pub(super) rejected: u64,
+}
 
 impl FlowTallies {
-    /// Counts task `r` against its flow queue.
-    pub(super) fn record(&mut self, r: &TaskRecord) {
+    /// Counts task `r` against its flow queue; `tenant`: the tenant's
+    /// figures before `r`.
+    #[inline]
+    pub(super) fn record(&mut self, r: &TaskRecord, tenant: TenantFigures<'_>) {
         let f = r.flow as usize;
+        if self.only_first {
+            if f == 0 {
+                return;
+            }
+            // Queue 0 got what the tenant got until now.
+            self.only_first = false;
+            if tenant.completed + tenant.rejected > 0 || tenant.latency.count() > 0 {
+                self.flows.push(FlowTally {
+                    latency: tenant.latency.clone(),
+                    completed: tenant.completed,
+                    bytes: tenant.bytes,
+                    rejected: tenant.rejected,
+                });
+            }
+        }
         if f >= isola_core::tenant::MAX_FLOW_QUEUES {
             // No tenant has such a queue: counted in its tenant's figures only.
             return;
         }
-        if self.0.len() <= f {
-            self.0.resize_with(f + 1, FlowTally::default);
+        if self.flows.len() <= f {
+            self.flows.resize_with(f + 1, FlowTally::default);
         }
-        let tally = &mut self.0[f];
+        let tally = &mut self.flows[f];
         match r.outcome {
             Outcome::Completed => {
                 tally.latency.record(r.end.saturating_sub(r.arrival));
@@ -65,10 +116,10 @@ impl FlowTallies {
     /// tenant whose tasks all came through one queue (its own figures are
     /// that queue's).
     pub(super) fn results(&mut self, secs: f64) -> Vec<FlowResult> {
-        if self.0.len() < 2 {
+        if self.flows.len() < 2 {
             return Vec::new();
         }
-        self.0
+        self.flows
             .iter_mut()
             .enumerate()
             .map(|(i, t)| FlowResult {

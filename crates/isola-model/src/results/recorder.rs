@@ -273,7 +273,13 @@ impl RunRecorder {
         if r.outcome != Outcome::Unmatched {
             self.sojourn += u128::from(r.end.saturating_sub(r.arrival));
         }
-        tally.flows.record(&r);
+        let figures = super::flows::TenantFigures {
+            latency: &tally.latency,
+            completed: tally.completed,
+            bytes: tally.bytes,
+            rejected: tally.rejected,
+        };
+        tally.flows.record(&r, figures);
         match r.outcome {
             Outcome::Rejected => tally.rejected += 1,
             Outcome::Aborted => tally.aborted += 1,
