@@ -36,7 +36,7 @@ impl<T> VirtualChannel<T> {
     /// Appends `item`; the caller checked that the channel holds less
     /// than its cap.
     #[inline(always)]
-    pub fn push_unchecked(&mut self, item: T) {
+    pub(crate) fn push_unchecked(&mut self, item: T) {
         debug_assert!(self.queue.len() < self.cap, "a push within the cap");
         self.queue.push_back(item);
     }

@@ -167,7 +167,7 @@ impl<T> FlowQueues<T> {
     /// Always inlined: called apart, the item came by reference and was
     /// copied with a call to `memcpy` (issue 34).
     #[inline(always)]
-    pub fn push_admitted(&mut self, flow: usize, item: T) {
+    pub(crate) fn push_admitted(&mut self, flow: usize, item: T) {
         debug_assert!(self.refuses(flow).is_none(), "only an admitted push");
         let f = &mut self.flows[flow];
         let was_empty = f.queue.is_empty();

@@ -92,6 +92,23 @@ users = [0]
         message.contains("inline.toml:6") && message.contains("inline_below") && message.contains("1ms"),
         "{message}"
     );
+    for (engine, refused) in [
+        ("workers = 0\n", "workers = 0"),
+        ("kind = \"dma\"\n", "accelerator and pu"),
+    ] {
+        let e = DaemonConfig::parse(
+            &text.replace(
+                "inline_below = \"2ms\"",
+                &format!("{engine}inline_below = \"1us\""),
+            ),
+            Path::new("/tmp/inline.toml"),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains(refused) && e.key.as_deref() == Some("inline_below"),
+            "{e}"
+        );
+    }
     let ok = DaemonConfig::parse(&text.replace("2ms", "500ns"), Path::new("/tmp/inline.toml")).unwrap();
     assert_eq!(ok.engines[0].inline_below, 500);
     let default = DaemonConfig::parse(

@@ -10,8 +10,8 @@
 //! dispatcher -> worker -> tenant). With more polling threads than cores
 //! each hand-off to a thread without a core waits for one to yield it
 //! (docs/perf.md, "Issue 34: the worker path's round trip"). A pure spin
-//! with more threads than cores can take a whole scheduler tick a round:
-//! it is bounded here by a timeout per round.
+//! with more threads than cores can take a whole scheduler tick a round,
+//! or never end: the run gives up after 30 s in all.
 //!
 //! Usage: `cargo run --release -p isola-runtime --example handoff_floor --
 //! THREADS yield|spin|hybrid:K [ROUNDS]`

@@ -206,7 +206,8 @@ impl EngineConfig {
     /// every task goes to a worker). A worker's hand-off and its report
     /// back are two thread hand-offs, each a wake-up or, with polling
     /// threads on a machine with fewer cores than threads, a wait for a
-    /// core: about 2.5 us on a 2-core machine, many times a 64 B task.
+    /// core: 2-2.5 us more on a 2-core machine (docs/perf.md, "Issue 34:
+    /// the worker path's round trip"), many times a 64 B task.
     /// A task that runs here is the engine's only one (its workers are
     /// idle), charged and timed as a worker's would be, so nothing about
     /// the engine's share changes. Its price is the dispatcher's time, so
@@ -215,7 +216,9 @@ impl EngineConfig {
     /// still running at 8 x `ns` ([`crate::INLINE_OVERRUN`]) is stopped
     /// and run again from the start on a worker, and its tenant's tasks
     /// on this engine go to the workers for 10 ms, doubled at each further
-    /// stop up to 10 s. Subtasks, batches and non-compute engines always
+    /// stop up to 10 s; a task of one chunk (asked only before it starts)
+    /// runs to its end, and two of a tenant's in a row past 8 x `ns`
+    /// demote it alike. Subtasks, batches and non-compute engines always
     /// go to the workers.
     pub fn with_inline_below(mut self, ns: isola_core::Nanos) -> Self {
         self.inline_below = ns;

@@ -59,6 +59,16 @@ pub(crate) struct Watchdog {
     pub left_ns: u64,
 }
 
+impl Watchdog {
+    /// The error of a piece stopped at the budget, having run since `started`.
+    fn over_budget(self, started: Instant) -> TaskError {
+        TaskError::OverBudget {
+            budget_ns: self.budget_ns,
+            ran_ns: (self.budget_ns - self.left_ns).saturating_add(started.elapsed().as_nanos() as u64),
+        }
+    }
+}
+
 /// Asked by the operator between chunks of its work: stop once the
 /// clock passes the deadline (one vDSO clock read a chunk).
 struct Deadline(Instant);
@@ -226,7 +236,7 @@ fn run_one(item: WorkItem, place: &WorkerPlace, reports: &mut Vec<WorkDone>) -> 
 /// threads of its own ([`crate::EngineConfig::on_dispatcher`]).
 pub(crate) fn work(item: WorkItem, place: &WorkerPlace) -> WorkDone {
     match run_timed(item, place, None) {
-        Ok(done) => done,
+        Ok(run) => run.done,
         Err(_) => unreachable!("only a run with a limit stops at it"),
     }
 }
@@ -234,13 +244,14 @@ pub(crate) fn work(item: WorkItem, place: &WorkerPlace) -> WorkDone {
 /// Runs whole task `item` at `place` as [`work`] does, stopping it if it
 /// runs longer than `limit` (the dispatcher's run of a small task:
 /// `inline.rs`): then it is given back, as it was handed in, to be run
-/// elsewhere from the start. The operator must be stoppable
-/// ([`isola_ops::Operator::stoppable`]).
+/// elsewhere from the start. A task the operator never asks about again
+/// (one chunk of work) runs to its end, and is reported late if it took
+/// longer. The operator must be stoppable ([`isola_ops::Operator::stoppable`]).
 pub(crate) fn work_within(
     item: WorkItem,
     place: &WorkerPlace,
     limit: std::time::Duration,
-) -> Result<WorkDone, Box<WorkItem>> {
+) -> Result<RunWithin, Box<WorkItem>> {
     debug_assert!(item.part.is_none(), "only whole tasks run within a limit");
     run_timed(item, place, Some(limit))
 }
@@ -251,7 +262,7 @@ fn run_timed(
     mut item: WorkItem,
     place: &WorkerPlace,
     limit: Option<std::time::Duration>,
-) -> Result<WorkDone, Box<WorkItem>> {
+) -> Result<RunWithin, Box<WorkItem>> {
     let shared = &place.shared;
     let busy = &shared.busy[place.engine];
     let since_epoch = |at: Instant| at.duration_since(shared.epoch).as_nanos() as u64;
@@ -277,8 +288,9 @@ fn run_timed(
         // Before the completion goes out: see `EngineBusy::handed`.
         busy.piece_ended();
     }
-    let mut output = match ran {
-        Ran::Output(output) => output,
+    let (mut output, late) = match ran {
+        Ran::Output(output) => (output, false),
+        Ran::Late(output) => (output, true),
         Ran::OverLimit => {
             item.direct = direct;
             return Err(Box::new(item));
@@ -323,22 +335,34 @@ fn run_timed(
         shared.complete(completion, &d.reply);
         output = Ok(PartOutput::Delivered);
     }
-    Ok(WorkDone {
+    let done = WorkDone {
         token,
         output,
         started,
         measured_ns,
         off_cpu_ns,
         on_dispatcher: place.dispatcher,
-    })
+    };
+    Ok(RunWithin { done, late })
 }
 
 /// What running an item gave.
 enum Ran {
     /// Its output, or why there is none.
     Output(Result<PartOutput, TaskError>),
+    /// A run within a limit ended, but after the limit had passed.
+    Late(Result<PartOutput, TaskError>),
     /// It ran past the limit of a run within one, and was stopped.
     OverLimit,
+}
+
+/// A run within a limit that ran to its end ([`work_within`]).
+pub(crate) struct RunWithin {
+    /// Its report.
+    pub done: WorkDone,
+    /// It ended after the limit had passed (counted from its first look
+    /// at the watch): it stands, but ran longer than it was allowed.
+    pub late: bool,
 }
 
 /// Sends the dispatcher every report in `reports` (emptied), as one
@@ -380,10 +404,12 @@ fn execute(item: &mut WorkItem, started: Instant, limit: Option<std::time::Durat
             }
             Ok(Err(isola_ops::OpError::Stopped { .. })) => {
                 let w = watchdog.expect("a budget's deadline comes from a watchdog");
-                Ran::Output(Err(TaskError::OverBudget {
-                    budget_ns: w.budget_ns,
-                    ran_ns: (w.budget_ns - w.left_ns).saturating_add(started.elapsed().as_nanos() as u64),
-                }))
+                Ran::Output(Err(w.over_budget(started)))
+            }
+            // Run to its end, but past the limit (a task of one chunk is
+            // asked only before it starts): it stands, and says so.
+            Ok(result) if watch.limit_passed() => {
+                Ran::Late(result.map(PartOutput::Whole).map_err(TaskError::Operator))
             }
             Ok(result) => Ran::Output(result.map(PartOutput::Whole).map_err(TaskError::Operator)),
             Err(e) => Ran::Output(Err(e)),
@@ -406,10 +432,7 @@ fn execute_piece(
 ) -> Result<PartOutput, TaskError> {
     // A stop by the watch is the tenant's budget, not the operator's failure.
     let over = |e: isola_ops::OpError| match (e, watchdog) {
-        (isola_ops::OpError::Stopped { .. }, Some(w)) => TaskError::OverBudget {
-            budget_ns: w.budget_ns,
-            ran_ns: (w.budget_ns - w.left_ns).saturating_add(started.elapsed().as_nanos() as u64),
-        },
+        (isola_ops::OpError::Stopped { .. }, Some(w)) => w.over_budget(started),
         (e, _) => TaskError::Operator(e),
     };
     let Some(op) = job.work.operator() else {

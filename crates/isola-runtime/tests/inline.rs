@@ -3,13 +3,15 @@
 //! completion says where it ran, and the rule keeps to its limits: larger
 //! predictions, a busy worker and a limit of 0 send tasks to the worker;
 //! a task that overruns 8 times the limit is stopped and run again on the
-//! worker, with the same output, while other tenants still run on the
-//! dispatcher; an operator that cannot be stopped never runs on the
-//! dispatcher.
+//! worker, while other tenants still run on the dispatcher; a task of one
+//! chunk (asked only before it starts) that overruns stands, and its
+//! tenant's next tasks go to the worker; an operator that cannot be
+//! stopped never runs on the dispatcher.
 
 use isola_core::{AffineCost, Slo, TenantId};
 use isola_runtime::{Completion, EngineConfig, Mode, Runtime, RuntimeBuilder, DEFAULT_INLINE_BELOW};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// One engine of one worker, `queue_depth` 1, predicting `base_ns` +
@@ -93,22 +95,124 @@ fn larger_predictions_and_a_limit_of_zero_go_to_the_worker() {
     rt.shutdown();
 }
 
+/// Counts its runs: watched ones (on the dispatcher) and plain ones (on a
+/// worker, with no budget to watch).
+#[derive(Default)]
+struct Runs {
+    watched: AtomicUsize,
+    plain: AtomicUsize,
+}
+
+/// Works 20 ms in steps of 10 us, asking its watch before each (a long
+/// task of a stoppable operator, predicted small).
+struct Paced(Arc<Runs>);
+
+impl isola_ops::Operator for Paced {
+    fn name(&self) -> &'static str {
+        "paced"
+    }
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, isola_ops::OpError> {
+        self.0.plain.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        Ok(input.to_vec())
+    }
+    fn run_watched(&self, input: &[u8], watch: &dyn isola_ops::Watch) -> Result<Vec<u8>, isola_ops::OpError> {
+        self.0.watched.fetch_add(1, Ordering::SeqCst);
+        for step in 0..2_000u64 {
+            if watch.should_stop() {
+                return Err(isola_ops::OpError::Stopped {
+                    op: "paced",
+                    done: step,
+                    total: input.len() as u64,
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_micros(10));
+        }
+        Ok(input.to_vec())
+    }
+    fn stoppable(&self) -> bool {
+        true
+    }
+}
+
+/// Asks its watch once, before it starts, then works 1 ms (a task of one
+/// chunk that takes far longer than predicted).
+struct OneChunk;
+
+impl isola_ops::Operator for OneChunk {
+    fn name(&self) -> &'static str {
+        "one-chunk"
+    }
+    fn run(&self, input: &[u8]) -> Result<Vec<u8>, isola_ops::OpError> {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        Ok(input.to_vec())
+    }
+    fn run_watched(&self, input: &[u8], watch: &dyn isola_ops::Watch) -> Result<Vec<u8>, isola_ops::OpError> {
+        if watch.should_stop() {
+            return Err(isola_ops::OpError::Stopped {
+                op: "one-chunk",
+                done: 0,
+                total: input.len() as u64,
+            });
+        }
+        self.run(input)
+    }
+    fn stoppable(&self) -> bool {
+        true
+    }
+}
+
 #[test]
 fn a_task_past_the_limit_is_stopped_and_run_again_on_the_worker() {
-    // 200 ns + 0.0001 ns a byte: a 4 MiB sha256 is predicted at 0.6 us,
-    // within the limit, but takes milliseconds.
-    let rt = runtime(200.0, 0.0001, Some(2_000));
-    let input = vec![3u8; 4 << 20];
-    let big = run(&rt, 0, "sha256", input.clone());
-    // Stopped on the dispatcher at 16 us, it ran again, whole, on the worker.
-    assert!(
-        !big.on_dispatcher && big.service_ns > 16_000,
-        "{}",
-        big.service_ns
+    let rt = runtime(200.0, 0.0, Some(2_000));
+    let runs = Arc::new(Runs::default());
+    let c = rt
+        .tenant(TenantId(0))
+        .submit_operator(Arc::new(Paced(Arc::clone(&runs))), vec![4; 16])
+        .expect("accepted")
+        .wait();
+    assert_eq!(c.result.expect("paced runs"), vec![4; 16]);
+    // Started on the dispatcher (watched), stopped at 16 us, run whole on
+    // the worker (plain): one completion.
+    assert_eq!(
+        runs.watched.load(Ordering::SeqCst),
+        1,
+        "it started on the dispatcher"
     );
-    let sha = isola_ops::build_operator("sha256", &BTreeMap::new()).unwrap();
-    assert_eq!(big.result.expect("sha256 runs"), sha.run(&input).unwrap());
+    assert_eq!(
+        runs.plain.load(Ordering::SeqCst),
+        1,
+        "and ran again on the worker"
+    );
+    assert!(!c.on_dispatcher);
     // Another tenant's small tasks still run on the dispatcher.
+    assert!(run(&rt, 1, "crc32c", vec![5; 64]).on_dispatcher);
+    rt.shutdown();
+}
+
+#[test]
+fn tasks_of_one_chunk_over_the_limit_stand_and_twice_demote_their_tenant() {
+    let rt = runtime(200.0, 0.0, Some(2_000));
+    for run in 0..2 {
+        let c = rt
+            .tenant(TenantId(0))
+            .submit_operator(Arc::new(OneChunk), vec![6; 16])
+            .expect("accepted")
+            .wait();
+        // It could not be stopped: it ran to its end on the dispatcher.
+        assert!(
+            c.on_dispatcher && c.service_ns >= 1_000_000,
+            "run {run}: {}",
+            c.service_ns
+        );
+        assert_eq!(c.result.expect("one-chunk runs"), vec![6; 16]);
+    }
+    // Twice 1 ms against a 16 us limit: a's tasks go to the worker for
+    // 10 ms; b's still run on the dispatcher.
+    assert!(
+        !run(&rt, 0, "crc32c", vec![5; 64]).on_dispatcher,
+        "a was not demoted"
+    );
     assert!(run(&rt, 1, "crc32c", vec![5; 64]).on_dispatcher);
     rt.shutdown();
 }

@@ -564,8 +564,9 @@ fn check_ops(src: &Source<'_>, e: &RawEngine, kind: EngineKind) -> Result<(), Sc
 }
 
 /// `workers` (0 to 256), `queue_depth` (0 to 1024; none without workers)
-/// and `inline_below` (at most 1 ms: a task run on the dispatcher holds
-/// every tenant's submissions while it runs).
+/// and `inline_below` (compute engines with workers only; at most 1 ms: a
+/// task run on the dispatcher holds every tenant's submissions while it
+/// runs).
 fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut DaemonEngine) -> Result<(), ScenarioError> {
     if let Some(w) = &e.workers {
         if *w.get_ref() > 256 {
@@ -587,6 +588,18 @@ fn check_threads(src: &Source<'_>, e: &RawEngine, engine: &mut DaemonEngine) -> 
         engine.queue_depth = *q.get_ref();
     }
     if let Some(i) = &e.inline_below {
+        let refused = match engine.kind {
+            EngineKind::Dma | EngineKind::Egress => Some(
+                "only applies to accelerator and pu engines: DMA and egress work always goes to the workers",
+            ),
+            _ if engine.workers == 0 => {
+                Some("with workers = 0 the dispatcher runs every task already; leave inline_below out")
+            }
+            _ => None,
+        };
+        if let Some(message) = refused {
+            return Err(src.at(i.span(), Some("inline_below"), message));
+        }
         if i.get_ref().0 > MAX_INLINE_BELOW_NS {
             return Err(src.at(
                 i.span(),

@@ -297,11 +297,18 @@ impl Dispatcher {
         let limit = std::time::Duration::from_nanos(rule.limit());
         let tenant = item.tenant;
         match crate::worker::work_within(item, place, limit) {
-            Ok(done) => {
+            Ok(run) => {
+                // Late (a task of one chunk, asked only before it began,
+                // that took longer than the limit): it stands; twice in a
+                // row, its tenant is demoted as if it had been stopped.
+                let late = run.late.then(|| self.now());
                 if let Some((rule, _)) = &mut self.inline[engine] {
-                    rule.ran_to_end(tenant);
+                    match late {
+                        Some(now) => rule.ran_late(tenant, now),
+                        None => rule.ran_to_end(tenant),
+                    }
                 }
-                Ok(self.ran_here(done))
+                Ok(self.ran_here(run.done))
             }
             Err(item) => {
                 let now = self.now();

@@ -6,8 +6,8 @@
 //! report back (its completion, on the way to the tenant). On a machine
 //! with fewer cores than polling threads each crossing waits for a core
 //! (docs/perf.md, "Issue 34: the worker path's round trip": a token passed
-//! round three polling threads on two cores takes 2.4 us, round two 0.5
-//! us), which is many times a 64 B task's service. So a whole task the
+//! round three polling threads on two cores takes 2.1-2.4 us, round two
+//! 0.4-0.6 us), which is many times a 64 B task's service. So a whole task the
 //! core predicts to be shorter than that runs here, as an engine run on
 //! the dispatcher runs every task, but only while none of the engine's
 //! workers has work: the task is then the engine's only one, served at
@@ -29,10 +29,13 @@
 //! again; a run here to its end starts the doubling over (a stop may be
 //! the machine's: a run preempted by another thread for 16 us is stopped
 //! too). The limit counts from the operator's first look at its watch,
-//! so a task of one chunk of work (every small one) is never stopped. A
-//! tenant whose tasks are all costlier than predicted holds the
-//! dispatcher for 16 us once every 10 s at most; the stopped run's time
-//! is the engine's (its busy time counts it) but no tenant's charge.
+//! so a task of one chunk of work (every small one) is never stopped: it
+//! runs to its end, and two such runs of a tenant in a row past the limit
+//! demote it as a stop does (one alone may be an operator's first, cold
+//! run). A tenant whose tasks are all costlier than predicted so holds
+//! the dispatcher for two tasks, or 16 us, once every 10 s at most; the
+//! stopped run's time is the engine's (its busy time counts it) but no
+//! tenant's charge.
 
 use isola_core::{Dispatch, Nanos};
 
@@ -51,9 +54,19 @@ pub(crate) const LAST_DEMOTION_NS: Nanos = 10_000_000_000;
 pub(crate) struct Inline {
     /// Whole tasks predicted at most this long run here, ns (> 0).
     below: Nanos,
-    /// Per tenant: until when its tasks go to the workers, and how many
-    /// of its runs here were stopped.
-    demoted: Vec<(Nanos, u32)>,
+    /// Per tenant: its record of runs here.
+    demoted: Vec<Demotion>,
+}
+
+/// One tenant's record of its runs on the dispatcher.
+#[derive(Debug, Clone, Copy, Default)]
+struct Demotion {
+    /// Its tasks go to the workers until then, ns.
+    until: Nanos,
+    /// Its runs here stopped (or ended late twice) since one ran on time.
+    stops: u32,
+    /// Its last run here ended past the limit.
+    late: bool,
 }
 
 impl Inline {
@@ -77,7 +90,7 @@ impl Inline {
             && self
                 .demoted
                 .get(d.task.tenant.index())
-                .is_none_or(|&(until, _)| until <= now)
+                .is_none_or(|t| t.until <= now)
     }
 
     /// How long a task may run here before it is stopped, ns.
@@ -85,27 +98,43 @@ impl Inline {
         self.below.saturating_mul(INLINE_OVERRUN)
     }
 
-    /// A task of `tenant` ran here to its end: its next stop, if any,
-    /// demotes it for [`FIRST_DEMOTION_NS`] again.
+    /// A task of `tenant` ran here to its end within the limit: its next
+    /// stop, if any, demotes it for [`FIRST_DEMOTION_NS`] again.
     pub(super) fn ran_to_end(&mut self, tenant: usize) {
-        if let Some((_, stops)) = self.demoted.get_mut(tenant) {
-            *stops = 0;
+        if let Some(t) = self.demoted.get_mut(tenant) {
+            t.stops = 0;
+            t.late = false;
         }
+    }
+
+    /// A task of `tenant` ran here to its end at `now`, but past the
+    /// limit: the second such run in a row demotes it as a stop does.
+    pub(super) fn ran_late(&mut self, tenant: usize, now: Nanos) {
+        let t = self.tenant(tenant);
+        if std::mem::replace(&mut t.late, true) {
+            t.late = false;
+            self.demote(tenant, now);
+        }
+    }
+
+    /// `tenant`'s record, made if it has none.
+    fn tenant(&mut self, tenant: usize) -> &mut Demotion {
+        if self.demoted.len() <= tenant {
+            self.demoted.resize(tenant + 1, Demotion::default());
+        }
+        &mut self.demoted[tenant]
     }
 
     /// A task of `tenant` ran past [`Inline::limit`] here at `now`: its
     /// tasks go to the workers for twice as long as after its last stop
     /// ([`FIRST_DEMOTION_NS`] the first time, [`LAST_DEMOTION_NS`] at most).
     pub(super) fn demote(&mut self, tenant: usize, now: Nanos) {
-        if self.demoted.len() <= tenant {
-            self.demoted.resize(tenant + 1, (0, 0));
-        }
-        let (until, stops) = &mut self.demoted[tenant];
+        let t = self.tenant(tenant);
         let period = FIRST_DEMOTION_NS
-            .saturating_mul(1u64 << (*stops).min(20))
+            .saturating_mul(1u64 << t.stops.min(20))
             .min(LAST_DEMOTION_NS);
-        *stops = stops.saturating_add(1);
-        *until = now.saturating_add(period);
+        t.stops = t.stops.saturating_add(1);
+        t.until = now.saturating_add(period);
     }
 }
 
@@ -115,7 +144,7 @@ mod tests {
 
     /// Until when `tenant`'s tasks go to the workers.
     fn until(i: &Inline, tenant: usize) -> Nanos {
-        i.demoted.get(tenant).map_or(0, |d| d.0)
+        i.demoted.get(tenant).map_or(0, |d| d.until)
     }
 
     #[test]
@@ -142,6 +171,18 @@ mod tests {
             7 + FIRST_DEMOTION_NS,
             "a run to its end starts over"
         );
+    }
+
+    #[test]
+    fn two_late_runs_in_a_row_demote_one_does_not() {
+        let mut i = Inline::new(2_000).expect("a limit above 0");
+        i.ran_late(1, 100);
+        assert_eq!(until(&i, 1), 0, "one late run may be a cold first one");
+        i.ran_to_end(1);
+        i.ran_late(1, 200);
+        assert_eq!(until(&i, 1), 0, "an on-time run in between starts over");
+        i.ran_late(1, 300);
+        assert_eq!(until(&i, 1), 300 + FIRST_DEMOTION_NS);
     }
 
     #[test]
