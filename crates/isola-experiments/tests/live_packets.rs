@@ -15,6 +15,10 @@ use std::path::Path;
 
 /// The PU contention scenario, its run cut to `duration_ns` of scenario
 /// time and to `policies`.
+/// The tests here time kernels (a run's calibration) or load both cores:
+/// one at a time, so that one's load is not another's calibration noise.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn pu_contention(duration_ns: u64, policies: &[&str]) -> Scenario {
     let path = format!(
         "{}/../../scenarios/osmosis-pu-contention.toml",
@@ -33,6 +37,7 @@ fn jain2(a: f64, b: f64) -> f64 {
 
 #[test]
 fn pu_contention_runs_over_packets_and_wlbvt_is_fairer_than_round_robin() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let scenario = pu_contention(4_000_000, &["rr", "wlbvt", "fcfs", "drr", "sfq"]);
     check_live(&scenario).unwrap();
     let report = run_live(&scenario, &[], None, &mut |_, _, _| {}).unwrap();
@@ -131,6 +136,7 @@ fn mtda_balanced_pair(duration: &str, policies: &[(&str, Option<&str>)]) -> Scen
 /// a loaded machine).
 #[test]
 fn mtda_balanced_runs_over_packets_with_every_packet_accounted_for_and_fair_shares() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     // 5 ms at 25 Gbit/s: 15,259 packets of 1 KiB, half each.
     let scenario = mtda_balanced_pair("5ms", &[("drr", Some("bytes")), ("mtda", None)]);
     check_live(&scenario).unwrap();
@@ -193,6 +199,7 @@ fn mtda_balanced_runs_over_packets_with_every_packet_accounted_for_and_fair_shar
 /// other live tests beside it): far from the 1.0 of one model for both.
 #[test]
 fn each_flow_is_predicted_by_its_own_kernels_cost() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     use isola_core::CostModel;
     let scenario = pu_contention(1_000_000, &["drr"]);
     let run = scenario.run.policies[0].clone();

@@ -75,30 +75,22 @@ service = { dist = "constant", time = "600ns" }
 /// would run 3 for a's 5 and take 0.64 of the service.
 #[test]
 fn drr_shares_service_not_the_path() {
-    let tenants = |cost_a: &str, cost_b: &str| {
+    let tenant = |name: &str, cost: &str| {
         format!(
             r#"
 [[tenant]]
-name = "a"
+name = "{name}"
 queue_cap = 64
 [tenant.workload]
 engine = "pu"
 size = "64B"
 arrival = {{ poisson = "1M/s" }}
-service = {{ dist = "constant", time = "{cost_a}" }}
-
-[[tenant]]
-name = "b"
-queue_cap = 64
-[tenant.workload]
-engine = "pu"
-size = "64B"
-arrival = {{ poisson = "1M/s" }}
-service = {{ dist = "constant", time = "{cost_b}" }}
+service = {{ dist = "constant", time = "{cost}" }}
 "#
         )
     };
-    let p = run(r#"dispatch_overhead = "2us""#, &tenants("1us", "3us"), "drr");
+    let tenants = tenant("a", "1us") + &tenant("b", "3us");
+    let p = run(r#"dispatch_overhead = "2us""#, &tenants, "drr");
     let (a, b) = (&p.tenants[0], &p.tenants[1]);
     assert!(
         (a.engine_time_share - 0.5).abs() < 0.02,

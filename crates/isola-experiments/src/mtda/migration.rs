@@ -23,48 +23,31 @@ use isola_model::PolicyResult;
 /// free on the Arm cores, and at 0.1 ms also one that still takes half
 /// its cost there (the forwarding MTDA calls migration's overhead).
 pub(super) const TABLE_IV: [Host; 3] = [
-    Host {
-        cores: 2,
-        up_ns: 1_000_000,
-        down_ns: 100_000,
-        every_ns: 1_000_000,
-        keep: 0.0,
-    },
-    Host {
-        cores: 2,
-        up_ns: 100_000,
-        down_ns: 10_000,
-        every_ns: 1_000_000,
-        keep: 0.0,
-    },
-    Host {
-        cores: 2,
-        up_ns: 100_000,
-        down_ns: 10_000,
-        every_ns: 1_000_000,
-        keep: 0.5,
-    },
+    host(1_000_000, 1_000_000, 0.0),
+    host(100_000, 1_000_000, 0.0),
+    host(100_000, 1_000_000, 0.5),
 ];
 
 /// Fig. 12's variants (45 s in 1 s windows): 2 host cores, `up` 1 ms and
 /// `down` 0.1 ms a core, checked every 10 ms (moves far quicker than a
 /// window) or every second (as slow as one).
 pub(super) const STABILITY: [Host; 2] = [
-    Host {
-        cores: 2,
-        up_ns: 1_000_000,
-        down_ns: 100_000,
-        every_ns: 10_000_000,
-        keep: 0.0,
-    },
-    Host {
-        cores: 2,
-        up_ns: 1_000_000,
-        down_ns: 100_000,
-        every_ns: 1_000_000_000,
-        keep: 0.0,
-    },
+    host(1_000_000, 10_000_000, 0.0),
+    host(1_000_000, 1_000_000_000, 0.0),
 ];
+
+/// Every variant's host: 2 cores, moving out over `up_ns` of queued work
+/// a core and back under a tenth of it, checked every `every_ns`, a moved
+/// request keeping `keep` of its cost on the Arm cores.
+const fn host(up_ns: u64, every_ns: u64, keep: f64) -> Host {
+    Host {
+        cores: 2,
+        up_ns,
+        down_ns: up_ns / 10,
+        every_ns,
+        keep,
+    }
+}
 
 /// A variant's label: `ipipe+host/<cores>c/up<up>/every<every>[/keep<k>]`.
 pub(super) fn label(h: &Host) -> String {
