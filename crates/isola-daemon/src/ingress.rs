@@ -406,7 +406,10 @@ impl Ingress {
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
         }
         let runtime = Arc::clone(shared);
-        let waker = wake.spawn(Arc::clone(stopping), move || runtime.runtime.wake_dispatcher())?;
+        let realtime = shared.runtime.dispatcher_realtime();
+        let waker = wake.spawn(Arc::clone(stopping), realtime, move || {
+            runtime.runtime.wake_dispatcher()
+        })?;
         Ok(Ingress {
             addrs: bound,
             shared: Arc::clone(shared),

@@ -314,6 +314,16 @@ impl Daemon {
         let table = tenants::TenantTable::new(&config);
         let (b, host_windows) = runtime_builder(&config, &table)?;
         let runtime = b.start().map_err(|e| DaemonError::Runtime(Box::new(e)))?;
+        let refused = runtime.threads().into_iter().find_map(|t| match t.realtime {
+            isola_runtime::RealtimeOutcome::Refused { reason } => Some(reason),
+            _ => None,
+        });
+        if let Some(reason) = refused {
+            eprintln!(
+                "isolad: realtime = true, but the system refused a real-time class ({reason}): \
+                 the runtime's threads run in the normal class"
+            );
+        }
         let metrics = Arc::new(metrics::Metrics::new(&config));
         metrics.watch_costs(runtime.learned_costs_handle());
         let metrics_server = match config.metrics {

@@ -72,15 +72,27 @@ impl SocketWake {
     }
 
     /// Starts the thread that waits on the set until `stopping`, calling
-    /// `wake` when a datagram arrives at an armed socket.
+    /// `wake` when a datagram arrives at an armed socket. It runs in
+    /// `realtime` (the dispatcher's class) where one is given and the
+    /// system permits: it is the first step of a sleeping dispatcher's
+    /// path to a datagram, and a normal thread waits behind the machine's
+    /// busy threads for a time slice.
     pub(crate) fn spawn(
         self,
         stopping: Arc<AtomicBool>,
+        realtime: Option<isola_runtime::Realtime>,
         wake: impl Fn() + Send + 'static,
     ) -> io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("isolad-udp-wake".into())
-            .spawn(move || self.run(&stopping, &wake))
+            .spawn(move || {
+                if let Some(rt) = realtime {
+                    // Refused (no privilege): it waits in the normal class, as
+                    // the runtime's threads then do.
+                    let _ = rt.enter_current_thread();
+                }
+                self.run(&stopping, &wake)
+            })
     }
 
     fn run(&self, stopping: &AtomicBool, wake: &dyn Fn()) {
@@ -185,7 +197,9 @@ mod tests {
         let stopping = Arc::new(AtomicBool::new(false));
         let (woke_tx, woke) = mpsc::channel();
         let thread = wake
-            .spawn(Arc::clone(&stopping), move || woke_tx.send(()).expect("send"))
+            .spawn(Arc::clone(&stopping), None, move || {
+                woke_tx.send(()).expect("send")
+            })
             .expect("spawn");
         // Disarmed: a datagram wakes nobody.
         tx.send(b"a").expect("send");

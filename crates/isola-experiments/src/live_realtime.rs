@@ -26,9 +26,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// The runtime's threads' real-time priority (`Realtime::default()`'s).
 pub const RUNTIME_PRIORITY: i32 = 10;
 
-/// The packet senders' real-time priority: above the runtime's, so that
-/// an arrival is sent when it is due, whatever the engine is doing.
-pub const SENDER_PRIORITY: i32 = RUNTIME_PRIORITY + 1;
+/// The packet senders' real-time priority: above the runtime's (the
+/// workers' and, one above them, the dispatcher's), so that an arrival
+/// is sent when it is due, whatever the engine is doing.
+pub const SENDER_PRIORITY: i32 = RUNTIME_PRIORITY + 2;
 
 /// Which live runs ask for real-time classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -431,8 +431,12 @@ impl RuntimeBuilder {
     /// work. Where the system refuses (no `CAP_SYS_NICE`, no
     /// `RLIMIT_RTPRIO`) they run in the normal class; each thread's outcome
     /// is in [`crate::Runtime::threads`]. A real-time thread that polls
-    /// holds its core for the whole poll, whatever `sched_yield` says: pair
-    /// it with a short [`RuntimeBuilder::spin`].
+    /// holds its core for the whole poll, whatever `sched_yield` says, so
+    /// the dispatcher and the workers then never poll ([`RuntimeBuilder::spin`]
+    /// is the tenants' ticket waits' only). The dispatcher runs one
+    /// priority above the workers ([`crate::Realtime::above`]), and a
+    /// real-time thread that stays busy keeps a duty cycle
+    /// ([`crate::REALTIME_RUN`] of each [`crate::REALTIME_PERIOD`]).
     pub fn realtime(&mut self, realtime: Option<crate::Realtime>) -> &mut Self {
         self.realtime = realtime;
         self

@@ -352,6 +352,7 @@ impl Dispatcher {
     /// Runs until shut down and drained.
     pub(crate) fn run(mut self) {
         loop {
+            crate::threads::worked();
             self.take_controls();
             // A full engine's completion is a message anyway.
             let wakeup = catch(|| self.scheduler.next_wakeup())
@@ -377,12 +378,12 @@ impl Dispatcher {
             } else if self.pollers.is_empty() {
                 // Arrivals are the channel's, taken now.
                 self.new_turn();
-                crate::spin::recv(&self.rx, self.shared.spin, deadline)
+                crate::spin::recv(&self.rx, self.shared.thread_spin(), deadline)
             } else {
                 let mut polled = false;
                 let got = crate::poller::recv(
                     &self.rx,
-                    self.shared.spin,
+                    self.shared.thread_spin(),
                     deadline,
                     &mut self.pollers,
                     &mut polled,

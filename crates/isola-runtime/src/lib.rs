@@ -77,4 +77,4 @@ pub use poller::Poller;
 pub use region::{bounds, HeapRegion, HostRegion, RegionError};
 pub use runtime::{LearnedCosts, Runtime, DEFAULT_SHUTDOWN_GRACE};
 pub use stats::TenantStats;
-pub use threads::{Realtime, RealtimeOutcome, RuntimeThread};
+pub use threads::{Realtime, RealtimeOutcome, RuntimeThread, REALTIME_PERIOD, REALTIME_RUN};

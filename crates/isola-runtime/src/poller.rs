@@ -90,10 +90,13 @@ pub(crate) fn recv<T>(
             TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
         })
     } else {
-        match deadline {
+        crate::threads::waits();
+        let got = match deadline {
             Some(d) => rx.recv_deadline(d),
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        }
+        };
+        crate::threads::woke();
+        got
     };
     for p in pollers.iter_mut() {
         let _ = crate::guard::catch(|| p.wake());

@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     pub cancelled: Arc<AtomicBool>,
     /// How long threads poll their channel before sleeping.
     pub spin: std::time::Duration,
+    /// The dispatcher's real-time class, if one was asked for.
+    pub(crate) dispatcher_realtime: Option<crate::Realtime>,
     /// Every call on the core, when the builder asked for it.
     pub core_log: Option<crate::CoreLog>,
     /// Per engine: its workers' busy time per tenant.
@@ -61,6 +63,26 @@ pub(crate) struct Shared {
     /// Per engine: what it learned of its operators' costs, as the
     /// dispatcher last published it (empty for an engine that does not learn).
     pub learned_costs: LearnedCosts,
+}
+
+impl Shared {
+    /// How long the dispatcher and the workers poll before sleeping: the
+    /// runtime's spin, but never in a real-time class. A real-time thread
+    /// that polls holds its core against every normal thread, the
+    /// tenants' clients waiting for their answers among them, and one
+    /// that polls through a steady stream of arrivals never waits, so its
+    /// duty cycle (`threads.rs`) and a busy worker's on the same core add
+    /// up past the kernel's real-time throttling (docs/perf.md, "Issue
+    /// 34: a victim's tail beside a busy neighbour"). A real-time thread
+    /// is woken ahead of normal ones anyway. (Tenants' threads waiting
+    /// for a ticket keep the spin.)
+    pub(crate) fn thread_spin(&self) -> std::time::Duration {
+        if self.dispatcher_realtime.is_some() {
+            std::time::Duration::ZERO
+        } else {
+            self.spin
+        }
+    }
 }
 
 /// What the engines learned of their operators' costs, as the dispatcher
@@ -196,6 +218,7 @@ impl Runtime {
             next_id: AtomicU64::new(0),
             cancelled: Arc::new(AtomicBool::new(false)),
             spin: b.spin,
+            dispatcher_realtime: b.realtime.map(crate::Realtime::above),
             core_log: b.record_core_calls.then(crate::CoreLog::default),
             busy,
             threads: Mutex::new(Vec::new()),
@@ -264,7 +287,7 @@ impl Runtime {
         let (dispatcher, me) = crate::threads::spawn(
             "isola-dispatcher".into(),
             cores.first().copied(),
-            b.realtime,
+            b.realtime.map(crate::Realtime::above),
             move || dispatcher.run(),
         )
         .map_err(spawn_error)?;
@@ -302,6 +325,14 @@ impl Runtime {
     /// [`crate::RuntimeThread::times`] what the host has done to them.
     pub fn threads(&self) -> Vec<crate::RuntimeThread> {
         self.shared.threads.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// The real-time class the dispatcher asked for (one above the
+    /// workers', [`crate::Realtime::above`]), if the builder asked for
+    /// one: what a driver's thread on the dispatcher's path (one that
+    /// wakes it) should run in.
+    pub fn dispatcher_realtime(&self) -> Option<crate::Realtime> {
+        self.shared.dispatcher_realtime
     }
 
     /// Per engine (in the builder's order): what it learned of its

@@ -36,8 +36,11 @@ pub(crate) fn recv<T>(
             }
         }
     }
-    match deadline {
+    crate::threads::waits();
+    let got = match deadline {
         Some(d) => rx.recv_deadline(d),
         None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-    }
+    };
+    crate::threads::woke();
+    got
 }

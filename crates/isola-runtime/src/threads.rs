@@ -3,10 +3,32 @@
 //! system permits it (else in the normal class, with the reason kept), and
 //! registered with its kernel id, so that what the host does to it can be
 //! read while it runs ([`crate::host::ThreadTimes`]).
+//!
+//! A real-time thread that stays busy keeps a duty cycle
+//! ([`REALTIME_RUN`] of each [`REALTIME_PERIOD`] in its class, the rest in
+//! the normal class, until it next waits): a backlogged worker then never
+//! holds a core against every normal thread (a tenant's, the client
+//! waiting for its answer) for longer than [`REALTIME_RUN`], and never
+//! runs into the kernel's real-time throttling (`sched_rt_runtime_us`,
+//! 950 ms of each second by default), which stops every real-time thread
+//! of the CPU, the dispatcher too, for the rest of the second.
 
 use crate::host::{ThreadId, ThreadTimes};
 use serde::Serialize;
+use std::cell::Cell;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The period of a busy real-time thread's duty cycle.
+pub const REALTIME_PERIOD: Duration = Duration::from_millis(2);
+
+/// How much of each [`REALTIME_PERIOD`] a real-time thread that has not
+/// waited since the period began runs in its real-time class; the rest of
+/// the period it runs in the normal class, beside the machine's other
+/// threads. 80%: below the kernel's throttling (95%), and a normal thread
+/// on its core waits at most 1.6 ms for it (a 10 ms period measured no
+/// better beside a flood, and let a normal thread wait five times as long).
+pub const REALTIME_RUN: Duration = Duration::from_micros(1_600);
 
 /// A real-time scheduling class for the dispatcher and the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +38,26 @@ pub struct Realtime {
     pub round_robin: bool,
     /// Priority, 1 (lowest) to 99.
     pub priority: i32,
+}
+
+impl Realtime {
+    /// One priority above this (at most 99): the dispatcher's, so that a
+    /// worker busy on the dispatcher's core never keeps the arrivals
+    /// waiting (threads of equal `SCHED_FIFO` priority do not preempt
+    /// each other).
+    pub fn above(self) -> Realtime {
+        Realtime {
+            priority: (self.priority + 1).min(99),
+            ..self
+        }
+    }
+
+    /// Puts the calling thread in this class, or says why not. The
+    /// runtime's own threads enter theirs when they start; a driver's
+    /// thread on the runtime's path (isolad's socket waker) calls this.
+    pub fn enter_current_thread(self) -> RealtimeOutcome {
+        enter_realtime(self)
+    }
 }
 
 impl Default for Realtime {
@@ -91,6 +133,9 @@ pub(crate) fn spawn(
             core: pinned,
             realtime: realtime.map_or(RealtimeOutcome::NotAsked, enter_realtime),
         };
+        if let (Some(rt), RealtimeOutcome::Granted { .. }) = (realtime, &me.realtime) {
+            DUTY.with(|d| d.set(Some(Duty::new(rt))));
+        }
         // The spawner waits on the other end; it only goes away if it
         // panicked, and then nobody wants the description.
         ready_tx.send(me).ok();
@@ -100,6 +145,112 @@ pub(crate) fn spawn(
         .recv()
         .map_err(|_| std::io::Error::other("a runtime thread ended before it started its work"))?;
     Ok((handle, me))
+}
+
+/// A real-time thread's duty cycle while it stays busy (the module's
+/// comment).
+#[derive(Debug, Clone, Copy)]
+struct Duty {
+    class: Realtime,
+    /// When it last began work after waiting (`None`: it waits).
+    busy_since: Option<Instant>,
+    /// It runs in the normal class now.
+    demoted: bool,
+}
+
+impl Duty {
+    fn new(class: Realtime) -> Duty {
+        Duty {
+            class,
+            busy_since: None,
+            demoted: false,
+        }
+    }
+
+    /// Whether a thread busy since `since` is in the real-time part of
+    /// its period at `now`.
+    fn in_realtime_part(since: Instant, now: Instant) -> bool {
+        let phase = now.duration_since(since).as_nanos() % REALTIME_PERIOD.as_nanos();
+        phase < REALTIME_RUN.as_nanos()
+    }
+}
+
+thread_local! {
+    /// The calling thread's duty cycle, if it is a runtime thread granted
+    /// a real-time class.
+    static DUTY: Cell<Option<Duty>> = const { Cell::new(None) };
+}
+
+/// The calling thread has worked (after each piece of work: a task run, a
+/// turn of the dispatcher's loop): a real-time thread busy since it last
+/// waited moves to the normal class for the rest of its period once it
+/// has run [`REALTIME_RUN`] of it, and back at the next period. Costs
+/// nothing but a thread-local read on a thread not in a real-time class.
+pub(crate) fn worked() {
+    DUTY.with(|d| {
+        let Some(mut duty) = d.get() else {
+            return;
+        };
+        let now = Instant::now();
+        let since = *duty.busy_since.get_or_insert(now);
+        let realtime_part = Duty::in_realtime_part(since, now);
+        if realtime_part == duty.demoted {
+            if realtime_part {
+                if !matches!(enter_realtime(duty.class), RealtimeOutcome::Granted { .. }) {
+                    // The system no longer permits it: stay normal.
+                    d.set(None);
+                    return;
+                }
+            } else {
+                enter_normal();
+            }
+            duty.demoted = !realtime_part;
+        }
+        d.set(Some(duty));
+    });
+}
+
+/// The calling thread has waited and has work again: its period starts
+/// now (a real-time thread's; nothing on another).
+pub(crate) fn woke() {
+    DUTY.with(|d| {
+        if let Some(mut duty) = d.get() {
+            duty.busy_since = Some(Instant::now());
+            d.set(Some(duty));
+        }
+    });
+}
+
+/// The calling thread is about to wait for work: a real-time thread
+/// returns to its class (if its cycle had it out), so that it is woken
+/// ahead of normal threads, and its next work starts a new period.
+pub(crate) fn waits() {
+    DUTY.with(|d| {
+        let Some(mut duty) = d.get() else {
+            return;
+        };
+        duty.busy_since = None;
+        if duty.demoted {
+            if !matches!(enter_realtime(duty.class), RealtimeOutcome::Granted { .. }) {
+                d.set(None);
+                return;
+            }
+            duty.demoted = false;
+        }
+        d.set(Some(duty));
+    });
+}
+
+/// Puts the calling thread in the normal class (always permitted).
+fn enter_normal() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid sched_param; pid 0 is the calling
+        // thread. Leaving a real-time class needs no privilege; should it
+        // fail, the thread stays where it is, which is safe.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+    }
 }
 
 /// Puts the calling thread in class `rt`, or says why not.

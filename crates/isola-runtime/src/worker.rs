@@ -182,12 +182,14 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<Handoff>, done: Done
                 if !report(&done, &mut reports) {
                     return;
                 }
-                crate::spin::recv(&queue, place.shared.spin, None)
+                crate::spin::recv(&queue, place.shared.thread_spin(), None)
             }
         };
         let Ok(handoff) = next else {
             break;
         };
+        // Whatever it runs, a real-time worker's duty cycle goes on.
+        let _cycle = WorkedOnDrop;
         let delivered = match handoff {
             Handoff::One(item) => run_one(item, &place, &mut reports),
             Handoff::Batch(items) => {
@@ -218,6 +220,16 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<Handoff>, done: Done
     }
     // The queue closed (shutdown): whatever is held is still reported.
     report(&done, &mut reports);
+}
+
+/// Tells the thread's real-time duty cycle it has worked when dropped:
+/// at the end of a hand-off, however the loop leaves it.
+struct WorkedOnDrop;
+
+impl Drop for WorkedOnDrop {
+    fn drop(&mut self) {
+        crate::threads::worked();
+    }
 }
 
 /// Runs `item` at `place` and keeps its report in `reports`; whether its

@@ -1,7 +1,8 @@
 //! What the runtime tells about where time went: each completion's latency
 //! divided into its parts (checked against the timestamps of the task ahead
 //! of it), the runtime's threads with their kernel counters, and real-time
-//! classes granted as the kernel reports them, or refused with a reason.
+//! classes granted as the kernel reports them, or refused with a reason,
+//! and left for the normal class by a worker that stays busy.
 
 use isola_core::{AffineCost, Slo, TenantId};
 use isola_ops::text_payload;
@@ -9,6 +10,10 @@ use isola_runtime::{EngineConfig, Mode, Realtime, RealtimeOutcome, RuntimeBuilde
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The tests whose runtimes run real-time threads run one at a time: one's
+/// threads would take the cores another's measure.
+static REALTIME_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn builder() -> RuntimeBuilder {
     let mut b = RuntimeBuilder::new();
@@ -82,13 +87,22 @@ fn the_runtimes_threads_report_their_counters() {
 /// with the system's reason; either way the runtime works.
 #[test]
 fn a_realtime_class_is_granted_or_refused_with_a_reason() {
+    let _alone = REALTIME_TESTS.lock();
     let mut b = builder();
     b.realtime(Some(Realtime::default())).spin(Duration::ZERO);
     let rt = b.start().unwrap();
     for t in rt.threads() {
         match &t.realtime {
             RealtimeOutcome::Granted { class, priority } => {
-                assert_eq!((class.as_str(), *priority), ("SCHED_FIFO", 10));
+                // The dispatcher one above the others, so that a busy
+                // worker on its core never keeps it waiting.
+                let expected = if t.name == "isola-dispatcher" { 11 } else { 10 };
+                assert_eq!(
+                    (class.as_str(), *priority),
+                    ("SCHED_FIFO", expected),
+                    "{}",
+                    t.name
+                );
                 let tid = t.tid.unwrap().0 as libc::pid_t;
                 // SAFETY: a plain query of a thread of this process.
                 assert_eq!(unsafe { libc::sched_getscheduler(tid) }, libc::SCHED_FIFO);
@@ -104,4 +118,139 @@ fn a_realtime_class_is_granted_or_refused_with_a_reason() {
         .wait();
     assert!(done.result.is_ok());
     rt.shutdown();
+}
+
+/// The kernel's view of a thread's class: `SCHED_FIFO`, `SCHED_OTHER`...
+fn class_of(t: &isola_runtime::RuntimeThread) -> i32 {
+    let tid = t.tid.unwrap().0 as libc::pid_t;
+    // SAFETY: a plain query of a thread of this process.
+    unsafe { libc::sched_getscheduler(tid) }
+}
+
+/// A real-time worker kept busy leaves its class for the normal one for
+/// part of each period (so that it never holds its core against every
+/// normal thread, nor runs into the kernel's real-time throttling), and
+/// is back in it once it waits for work: as the kernel reports the
+/// thread's class while it works and after.
+#[test]
+fn a_busy_realtime_worker_keeps_a_duty_cycle() {
+    let _alone = REALTIME_TESTS.lock();
+    let mut b = builder();
+    b.realtime(Some(Realtime::default())).spin(Duration::ZERO);
+    let rt = b.start().unwrap();
+    let threads = rt.threads();
+    let worker = threads.iter().find(|t| t.name == "isola-hash-0").unwrap();
+    if !matches!(worker.realtime, RealtimeOutcome::Granted { .. }) {
+        eprintln!(
+            "skipped: this system refuses real-time classes ({:?})",
+            worker.realtime
+        );
+        rt.shutdown();
+        return;
+    }
+    assert_eq!(class_of(worker), libc::SCHED_FIFO);
+    // Back-to-back 256 KiB hashes, all queued at once: many periods'
+    // worth (0.15-0.2 s here), each far shorter than the real-time part.
+    let params = BTreeMap::new();
+    let payload = text_payload(256 << 10, 1);
+    let payloads: Vec<_> = (0..1_000).map(|_| payload.clone()).collect();
+    // The sampler runs above the runtime's threads, so that it looks in
+    // both parts of the cycle (a normal one would look mostly while the
+    // worker is out of its class).
+    Realtime {
+        round_robin: false,
+        priority: 20,
+    }
+    .enter_current_thread();
+    let tickets: Vec<_> = payloads
+        .into_iter()
+        .map(|p| rt.tenant(TenantId(0)).submit("sha256", &params, p).unwrap())
+        .collect();
+    let (mut fifo, mut normal) = (0u32, 0u32);
+    let started = std::time::Instant::now();
+    while rt.stats()[0].succeeded < 900 && started.elapsed() < Duration::from_secs(60) {
+        match class_of(worker) {
+            libc::SCHED_FIFO => fifo += 1,
+            libc::SCHED_OTHER => normal += 1,
+            other => panic!("class {other}"),
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    for t in tickets {
+        assert!(t.wait().result.is_ok());
+    }
+    assert!(
+        normal > 0 && fifo > 0,
+        "while busy: {fifo} samples real-time, {normal} normal"
+    );
+    // Its share of real-time samples is about REALTIME_RUN / REALTIME_PERIOD.
+    let share = fifo as f64 / (fifo + normal) as f64;
+    assert!(
+        (0.3..0.97).contains(&share),
+        "real-time share {share:.2} ({fifo} of {})",
+        fifo + normal
+    );
+    // Idle again: back in its class, to be woken ahead of normal threads.
+    let idle = std::time::Instant::now();
+    while class_of(worker) != libc::SCHED_FIFO {
+        assert!(idle.elapsed() < Duration::from_secs(5), "still normal once idle");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rt.shutdown();
+}
+
+/// The CPU time the one worker of a runtime (real-time or not) spends on 100
+/// tiny tasks 2 ms apart (each runs for microseconds), or `None`
+/// where the system refused the real-time class asked for.
+fn worker_cpu_over_spaced_tasks(realtime: bool) -> Option<u64> {
+    let mut b = RuntimeBuilder::new();
+    let cost = Arc::new(AffineCost::new(1_000.0, 1.0).unwrap());
+    // Every task to the worker, none on the dispatcher.
+    b.engine(EngineConfig::new("hash", &["sha256"], 1, cost).with_inline_below(0));
+    b.tenant("t", Slo::default());
+    b.mode(Mode::Native);
+    b.spin(Duration::from_millis(1));
+    if realtime {
+        b.realtime(Some(Realtime::default()));
+    }
+    let rt = b.start().unwrap();
+    let threads = rt.threads();
+    let worker = threads.iter().find(|t| t.name == "isola-hash-0").unwrap();
+    if realtime && !matches!(worker.realtime, RealtimeOutcome::Granted { .. }) {
+        rt.shutdown();
+        return None;
+    }
+    let before = worker.times().unwrap();
+    for i in 0..100 {
+        let done = rt
+            .tenant(TenantId(0))
+            .submit("sha256", &BTreeMap::new(), text_payload(64, i))
+            .unwrap()
+            .wait();
+        assert!(done.result.is_ok());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let cpu = worker.times().unwrap().since(&before).cpu_ns;
+    rt.shutdown();
+    Some(cpu)
+}
+
+/// A real-time worker never polls for work, whatever the runtime's spin:
+/// two real-time threads polling on a 2-core machine leave no core to
+/// the tenants waiting for their answers. A normal one polls after each
+/// task, as asked (1 ms here, 100 times: up to 100 ms of CPU, as much of it
+/// as the machine's other work leaves it).
+#[test]
+fn a_realtime_worker_sleeps_at_once_when_idle() {
+    let _alone = REALTIME_TESTS.lock();
+    let normal = worker_cpu_over_spaced_tasks(false).unwrap();
+    assert!(normal > 20_000_000, "a normal worker polls: {normal} ns of CPU");
+    let Some(realtime) = worker_cpu_over_spaced_tasks(true) else {
+        eprintln!("skipped: this system refuses real-time classes");
+        return;
+    };
+    assert!(
+        realtime < normal / 4,
+        "a real-time worker: {realtime} ns of CPU against {normal}"
+    );
 }

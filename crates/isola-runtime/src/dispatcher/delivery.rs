@@ -28,11 +28,25 @@ pub(crate) struct Delivery {
 
 /// Delivers each task it is given until the dispatcher is gone.
 pub(crate) fn run_delivery(shared: Arc<Shared>, rx: crossbeam_channel::Receiver<Delivery>) {
-    for d in rx {
+    loop {
+        let d = match rx.try_recv() {
+            Ok(d) => d,
+            Err(crossbeam_channel::TryRecvError::Disconnected) => break,
+            Err(crossbeam_channel::TryRecvError::Empty) => {
+                crate::threads::waits();
+                let got = rx.recv();
+                crate::threads::woke();
+                match got {
+                    Ok(d) => d,
+                    Err(_) => break,
+                }
+            }
+        };
         let mut task = d.task;
         let result = take_result(&mut task);
         let now = shared.epoch.elapsed().as_nanos() as Nanos;
         complete(&shared, task, result, now, d.budget);
+        crate::threads::worked();
     }
 }
 
