@@ -14,8 +14,8 @@ use crate::migrate::Migrations;
 use crate::queue::EventQueue;
 use crate::rng::{stream, Purpose};
 use crate::rss::{rss_hash, RssCores};
-pub use crate::stage::scheduler_for;
 use crate::stage::StageModel;
+pub use crate::stage::{scheduler_for, scheduler_with};
 use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{BuildError, EngineId, Nanos, OpSpec, RejectReason, Task, TaskId, TenantId};
 use isola_model::ingress::{ingress_rules, RuleSet};
@@ -45,6 +45,32 @@ pub enum SimError {
         /// What would have exceeded it, and how to proceed.
         message: String,
     },
+    /// The run was stopped from outside before its end: its caller's stop
+    /// flag ([`RunHooks::stop`]) was raised (an interrupt, a policy
+    /// written outside Isola that failed).
+    #[error("the run was stopped before its end")]
+    Stopped,
+}
+
+/// What an embedder adds to a run (see [`run_policy_with`]): policies it
+/// registered beside the built-in ones, and a flag that stops the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunHooks<'h> {
+    /// Policies registered beside the built-in ones, which the run's
+    /// `PolicyRun` may name (`SchedulerBuilder::register_policy`).
+    pub policies: &'h [isola_core::PolicyInfo],
+    /// Raised (by another thread, the progress callback or a policy), it
+    /// ends the run with [`SimError::Stopped`]. Looked at with each
+    /// progress report (every 65,536 events) and at the run's end.
+    pub stop: Option<&'h std::sync::atomic::AtomicBool>,
+}
+
+impl RunHooks<'_> {
+    /// Whether the stop flag is raised.
+    fn stopped(&self) -> bool {
+        self.stop
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +172,20 @@ pub fn run_policy(
     solo: Option<usize>,
     progress: Option<Progress<'_>>,
 ) -> Result<PolicyResult, SimError> {
-    Sim::new(scenario, policy, seed, solo)?.run(progress)
+    run_policy_with(scenario, policy, seed, solo, progress, RunHooks::default())
+}
+
+/// [`run_policy`] with what an embedder adds: its own policies, which
+/// `policy` may name, and a flag that stops the run ([`RunHooks`]).
+pub fn run_policy_with(
+    scenario: &Scenario,
+    policy: &PolicyRun,
+    seed: u64,
+    solo: Option<usize>,
+    progress: Option<Progress<'_>>,
+    hooks: RunHooks<'_>,
+) -> Result<PolicyResult, SimError> {
+    Sim::new(scenario, policy, seed, solo, hooks.policies)?.run(progress, hooks)
 }
 
 struct Sim<'a> {
@@ -197,8 +236,9 @@ impl<'a> Sim<'a> {
         policy: &PolicyRun,
         seed: u64,
         solo: Option<usize>,
+        registered: &[isola_core::PolicyInfo],
     ) -> Result<Self, SimError> {
-        let sched = scheduler_for(scenario, policy)?;
+        let sched = scheduler_with(scenario, policy, registered)?;
         let devices = scenario
             .engines
             .iter()
@@ -720,7 +760,11 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
+    fn run(
+        mut self,
+        mut progress: Option<Progress<'_>>,
+        hooks: RunHooks<'_>,
+    ) -> Result<PolicyResult, SimError> {
         while let Some((at, ev)) = self.events.pop() {
             if self.horizon.is_some_and(|h| at > h) {
                 break;
@@ -751,7 +795,13 @@ impl<'a> Sim<'a> {
                     };
                     p(frac.min(1.0));
                 }
+                if hooks.stopped() {
+                    return Err(SimError::Stopped);
+                }
             }
+        }
+        if hooks.stopped() {
+            return Err(SimError::Stopped);
         }
         self.guard.check(self.scenario, self.horizon)?;
         if let Some(h) = self.horizon {
