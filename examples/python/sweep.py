@@ -2,11 +2,12 @@
 policies, each run in Isola's simulator, its p99 latency and its share of
 the engine plotted with matplotlib to a PNG.
 
-Two tenants share one accelerator: a batch tenant offering 4 KiB tasks
-beyond the engine's capacity, and an interactive tenant offering 64 B
-tasks at 30% of it. FCFS ignores weights; the weighted policies give the
-interactive tenant more of the engine, and so a shorter tail, as its
-weight grows.
+Two tenants share one accelerator (2 slots, 2 us a task): a batch
+tenant offering 60% of its capacity and an interactive tenant offering
+80%, together more than it has. FCFS ignores weights and serves them in
+arrival order; the weighted policies give the interactive tenant its
+weighted share (half at weight 1, two thirds at 2) up to what it asks
+(80%), and so a shorter tail as its weight grows.
 
 Usage: python sweep.py [OUT.png] (default sweep.png)
 """
@@ -43,7 +44,7 @@ def scenario(weight: float) -> dict:
         ],
         "tenant": [
             tenant("batch", 1, "1.2M/s", "4KiB"),
-            tenant("interactive", weight, "300k/s", "64B"),
+            tenant("interactive", weight, "800k/s", "64B"),
         ],
     }
 
@@ -55,12 +56,19 @@ def main() -> None:
         report = isola.simulate(scenario(w))
         rows += [dict(r, interactive_weight=w) for r in report.rows() if r["tenant"] == "interactive"]
     fig, (p99, share) = plt.subplots(1, 2, figsize=(10, 4))
-    for policy in POLICIES:
+    # Policies that agree draw over each other: each its own marker and dash.
+    styles = zip(POLICIES, "osv^", ["-", "--", "-.", ":"])
+    for policy, marker, dash in styles:
         mine = [r for r in rows if r["policy"] == policy]
-        p99.plot(WEIGHTS, [r["latency_p99_ns"] / 1e3 for r in mine], marker="o", label=policy)
-        share.plot(WEIGHTS, [r["engine_time_share"] for r in mine], marker="o", label=policy)
-    p99.set(xlabel="interactive tenant's weight", ylabel="its p99 latency (us)", yscale="log", xscale="log")
-    share.set(xlabel="interactive tenant's weight", ylabel="its share of engine time", xscale="log")
+        style = {"marker": marker, "linestyle": dash, "label": policy, "markerfacecolor": "none"}
+        p99.plot(WEIGHTS, [r["latency_p99_ns"] / 1e3 for r in mine], **style)
+        share.plot(WEIGHTS, [r["engine_time_share"] for r in mine], **style)
+    p99.set(ylabel="its p99 latency (us)", yscale="log")
+    share.set(ylabel="its share of engine time")
+    for ax in (p99, share):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(WEIGHTS, [str(w) for w in WEIGHTS])
+        ax.set_xlabel("interactive tenant's weight")
     p99.legend()
     fig.suptitle("Weights x policies: an interactive tenant beside a backlogged batch tenant")
     fig.tight_layout()
