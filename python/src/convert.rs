@@ -104,7 +104,7 @@ fn value_to_toml(value: &Bound<'_, PyAny>, path: &str, depth: usize) -> Result<t
         return Err(fail("None: leave the key out instead".into()));
     } else {
         return Err(fail(format!(
-            "a {} cannot be a scenario value (use a dict, list, str, int, float or bool)",
+            "a value of type `{}` cannot be a scenario value (use a dict, list, str, int, float or bool)",
             type_name(value)
         )));
     };

@@ -84,7 +84,8 @@ fn plan(py: Python<'_>, scenario: &Scenario, names: &[String]) -> PyResult<Vec<P
 }
 
 /// What the progress callback does: look for Ctrl-C and call the Python
-/// callback, at most every [`LOOK_EVERY`], with the GIL taken for the look.
+/// callback, at most every [`LOOK_EVERY`] and at each run's end, with the
+/// GIL taken for the look.
 struct Watch<'a> {
     progress: Option<&'a Py<PyAny>>,
     last: Instant,
@@ -93,7 +94,9 @@ struct Watch<'a> {
 
 impl Watch<'_> {
     fn look(&mut self, run: usize, runs: usize, fraction: f64) {
-        if self.last.elapsed() < LOOK_EVERY || self.failure.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        // A run's last report (its end) always goes through.
+        let early = self.last.elapsed() < LOOK_EVERY && fraction < 1.0;
+        if early || self.failure.stop.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
         self.last = Instant::now();

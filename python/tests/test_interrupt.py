@@ -56,3 +56,38 @@ def test_ctrl_c_raises_keyboard_interrupt_promptly():
     assert child.returncode == 3, (child.returncode, err)
     assert "interrupted" in out
     assert took < 2.0, f"took {took:.2f} s to stop"
+
+
+def test_progress_true_draws_a_bar(capsys, monkeypatch):
+    # Without tqdm: a text bar on standard error, ending at 100%.
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    isola.simulate(queue(0.5e6, EXP_1US, 1, 1_000_000), progress=True)
+    err = capsys.readouterr().err
+    assert "isola: run 1/1" in err and "100%" in err
+
+
+def test_progress_true_uses_tqdm_when_present(monkeypatch):
+    import types
+
+    bars = []
+
+    class FakeTqdm:
+        def __init__(self, total, unit, desc):
+            self.n, self.closed = 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def set_postfix_str(self, s):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    auto = types.ModuleType("tqdm.auto")
+    auto.tqdm = FakeTqdm
+    monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
+    monkeypatch.setitem(sys.modules, "tqdm.auto", auto)
+    isola.simulate(queue(0.5e6, EXP_1US, 1, 1_000_000), progress=True)
+    assert len(bars) == 1 and bars[0].closed and bars[0].n == 100
