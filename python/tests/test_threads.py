@@ -2,6 +2,7 @@
 one after the other, and the GIL is released while they run."""
 
 import threading
+import time
 
 import isola
 from conftest import queue
@@ -11,26 +12,34 @@ EXP_1US = {"dist": "exponential", "mean": "1us"}
 
 def test_two_threads_give_the_serial_results():
     scenarios = [
-        isola.Scenario.from_dict(queue(0.6e6, EXP_1US, 1, 400_000)),
-        isola.Scenario.from_dict(queue(2.0e6, EXP_1US, 3, 400_000)),
+        isola.Scenario.from_dict(queue(0.6e6, EXP_1US, 1, 1_000_000)),
+        isola.Scenario.from_dict(queue(2.0e6, EXP_1US, 3, 1_000_000)),
     ]
-    serial = [isola.simulate(s, seed=5).to_dict() for s in scenarios]
+    serial, took = [], []
+    for s in scenarios:
+        start = time.perf_counter()
+        serial.append(isola.simulate(s, seed=5).to_dict())
+        took.append(time.perf_counter() - start)
     together = [None, None]
 
     def run(i):
         together[i] = isola.simulate(scenarios[i], seed=5).to_dict()
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    # While they run, this thread runs Python: were the GIL held by a
+    # simulation, it would stand still for that whole simulation.
+    longest_gap, last = 0.0, time.perf_counter()
     for t in threads:
         t.start()
-    # While they run, this thread runs Python: the GIL is free.
-    spins = 0
     while any(t.is_alive() for t in threads):
-        spins += 1
+        now = time.perf_counter()
+        longest_gap, last = max(longest_gap, now - last), now
     for t in threads:
         t.join()
     assert together == serial
-    assert spins > 1000, f"the main thread ran only {spins} times while the simulations ran"
+    assert longest_gap < min(took) / 2, (
+        f"this thread stood still for {longest_gap:.3f} s while simulations of {took} s ran"
+    )
 
 
 def test_several_seeds():
