@@ -11,10 +11,12 @@ and run the papers' experiments. See docs/python.md.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+
+# Annotations only (typing is not imported at run time: `import isola`
+# stays cheap, docs/perf.md "Isola from Python").
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 
 from . import _native
 from ._native import (
@@ -50,8 +52,11 @@ __all__ = [
     "unregister_policy",
 ]
 
-ScenarioLike = Union[Scenario, Dict[str, Any], str, "os.PathLike[str]"]
-Progress = Union[None, bool, Callable[[int, int, float], Any]]
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+
+    ScenarioLike = Union[Scenario, Dict[str, Any], str, "os.PathLike[str]"]
+    Progress = Union[None, bool, Callable[[int, int, float], Any]]
 
 
 def load(path: Union[str, "os.PathLike[str]"]) -> Scenario:
@@ -148,11 +153,8 @@ def simulate(
         if seeds is not None:
             if seed is not None:
                 raise TypeError("give seed or seeds, not both")
-            return [
-                Report.from_json(_native.simulate_json(sc, names, int(s), bar))
-                for s in seeds
-            ]
-        return Report.from_json(_native.simulate_json(sc, names, seed, bar))
+            return [Report(_native.simulate_report(sc, names, int(s), bar)) for s in seeds]
+        return Report(_native.simulate_report(sc, names, seed, bar))
     finally:
         if bar is not None and hasattr(bar, "close"):
             bar.close()
@@ -162,7 +164,7 @@ def policies() -> List[Record]:
     """Every policy (built-in, then registered from Python): ``name``,
     ``aliases``, ``description``, ``source``, ``work_conserving`` and
     ``params`` (each ``name``, ``default``, ``description``)."""
-    return [Record(p) for p in json.loads(_native.policies_json())]
+    return [Record(p) for p in _native.policies_list()]
 
 
 def register_policy(
@@ -201,7 +203,7 @@ def unregister_policy(name: str) -> bool:
 def experiments() -> List[Record]:
     """The papers' experiments ``repro`` runs: ``name``, ``paper``,
     ``title``, ``claims``."""
-    return [Record(e) for e in json.loads(_native.experiments_json())]
+    return [Record(e) for e in _native.experiments_list()]
 
 
 def repro(
@@ -214,4 +216,4 @@ def repro(
     simulated; returns each outcome with its ``tables`` (``to_rows()`` for
     pandas), goals and notes. ``progress(fraction, what)`` hears how far.
     Ctrl-C is acted on between experiments."""
-    return [ExperimentResult(o) for o in json.loads(_native.repro_json(name, seed, full, progress))]
+    return [ExperimentResult(o) for o in _native.repro_outcomes(name, seed, full, progress)]

@@ -1,7 +1,8 @@
 """Results as Python objects with plain attributes, and as rows for pandas.
 
-A simulation's report crosses from Rust as the JSON ``isola sim --json``
-prints; :class:`Record` gives its objects attribute access (and keeps the
+A simulation's report crosses from Rust as the objects ``json.loads``
+makes of what ``isola sim --json`` prints; :class:`Record` gives them
+attribute access (and keeps the
 dict: ``to_dict()``), and :class:`Report` adds rows ready for
 ``pandas.DataFrame`` (one dict per tenant per policy, per window, or per
 policy).
@@ -9,8 +10,10 @@ policy).
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, Iterable, List
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List
 
 
 class Record:
@@ -69,6 +72,8 @@ class Report(Record):
     @classmethod
     def from_json(cls, text: str) -> "Report":
         """A report from the JSON ``isola sim --json`` prints."""
+        import json
+
         return cls(json.loads(text))
 
     def policy(self, label: str) -> Record:

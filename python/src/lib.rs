@@ -6,8 +6,9 @@
 //! format's own checks, runs them in `isola-sim` with the GIL released
 //! (progress, Ctrl-C), runs policies written in Python inside the core
 //! scheduler, lists the policies and runs the papers' experiments of
-//! `isola-experiments`. Results cross as the same JSON `isola sim --json`
-//! prints; `python/isola/` turns them into objects and rows.
+//! `isola-experiments`. Results cross as the objects `json.loads` makes of
+//! what `isola sim --json` prints; `python/isola/` gives them attributes
+//! and rows.
 //!
 //! What it must not do: decide, simulate or compute a figure itself (the
 //! core, the simulator and the results model do), panic into Python (every
@@ -35,11 +36,11 @@ fn native_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<policy::PySetup>()?;
     m.add_class::<policy::PyHead>()?;
     m.add_class::<policy::PyContext>()?;
-    m.add_function(wrap_pyfunction!(policy::policies_json, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::policies_list, m)?)?;
     m.add_function(wrap_pyfunction!(policy::register_policy, m)?)?;
     m.add_function(wrap_pyfunction!(policy::unregister_policy, m)?)?;
-    m.add_function(wrap_pyfunction!(run::simulate_json, m)?)?;
-    m.add_function(wrap_pyfunction!(repro::experiments_json, m)?)?;
-    m.add_function(wrap_pyfunction!(repro::repro_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run::simulate_report, m)?)?;
+    m.add_function(wrap_pyfunction!(repro::experiments_list, m)?)?;
+    m.add_function(wrap_pyfunction!(repro::repro_outcomes, m)?)?;
     Ok(())
 }

@@ -450,15 +450,16 @@ pub fn unregister_policy(name: &str) -> bool {
     registry.len() != before
 }
 
-/// Every policy, built-in, then [`RUST_EXTRA`], then registered from Python, as JSON (the
-/// shape `isola policies --json` prints).
+/// Every policy, built-in, then [`RUST_EXTRA`], then registered from
+/// Python, as dicts (what `isola policies --json` prints, read by `json.loads`).
 #[pyfunction]
-pub fn policies_json() -> PyResult<String> {
+pub fn policies_list(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
     let all: Vec<&PolicyInfo> = POLICIES
         .iter()
         .chain(RUST_EXTRA)
         .chain(registry.iter().map(|r| &r.info))
         .collect();
-    serde_json::to_string(&all).map_err(|e| PyValueError::new_err(e.to_string()))
+    let value = serde_json::to_value(&all).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    crate::convert::json_to_py(py, &value)
 }

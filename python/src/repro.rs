@@ -1,20 +1,20 @@
 //! The papers' experiments (`isola repro`) from Python: their list, and
-//! running them with the GIL released, as the JSON `isola repro --json`
-//! prints.
+//! running them with the GIL released, as the objects `json.loads` makes
+//! of what `isola repro --json` prints.
 
 use crate::errors::SimulationError;
 use isola_experiments::{run_experiments, select, Progress, ALL};
 use pyo3::prelude::*;
 use std::time::{Duration, Instant};
 
-/// Every experiment's name, paper and title, as JSON.
+/// Every experiment's name, paper, title and the paper's claims, as dicts.
 #[pyfunction]
-pub fn experiments_json() -> String {
+pub fn experiments_list(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let list: Vec<serde_json::Value> = ALL
         .iter()
         .map(|e| serde_json::json!({"name": e.name, "paper": e.paper, "title": e.title, "claims": e.claims}))
         .collect();
-    serde_json::Value::Array(list).to_string()
+    crate::convert::json_to_py(py, &serde_json::Value::Array(list))
 }
 
 /// Progress of experiments for Python: the callback, at most every 50 ms.
@@ -47,16 +47,16 @@ impl Progress for PyProgress<'_> {
 
 /// Runs experiment `name` (or `all`) simulated, with `seed` (default: each
 /// scenario's) and at the papers' full lengths where `full`;
-/// `progress(fraction, what)` hears how far. Returns the outcomes' JSON.
+/// `progress(fraction, what)` hears how far. Returns the outcomes as dicts.
 #[pyfunction]
 #[pyo3(signature = (name, seed = None, full = false, progress = None))]
-pub fn repro_json(
-    py: Python<'_>,
+pub fn repro_outcomes<'py>(
+    py: Python<'py>,
     name: &str,
     seed: Option<u64>,
     full: bool,
     progress: Option<Py<PyAny>>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     let chosen = select(name).map_err(|e| SimulationError::new_err(e.to_string()))?;
     let mut watch = PyProgress {
         callback: progress.as_ref(),
@@ -74,5 +74,6 @@ pub fn repro_json(
         }
         outcomes.extend(one.map_err(|e| SimulationError::new_err(format!("{e:#}")))?);
     }
-    serde_json::to_string(&outcomes).map_err(|e| SimulationError::new_err(e.to_string()))
+    let value = serde_json::to_value(&outcomes).map_err(|e| SimulationError::new_err(e.to_string()))?;
+    crate::convert::json_to_py(py, &value)
 }

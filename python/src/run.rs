@@ -1,7 +1,8 @@
 //! Running a scenario from Python: its runs (built-in policies the
 //! scenario lists or names, and policies registered from Python) in the
 //! simulator with the GIL released, progress and Ctrl-C looked at about
-//! every 50 ms, and the report as the JSON `isola sim --json` prints.
+//! every 50 ms, and the report as the objects `json.loads` makes of what
+//! `isola sim --json` prints.
 
 use crate::errors::{PolicyError, SimulationError};
 use crate::policy::{self, Failure};
@@ -114,16 +115,17 @@ impl Watch<'_> {
 
 /// Runs `scenario` under `policies` (see [`plan`]) with `seed` (default:
 /// the scenario's); `progress(run, runs, fraction)` hears how far it is.
-/// Returns the report as `isola sim --json` prints it.
+/// Returns the report as a dict: what `json.loads` makes of what `isola
+/// sim --json` prints.
 #[pyfunction]
 #[pyo3(signature = (scenario, policies = Vec::new(), seed = None, progress = None))]
-pub fn simulate_json(
-    py: Python<'_>,
+pub fn simulate_report<'py>(
+    py: Python<'py>,
     scenario: &PyScenario,
     policies: Vec<String>,
     seed: Option<u64>,
     progress: Option<Py<PyAny>>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     let scenario = scenario.scenario.clone();
     let planned = plan(py, &scenario, &policies)?;
     let seed = seed.unwrap_or(scenario.run.seed);
@@ -136,7 +138,8 @@ pub fn simulate_json(
         SimError::Build(b) => PolicyError::new_err(b.to_string()),
         other => SimulationError::new_err(other.to_string()),
     })?;
-    serde_json::to_string(&report).map_err(|e| SimulationError::new_err(e.to_string()))
+    let value = serde_json::to_value(&report).map_err(|e| SimulationError::new_err(e.to_string()))?;
+    crate::convert::json_to_py(py, &value)
 }
 
 /// [`isola_sim::simulate`] over planned runs: solo runs first where the
