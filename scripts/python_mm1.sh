@@ -5,10 +5,11 @@
 # scenarios/mm1.toml --json` as one process, and one Python process that
 # imports isola, builds the same scenario as a dict, runs it and reads the
 # mean sojourn back (scripts/python_mm1.py), taking turns for ROUNDS rounds
-# in one sitting; then SimPy on the same queue (scripts/simpy_mm1.py) for
-# SIMPY_ROUNDS rounds, for the ratio beside it. Prints each run's wall
-# time and mean sojourn, each round's ratio python / binary, and the
-# range of the ratios.
+# in one sitting, each timed in wall-clock and CPU time; then SimPy on the
+# same queue (scripts/simpy_mm1.py) for SIMPY_ROUNDS rounds, for the ratio
+# beside it (scripts/python_mm1_bench.py is the harness). Prints each
+# run's times and mean sojourn, each round's ratios python / binary, and
+# their ranges and medians.
 #
 # Usage: scripts/python_mm1.sh
 # Settings (environment): ROUNDS=5, SIMPY_ROUNDS=1; PYTHON (default:
@@ -24,30 +25,6 @@ PYTHON=${PYTHON:-python3}
 isola=${ISOLA_BIN:-${CARGO_TARGET_DIR:-target}/release/isola}
 [ -x "$isola" ] || cargo build -q --release -p isola-cli
 customers=$(sed -n 's/^count = \([0-9]*\)$/\1/p' scenarios/mm1.toml)
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-
-now() { date +%s.%N; }
 echo "load: $(uptime)"
-ratios=()
-for round in $(seq "$ROUNDS"); do
-  start=$(now)
-  "$isola" sim scenarios/mm1.toml --json > "$out"
-  binary=$(echo "$(now) - $start" | bc -l)
-  binary_mean=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["policies"][0]["tenants"][0]["latency_ns"]["mean"])' "$out")
-  start=$(now)
-  python_mean=$("$PYTHON" scripts/python_mm1.py "$customers")
-  python=$(echo "$(now) - $start" | bc -l)
-  ratio=$(echo "$python / $binary" | bc -l)
-  ratios+=("$ratio")
-  printf 'round %d: isola sim %.3f s (mean %.1f ns)  python %.3f s (mean %.1f ns)  python/binary %.3f\n' \
-    "$round" "$binary" "$binary_mean" "$python" "$python_mean" "$ratio"
-done
-printf 'python / binary over %d rounds: %s\n' "$ROUNDS" "$(printf '%s\n' "${ratios[@]}" | sort -n | awk 'NR==1{lo=$1} {hi=$1} END{printf "%.3f-%.3f", lo, hi}')"
-for round in $(seq "$SIMPY_ROUNDS"); do
-  start=$(now)
-  simpy=$("$PYTHON" scripts/simpy_mm1.py "$customers")
-  took=$(echo "$(now) - $start" | bc -l)
-  printf 'simpy round %d: %.3f s %s  simpy/binary %.1f  simpy/python %.1f\n' "$round" "$took" "$simpy" \
-    "$(echo "$took / $binary" | bc -l)" "$(echo "$took / $python" | bc -l)"
-done
+"$PYTHON" scripts/python_mm1_bench.py "$isola" "$customers" "$ROUNDS" "$SIMPY_ROUNDS"
+echo "load: $(uptime)"
