@@ -17,6 +17,7 @@
 
 pub mod batch;
 pub mod device;
+pub mod hooks;
 pub mod limits;
 mod migrate;
 pub mod pcie;

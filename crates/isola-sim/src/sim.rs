@@ -9,6 +9,7 @@
 //! completed when the last stage finishes.
 
 use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, Timer};
+pub use crate::hooks::RunHooks;
 use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
 use crate::migrate::Migrations;
 use crate::queue::EventQueue;
@@ -50,27 +51,6 @@ pub enum SimError {
     /// written outside Isola that failed).
     #[error("the run was stopped before its end")]
     Stopped,
-}
-
-/// What an embedder adds to a run (see [`run_policy_with`]): policies it
-/// registered beside the built-in ones, and a flag that stops the run.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RunHooks<'h> {
-    /// Policies registered beside the built-in ones, which the run's
-    /// `PolicyRun` may name (`SchedulerBuilder::register_policy`).
-    pub policies: &'h [isola_core::PolicyInfo],
-    /// Raised (by another thread, the progress callback or a policy), it
-    /// ends the run with [`SimError::Stopped`]. Looked at with each
-    /// progress report (every 65,536 events) and at the run's end.
-    pub stop: Option<&'h std::sync::atomic::AtomicBool>,
-}
-
-impl RunHooks<'_> {
-    /// Whether the stop flag is raised.
-    fn stopped(&self) -> bool {
-        self.stop
-            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
