@@ -17,6 +17,7 @@
 
 pub mod batch;
 pub mod device;
+pub mod hooks;
 pub mod limits;
 mod migrate;
 pub mod pcie;
@@ -30,7 +31,7 @@ pub mod workload;
 
 use isola_model::scenario::PolicyRun;
 use isola_model::{Scenario, SimReport};
-pub use sim::{run_policy, scheduler_for, SimError};
+pub use sim::{run_policy, run_policy_with, scheduler_for, scheduler_with, RunHooks, SimError};
 
 pub(crate) use isola_core::units::round_ns;
 

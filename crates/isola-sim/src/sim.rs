@@ -9,13 +9,14 @@
 //! completed when the last stage finishes.
 
 use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, Timer};
+pub use crate::hooks::RunHooks;
 use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
 use crate::migrate::Migrations;
 use crate::queue::EventQueue;
 use crate::rng::{stream, Purpose};
 use crate::rss::{rss_hash, RssCores};
-pub use crate::stage::scheduler_for;
 use crate::stage::StageModel;
+pub use crate::stage::{scheduler_for, scheduler_with};
 use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
 use isola_core::{BuildError, EngineId, Nanos, OpSpec, RejectReason, Task, TaskId, TenantId};
 use isola_model::ingress::{ingress_rules, RuleSet};
@@ -45,6 +46,11 @@ pub enum SimError {
         /// What would have exceeded it, and how to proceed.
         message: String,
     },
+    /// The run was stopped from outside before its end: its caller's stop
+    /// flag ([`RunHooks::stop`]) was raised (an interrupt, a policy
+    /// written outside Isola that failed).
+    #[error("the run was stopped before its end")]
+    Stopped,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +152,20 @@ pub fn run_policy(
     solo: Option<usize>,
     progress: Option<Progress<'_>>,
 ) -> Result<PolicyResult, SimError> {
-    Sim::new(scenario, policy, seed, solo)?.run(progress)
+    run_policy_with(scenario, policy, seed, solo, progress, RunHooks::default())
+}
+
+/// [`run_policy`] with what an embedder adds: its own policies, which
+/// `policy` may name, and a flag that stops the run ([`RunHooks`]).
+pub fn run_policy_with(
+    scenario: &Scenario,
+    policy: &PolicyRun,
+    seed: u64,
+    solo: Option<usize>,
+    progress: Option<Progress<'_>>,
+    hooks: RunHooks<'_>,
+) -> Result<PolicyResult, SimError> {
+    Sim::new(scenario, policy, seed, solo, hooks.policies)?.run(progress, hooks)
 }
 
 struct Sim<'a> {
@@ -197,8 +216,9 @@ impl<'a> Sim<'a> {
         policy: &PolicyRun,
         seed: u64,
         solo: Option<usize>,
+        registered: &[isola_core::PolicyInfo],
     ) -> Result<Self, SimError> {
-        let sched = scheduler_for(scenario, policy)?;
+        let sched = scheduler_with(scenario, policy, registered)?;
         let devices = scenario
             .engines
             .iter()
@@ -720,7 +740,11 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn run(mut self, mut progress: Option<Progress<'_>>) -> Result<PolicyResult, SimError> {
+    fn run(
+        mut self,
+        mut progress: Option<Progress<'_>>,
+        hooks: RunHooks<'_>,
+    ) -> Result<PolicyResult, SimError> {
         while let Some((at, ev)) = self.events.pop() {
             if self.horizon.is_some_and(|h| at > h) {
                 break;
@@ -751,7 +775,13 @@ impl<'a> Sim<'a> {
                     };
                     p(frac.min(1.0));
                 }
+                if hooks.stopped() {
+                    return Err(SimError::Stopped);
+                }
             }
+        }
+        if hooks.stopped() {
+            return Err(SimError::Stopped);
         }
         self.guard.check(self.scenario, self.horizon)?;
         if let Some(h) = self.horizon {

@@ -103,7 +103,21 @@ impl StageModel {
 /// run's split size under each engine's split rule, configured by
 /// [`Scenario::configure_core`] as every driver does.
 pub fn scheduler_for(scenario: &Scenario, policy: &PolicyRun) -> Result<isola_core::Scheduler, SimError> {
+    scheduler_with(scenario, policy, &[])
+}
+
+/// [`scheduler_for`] with `registered`, policies an embedder registered
+/// beside the built-in ones (`SchedulerBuilder::register_policy`), which
+/// `policy` may name.
+pub fn scheduler_with(
+    scenario: &Scenario,
+    policy: &PolicyRun,
+    registered: &[isola_core::PolicyInfo],
+) -> Result<isola_core::Scheduler, SimError> {
     let mut b = SchedulerBuilder::new();
+    for info in registered {
+        b.register_policy(*info);
+    }
     for e in &scenario.engines {
         let default = match &e.device {
             DeviceSpec::Compute {
