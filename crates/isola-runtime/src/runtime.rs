@@ -66,8 +66,10 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// How long the dispatcher and the workers poll before sleeping: the
-    /// runtime's spin, but never in a real-time class. A real-time thread
+    /// How long the calling thread (the dispatcher, a worker) polls before
+    /// sleeping: the runtime's spin, but never in a real-time class (one the
+    /// system granted: where it refused, the thread runs and polls as a
+    /// normal one). A real-time thread
     /// that polls holds its core against every normal thread, the
     /// tenants' clients waiting for their answers among them, and one
     /// that polls through a steady stream of arrivals never waits, so its
@@ -77,7 +79,7 @@ impl Shared {
     /// is woken ahead of normal ones anyway. (Tenants' threads waiting
     /// for a ticket keep the spin.)
     pub(crate) fn thread_spin(&self) -> std::time::Duration {
-        if self.dispatcher_realtime.is_some() {
+        if crate::threads::in_realtime_class() {
             std::time::Duration::ZERO
         } else {
             self.spin

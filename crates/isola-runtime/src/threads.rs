@@ -4,14 +4,17 @@
 //! registered with its kernel id, so that what the host does to it can be
 //! read while it runs ([`crate::host::ThreadTimes`]).
 //!
-//! A real-time thread that stays busy keeps a duty cycle
-//! ([`REALTIME_RUN`] of each [`REALTIME_PERIOD`] in its class, the rest in
-//! the normal class, until it next waits): a backlogged worker then never
-//! holds a core against every normal thread (a tenant's, the client
-//! waiting for its answer) for longer than [`REALTIME_RUN`], and never
-//! runs into the kernel's real-time throttling (`sched_rt_runtime_us`,
-//! 950 ms of each second by default), which stops every real-time thread
-//! of the CPU, the dispatcher too, for the rest of the second.
+//! A real-time thread that stays busy keeps a duty cycle: once it has run
+//! [`REALTIME_RUN`] in its class without a rest (a wait of at least the
+//! rest of its [`REALTIME_PERIOD`]), it runs that rest in the normal
+//! class, then returns. It is checked between pieces of work (a task, a
+//! turn of the dispatcher's loop), so a piece longer than that runs on in
+//! the class it started in. A backlogged worker then holds its core
+//! against every normal thread (a tenant's, the client waiting for its
+//! answer) for about [`REALTIME_RUN`] at a time, and stays below the
+//! kernel's real-time throttling (`sched_rt_runtime_us`, 950 ms of each
+//! second by default), which would stop every real-time thread of the
+//! CPU, the dispatcher too, for the rest of the second.
 
 use crate::host::{ThreadId, ThreadTimes};
 use serde::Serialize;
@@ -22,12 +25,12 @@ use std::time::{Duration, Instant};
 /// The period of a busy real-time thread's duty cycle.
 pub const REALTIME_PERIOD: Duration = Duration::from_millis(2);
 
-/// How much of each [`REALTIME_PERIOD`] a real-time thread that has not
-/// waited since the period began runs in its real-time class; the rest of
-/// the period it runs in the normal class, beside the machine's other
-/// threads. 80%: below the kernel's throttling (95%), and a normal thread
-/// on its core waits at most 1.6 ms for it (a 10 ms period measured no
-/// better beside a flood, and let a normal thread wait five times as long).
+/// How long a busy real-time thread runs in its class without a rest; it
+/// then runs the rest of [`REALTIME_PERIOD`] in the normal class, beside
+/// the machine's other threads. 80%: below the kernel's throttling
+/// (95%), and a normal thread on its core waits about 1.6 ms for it (a
+/// 10 ms period measured no better beside a flood, and let a normal
+/// thread wait five times as long).
 pub const REALTIME_RUN: Duration = Duration::from_micros(1_600);
 
 /// A real-time scheduling class for the dispatcher and the workers.
@@ -148,30 +151,56 @@ pub(crate) fn spawn(
 }
 
 /// A real-time thread's duty cycle while it stays busy (the module's
-/// comment).
+/// comment): a budget, not a phase, so that no length of task can keep
+/// it in its class for good.
 #[derive(Debug, Clone, Copy)]
 struct Duty {
     class: Realtime,
-    /// When it last began work after waiting (`None`: it waits).
-    busy_since: Option<Instant>,
-    /// It runs in the normal class now.
-    demoted: bool,
+    /// Since when it has run in its class without a rest: a wait of at
+    /// least [`REALTIME_REST`], or its turn in the normal class.
+    in_class_since: Option<Instant>,
+    /// Since when it has run in the normal class, if it does now.
+    demoted_since: Option<Instant>,
+    /// When it began its last wait.
+    waiting_since: Option<Instant>,
 }
+
+/// The rest a real-time thread's duty cycle gives the normal threads in
+/// each period.
+const REALTIME_REST: Duration = REALTIME_PERIOD.saturating_sub(REALTIME_RUN);
 
 impl Duty {
     fn new(class: Realtime) -> Duty {
         Duty {
             class,
-            busy_since: None,
-            demoted: false,
+            in_class_since: None,
+            demoted_since: None,
+            waiting_since: None,
         }
     }
 
-    /// Whether a thread busy since `since` is in the real-time part of
-    /// its period at `now`.
-    fn in_realtime_part(since: Instant, now: Instant) -> bool {
-        let phase = now.duration_since(since).as_nanos() % REALTIME_PERIOD.as_nanos();
-        phase < REALTIME_RUN.as_nanos()
+    /// Moves the calling thread to the class its budget gives it at
+    /// `now`; `false` if the system no longer permits the real-time class.
+    fn settle(&mut self, now: Instant) -> bool {
+        match self.demoted_since {
+            Some(since) if now.duration_since(since) >= REALTIME_REST => {
+                if !matches!(enter_realtime(self.class), RealtimeOutcome::Granted { .. }) {
+                    return false;
+                }
+                self.demoted_since = None;
+                self.in_class_since = Some(now);
+            }
+            Some(_) => {}
+            None => {
+                let since = *self.in_class_since.get_or_insert(now);
+                if now.duration_since(since) >= REALTIME_RUN {
+                    enter_normal();
+                    self.demoted_since = Some(now);
+                    self.in_class_since = None;
+                }
+            }
+        }
+        true
     }
 }
 
@@ -181,63 +210,65 @@ thread_local! {
     static DUTY: Cell<Option<Duty>> = const { Cell::new(None) };
 }
 
-/// The calling thread has worked (after each piece of work: a task run, a
-/// turn of the dispatcher's loop): a real-time thread busy since it last
-/// waited moves to the normal class for the rest of its period once it
-/// has run [`REALTIME_RUN`] of it, and back at the next period. Costs
-/// nothing but a thread-local read on a thread not in a real-time class.
-pub(crate) fn worked() {
+/// Whether the calling thread is a runtime thread in a real-time class
+/// (the system granted the class it asked for); such a thread never polls.
+pub(crate) fn in_realtime_class() -> bool {
+    DUTY.with(|d| d.get().is_some())
+}
+
+/// Applies `f` to the calling thread's duty cycle at `now`, if it has one;
+/// forgets it if the system no longer permits the class.
+fn with_duty(f: impl FnOnce(&mut Duty, Instant) -> bool) {
     DUTY.with(|d| {
         let Some(mut duty) = d.get() else {
             return;
         };
-        let now = Instant::now();
-        let since = *duty.busy_since.get_or_insert(now);
-        let realtime_part = Duty::in_realtime_part(since, now);
-        if realtime_part == duty.demoted {
-            if realtime_part {
-                if !matches!(enter_realtime(duty.class), RealtimeOutcome::Granted { .. }) {
-                    // The system no longer permits it: stay normal.
-                    d.set(None);
-                    return;
-                }
-            } else {
-                enter_normal();
-            }
-            duty.demoted = !realtime_part;
-        }
-        d.set(Some(duty));
-    });
-}
-
-/// The calling thread has waited and has work again: its period starts
-/// now (a real-time thread's; nothing on another).
-pub(crate) fn woke() {
-    DUTY.with(|d| {
-        if let Some(mut duty) = d.get() {
-            duty.busy_since = Some(Instant::now());
+        if f(&mut duty, Instant::now()) {
             d.set(Some(duty));
+        } else {
+            // Stay in the normal class.
+            d.set(None);
         }
     });
 }
 
-/// The calling thread is about to wait for work: a real-time thread
-/// returns to its class (if its cycle had it out), so that it is woken
-/// ahead of normal threads, and its next work starts a new period.
-pub(crate) fn waits() {
-    DUTY.with(|d| {
-        let Some(mut duty) = d.get() else {
-            return;
-        };
-        duty.busy_since = None;
-        if duty.demoted {
-            if !matches!(enter_realtime(duty.class), RealtimeOutcome::Granted { .. }) {
-                d.set(None);
-                return;
-            }
-            duty.demoted = false;
+/// The calling thread has worked (after each piece of work: a task run, a
+/// turn of the dispatcher's loop): a real-time thread that has run
+/// [`REALTIME_RUN`] in its class without a rest moves to the normal class,
+/// and back once it has run [`REALTIME_REST`] there. Costs nothing but a
+/// thread-local read on a thread not in a real-time class.
+pub(crate) fn worked() {
+    with_duty(|duty, now| duty.settle(now));
+}
+
+/// The calling thread has waited and has work again. A wait of at least
+/// [`REALTIME_REST`] was a rest: its budget starts afresh. A shorter one
+/// was not: a thread busy 97% of the time, sleeping a moment between
+/// tasks, keeps counting.
+pub(crate) fn woke() {
+    with_duty(|duty, now| {
+        let rested = duty
+            .waiting_since
+            .take()
+            .is_some_and(|w| now.duration_since(w) >= REALTIME_REST);
+        if rested && duty.demoted_since.is_none() {
+            duty.in_class_since = Some(now);
         }
-        d.set(Some(duty));
+        duty.settle(now)
+    });
+}
+
+/// The calling thread is about to wait for work (its wait is timed, for
+/// [`woke`]). A thread the cycle has out of its class returns to it if its
+/// rest is over; else it stays out until then, woken in the normal class
+/// if its work comes sooner.
+pub(crate) fn waits() {
+    with_duty(|duty, now| {
+        duty.waiting_since = Some(now);
+        // Its rest over, it sleeps in its class, to be woken ahead of
+        // normal threads; a budget spent is not taken away before a wait,
+        // which may be the rest itself.
+        duty.demoted_since.is_none() || duty.settle(now)
     });
 }
 
