@@ -17,14 +17,13 @@ use crate::rss::{rss_hash, RssCores};
 pub use crate::stage::scheduler_for;
 use crate::stage::StageModel;
 use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
-use isola_core::{BuildError, EngineId, Nanos, OpSpec, RejectReason, Task, TaskId, TenantId};
+use isola_core::{BuildError, EngineId, Nanos, OpRef, OpSpec, RejectReason, Task, TaskId, TenantId};
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
 use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, Scenario, Steering};
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
 use slab::Slab;
-use std::sync::Arc;
 
 /// Why a run could not start.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -81,7 +80,7 @@ struct Request {
     stage_predicted: f64,
     /// Its operator when not its workload's (a trace row's); the workload's
     /// is shared from [`WorkloadState::op`] at each submission.
-    op: Option<Arc<OpSpec>>,
+    op: Option<OpRef>,
     /// Exp(1) draw per stage for exponential service models.
     unit_exp: f64,
     /// The RSS hash of its 5-tuple (what an RSS-steered engine hashes).
@@ -100,7 +99,7 @@ struct WorkloadState {
     /// The scheduled open-loop arrival (a trace row fixes its size and op).
     pending: Option<NextArrival>,
     /// The workload's operator, shared by its tasks.
-    op: Arc<OpSpec>,
+    op: OpRef,
     sizes: SizeSampler,
     service_rng: Pcg64Mcg,
     stages: Vec<StageModel>,
