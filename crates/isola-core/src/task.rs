@@ -278,5 +278,24 @@ mod tests {
             }
             prop_assert_eq!(next, bytes);
         }
+
+        /// Interned references are equal exactly when the specs are equal
+        /// by content (`OpSpec`'s derived equality), and each reads back
+        /// its own spec.
+        #[test]
+        fn interned_operators_are_equal_exactly_when_their_specs_are(
+            a in ("[ab]{1,2}", proptest::collection::vec(("[kl]", "[12]"), 0..2)),
+            b in ("[ab]{1,2}", proptest::collection::vec(("[kl]", "[12]"), 0..2)),
+        ) {
+            let spec_a = OpSpec { name: a.0, params: a.1 };
+            let spec_b = OpSpec { name: b.0, params: b.1 };
+            let (ref_a, ref_b) = (spec_a.clone().intern(), spec_b.clone().intern());
+            prop_assert_eq!(ref_a == ref_b, spec_a == spec_b);
+            prop_assert_eq!(&*ref_a, &spec_a);
+            prop_assert_eq!(ref_b.spec(), &spec_b);
+            if spec_a.params.is_empty() {
+                prop_assert_eq!(OpSpec::named(&spec_a.name), ref_a);
+            }
+        }
     }
 }

@@ -105,7 +105,7 @@ impl Line {
                     id: TaskId(*submitted),
                     tenant: *tenant,
                     engine: *engine,
-                    op: op.clone(),
+                    op: *op,
                     bytes: 64,
                     arrival: now,
                     deadline: None,

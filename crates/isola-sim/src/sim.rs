@@ -253,7 +253,7 @@ impl<'a> Sim<'a> {
                 flow: k as u32,
                 arrivals: ArrivalProcess::new(&w.arrival, w.start, seed, streams),
                 pending: None,
-                op: OpSpec::named(w.op.clone()),
+                op: OpSpec::named(&w.op),
                 sizes: SizeSampler::new(&w.size, seed, streams),
                 service_rng: stream(seed, streams, Purpose::Service),
                 stages: w
@@ -390,8 +390,8 @@ impl<'a> Sim<'a> {
             run.pending.take().and_then(|p| p.traced)
         };
         let (bytes, op) = match traced {
-            Some((bytes, name)) if name == run.op.name => (bytes, None),
-            Some((bytes, name)) => (bytes, Some(OpSpec::named(name))),
+            Some((bytes, op)) if op == run.op => (bytes, None),
+            Some((bytes, op)) => (bytes, Some(op)),
             None => (run.sizes.sample(), None),
         };
         let unit_exp: f64 = Exp1.sample(&mut run.service_rng);
@@ -472,10 +472,7 @@ impl<'a> Sim<'a> {
             false => served_as.engines[request.stage],
             true => served_as.moved_engines[request.stage],
         };
-        let op = match &request.op {
-            Some(op) => op.clone(),
-            None => self.workloads[request.source].op.clone(),
-        };
+        let op = request.op.unwrap_or(self.workloads[request.source].op);
         let task = Task {
             id: TaskId(key as u64),
             tenant: TenantId(t as u32),

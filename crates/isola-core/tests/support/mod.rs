@@ -177,7 +177,7 @@ impl Driver<'_> {
             id: TaskId(next_id),
             tenant: ids[t],
             engine: e,
-            op: self.op.clone(),
+            op: self.op,
             bytes,
             arrival: now,
             deadline: None,
