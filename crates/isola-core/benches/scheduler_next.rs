@@ -90,14 +90,11 @@ fn backlogged(policy: &PolicyInfo, n: usize, slots: u32, backlog: usize) -> (Sch
 
 /// A 4 KiB task of `tenant`'s for engine `e`, submitted at `arrival`.
 fn task(id: TaskId, tenant: TenantId, e: EngineId, arrival: u64) -> Task {
-    thread_local! {
-        static OP: Arc<OpSpec> = OpSpec::named("generic");
-    }
     Task {
         id,
         tenant,
         engine: e,
-        op: OP.with(Arc::clone),
+        op: OpSpec::named("generic"),
         bytes: 4096,
         arrival,
         deadline: None,

@@ -68,7 +68,7 @@ pub use scheduler::{
     RejectReason, Rejection, Scheduler, SchedulerBuilder, SchedulerError, SloChangeError,
     MAX_SUBTASKS_PER_TASK,
 };
-pub use task::{OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
+pub use task::{OpRef, OpSpec, PlannerRef, Subtask, SubtaskPlanner, Task, TaskId, Unsplittable};
 pub use tenant::{
     BudgetAction, EngineSelector, FlowQueueSpec, LatencyObjective, RateSpec, Slo, SloOverride, Tenant,
     TenantClass, TenantId, TimeScale,

@@ -5,7 +5,8 @@ use crate::engine::EngineId;
 use crate::tenant::TenantId;
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// Unique id of a task, chosen by the driver that submits it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -21,12 +22,112 @@ pub struct OpSpec {
 }
 
 impl OpSpec {
-    /// An operator with no parameters, shared so tasks can clone it cheaply.
-    pub fn named(name: impl Into<String>) -> Arc<OpSpec> {
-        Arc::new(OpSpec {
-            name: name.into(),
+    /// An operator with no parameters, interned (see [`OpRef`]).
+    pub fn named(name: impl AsRef<str>) -> OpRef {
+        OpRef::named(name.as_ref())
+    }
+
+    /// This operator, interned (see [`OpRef`]).
+    pub fn intern(self) -> OpRef {
+        OpRef::intern(self)
+    }
+}
+
+/// An interned [`OpSpec`]: a plain reference, so a task carries and drops
+/// its operator without touching a reference count (two locked
+/// instructions a task when it was an `Arc`). Each distinct operator and
+/// parameters is stored once for the life of the process, so the table
+/// grows with the operator configurations a process names (the runtime
+/// builds and keeps each configuration once anyway), never with its tasks.
+/// Equal specs give the same reference, so equality and hashing are the
+/// pointer's.
+#[derive(Clone, Copy)]
+pub struct OpRef(&'static OpSpec);
+
+/// Every interned operator, and the parameterless ones by name too (so
+/// [`OpRef::named`] finds one without building a spec). Written by hand on
+/// std (`LazyLock`, `Mutex`, `HashSet`): a dozen lines, not worth a
+/// dependency.
+#[derive(Default)]
+struct Interned {
+    specs: HashSet<&'static OpSpec>,
+    named: HashMap<&'static str, &'static OpSpec>,
+}
+
+static INTERNED: LazyLock<Mutex<Interned>> = LazyLock::new(|| Mutex::new(Interned::default()));
+
+impl Interned {
+    fn get_or_insert(&mut self, spec: OpSpec) -> OpRef {
+        if let Some(known) = self.specs.get(&spec) {
+            return OpRef(known);
+        }
+        let stored: &'static OpSpec = Box::leak(Box::new(spec));
+        self.specs.insert(stored);
+        if stored.params.is_empty() {
+            self.named.insert(stored.name.as_str(), stored);
+        }
+        OpRef(stored)
+    }
+}
+
+impl OpRef {
+    /// The interned copy of `spec` (stored on first use).
+    pub fn intern(spec: OpSpec) -> OpRef {
+        INTERNED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(spec)
+    }
+
+    /// The interned operator `name` with no parameters (allocates only the
+    /// first time a name is seen).
+    pub fn named(name: &str) -> OpRef {
+        let mut table = INTERNED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = table.named.get(name) {
+            return OpRef(known);
+        }
+        table.get_or_insert(OpSpec {
+            name: name.to_string(),
             params: Vec::new(),
         })
+    }
+
+    /// The operator, for as long as the process runs.
+    pub fn spec(self) -> &'static OpSpec {
+        self.0
+    }
+}
+
+impl std::ops::Deref for OpRef {
+    type Target = OpSpec;
+    fn deref(&self) -> &OpSpec {
+        self.0
+    }
+}
+
+impl From<OpSpec> for OpRef {
+    fn from(spec: OpSpec) -> OpRef {
+        OpRef::intern(spec)
+    }
+}
+
+impl PartialEq for OpRef {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for OpRef {}
+
+impl std::hash::Hash for OpRef {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self.0, state)
+    }
+}
+
+impl std::fmt::Debug for OpRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }
 
@@ -40,8 +141,8 @@ pub struct Task {
     pub tenant: TenantId,
     /// Which engine serves it.
     pub engine: EngineId,
-    /// What to run (shared: cloning a task does not copy parameters).
-    pub op: Arc<OpSpec>,
+    /// What to run (interned: a task copies and drops a reference).
+    pub op: OpRef,
     /// Input size.
     pub bytes: Bytes,
     /// When it was submitted.
@@ -176,6 +277,25 @@ mod tests {
                 next += p.bytes;
             }
             prop_assert_eq!(next, bytes);
+        }
+
+        /// Interned references are equal exactly when the specs are equal
+        /// by content (`OpSpec`'s derived equality), and each reads back
+        /// its own spec.
+        #[test]
+        fn interned_operators_are_equal_exactly_when_their_specs_are(
+            a in ("[ab]{1,2}", proptest::collection::vec(("[kl]", "[12]"), 0..2)),
+            b in ("[ab]{1,2}", proptest::collection::vec(("[kl]", "[12]"), 0..2)),
+        ) {
+            let spec_a = OpSpec { name: a.0, params: a.1 };
+            let spec_b = OpSpec { name: b.0, params: b.1 };
+            let (ref_a, ref_b) = (spec_a.clone().intern(), spec_b.clone().intern());
+            prop_assert_eq!(ref_a == ref_b, spec_a == spec_b);
+            prop_assert_eq!(&*ref_a, &spec_a);
+            prop_assert_eq!(ref_b.spec(), &spec_b);
+            if spec_a.params.is_empty() {
+                prop_assert_eq!(OpSpec::named(&spec_a.name), ref_a);
+            }
         }
     }
 }

@@ -7,7 +7,7 @@
 //! every accepted task completes exactly once, whatever the rule.
 
 use isola_core::{
-    AffineCost, BatchRule, Dispatch, DispatchReason, EngineId, EngineKind, EngineSpec, Nanos, OpSpec,
+    AffineCost, BatchRule, Dispatch, DispatchReason, EngineId, EngineKind, EngineSpec, Nanos, OpRef, OpSpec,
     Scheduler, SchedulerBuilder, Slo, Task, TaskId, TenantId,
 };
 use proptest::prelude::*;
@@ -25,12 +25,12 @@ fn scheduler(policy: &str, slots: u32, tenants: usize, rule: Option<BatchRule>) 
     (b.build().expect("a valid setup"), e)
 }
 
-fn task(id: u64, tenant: usize, op: &Arc<OpSpec>, bytes: u64, cost: Nanos, at: Nanos) -> Task {
+fn task(id: u64, tenant: usize, op: &OpRef, bytes: u64, cost: Nanos, at: Nanos) -> Task {
     Task {
         id: TaskId(id),
         tenant: TenantId(tenant as u32),
         engine: EngineId(0),
-        op: Arc::clone(op),
+        op: *op,
         bytes,
         arrival: at,
         deadline: None,

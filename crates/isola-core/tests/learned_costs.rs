@@ -4,16 +4,17 @@
 //! it serves in that time.
 
 use isola_core::{
-    AffineCost, CostLearning, EngineKind, EngineSpec, OpSpec, SchedulerBuilder, Slo, SplitRule, SplitWhen,
-    Task, TaskId,
+    AffineCost, CostLearning, EngineKind, EngineSpec, OpRef, OpSpec, SchedulerBuilder, Slo, SplitRule,
+    SplitWhen, Task, TaskId,
 };
 use std::sync::Arc;
 
-fn op(name: &str, level: &str) -> Arc<OpSpec> {
-    Arc::new(OpSpec {
+fn op(name: &str, level: &str) -> OpRef {
+    OpSpec {
         name: name.into(),
         params: vec![("level".into(), level.into())],
-    })
+    }
+    .intern()
 }
 
 #[test]
@@ -45,13 +46,13 @@ fn predictions_follow_measured_service_per_operator() {
     };
     let mut now = 0;
     let mut id = 0;
-    let mut serve = |s: &mut isola_core::Scheduler, o: &Arc<OpSpec>, bytes: u64| -> Vec<(u64, u64)> {
+    let mut serve = |s: &mut isola_core::Scheduler, o: &OpRef, bytes: u64| -> Vec<(u64, u64)> {
         id += 1;
         let task = Task {
             id: TaskId(id),
             tenant: t,
             engine: e,
-            op: Arc::clone(o),
+            op: *o,
             bytes,
             arrival: now,
             deadline: None,

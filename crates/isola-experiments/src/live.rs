@@ -586,8 +586,11 @@ impl Driver<'_> {
             self.out.worst_lag_ns = self.out.worst_lag_ns.max(lag);
             self.out.late += u64::from(lag > 1_000_000);
             std::thread::sleep(at.saturating_duration_since(now));
-            let (bytes, op) = next.traced.unwrap_or_else(|| (self.sizes.sample(), w.op.clone()));
-            self.submit(bytes, &op)?;
+            let (bytes, op) = match next.traced {
+                Some((bytes, op)) => (bytes, op.spec().name.as_str()),
+                None => (self.sizes.sample(), w.op.as_str()),
+            };
+            self.submit(bytes, op)?;
             self.submitted += 1;
             self.rx.try_iter().for_each(|c| self.out.record(c));
         }

@@ -26,7 +26,7 @@ type OperatorCache = RwLock<HashMap<String, Vec<CachedOperator>>>;
 struct CachedOperator {
     params: BTreeMap<String, String>,
     op: Arc<dyn Operator>,
-    spec: Arc<isola_core::OpSpec>,
+    spec: isola_core::OpRef,
 }
 
 /// State the handles, the dispatcher and the workers share.
@@ -135,10 +135,11 @@ impl Shared {
             return Ok(op);
         }
         let op: Arc<dyn Operator> = Arc::from(isola_ops::build_operator(name, params)?);
-        let spec = Arc::new(isola_core::OpSpec {
+        let spec = isola_core::OpSpec {
             name: name.to_string(),
             params: params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        });
+        }
+        .intern();
         if let Ok(mut m) = self.operators.write() {
             m.entry(name.to_string()).or_default().push(CachedOperator {
                 params: params.clone(),
@@ -153,7 +154,7 @@ impl Shared {
     /// here from them (so an engine learns each configuration's cost
     /// apart: deflate at level 1 and at level 9), its name alone for an
     /// operator its caller built.
-    pub(crate) fn op_spec(&self, op: &Arc<dyn Operator>) -> Arc<isola_core::OpSpec> {
+    pub(crate) fn op_spec(&self, op: &Arc<dyn Operator>) -> isola_core::OpRef {
         self.operators
             .read()
             .ok()
@@ -161,7 +162,7 @@ impl Shared {
                 m.get(op.name())?
                     .iter()
                     .find(|c| Arc::ptr_eq(&c.op, op))
-                    .map(|c| Arc::clone(&c.spec))
+                    .map(|c| c.spec)
             })
             .unwrap_or_else(|| isola_core::OpSpec::named(op.name()))
     }

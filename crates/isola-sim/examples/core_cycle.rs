@@ -69,7 +69,7 @@ fn main() {
         id: TaskId(i),
         tenant,
         engine,
-        op: op.clone(),
+        op,
         bytes: 64,
         arrival: i,
         deadline: None,

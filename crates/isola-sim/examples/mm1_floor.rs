@@ -22,8 +22,8 @@
 use isola_core::metrics::LatencyHistogram;
 use isola_core::units::round_ns;
 use isola_core::{
-    AffineCost, DispatchId, EngineId, EngineKind, EngineSpec, OpSpec, Scheduler, SchedulerBuilder, Slo, Task,
-    TaskId, TenantId,
+    AffineCost, DispatchId, EngineId, EngineKind, EngineSpec, OpRef, OpSpec, Scheduler, SchedulerBuilder,
+    Slo, Task, TaskId, TenantId,
 };
 use isola_sim::queue::EventQueue;
 use rand::SeedableRng;
@@ -43,7 +43,7 @@ enum Line {
         sched: Box<Scheduler>,
         engine: EngineId,
         tenant: TenantId,
-        op: Arc<OpSpec>,
+        op: OpRef,
         serving: Option<DispatchId>,
         submitted: u64,
     },
@@ -105,7 +105,7 @@ impl Line {
                     id: TaskId(*submitted),
                     tenant: *tenant,
                     engine: *engine,
-                    op: op.clone(),
+                    op: *op,
                     bytes: 64,
                     arrival: now,
                     deadline: None,

@@ -18,14 +18,13 @@ use crate::rss::{rss_hash, RssCores};
 use crate::stage::StageModel;
 pub use crate::stage::{scheduler_for, scheduler_with};
 use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
-use isola_core::{BuildError, EngineId, Nanos, OpSpec, RejectReason, Task, TaskId, TenantId};
+use isola_core::{BuildError, EngineId, Nanos, OpRef, OpSpec, RejectReason, Task, TaskId, TenantId};
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
 use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, Scenario, Steering};
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
 use slab::Slab;
-use std::sync::Arc;
 
 /// Why a run could not start.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -87,7 +86,7 @@ struct Request {
     stage_predicted: f64,
     /// Its operator when not its workload's (a trace row's); the workload's
     /// is shared from [`WorkloadState::op`] at each submission.
-    op: Option<Arc<OpSpec>>,
+    op: Option<OpRef>,
     /// Exp(1) draw per stage for exponential service models.
     unit_exp: f64,
     /// The RSS hash of its 5-tuple (what an RSS-steered engine hashes).
@@ -106,7 +105,7 @@ struct WorkloadState {
     /// The scheduled open-loop arrival (a trace row fixes its size and op).
     pending: Option<NextArrival>,
     /// The workload's operator, shared by its tasks.
-    op: Arc<OpSpec>,
+    op: OpRef,
     sizes: SizeSampler,
     service_rng: Pcg64Mcg,
     stages: Vec<StageModel>,
@@ -274,7 +273,7 @@ impl<'a> Sim<'a> {
                 flow: k as u32,
                 arrivals: ArrivalProcess::new(&w.arrival, w.start, seed, streams),
                 pending: None,
-                op: OpSpec::named(w.op.clone()),
+                op: OpSpec::named(&w.op),
                 sizes: SizeSampler::new(&w.size, seed, streams),
                 service_rng: stream(seed, streams, Purpose::Service),
                 stages: w
@@ -411,8 +410,8 @@ impl<'a> Sim<'a> {
             run.pending.take().and_then(|p| p.traced)
         };
         let (bytes, op) = match traced {
-            Some((bytes, name)) if name == run.op.name => (bytes, None),
-            Some((bytes, name)) => (bytes, Some(OpSpec::named(name))),
+            Some((bytes, op)) if op == run.op => (bytes, None),
+            Some((bytes, op)) => (bytes, Some(op)),
             None => (run.sizes.sample(), None),
         };
         let unit_exp: f64 = Exp1.sample(&mut run.service_rng);
@@ -493,10 +492,7 @@ impl<'a> Sim<'a> {
             false => served_as.engines[request.stage],
             true => served_as.moved_engines[request.stage],
         };
-        let op = match &request.op {
-            Some(op) => op.clone(),
-            None => self.workloads[request.source].op.clone(),
-        };
+        let op = request.op.unwrap_or(self.workloads[request.source].op);
         let task = Task {
             id: TaskId(key as u64),
             tenant: TenantId(t as u32),

@@ -5,9 +5,9 @@
 //! `rand_distr`'s.
 
 use crate::rng::{stream, Purpose};
-use isola_core::{Nanos, NANOS_PER_SEC};
+use isola_core::{Nanos, OpRef, OpSpec, NANOS_PER_SEC};
 use isola_model::ingress::FiveTuple;
-use isola_model::scenario::{ArrivalSpec, FlowMatch, SizeDist, TraceRow};
+use isola_model::scenario::{ArrivalSpec, FlowMatch, SizeDist};
 use rand::distr::weighted::WeightedIndex;
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, Exp1, LogNormal};
@@ -70,7 +70,7 @@ pub struct NextArrival {
     /// When it arrives.
     pub at: Nanos,
     /// Its size and operator when a trace fixes them.
-    pub traced: Option<(u64, String)>,
+    pub traced: Option<(u64, OpRef)>,
 }
 
 /// Produces arrival times for one open-loop tenant.
@@ -99,7 +99,9 @@ enum ArrivalKind {
     /// Step start times (absolute) and the unit exponential's scale (ns per
     /// task) in each step.
     Steps(Vec<(f64, f64)>),
-    Trace(Vec<TraceRow>),
+    /// A trace's rows: time, size and operator (interned once here, not
+    /// per arrival).
+    Trace(Vec<(Nanos, u64, OpRef)>),
     Closed,
 }
 
@@ -127,7 +129,11 @@ impl ArrivalProcess {
                     .map(|&(from, rate)| (start as f64 + from as f64, gap_ns(rate)))
                     .collect(),
             ),
-            ArrivalSpec::Trace(rows) => ArrivalKind::Trace(rows.clone()),
+            ArrivalSpec::Trace(rows) => ArrivalKind::Trace(
+                rows.iter()
+                    .map(|row| (row.time, row.bytes, OpSpec::named(&row.op)))
+                    .collect(),
+            ),
             ArrivalSpec::Closed(_) => ArrivalKind::Closed,
         };
         ArrivalProcess {
@@ -149,11 +155,11 @@ impl ArrivalProcess {
         let at = match &self.kind {
             ArrivalKind::Closed => return None,
             ArrivalKind::Trace(rows) => {
-                let row = rows.get(self.trace_pos)?;
+                let &(at, bytes, op) = rows.get(self.trace_pos)?;
                 self.trace_pos += 1;
                 return Some(NextArrival {
-                    at: row.time,
-                    traced: Some((row.bytes, row.op.clone())),
+                    at,
+                    traced: Some((bytes, op)),
                 });
             }
             ArrivalKind::Poisson(e) => start + e.sample(&mut self.rng),

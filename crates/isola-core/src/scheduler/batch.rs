@@ -11,7 +11,7 @@
 use super::engine::{ChannelState, EngineState};
 use super::{Dispatch, DispatchReason, Scheduler};
 use crate::engine::EngineId;
-use crate::task::OpSpec;
+use crate::task::OpRef;
 use crate::units::{Bytes, Nanos};
 
 impl EngineState {
@@ -39,7 +39,7 @@ impl EngineState {
     /// `count` tasks and `bytes` bytes: the tenant is still ready (its
     /// limit lets the head go), the head is a whole task of the same
     /// operator, and the batch stays within the engine's rule.
-    fn joins_batch(&self, t: usize, op: &OpSpec, count: u32, bytes: Bytes) -> bool {
+    fn joins_batch(&self, t: usize, op: OpRef, count: u32, bytes: Bytes) -> bool {
         let Some(rule) = self.spec.batch else {
             return false;
         };
@@ -51,7 +51,7 @@ impl EngineState {
                 && q.plan.count() == 1
                 && q.group.is_none()
                 && bytes.saturating_add(q.next.bytes) <= rule.bytes
-                && (std::ptr::eq(q.task.op.as_ref(), op) || *q.task.op == *op)
+                && q.task.op == op
         })
     }
 }
@@ -71,10 +71,7 @@ impl Scheduler {
         };
         let e = &self.engines[engine.index()];
         // A batch is one operator's tasks: the first one's.
-        let op = e
-            .spec
-            .batch
-            .and_then(|_| e.channels[t].head().map(|q| std::sync::Arc::clone(&q.task.op)));
+        let op = e.spec.batch.and_then(|_| e.channels[t].head().map(|q| q.task.op));
         let first = self.take(now, engine, t, reason, None);
         batch.push(first);
         // A subtask goes alone: a task is split to bound how long others
@@ -84,7 +81,7 @@ impl Scheduler {
         };
         let (mut count, mut bytes) = (1u32, first.task.bytes);
         let mut key = None;
-        while self.engines[engine.index()].joins_batch(t, &op, count, bytes) {
+        while self.engines[engine.index()].joins_batch(t, op, count, bytes) {
             let e = &mut self.engines[engine.index()];
             let key = *key.get_or_insert_with(|| {
                 let k = e.batches.insert(1);

@@ -186,7 +186,7 @@ pub(super) struct Taken {
     pub(super) subtask: Option<Subtask>,
     pub(super) group: Option<usize>,
     /// The task's operator, where the engine learns costs.
-    pub(super) op: Option<std::sync::Arc<crate::task::OpSpec>>,
+    pub(super) op: Option<crate::task::OpRef>,
 }
 
 impl EngineState {
@@ -567,7 +567,7 @@ impl EngineState {
         // An ordered task's next subtask waits for this one to complete.
         let blocks = q.plan.ordered() && q.index + 1 < count;
         // Kept only where costs are learned: the completion feeds the fit.
-        let op = self.learned.is_some().then(|| std::sync::Arc::clone(&q.task.op));
+        let op = self.learned.is_some().then_some(q.task.op);
         let taken = if q.index + 1 >= count {
             debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
             let group = q.group.map(|g| g as usize);

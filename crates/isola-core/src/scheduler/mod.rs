@@ -57,7 +57,6 @@ use crate::tenant::{Tenant, TenantId};
 use crate::units::{Bytes, Nanos};
 use engine::{ChannelState, EngineState, Queued};
 use slab::Slab;
-use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy)]
 struct InService {
@@ -83,7 +82,7 @@ pub struct Scheduler {
     /// The operator of each dispatch in service (by slot) on an engine that
     /// learns costs: its completion feeds the fit. Apart from `in_service`,
     /// which stays `Copy` and small for the decision path.
-    in_service_op: Vec<Option<Arc<crate::task::OpSpec>>>,
+    in_service_op: Vec<Option<crate::task::OpRef>>,
     next_seq: u64,
     next_generation: u32,
     closed: bool,

@@ -7,8 +7,8 @@
 
 use isola_core::metrics::WindowedService;
 use isola_core::{
-    AffineCost, Completed, DispatchId, EngineId, EngineKind, EngineSelector, EngineSpec, Nanos, OpSpec,
-    RejectReason, Scheduler, SchedulerBuilder, Slo, SloOverride, Subtask, Task, TaskId, TenantId,
+    AffineCost, Completed, DispatchId, EngineId, EngineKind, EngineSelector, EngineSpec, Nanos, OpRef,
+    OpSpec, RejectReason, Scheduler, SchedulerBuilder, Slo, SloOverride, Subtask, Task, TaskId, TenantId,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -154,7 +154,7 @@ struct Driver<'a> {
     setup: &'a Setup,
     s: Scheduler,
     ids: Vec<TenantId>,
-    op: Arc<OpSpec>,
+    op: OpRef,
     next_id: u64,
     /// (completion time, sequence) of every dispatch in service.
     running: BinaryHeap<Reverse<(Nanos, u64)>>,
@@ -177,7 +177,7 @@ impl Driver<'_> {
             id: TaskId(next_id),
             tenant: ids[t],
             engine: e,
-            op: self.op.clone(),
+            op: self.op,
             bytes,
             arrival: now,
             deadline: None,
