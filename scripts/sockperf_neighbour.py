@@ -171,45 +171,7 @@ def one_round(isolad, mode, flood, seconds, capture):
                     log.close()
                     sys.exit(f'isolad did not start: {open(os.path.join(folder, "isolad.log")).read()}')
                 time.sleep(0.05)
-            stop, sender = threading.Event(), None
-            if flood == 'sleepy':
-                sender = threading.Thread(target=sleepy_sender, args=(stop,))
-                sender.start()
-            elif flood == 'tp':
-                sender = subprocess.Popen(['sockperf', 'tp', '-i', '127.0.0.1', '-p', str(FLOOD_PORT),
-                                           '--mps', str(RATE), '-t', str(seconds + 5)],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1)
-            pcap, tap = os.path.join(folder, 'victim.pcap'), None
-            if capture:
-                tap = subprocess.Popen(['tcpdump', '-i', 'lo', '-s', '64', '-B', '16384', '-U',
-                                        '--time-stamp-precision=nano', '-w', pcap,
-                                        f'udp port {VICTIM_PORT}'],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(0.5)
-            before, started = flood_packets(), time.monotonic()
-            out = subprocess.run(['sockperf', 'ping-pong', '-i', '127.0.0.1', '-p', str(VICTIM_PORT),
-                                  '-t', str(seconds)], capture_output=True, text=True).stdout
-            after, took = flood_packets(), time.monotonic() - started
-            stop.set()
-            got = percentiles(out)
-            # The neighbour's packets its kernel ran (each to its fuel
-            # limit) and those dropped, a second, while the victim measured.
-            for outcome in ('aborted', 'dropped'):
-                got['flood ' + outcome + '/s'] = round((after.get(outcome, 0) - before.get(outcome, 0)) / took)
-            if tap is not None:
-                tap.send_signal(signal.SIGINT)
-                tap.wait()
-                waits = sorted(in_daemon_us(pcap))
-                if waits:
-                    for q, name in ((0.5, 'p50'), (0.99, 'p99'), (0.999, 'p99.9')):
-                        got['isolad ' + name] = round(quantile(waits, q), 1)
-            if isinstance(sender, threading.Thread):
-                sender.join()
-            elif sender is not None:
-                sender.terminate()
-                sender.wait()
-            return got
+            return measure(folder, flood, seconds, capture, threading.Event())
         finally:
             daemon.send_signal(signal.SIGTERM)
             try:
@@ -219,6 +181,56 @@ def one_round(isolad, mode, flood, seconds, capture):
             log.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(folder, flood, seconds, capture, stop):
+    """One round against the isolad running in `folder`; stops its flood
+    sender and capture however it ends."""
+    sender, tap = None, None
+    try:
+        if flood == 'sleepy':
+            sender = threading.Thread(target=sleepy_sender, args=(stop,), daemon=True)
+            sender.start()
+        elif flood == 'tp':
+            sender = subprocess.Popen(['sockperf', 'tp', '-i', '127.0.0.1', '-p', str(FLOOD_PORT),
+                                       '--mps', str(RATE), '-t', str(seconds + 5)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
+        pcap = os.path.join(folder, 'victim.pcap')
+        if capture:
+            tap = subprocess.Popen(['tcpdump', '-i', 'lo', '-s', '64', '-B', '16384', '-U',
+                                    '--time-stamp-precision=nano', '-w', pcap,
+                                    f'udp port {VICTIM_PORT}'],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+        before, started = flood_packets(), time.monotonic()
+        out = subprocess.run(['sockperf', 'ping-pong', '-i', '127.0.0.1', '-p', str(VICTIM_PORT),
+                              '-t', str(seconds)], capture_output=True, text=True).stdout
+        after, took = flood_packets(), time.monotonic() - started
+        got = percentiles(out)
+        # The neighbour's packets its kernel ran (each to its fuel limit)
+        # and those dropped, a second, while the victim measured.
+        for outcome in ('aborted', 'dropped'):
+            got['flood ' + outcome + '/s'] = round((after.get(outcome, 0) - before.get(outcome, 0)) / took)
+        if tap is not None:
+            tap.send_signal(signal.SIGINT)
+            tap.wait()
+            tap = None
+            waits = sorted(in_daemon_us(pcap))
+            if waits:
+                for q, name in ((0.5, 'p50'), (0.99, 'p99'), (0.999, 'p99.9')):
+                    got['isolad ' + name] = round(quantile(waits, q), 1)
+        return got
+    finally:
+        stop.set()
+        if tap is not None:
+            tap.kill()
+            tap.wait()
+        if isinstance(sender, threading.Thread):
+            sender.join()
+        elif sender is not None:
+            sender.terminate()
+            sender.wait()
 
 
 def main():

@@ -142,18 +142,24 @@ def simulate(
     callable ``(run, runs, fraction)``, called about every 50 ms.
 
     The GIL is released while the simulator runs, so threads can run
-    simulations at once; Ctrl-C stops the run with KeyboardInterrupt.
+    simulations at once; Ctrl-C stops the run with KeyboardInterrupt (also
+    when it lands inside a Python policy's hook).
     Returns a :class:`Report` (the JSON ``isola sim --json`` prints, as
     objects), or a list of them with ``seeds``.
     """
     sc = _scenario(scenario)
     names = [policies] if isinstance(policies, str) else list(policies or [])
+    if seeds is not None:
+        if seed is not None:
+            raise TypeError("give seed or seeds, not both")
+        # One bar (or callback's count) per seed: each run starts from 0.
+        return [_simulate_one(sc, names, int(s), progress) for s in seeds]
+    return _simulate_one(sc, names, seed, progress)
+
+
+def _simulate_one(sc, names, seed, progress) -> "Report":
     bar = _progress_bar(progress)
     try:
-        if seeds is not None:
-            if seed is not None:
-                raise TypeError("give seed or seeds, not both")
-            return [Report(_native.simulate_report(sc, names, int(s), bar)) for s in seeds]
         return Report(_native.simulate_report(sc, names, seed, bar))
     finally:
         if bar is not None and hasattr(bar, "close"):

@@ -26,6 +26,10 @@ class Record:
         object.__setattr__(self, "_data", data)
 
     def __getattr__(self, name: str) -> Any:
+        # Only fields are looked up here: an unset slot (copy and pickle
+        # make the object before its state) or a dunder is not a field.
+        if name.startswith("_"):
+            raise AttributeError(name)
         try:
             return _wrap(self._data[name])
         except KeyError:
@@ -35,6 +39,11 @@ class Record:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("results are read-only")
+
+    def __reduce__(self):
+        # copy, deepcopy and pickle (a ProcessPoolExecutor's sweep) rebuild
+        # a record from its fields.
+        return (type(self), (self._data,))
 
     def __dir__(self) -> List[str]:
         return list(self._data)

@@ -217,15 +217,26 @@ impl PythonPolicy {
     }
 
     fn fail(&mut self, py: Python<'_>, method: &str, cause: PyErr) {
-        let err = PyPolicyError::new_err(format!(
-            "policy `{}`: `{method}` raised {}; the run was stopped",
-            self.name,
-            describe(py, &cause)
-        ));
-        err.set_cause(py, Some(cause));
         self.failed = true;
-        self.failure.fail(err);
+        self.failure.fail(stop_error(py, &self.name, method, cause));
     }
+}
+
+/// What ends a run whose policy's hook `method` raised `cause`: a
+/// `PolicyError` with the cause as its `__cause__`; but an exception that
+/// is not an `Exception` (Ctrl-C's `KeyboardInterrupt`, `SystemExit`),
+/// raised inside a hook because the hooks run Python, stays itself, so
+/// that `except KeyboardInterrupt` sees it.
+fn stop_error(py: Python<'_>, name: &str, method: &str, cause: PyErr) -> PyErr {
+    if !cause.is_instance_of::<pyo3::exceptions::PyException>(py) {
+        return cause;
+    }
+    let err = PyPolicyError::new_err(format!(
+        "policy `{name}`: `{method}` raised {}; the run was stopped",
+        describe(py, &cause)
+    ));
+    err.set_cause(py, Some(cause));
+    err
 }
 
 fn head(h: &HeadInfo) -> PyHead {
@@ -269,11 +280,7 @@ impl Policy for PythonPolicy {
             answer.unwrap_or_else(|e| {
                 // `admits` takes `&self`: the failure is recorded through
                 // the shared slot, and later hooks see the stop.
-                self.failure.fail(PyPolicyError::new_err(format!(
-                    "policy `{}`: `admits` raised {}; the run was stopped",
-                    self.name,
-                    describe(py, &e)
-                )));
+                self.failure.fail(stop_error(py, &self.name, "admits", e));
                 false
             })
         })
@@ -424,7 +431,12 @@ pub fn register_policy(name: &str, cls: Py<PyAny>, description: &str, work_conse
     }
     let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(r) = registry.iter_mut().find(|r| r.info.name == name) {
-        r.class = cls;
+        let old = std::mem::replace(&mut r.class, cls);
+        // The old class is dropped after the lock: dropping it may run
+        // Python code, which may let another thread take the GIL and ask
+        // for the lock.
+        drop(registry);
+        drop(old);
         return Ok(());
     }
     let info = PolicyInfo {
@@ -445,9 +457,13 @@ pub fn register_policy(name: &str, cls: Py<PyAny>, description: &str, work_conse
 #[pyfunction]
 pub fn unregister_policy(name: &str) -> bool {
     let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    let before = registry.len();
-    registry.retain(|r| r.info.name != name);
-    registry.len() != before
+    let mut removed = Vec::new();
+    while let Some(at) = registry.iter().position(|r| r.info.name == name) {
+        removed.push(registry.remove(at));
+    }
+    // Dropped after the lock, as in `register_policy`.
+    drop(registry);
+    !removed.is_empty()
 }
 
 /// Every policy, built-in, then [`RUST_EXTRA`], then registered from

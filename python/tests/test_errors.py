@@ -51,7 +51,9 @@ def test_bad_values_name_their_key(path, value, key):
     with pytest.raises(isola.ScenarioError) as caught:
         isola.Scenario.from_dict(with_change(path, value))
     assert key in str(caught.value), str(caught.value)
-    assert caught.value.key is not None and caught.value.key.split(".")[-1].split("[")[0] in key
+    # The exception's key is the whole path to the value changed.
+    dotted = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+    assert caught.value.key == dotted, (caught.value.key, dotted)
 
 
 def test_a_scenario_that_is_not_a_dict():
@@ -109,6 +111,13 @@ class PicksNobodyReady(Raises):
         return 7
 
 
+class InterruptedInPick(Raises):
+    def pick(self, now, cx):
+        # What Ctrl-C does while a hook runs Python: the signal's
+        # KeyboardInterrupt surfaces inside the hook.
+        raise KeyboardInterrupt
+
+
 class FailsToBuild:
     def __init__(self, setup):
         raise RuntimeError("no")
@@ -138,3 +147,14 @@ def test_a_python_policy_that_fails_ends_the_run_cleanly(cls, cause, words):
 def test_a_python_policy_cannot_take_a_built_in_name():
     with pytest.raises(isola.PolicyError, match="taken"):
         isola.register_policy("sfq", Raises)
+
+
+def test_ctrl_c_inside_a_python_policy_is_a_keyboard_interrupt():
+    isola.register_policy("test-interrupted", InterruptedInPick)
+    try:
+        scenario = isola.Scenario.from_dict(queue(0.5e6, EXP_1US, 1, 200_000))
+        with pytest.raises(KeyboardInterrupt):
+            isola.simulate(scenario, policies=["test-interrupted"])
+        assert isola.simulate(scenario, policies=["fcfs"]).policies[0].tenants[0].completed == 200_000
+    finally:
+        isola.unregister_policy("test-interrupted")

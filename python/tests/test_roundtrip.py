@@ -40,3 +40,14 @@ def test_attributes_and_rows_read_the_same_figures():
     assert len(windows) == sum(len(p["series"]) * len(p["tenants"]) for p in raw["policies"])
     # Shares of each window over tenants: what the engine gave, at most 1 per slot.
     assert all(0.0 <= w["engine_share"] <= 1.0 + 1e-9 for w in windows)
+
+
+def test_results_copy_and_pickle_as_their_fields():
+    import copy
+    import pickle
+
+    report = isola.simulate(isola.load(REPO / "scenarios" / "osmosis-pu-contention.toml"))
+    for again in (copy.copy(report), copy.deepcopy(report), pickle.loads(pickle.dumps(report))):
+        assert type(again) is type(report)
+        assert again.to_dict() == report.to_dict()
+        assert again.policies[0].tenants[0].latency_ns.p99 == report.policies[0].tenants[0].latency_ns.p99

@@ -48,8 +48,9 @@ pub struct Args {
     #[arg(long)]
     no_realtime: bool,
     /// How long Isola's threads poll for work before sleeping, in
-    /// microseconds (default: 50 in the normal class, 0 in a real-time
-    /// class, where polling would hold the core from the tenants).
+    /// microseconds (default 50; the runtime's threads never poll in a
+    /// real-time class, where polling would hold the core from the
+    /// tenants, so there it is the tenants' waits' only).
     #[arg(long, value_name = "US")]
     poll_us: Option<u64>,
     /// Engine queue depth under the isolation policies: pieces waiting at

@@ -45,13 +45,14 @@ pub struct Args {
     /// measured).
     #[arg(long)]
     no_calibrate: bool,
-    /// `isola run`: which live runs put the runtime's dispatcher and
-    /// workers in a real-time class (SCHED_FIFO at 10, where the system
-    /// permits it), so that a worker that blocks between tasks is not left
-    /// waiting behind the machine's other work for a time slice (the
-    /// simulator's engines never wait for a CPU; docs/perf.md, "Simulation
-    /// against live, tails"): `packets` (isolad's threads, and the packet
-    /// senders at 11), `all` (in-process runs' runtime threads too), `off`.
+    /// `isola run`: which live runs put the runtime's workers and
+    /// dispatcher in a real-time class (SCHED_FIFO at 10 and 11, where the
+    /// system permits it; they then never poll), so that a worker that
+    /// blocks between tasks is not left waiting behind the machine's other
+    /// work for a time slice (the simulator's engines never wait for a
+    /// CPU; docs/perf.md, "Simulation against live, tails"): `packets`
+    /// (isolad's threads, and the packet senders at 12), `all` (in-process
+    /// runs' runtime threads too), `off`.
     #[arg(long, value_name = "WHICH", default_value = "packets", value_parser = ["off", "packets", "all"])]
     realtime: String,
 }

@@ -9,6 +9,10 @@ mod config_file;
 use isola_daemon::Daemon;
 use std::time::Duration;
 
+/// The tests here start daemons whose threads have the same names, and
+/// one looks its threads up by name: one at a time.
+static ONE_DAEMON: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn config(name: &str, daemon_keys: &str) -> isola_daemon::DaemonConfig {
     let kernels = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/kernels");
     config_file::parse(
@@ -46,6 +50,7 @@ fn classes_of(name: &str) -> Vec<(i32, i32)> {
 
 #[test]
 fn the_dispatcher_and_its_waker_run_above_the_workers() {
+    let _alone = ONE_DAEMON.lock();
     let d = Daemon::start(config("rt-classes", "realtime = true")).unwrap();
     let worker = classes_of("isola-pu-0");
     assert_eq!(worker.len(), 1, "one worker thread");
@@ -74,6 +79,7 @@ fn the_dispatcher_and_its_waker_run_above_the_workers() {
 /// answer to every message it sends, in order, and none twice.
 #[test]
 fn a_sockperf_client_gets_its_answers_through_isolad() {
+    let _alone = ONE_DAEMON.lock();
     let found = std::process::Command::new("sockperf")
         .arg("--version")
         .output()

@@ -410,7 +410,8 @@ impl RuntimeBuilder {
     /// How long the dispatcher, workers and waiting tickets poll before
     /// sleeping (0: sleep at once). Polling turns a wake-up of tens of
     /// microseconds into one of well under one, at the price of that much
-    /// CPU after each piece of work.
+    /// CPU after each piece of work. A dispatcher or worker granted a
+    /// real-time class ([`RuntimeBuilder::realtime`]) never polls.
     pub fn spin(&mut self, spin: std::time::Duration) -> &mut Self {
         self.spin = spin;
         self

@@ -4,12 +4,14 @@
 //! registered with its kernel id, so that what the host does to it can be
 //! read while it runs ([`crate::host::ThreadTimes`]).
 //!
-//! A real-time thread that stays busy keeps a duty cycle: once it has run
-//! [`REALTIME_RUN`] in its class without a rest (a wait of at least the
-//! rest of its [`REALTIME_PERIOD`]), it runs that rest in the normal
-//! class, then returns. It is checked between pieces of work (a task, a
-//! turn of the dispatcher's loop), so a piece longer than that runs on in
-//! the class it started in. A backlogged worker then holds its core
+//! A real-time thread that stays busy keeps a duty cycle: a budget of time
+//! in its class, spent while it runs there and earned back while it waits
+//! or runs in the normal class ([`REALTIME_RUN`] for each rest of its
+//! [`REALTIME_PERIOD`]); once spent, the thread runs in the normal class
+//! until the budget is whole again, and it always waits in its class. It
+//! is checked between pieces of work (a task, a turn of the dispatcher's
+//! loop), so a piece longer than the budget runs on in the class it
+//! started in. A backlogged worker then holds its core
 //! against every normal thread (a tenant's, the client waiting for its
 //! answer) for about [`REALTIME_RUN`] at a time, and stays below the
 //! kernel's real-time throttling (`sched_rt_runtime_us`, 950 ms of each
@@ -22,15 +24,16 @@ use std::cell::Cell;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The period of a busy real-time thread's duty cycle.
+/// The period of a busy real-time thread's duty cycle: it runs
+/// [`REALTIME_RUN`] of it in its class at most, on average.
 pub const REALTIME_PERIOD: Duration = Duration::from_millis(2);
 
-/// How long a busy real-time thread runs in its class without a rest; it
-/// then runs the rest of [`REALTIME_PERIOD`] in the normal class, beside
-/// the machine's other threads. 80%: below the kernel's throttling
-/// (95%), and a normal thread on its core waits about 1.6 ms for it (a
-/// 10 ms period measured no better beside a flood, and let a normal
-/// thread wait five times as long).
+/// A real-time thread's budget of time in its class: spent while it runs
+/// there, earned back while it waits or runs in the normal class (this
+/// much for each rest of [`REALTIME_PERIOD`]), up to this much. 80%: below
+/// the kernel's throttling (95%), and a normal thread on its core waits
+/// about 1.6 ms for it (a 10 ms period measured no better beside a flood,
+/// and let a normal thread wait five times as long).
 pub const REALTIME_RUN: Duration = Duration::from_micros(1_600);
 
 /// A real-time scheduling class for the dispatcher and the workers.
@@ -150,19 +153,22 @@ pub(crate) fn spawn(
     Ok((handle, me))
 }
 
-/// A real-time thread's duty cycle while it stays busy (the module's
-/// comment): a budget, not a phase, so that no length of task can keep
-/// it in its class for good.
+/// A real-time thread's duty cycle (the module's comment), kept as a
+/// budget of time in its class: running in the class spends it; waiting
+/// and running in the normal class earn it back, [`REALTIME_RUN`] for each
+/// [`REALTIME_REST`], up to [`REALTIME_RUN`]. So no length of task and no
+/// pattern of short waits keeps a busy thread in its class for more than
+/// about 80% of its time, while a thread that mostly waits never leaves it.
 #[derive(Debug, Clone, Copy)]
 struct Duty {
     class: Realtime,
-    /// Since when it has run in its class without a rest: a wait of at
-    /// least [`REALTIME_REST`], or its turn in the normal class.
-    in_class_since: Option<Instant>,
-    /// Since when it has run in the normal class, if it does now.
-    demoted_since: Option<Instant>,
-    /// When it began its last wait.
-    waiting_since: Option<Instant>,
+    /// What it may still run in its class (ns; at most [`REALTIME_RUN`]).
+    budget_ns: i64,
+    /// Since when it has been doing what it does now (the budget is
+    /// brought up to date at each change).
+    since: Option<Instant>,
+    /// It runs in the normal class now.
+    demoted: bool,
 }
 
 /// The rest a real-time thread's duty cycle gives the normal threads in
@@ -173,33 +179,45 @@ impl Duty {
     fn new(class: Realtime) -> Duty {
         Duty {
             class,
-            in_class_since: None,
-            demoted_since: None,
-            waiting_since: None,
+            budget_ns: REALTIME_RUN.as_nanos() as i64,
+            since: None,
+            demoted: false,
         }
     }
 
-    /// Moves the calling thread to the class its budget gives it at
-    /// `now`; `false` if the system no longer permits the real-time class.
-    fn settle(&mut self, now: Instant) -> bool {
-        match self.demoted_since {
-            Some(since) if now.duration_since(since) >= REALTIME_REST => {
-                if !matches!(enter_realtime(self.class), RealtimeOutcome::Granted { .. }) {
-                    return false;
-                }
-                self.demoted_since = None;
-                self.in_class_since = Some(now);
-            }
-            Some(_) => {}
-            None => {
-                let since = *self.in_class_since.get_or_insert(now);
-                if now.duration_since(since) >= REALTIME_RUN {
-                    enter_normal();
-                    self.demoted_since = Some(now);
-                    self.in_class_since = None;
-                }
-            }
+    /// Brings the budget up to `now`: spent if it ran in its class,
+    /// earned back if it `rested` (waited, or ran in the normal class).
+    fn account(&mut self, now: Instant, rested: bool) {
+        let elapsed = self.since.map_or(0, |s| now.duration_since(s).as_nanos() as i64);
+        self.since = Some(now);
+        let run = REALTIME_RUN.as_nanos() as i64;
+        if rested {
+            let earned = elapsed.saturating_mul(run) / (REALTIME_REST.as_nanos() as i64).max(1);
+            self.budget_ns = self.budget_ns.saturating_add(earned).min(run);
+        } else {
+            self.budget_ns = self.budget_ns.saturating_sub(elapsed);
         }
+    }
+
+    /// Moves the calling thread to the class its budget gives it: out of
+    /// its class once the budget is spent, back once it is whole again;
+    /// `false` if the system no longer permits the real-time class.
+    fn settle(&mut self) -> bool {
+        if !self.demoted && self.budget_ns <= 0 {
+            enter_normal();
+            self.demoted = true;
+        } else if self.demoted && self.budget_ns >= REALTIME_RUN.as_nanos() as i64 {
+            return self.promote();
+        }
+        true
+    }
+
+    /// Back in its class; `false` if the system no longer permits it.
+    fn promote(&mut self) -> bool {
+        if !matches!(enter_realtime(self.class), RealtimeOutcome::Granted { .. }) {
+            return false;
+        }
+        self.demoted = false;
         true
     }
 }
@@ -233,42 +251,36 @@ fn with_duty(f: impl FnOnce(&mut Duty, Instant) -> bool) {
 }
 
 /// The calling thread has worked (after each piece of work: a task run, a
-/// turn of the dispatcher's loop): a real-time thread that has run
-/// [`REALTIME_RUN`] in its class without a rest moves to the normal class,
-/// and back once it has run [`REALTIME_REST`] there. Costs nothing but a
-/// thread-local read on a thread not in a real-time class.
+/// turn of the dispatcher's loop): a real-time thread whose budget is
+/// spent moves to the normal class, and back once it has earned it again.
+/// Costs nothing but a thread-local read on a thread not in a real-time
+/// class.
 pub(crate) fn worked() {
-    with_duty(|duty, now| duty.settle(now));
-}
-
-/// The calling thread has waited and has work again. A wait of at least
-/// [`REALTIME_REST`] was a rest: its budget starts afresh. A shorter one
-/// was not: a thread busy 97% of the time, sleeping a moment between
-/// tasks, keeps counting.
-pub(crate) fn woke() {
     with_duty(|duty, now| {
-        let rested = duty
-            .waiting_since
-            .take()
-            .is_some_and(|w| now.duration_since(w) >= REALTIME_REST);
-        if rested && duty.demoted_since.is_none() {
-            duty.in_class_since = Some(now);
-        }
-        duty.settle(now)
+        let demoted = duty.demoted;
+        duty.account(now, demoted);
+        duty.settle()
     });
 }
 
-/// The calling thread is about to wait for work (its wait is timed, for
-/// [`woke`]). A thread the cycle has out of its class returns to it if its
-/// rest is over; else it stays out until then, woken in the normal class
-/// if its work comes sooner.
+/// The calling thread has waited and has work again: the wait earned
+/// budget back.
+pub(crate) fn woke() {
+    with_duty(|duty, now| {
+        duty.account(now, true);
+        duty.settle()
+    });
+}
+
+/// The calling thread is about to wait for work: what it ran since it last
+/// looked is counted, and a thread out of its class returns to it, so
+/// that it is woken ahead of normal threads (its budget says whether it
+/// keeps the class once it works again).
 pub(crate) fn waits() {
     with_duty(|duty, now| {
-        duty.waiting_since = Some(now);
-        // Its rest over, it sleeps in its class, to be woken ahead of
-        // normal threads; a budget spent is not taken away before a wait,
-        // which may be the rest itself.
-        duty.demoted_since.is_none() || duty.settle(now)
+        let demoted = duty.demoted;
+        duty.account(now, demoted);
+        !duty.demoted || duty.promote()
     });
 }
 

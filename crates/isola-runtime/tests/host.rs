@@ -174,7 +174,10 @@ fn duty_cycle_of_busy_worker(size: usize, count: u64) -> Option<f64> {
     for t in tickets {
         assert!(t.wait().result.is_ok());
     }
-    assert!(normal > 0 && fifo > 0, "while busy: {fifo} samples real-time, {normal} normal");
+    assert!(
+        normal > 0 && fifo > 0,
+        "while busy: {fifo} samples real-time, {normal} normal"
+    );
     // Idle again: back in its class, to be woken ahead of normal threads.
     let idle = std::time::Instant::now();
     while class_of(worker) != libc::SCHED_FIFO {
@@ -197,7 +200,10 @@ fn a_busy_realtime_worker_keeps_a_duty_cycle() {
             eprintln!("skipped: this system refuses real-time classes");
             return;
         };
-        assert!((0.3..0.97).contains(&share), "{size} B tasks: real-time share {share:.2}");
+        assert!(
+            (0.3..0.97).contains(&share),
+            "{size} B tasks: real-time share {share:.2}"
+        );
     }
 }
 

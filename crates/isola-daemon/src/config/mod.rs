@@ -46,7 +46,8 @@ pub struct DaemonConfig {
     /// Tenant seats beyond the configured tenants, for tenants added while
     /// the daemon runs.
     pub spare_tenants: usize,
-    /// How long the daemon's threads poll for work before they sleep.
+    /// How long the daemon's threads poll for work before they sleep (in
+    /// a real-time class granted by `realtime`, the runtime's never do).
     pub spin: std::time::Duration,
     /// Pin the runtime's dispatcher and workers to cores of their own.
     pub pin_threads: bool,
