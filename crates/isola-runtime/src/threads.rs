@@ -7,11 +7,12 @@
 //! A real-time thread that stays busy keeps a duty cycle: a budget of time
 //! in its class, spent while it runs there and earned back while it waits
 //! or runs in the normal class ([`REALTIME_RUN`] for each rest of its
-//! [`REALTIME_PERIOD`]); once spent, the thread runs in the normal class
-//! until the budget is whole again, and it always waits in its class. It
-//! is checked between pieces of work (a task, a turn of the dispatcher's
+//! [`REALTIME_PERIOD`]); while it is spent, the thread runs in the normal
+//! class until the budget is whole again or it waits (it always waits in
+//! its class, and leaves it again on waking while still in debt). It is
+//! checked between pieces of work (a task, a turn of the dispatcher's
 //! loop), so a piece longer than the budget runs on in the class it
-//! started in. A backlogged worker then holds its core
+//! started in, and it bounds each thread alone (about 80% on average). A backlogged worker then holds its core
 //! against every normal thread (a tenant's, the client waiting for its
 //! answer) for about [`REALTIME_RUN`] at a time, and stays below the
 //! kernel's real-time throttling (`sched_rt_runtime_us`, 950 ms of each
