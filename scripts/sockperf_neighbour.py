@@ -20,8 +20,9 @@ while a flood sender sends 20,000 packets/s at the neighbour:
 under each isolad mode:
 
   default   the defaults
-  realtime  `realtime = true`
-  pinned    `realtime = true`, `pin_threads = true`
+  realtime  `realtime = true`, `realtime_duty_cycle = true`
+  pinned    those and `pin_threads = true`
+  realtime-plain  `realtime = true` alone (not run unless asked: --modes)
   nospin    `spin = "0s"` (not run unless asked: --modes)
 
 Prints a Markdown table of p50, p99 and p99.9 per (flood, mode): the
@@ -40,8 +41,9 @@ VICTIM_PORT, FLOOD_PORT, METRICS_PORT = 11111, 11112, 11113
 RATE = 20000
 MODES = {
     'default': '',
-    'realtime': 'realtime = true\n',
-    'pinned': 'realtime = true\npin_threads = true\n',
+    'realtime': 'realtime = true\nrealtime_duty_cycle = true\n',
+    'pinned': 'realtime = true\nrealtime_duty_cycle = true\npin_threads = true\n',
+    'realtime-plain': 'realtime = true\n',
     'nospin': 'spin = "0s"\n',
 }
 DEFAULT_MODES = ('default', 'realtime', 'pinned')

@@ -252,6 +252,7 @@ fn runtime_builder(
     b.spin(config.spin).pin_threads(config.pin_threads);
     if config.realtime {
         b.realtime(Some(isola_runtime::Realtime::default()));
+        b.realtime_duty_cycle(config.realtime_duty_cycle);
     }
     // Every engine's policy is its own (its kind's default unless its
     // `policy` says, decided at the check).

@@ -297,6 +297,7 @@ pub struct RuntimeBuilder {
     pub(crate) spin: std::time::Duration,
     pub(crate) pin: bool,
     pub(crate) realtime: Option<crate::Realtime>,
+    pub(crate) realtime_duty_cycle: bool,
     pub(crate) record_core_calls: bool,
     /// Tenants' host regions, for DMA stages.
     pub(crate) regions: Vec<(TenantId, Arc<dyn crate::HostRegion>)>,
@@ -329,6 +330,7 @@ impl RuntimeBuilder {
             spin: DEFAULT_SPIN,
             pin: false,
             realtime: None,
+            realtime_duty_cycle: false,
             record_core_calls: false,
             regions: Vec::new(),
             overrides: Vec::new(),
@@ -436,10 +438,23 @@ impl RuntimeBuilder {
     /// the dispatcher and the workers then never poll ([`RuntimeBuilder::spin`]
     /// is the tenants' ticket waits' only). The dispatcher runs one
     /// priority above the workers ([`crate::Realtime::above`]), and a
-    /// real-time thread that stays busy keeps a duty cycle
-    /// ([`crate::REALTIME_RUN`] of each [`crate::REALTIME_PERIOD`]).
+    /// real-time thread may keep a duty cycle
+    /// ([`RuntimeBuilder::realtime_duty_cycle`]).
     pub fn realtime(&mut self, realtime: Option<crate::Realtime>) -> &mut Self {
         self.realtime = realtime;
+        self
+    }
+
+    /// Gives each thread granted a real-time class a duty cycle
+    /// ([`crate::REALTIME_RUN`] of each [`crate::REALTIME_PERIOD`] on
+    /// average, `threads.rs`), so that a backlogged worker neither holds its
+    /// core against every normal thread nor runs into the kernel's
+    /// real-time throttling. Off by default: live packet runs whose
+    /// senders are real-time above the runtime (`isola repro osmosis-pu
+    /// --live`) stalled intermittently with it, for reasons not yet found
+    /// (docs/perf.md, "Issue 34: a victim's tail beside a busy neighbour").
+    pub fn realtime_duty_cycle(&mut self, on: bool) -> &mut Self {
+        self.realtime_duty_cycle = on;
         self
     }
 

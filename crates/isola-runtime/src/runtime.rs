@@ -261,11 +261,14 @@ impl Runtime {
                 };
                 let core = worker_core(pinned);
                 pinned += 1;
-                let (handle, me) =
-                    crate::threads::spawn(format!("isola-{}-{index}", e.name), core, b.realtime, move || {
-                        crate::worker::run_worker(q, done, place)
-                    })
-                    .map_err(spawn_error)?;
+                let (handle, me) = crate::threads::spawn(
+                    format!("isola-{}-{index}", e.name),
+                    core,
+                    b.realtime,
+                    b.realtime_duty_cycle,
+                    move || crate::worker::run_worker(q, done, place),
+                )
+                .map_err(spawn_error)?;
                 workers.push(handle);
                 threads.push(me);
             }
@@ -273,9 +276,13 @@ impl Runtime {
         let (delivery_tx, delivery_rx) = crossbeam_channel::unbounded();
         let delivery = {
             let shared = Arc::clone(&shared);
-            let (handle, me) = crate::threads::spawn("isola-delivery".into(), None, b.realtime, move || {
-                crate::dispatcher::run_delivery(shared, delivery_rx)
-            })
+            let (handle, me) = crate::threads::spawn(
+                "isola-delivery".into(),
+                None,
+                b.realtime,
+                b.realtime_duty_cycle,
+                move || crate::dispatcher::run_delivery(shared, delivery_rx),
+            )
             .map_err(spawn_error)?;
             threads.push(me);
             handle
@@ -291,6 +298,7 @@ impl Runtime {
             "isola-dispatcher".into(),
             cores.first().copied(),
             b.realtime.map(crate::Realtime::above),
+            b.realtime_duty_cycle,
             move || dispatcher.run(),
         )
         .map_err(spawn_error)?;

@@ -128,6 +128,7 @@ pub(crate) fn spawn(
     name: String,
     core: Option<core_affinity::CoreId>,
     realtime: Option<Realtime>,
+    duty_cycle: bool,
     f: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<(JoinHandle<()>, RuntimeThread)> {
     let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
@@ -141,7 +142,7 @@ pub(crate) fn spawn(
             realtime: realtime.map_or(RealtimeOutcome::NotAsked, enter_realtime),
         };
         if let (Some(rt), RealtimeOutcome::Granted { .. }) = (realtime, &me.realtime) {
-            DUTY.with(|d| d.set(Some(Duty::new(rt))));
+            DUTY.with(|d| d.set(Some(Duty::new(rt, duty_cycle))));
         }
         // The spawner waits on the other end; it only goes away if it
         // panicked, and then nobody wants the description.
@@ -163,6 +164,9 @@ pub(crate) fn spawn(
 #[derive(Debug, Clone, Copy)]
 struct Duty {
     class: Realtime,
+    /// It keeps the cycle (`RuntimeBuilder::realtime_duty_cycle`); if not,
+    /// it stays in its class and this only marks it real-time.
+    cycle: bool,
     /// What it may still run in its class (ns; at most [`REALTIME_RUN`]).
     budget_ns: i64,
     /// Since when it has been doing what it does now (the budget is
@@ -177,9 +181,10 @@ struct Duty {
 const REALTIME_REST: Duration = REALTIME_PERIOD.saturating_sub(REALTIME_RUN);
 
 impl Duty {
-    fn new(class: Realtime) -> Duty {
+    fn new(class: Realtime, cycle: bool) -> Duty {
         Duty {
             class,
+            cycle,
             budget_ns: REALTIME_RUN.as_nanos() as i64,
             since: None,
             demoted: false,
@@ -239,7 +244,7 @@ pub(crate) fn in_realtime_class() -> bool {
 /// forgets it if the system no longer permits the class.
 fn with_duty(f: impl FnOnce(&mut Duty, Instant) -> bool) {
     DUTY.with(|d| {
-        let Some(mut duty) = d.get() else {
+        let Some(mut duty) = d.get().filter(|d| d.cycle) else {
             return;
         };
         if f(&mut duty, Instant::now()) {

@@ -133,7 +133,9 @@ fn class_of(t: &isola_runtime::RuntimeThread) -> i32 {
 /// class while it works and after. Returns its share of samples in its class.
 fn duty_cycle_of_busy_worker(size: usize, count: u64) -> Option<f64> {
     let mut b = builder();
-    b.realtime(Some(Realtime::default())).spin(Duration::ZERO);
+    b.realtime(Some(Realtime::default()))
+        .realtime_duty_cycle(true)
+        .spin(Duration::ZERO);
     let rt = b.start().unwrap();
     let threads = rt.threads();
     let worker = threads.iter().find(|t| t.name == "isola-hash-0").unwrap();

@@ -54,6 +54,8 @@ pub struct DaemonConfig {
     /// Run the runtime's dispatcher and workers in a real-time class
     /// (SCHED_FIFO) where the system permits it.
     pub realtime: bool,
+    /// Give each real-time thread a duty cycle (`RuntimeBuilder::realtime_duty_cycle`).
+    pub realtime_duty_cycle: bool,
     /// Largest input of one task, bytes.
     pub max_input: u64,
     /// The engines, in file order.
@@ -168,6 +170,7 @@ impl DaemonConfig {
             spin: isola_runtime::DEFAULT_SPIN,
             pin_threads: false,
             realtime: false,
+            realtime_duty_cycle: false,
             max_input: DEFAULT_MAX_INPUT,
             engines: Vec::new(),
             tenants: Vec::new(),
@@ -206,6 +209,8 @@ struct RawDaemon {
     pin_threads: bool,
     #[serde(default)]
     realtime: bool,
+    #[serde(default)]
+    realtime_duty_cycle: bool,
 }
 
 #[derive(Deserialize)]
@@ -486,6 +491,7 @@ fn check_daemon_table(
     config.spin = spin;
     config.pin_threads = daemon.pin_threads;
     config.realtime = daemon.realtime;
+    config.realtime_duty_cycle = daemon.realtime_duty_cycle;
     config.max_input = max_input;
     Ok(config)
 }
