@@ -51,7 +51,11 @@ fn classes_of(name: &str) -> Vec<(i32, i32)> {
 #[test]
 fn the_dispatcher_and_its_waker_run_above_the_workers() {
     let _alone = ONE_DAEMON.lock();
-    let d = Daemon::start(config("rt-classes", "realtime = true")).unwrap();
+    let d = Daemon::start(config(
+        "rt-classes",
+        "realtime = true\nrealtime_duty_cycle = true",
+    ))
+    .unwrap();
     let worker = classes_of("isola-pu-0");
     assert_eq!(worker.len(), 1, "one worker thread");
     if worker[0].0 != libc::SCHED_FIFO {

@@ -458,6 +458,19 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The dispatcher's real-time class: the workers', or one above them
+    /// with a duty cycle ([`crate::Realtime::above`]), where it never polls.
+    /// A polling dispatcher above the workers would keep a worker on its
+    /// core from running for as long as it polls (the live packet runs'
+    /// stalls, with the senders real-time on the other core).
+    pub(crate) fn dispatcher_realtime(&self) -> Option<crate::Realtime> {
+        if self.realtime_duty_cycle {
+            self.realtime.map(crate::Realtime::above)
+        } else {
+            self.realtime
+        }
+    }
+
     /// Keeps a log of every call on the isolation core ([`crate::CoreCall`],
     /// read with [`crate::Runtime::core_log`]); for tests and audits, as
     /// it grows with every message the dispatcher handles.

@@ -67,9 +67,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// How long the calling thread (the dispatcher, a worker) polls before
-    /// sleeping: the runtime's spin, but never in a real-time class (one the
-    /// system granted: where it refused, the thread runs and polls as a
-    /// normal one). A real-time thread
+    /// sleeping: the runtime's spin, but never on a real-time thread that
+    /// keeps a duty cycle (`RuntimeBuilder::realtime_duty_cycle`; off by
+    /// default, and then real-time threads poll as before: live packet runs
+    /// stalled now and then with real-time threads that did not poll, not
+    /// yet understood). A real-time thread
     /// that polls holds its core against every normal thread, the
     /// tenants' clients waiting for their answers among them, and one
     /// that polls through a steady stream of arrivals never waits, so its
@@ -79,7 +81,7 @@ impl Shared {
     /// is woken ahead of normal ones anyway. (Tenants' threads waiting
     /// for a ticket keep the spin.)
     pub(crate) fn thread_spin(&self) -> std::time::Duration {
-        if crate::threads::in_realtime_class() {
+        if crate::threads::keeps_duty_cycle() {
             std::time::Duration::ZERO
         } else {
             self.spin
@@ -203,6 +205,7 @@ impl Runtime {
                 *slot = Some(Arc::clone(r));
             }
         }
+        let dispatcher_realtime = b.dispatcher_realtime();
         let shared = Arc::new(Shared {
             regions,
             epoch: Instant::now(),
@@ -221,7 +224,7 @@ impl Runtime {
             next_id: AtomicU64::new(0),
             cancelled: Arc::new(AtomicBool::new(false)),
             spin: b.spin,
-            dispatcher_realtime: b.realtime.map(crate::Realtime::above),
+            dispatcher_realtime,
             core_log: b.record_core_calls.then(crate::CoreLog::default),
             busy,
             threads: Mutex::new(Vec::new()),
@@ -297,7 +300,7 @@ impl Runtime {
         let (dispatcher, me) = crate::threads::spawn(
             "isola-dispatcher".into(),
             cores.first().copied(),
-            b.realtime.map(crate::Realtime::above),
+            dispatcher_realtime,
             b.realtime_duty_cycle,
             move || dispatcher.run(),
         )

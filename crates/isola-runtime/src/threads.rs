@@ -4,7 +4,8 @@
 //! registered with its kernel id, so that what the host does to it can be
 //! read while it runs ([`crate::host::ThreadTimes`]).
 //!
-//! A real-time thread that stays busy keeps a duty cycle: a budget of time
+//! Where the builder asks (`RuntimeBuilder::realtime_duty_cycle`), a
+//! real-time thread that stays busy keeps a duty cycle: a budget of time
 //! in its class, spent while it runs there and earned back while it waits
 //! or runs in the normal class ([`REALTIME_RUN`] for each rest of its
 //! [`REALTIME_PERIOD`]); while it is spent, the thread runs in the normal
@@ -235,9 +236,10 @@ thread_local! {
 }
 
 /// Whether the calling thread is a runtime thread in a real-time class
-/// (the system granted the class it asked for); such a thread never polls.
-pub(crate) fn in_realtime_class() -> bool {
-    DUTY.with(|d| d.get().is_some())
+/// (the system granted the class it asked for) that keeps a duty cycle;
+/// such a thread never polls.
+pub(crate) fn keeps_duty_cycle() -> bool {
+    DUTY.with(|d| d.get().is_some_and(|d| d.cycle))
 }
 
 /// Applies `f` to the calling thread's duty cycle at `now`, if it has one;
