@@ -17,6 +17,7 @@
 
 pub mod batch;
 pub mod device;
+mod error;
 pub mod hooks;
 pub mod limits;
 mod migrate;

@@ -9,6 +9,7 @@
 //! completed when the last stage finishes.
 
 use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, Timer};
+pub use crate::error::SimError;
 pub use crate::hooks::RunHooks;
 use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
 use crate::migrate::Migrations;
@@ -18,39 +19,13 @@ use crate::rss::{rss_hash, RssCores};
 use crate::stage::StageModel;
 pub use crate::stage::{scheduler_for, scheduler_with};
 use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
-use isola_core::{BuildError, EngineId, Nanos, OpRef, OpSpec, RejectReason, Task, TaskId, TenantId};
+use isola_core::{EngineId, Nanos, OpRef, OpSpec, RejectReason, Task, TaskId, TenantId};
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
 use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, Scenario, Steering};
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
 use slab::Slab;
-
-/// Why a run could not start.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SimError {
-    /// The scheduler refused the setup (a policy that cannot serve it, ...).
-    #[error("{0}")]
-    Build(#[from] BuildError),
-    /// The runs asked for do not exist in the scenario.
-    #[error("{0}")]
-    Select(String),
-    /// The run would exceed, or did exceed, a limit that protects the
-    /// machine: its name (the `[run]` key that raises it, where one does)
-    /// and what happened.
-    #[error("{message} (limit `{limit}`)")]
-    Limit {
-        /// The limit's name.
-        limit: &'static str,
-        /// What would have exceeded it, and how to proceed.
-        message: String,
-    },
-    /// The run was stopped from outside before its end: its caller's stop
-    /// flag ([`RunHooks::stop`]) was raised (an interrupt, a policy
-    /// written outside Isola that failed).
-    #[error("the run was stopped before its end")]
-    Stopped,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
