@@ -330,7 +330,7 @@ impl RuntimeBuilder {
             spin: DEFAULT_SPIN,
             pin: false,
             realtime: None,
-            realtime_duty_cycle: false,
+            realtime_duty_cycle: true,
             record_core_calls: false,
             regions: Vec::new(),
             overrides: Vec::new(),
@@ -433,41 +433,43 @@ impl RuntimeBuilder {
     /// (a tenant's, another program's) can take their core while they
     /// work. Where the system refuses (no `CAP_SYS_NICE`, no
     /// `RLIMIT_RTPRIO`) they run in the normal class; each thread's outcome
-    /// is in [`crate::Runtime::threads`]. A real-time thread that polls
-    /// holds its core for the whole poll, whatever `sched_yield` says, so
-    /// the dispatcher and the workers then never poll ([`RuntimeBuilder::spin`]
-    /// is the tenants' ticket waits' only). The dispatcher runs one
-    /// priority above the workers ([`crate::Realtime::above`]), and a
-    /// real-time thread may keep a duty cycle
-    /// ([`RuntimeBuilder::realtime_duty_cycle`]).
+    /// is in [`crate::Runtime::threads`]. All of them run at the one
+    /// priority given (`threads.rs` says why), and under the duty-cycle
+    /// regime, on by default ([`RuntimeBuilder::realtime_duty_cycle`]).
     pub fn realtime(&mut self, realtime: Option<crate::Realtime>) -> &mut Self {
         self.realtime = realtime;
         self
     }
 
-    /// Gives each thread granted a real-time class a duty cycle
-    /// ([`crate::REALTIME_RUN`] of each [`crate::REALTIME_PERIOD`] on
-    /// average, `threads.rs`), so that a backlogged worker neither holds its
-    /// core against every normal thread nor runs into the kernel's
-    /// real-time throttling. Off by default: live packet runs whose
-    /// senders are real-time above the runtime (`isola repro osmosis-pu
-    /// --live`) stalled intermittently with it, for reasons not yet found
-    /// (docs/perf.md, "Issue 34: a victim's tail beside a busy neighbour").
+    /// Keeps the real-time threads under the duty-cycle regime (on by
+    /// default; `threads.rs`): none of them polls (a real-time thread that
+    /// polls holds its core for the whole poll, whatever `sched_yield`
+    /// says, so [`RuntimeBuilder::spin`] is then the tenants' ticket waits'
+    /// only), and a busy worker runs its tasks in the normal class once it
+    /// has run [`crate::REALTIME_RUN`] of a [`crate::REALTIME_PERIOD`] on
+    /// average in its class, so that a backlogged worker neither holds
+    /// its core against every normal thread nor runs into the kernel's
+    /// real-time throttling. Off: real-time threads poll as the spin says
+    /// and never leave their class.
     pub fn realtime_duty_cycle(&mut self, on: bool) -> &mut Self {
         self.realtime_duty_cycle = on;
         self
     }
 
-    /// The dispatcher's real-time class: the workers', or one above them
-    /// with a duty cycle ([`crate::Realtime::above`]), where it never polls.
-    /// A polling dispatcher above the workers would keep a worker on its
-    /// core from running for as long as it polls (the live packet runs'
-    /// stalls, with the senders real-time on the other core).
+    /// The dispatcher's real-time class: the workers' (`threads.rs` says
+    /// why they share one priority).
     pub(crate) fn dispatcher_realtime(&self) -> Option<crate::Realtime> {
+        self.realtime
+    }
+
+    /// What a runtime thread in `role` keeps in its real-time class: that
+    /// role's regime under the duty cycle, [`crate::threads::Regime::Plain`]
+    /// without it.
+    pub(crate) fn regime(&self, role: crate::threads::Regime) -> crate::threads::Regime {
         if self.realtime_duty_cycle {
-            self.realtime.map(crate::Realtime::above)
+            role
         } else {
-            self.realtime
+            crate::threads::Regime::Plain
         }
     }
 

@@ -352,7 +352,6 @@ impl Dispatcher {
     /// Runs until shut down and drained.
     pub(crate) fn run(mut self) {
         loop {
-            crate::threads::worked();
             self.take_controls();
             // A full engine's completion is a message anyway.
             let wakeup = catch(|| self.scheduler.next_wakeup())

@@ -67,21 +67,18 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// How long the calling thread (the dispatcher, a worker) polls before
-    /// sleeping: the runtime's spin, but never on a real-time thread that
-    /// keeps a duty cycle (`RuntimeBuilder::realtime_duty_cycle`; off by
-    /// default, and then real-time threads poll as before: live packet runs
-    /// stalled now and then with real-time threads that did not poll, not
-    /// yet understood). A real-time thread
-    /// that polls holds its core against every normal thread, the
-    /// tenants' clients waiting for their answers among them, and one
-    /// that polls through a steady stream of arrivals never waits, so its
-    /// duty cycle (`threads.rs`) and a busy worker's on the same core add
-    /// up past the kernel's real-time throttling (docs/perf.md, "Issue
-    /// 34: a victim's tail beside a busy neighbour"). A real-time thread
-    /// is woken ahead of normal ones anyway. (Tenants' threads waiting
-    /// for a ticket keep the spin.)
+    /// sleeping: the runtime's spin, but never on a real-time thread under
+    /// the duty-cycle regime (`RuntimeBuilder::realtime_duty_cycle`, on by
+    /// default). A real-time thread that polls holds its core against
+    /// every normal thread, the tenants' clients waiting for their answers
+    /// among them, and one that polls through a steady stream of arrivals
+    /// never waits, so it and a busy worker on the same core add up past
+    /// the kernel's real-time throttling (docs/perf.md, "Issue 34: a
+    /// victim's tail beside a busy neighbour"). A real-time thread is
+    /// woken ahead of normal ones anyway. (Tenants' threads waiting for a
+    /// ticket keep the spin.)
     pub(crate) fn thread_spin(&self) -> std::time::Duration {
-        if crate::threads::keeps_duty_cycle() {
+        if crate::threads::never_polls() {
             std::time::Duration::ZERO
         } else {
             self.spin
@@ -206,6 +203,10 @@ impl Runtime {
             }
         }
         let dispatcher_realtime = b.dispatcher_realtime();
+        let (worker_regime, steady_regime) = (
+            b.regime(crate::threads::Regime::Budgeted),
+            b.regime(crate::threads::Regime::Steady),
+        );
         let shared = Arc::new(Shared {
             regions,
             epoch: Instant::now(),
@@ -268,7 +269,7 @@ impl Runtime {
                     format!("isola-{}-{index}", e.name),
                     core,
                     b.realtime,
-                    b.realtime_duty_cycle,
+                    worker_regime,
                     move || crate::worker::run_worker(q, done, place),
                 )
                 .map_err(spawn_error)?;
@@ -283,7 +284,7 @@ impl Runtime {
                 "isola-delivery".into(),
                 None,
                 b.realtime,
-                b.realtime_duty_cycle,
+                steady_regime,
                 move || crate::dispatcher::run_delivery(shared, delivery_rx),
             )
             .map_err(spawn_error)?;
@@ -301,7 +302,7 @@ impl Runtime {
             "isola-dispatcher".into(),
             cores.first().copied(),
             dispatcher_realtime,
-            b.realtime_duty_cycle,
+            steady_regime,
             move || dispatcher.run(),
         )
         .map_err(spawn_error)?;
@@ -341,10 +342,10 @@ impl Runtime {
         self.shared.threads.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
-    /// The real-time class the dispatcher asked for (one above the
-    /// workers', [`crate::Realtime::above`]), if the builder asked for
-    /// one: what a driver's thread on the dispatcher's path (one that
-    /// wakes it) should run in.
+    /// The real-time class the dispatcher asked for (the workers', the
+    /// builder's), if the builder asked for one: what a driver's thread on
+    /// the dispatcher's path (one that wakes it) should run in. (All of
+    /// them at one priority: `threads.rs` says why.)
     pub fn dispatcher_realtime(&self) -> Option<crate::Realtime> {
         self.shared.dispatcher_realtime
     }
@@ -469,7 +470,18 @@ impl Runtime {
             *closed = true;
         }
         let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
-        if self.shared.tx.send(Msg::Shutdown(ack_tx, grace)).is_ok() {
+        let asked = self.shared.tx.send(Msg::Shutdown(ack_tx, grace)).is_ok();
+        if crate::threads::on_runtime_thread() {
+            // Dropped on one of a runtime's own threads (the last reference
+            // to it went with a task's reply, say): waiting would wait for
+            // this very thread. It shuts down as asked, and its threads end
+            // on their own.
+            self.dispatcher = None;
+            self.delivery = None;
+            self.workers.clear();
+            return;
+        }
+        if asked {
             let _ = ack_rx.recv();
         }
         if let Some(d) = self.dispatcher.take() {

@@ -4,21 +4,37 @@
 //! registered with its kernel id, so that what the host does to it can be
 //! read while it runs ([`crate::host::ThreadTimes`]).
 //!
-//! Where the builder asks (`RuntimeBuilder::realtime_duty_cycle`), a
-//! real-time thread that stays busy keeps a duty cycle: a budget of time
-//! in its class, spent while it runs there and earned back while it waits
-//! or runs in the normal class ([`REALTIME_RUN`] for each rest of its
-//! [`REALTIME_PERIOD`]); while it is spent, the thread runs in the normal
-//! class until the budget is whole again or it waits (it always waits in
-//! its class, and leaves it again on waking while still in debt). It is
-//! checked between pieces of work (a task, a turn of the dispatcher's
-//! loop), so a piece longer than the budget runs on in the class it
-//! started in, and it bounds each thread alone (about 80% on average). A backlogged worker then holds its core
-//! against every normal thread (a tenant's, the client waiting for its
-//! answer) for about [`REALTIME_RUN`] at a time, and stays below the
-//! kernel's real-time throttling (`sched_rt_runtime_us`, 950 ms of each
-//! second by default), which would stop every real-time thread of the
-//! CPU, the dispatcher too, for the rest of the second.
+//! Where the builder asks (`RuntimeBuilder::realtime_duty_cycle`, on by
+//! default), the real-time threads keep a regime ([`Regime`]): none of
+//! them polls (a real-time thread that polls holds its core against every
+//! normal thread), and a worker that stays busy keeps a duty cycle: a
+//! budget of time in its class, spent while it runs there and earned back
+//! while it waits or runs in the normal class ([`REALTIME_RUN`] for each
+//! rest of its [`REALTIME_PERIOD`]). While it is spent, the worker runs
+//! its tasks in the normal class until the budget is whole again, about
+//! 80% of its time in class at most; a normal thread on its core (a
+//! tenant's, the client waiting for its answer) then waits about
+//! [`REALTIME_RUN`] for it, and the worker stays below the kernel's
+//! real-time throttling (`sched_rt_runtime_us`, 950 ms of each second by
+//! default), which would stop every real-time thread of the CPU for the
+//! rest of the second.
+//!
+//! Only a task's own run leaves the class: a worker is back in it before
+//! it reports to the dispatcher and before it waits, and the dispatcher
+//! and the delivery thread never leave it. The runtime's threads talk
+//! through lock-free channels whose receivers and senders spin, yielding,
+//! while another thread is half-way through a send (crossbeam's), and a
+//! real-time thread's yield gives its core to no thread below its own
+//! priority: a real-time dispatcher spinning for a sender the kernel took
+//! off the same core, in the normal class or below the dispatcher's
+//! priority, would spin until the throttling stopped it. So every
+//! real-time thread of the runtime (and a driver's thread on its path,
+//! isolad's socket waker) runs at the one priority the builder gives, and
+//! none of them talks to another from the normal class. (The dispatcher
+//! one priority above the workers was measured: a worker that had
+//! reserved a slot of the dispatcher's channel and was preempted on its
+//! core before it wrote it left the dispatcher and the waker spinning at
+//! 93% of both cores for minutes, `isola repro osmosis-pu --live`.)
 
 use crate::host::{ThreadId, ThreadTimes};
 use serde::Serialize;
@@ -49,17 +65,6 @@ pub struct Realtime {
 }
 
 impl Realtime {
-    /// One priority above this (at most 99): the dispatcher's, so that a
-    /// worker busy on the dispatcher's core never keeps the arrivals
-    /// waiting (threads of equal `SCHED_FIFO` priority do not preempt
-    /// each other).
-    pub fn above(self) -> Realtime {
-        Realtime {
-            priority: (self.priority + 1).min(99),
-            ..self
-        }
-    }
-
     /// Puts the calling thread in this class, or says why not. The
     /// runtime's own threads enter theirs when they start; a driver's
     /// thread on the runtime's path (isolad's socket waker) calls this.
@@ -123,18 +128,19 @@ impl RuntimeThread {
 }
 
 /// Starts thread `name` running `f`, pinned to `core` and in class
-/// `realtime` where possible; returns once the thread has set itself up,
-/// with its handle and its description.
+/// `realtime` where possible (keeping `regime` there); returns once the
+/// thread has set itself up, with its handle and its description.
 pub(crate) fn spawn(
     name: String,
     core: Option<core_affinity::CoreId>,
     realtime: Option<Realtime>,
-    duty_cycle: bool,
+    regime: Regime,
     f: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<(JoinHandle<()>, RuntimeThread)> {
     let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
     let thread_name = name.clone();
     let handle = std::thread::Builder::new().name(name).spawn(move || {
+        RUNTIME_THREAD.with(|r| r.set(true));
         let pinned = core.filter(|&c| core_affinity::set_for_current(c)).map(|c| c.id);
         let me = RuntimeThread {
             name: thread_name,
@@ -143,7 +149,7 @@ pub(crate) fn spawn(
             realtime: realtime.map_or(RealtimeOutcome::NotAsked, enter_realtime),
         };
         if let (Some(rt), RealtimeOutcome::Granted { .. }) = (realtime, &me.realtime) {
-            DUTY.with(|d| d.set(Some(Duty::new(rt, duty_cycle))));
+            DUTY.with(|d| d.set(Some(Duty::new(rt, regime))));
         }
         // The spawner waits on the other end; it only goes away if it
         // panicked, and then nobody wants the description.
@@ -156,23 +162,39 @@ pub(crate) fn spawn(
     Ok((handle, me))
 }
 
-/// A real-time thread's duty cycle (the module's comment), kept as a
+/// What a runtime thread granted a real-time class does there (the
+/// module's comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Regime {
+    /// As without the regime (`realtime_duty_cycle = false`): it polls as
+    /// the runtime's spin says and never leaves its class.
+    Plain,
+    /// It never polls and never leaves its class: the dispatcher and the
+    /// delivery thread, which every other thread talks to.
+    Steady,
+    /// It never polls, and runs its tasks in the normal class while its
+    /// budget is spent: a worker.
+    Budgeted,
+}
+
+/// A real-time thread's regime and, for a worker, its duty cycle kept as a
 /// budget of time in its class: running in the class spends it; waiting
 /// and running in the normal class earn it back, [`REALTIME_RUN`] for each
 /// [`REALTIME_REST`], up to [`REALTIME_RUN`]. So no length of task and no
-/// pattern of short waits keeps a busy thread in its class for more than
-/// about 80% of its time, while a thread that mostly waits never leaves it.
+/// pattern of short waits keeps a busy worker in its class for more than
+/// about 80% of its time, while one that mostly waits never leaves it.
 #[derive(Debug, Clone, Copy)]
 struct Duty {
     class: Realtime,
-    /// It keeps the cycle (`RuntimeBuilder::realtime_duty_cycle`); if not,
-    /// it stays in its class and this only marks it real-time.
-    cycle: bool,
+    regime: Regime,
     /// What it may still run in its class (ns; at most [`REALTIME_RUN`]).
     budget_ns: i64,
     /// Since when it has been doing what it does now (the budget is
     /// brought up to date at each change).
     since: Option<Instant>,
+    /// Its budget ran out and is not whole again: its tasks run in the
+    /// normal class.
+    in_debt: bool,
     /// It runs in the normal class now.
     demoted: bool,
 }
@@ -182,12 +204,13 @@ struct Duty {
 const REALTIME_REST: Duration = REALTIME_PERIOD.saturating_sub(REALTIME_RUN);
 
 impl Duty {
-    fn new(class: Realtime, cycle: bool) -> Duty {
+    fn new(class: Realtime, regime: Regime) -> Duty {
         Duty {
             class,
-            cycle,
+            regime,
             budget_ns: REALTIME_RUN.as_nanos() as i64,
             since: None,
+            in_debt: false,
             demoted: false,
         }
     }
@@ -204,19 +227,12 @@ impl Duty {
         } else {
             self.budget_ns = self.budget_ns.saturating_sub(elapsed);
         }
-    }
-
-    /// Moves the calling thread to the class its budget gives it: out of
-    /// its class once the budget is spent, back once it is whole again;
-    /// `false` if the system no longer permits the real-time class.
-    fn settle(&mut self) -> bool {
-        if !self.demoted && self.budget_ns <= 0 {
-            enter_normal();
-            self.demoted = true;
-        } else if self.demoted && self.budget_ns >= REALTIME_RUN.as_nanos() as i64 {
-            return self.promote();
+        if self.budget_ns <= 0 {
+            self.in_debt = true;
+        } else if self.budget_ns >= run {
+            self.in_debt = false;
         }
-        true
+        debug_assert!(self.budget_ns <= run, "the budget never exceeds REALTIME_RUN");
     }
 
     /// Back in its class; `false` if the system no longer permits it.
@@ -230,65 +246,84 @@ impl Duty {
 }
 
 thread_local! {
-    /// The calling thread's duty cycle, if it is a runtime thread granted
-    /// a real-time class.
+    /// The calling thread's regime, if it is a runtime thread granted a
+    /// real-time class.
     static DUTY: Cell<Option<Duty>> = const { Cell::new(None) };
+    /// The calling thread is one of a runtime's own (started by [`spawn`]).
+    static RUNTIME_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is one of a runtime's own (its dispatcher,
+/// a worker, its delivery thread): such a thread must never wait for a
+/// runtime to stop, since stopping waits for it.
+pub(crate) fn on_runtime_thread() -> bool {
+    RUNTIME_THREAD.with(|r| r.get())
 }
 
 /// Whether the calling thread is a runtime thread in a real-time class
-/// (the system granted the class it asked for) that keeps a duty cycle;
-/// such a thread never polls.
-pub(crate) fn keeps_duty_cycle() -> bool {
-    DUTY.with(|d| d.get().is_some_and(|d| d.cycle))
+/// (the system granted the class it asked for) under the regime: such a
+/// thread never polls.
+pub(crate) fn never_polls() -> bool {
+    DUTY.with(|d| d.get().is_some_and(|d| d.regime != Regime::Plain))
 }
 
-/// Applies `f` to the calling thread's duty cycle at `now`, if it has one;
-/// forgets it if the system no longer permits the class.
-fn with_duty(f: impl FnOnce(&mut Duty, Instant) -> bool) {
+/// Applies `f` to the calling worker's duty cycle at `now`, if it keeps
+/// one; forgets it if the system no longer permits the class (the thread
+/// then runs as a normal one, polling as the runtime's spin says).
+fn with_budget(f: impl FnOnce(&mut Duty, Instant) -> bool) {
     DUTY.with(|d| {
-        let Some(mut duty) = d.get().filter(|d| d.cycle) else {
+        let Some(mut duty) = d.get().filter(|d| d.regime == Regime::Budgeted) else {
             return;
         };
         if f(&mut duty, Instant::now()) {
             d.set(Some(duty));
         } else {
-            // Stay in the normal class.
             d.set(None);
         }
     });
 }
 
-/// The calling thread has worked (after each piece of work: a task run, a
-/// turn of the dispatcher's loop): a real-time thread whose budget is
-/// spent moves to the normal class, and back once it has earned it again.
-/// Costs nothing but a thread-local read on a thread not in a real-time
-/// class.
-pub(crate) fn worked() {
-    with_duty(|duty, now| {
+/// The calling worker is about to run a task: in debt, it runs it in the
+/// normal class (and the tasks after it, until it reports or waits);
+/// whole again, back in its class. Costs nothing but a thread-local read
+/// on a thread that keeps no duty cycle.
+pub(crate) fn task_starts() {
+    with_budget(|duty, now| {
         let demoted = duty.demoted;
         duty.account(now, demoted);
-        duty.settle()
+        if duty.in_debt && !duty.demoted {
+            enter_normal();
+            duty.demoted = true;
+        } else if !duty.in_debt && duty.demoted {
+            return duty.promote();
+        }
+        true
     });
+}
+
+/// The calling worker is about to talk to the dispatcher (a report) or to
+/// wait: back in its class first (the module's comment says why).
+pub(crate) fn talks() {
+    with_budget(|duty, now| {
+        let demoted = duty.demoted;
+        duty.account(now, demoted);
+        !duty.demoted || duty.promote()
+    });
+}
+
+/// The calling thread is about to wait for work: what it ran since it last
+/// looked is counted, and a worker out of its class returns to it, so that
+/// it is woken ahead of normal threads.
+pub(crate) fn waits() {
+    talks();
 }
 
 /// The calling thread has waited and has work again: the wait earned
 /// budget back.
 pub(crate) fn woke() {
-    with_duty(|duty, now| {
+    with_budget(|duty, now| {
         duty.account(now, true);
-        duty.settle()
-    });
-}
-
-/// The calling thread is about to wait for work: what it ran since it last
-/// looked is counted, and a thread out of its class returns to it, so
-/// that it is woken ahead of normal threads (its budget says whether it
-/// keeps the class once it works again).
-pub(crate) fn waits() {
-    with_duty(|duty, now| {
-        let demoted = duty.demoted;
-        duty.account(now, demoted);
-        !duty.demoted || duty.promote()
+        true
     });
 }
 

@@ -188,8 +188,6 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<Handoff>, done: Done
         let Ok(handoff) = next else {
             break;
         };
-        // Whatever it runs, a real-time worker's duty cycle goes on.
-        let _cycle = WorkedOnDrop;
         let delivered = match handoff {
             Handoff::One(item) => run_one(item, &place, &mut reports),
             Handoff::Batch(items) => {
@@ -220,16 +218,6 @@ pub(crate) fn run_worker(queue: crossbeam_channel::Receiver<Handoff>, done: Done
     }
     // The queue closed (shutdown): whatever is held is still reported.
     report(&done, &mut reports);
-}
-
-/// Tells the thread's real-time duty cycle it has worked when dropped:
-/// at the end of a hand-off, however the loop leaves it.
-struct WorkedOnDrop;
-
-impl Drop for WorkedOnDrop {
-    fn drop(&mut self) {
-        crate::threads::worked();
-    }
 }
 
 /// Runs `item` at `place` and keeps its report in `reports`; whether its
@@ -291,6 +279,10 @@ fn run_timed(
     let ran = if shared.cancelled.load(Ordering::Acquire) {
         Ran::Output(Err(TaskError::Cancelled))
     } else {
+        if !place.dispatcher {
+            // A worker in debt runs it in the normal class (`threads.rs`).
+            crate::threads::task_starts();
+        }
         execute(&mut item, started, limit)
     };
     let ended = Instant::now();
@@ -386,6 +378,9 @@ fn report(done: &DoneSender, reports: &mut Vec<WorkDone>) -> bool {
         1 => crate::dispatcher::Msg::Done(reports.pop().expect("one report")),
         _ => crate::dispatcher::Msg::DoneBatch(std::mem::take(reports)),
     };
+    // Never from the normal class: the dispatcher may spin on a send
+    // half done (`threads.rs`).
+    crate::threads::talks();
     done.send(msg).is_ok()
 }
 

@@ -94,9 +94,9 @@ fn a_realtime_class_is_granted_or_refused_with_a_reason() {
     for t in rt.threads() {
         match &t.realtime {
             RealtimeOutcome::Granted { class, priority } => {
-                // Without a duty cycle, the dispatcher at the workers'
-                // priority (it polls: above them it would keep a worker
-                // on its core from running).
+                // Every thread at the one priority asked for (threads
+                // that share channels at different priorities can spin on
+                // each other for good: `threads.rs`).
                 let expected = 10;
                 assert_eq!(
                     (class.as_str(), *priority),
@@ -134,9 +134,8 @@ fn class_of(t: &isola_runtime::RuntimeThread) -> i32 {
 /// class while it works and after. Returns its share of samples in its class.
 fn duty_cycle_of_busy_worker(size: usize, count: u64) -> Option<f64> {
     let mut b = builder();
-    b.realtime(Some(Realtime::default()))
-        .realtime_duty_cycle(true)
-        .spin(Duration::ZERO);
+    // The duty cycle is on by default.
+    b.realtime(Some(Realtime::default())).spin(Duration::ZERO);
     let rt = b.start().unwrap();
     let threads = rt.threads();
     let worker = threads.iter().find(|t| t.name == "isola-hash-0").unwrap();
@@ -222,7 +221,8 @@ fn worker_cpu_over_spaced_tasks(realtime: bool) -> Option<u64> {
     b.mode(Mode::Native);
     b.spin(Duration::from_millis(1));
     if realtime {
-        b.realtime(Some(Realtime::default())).realtime_duty_cycle(true);
+        // The regime (no polling) is on by default.
+        b.realtime(Some(Realtime::default()));
     }
     let rt = b.start().unwrap();
     let threads = rt.threads();

@@ -54,7 +54,8 @@ pub struct DaemonConfig {
     /// Run the runtime's dispatcher and workers in a real-time class
     /// (SCHED_FIFO) where the system permits it.
     pub realtime: bool,
-    /// Give each real-time thread a duty cycle (`RuntimeBuilder::realtime_duty_cycle`).
+    /// Keep the real-time threads under the duty-cycle regime (on by
+    /// default: `RuntimeBuilder::realtime_duty_cycle`).
     pub realtime_duty_cycle: bool,
     /// Largest input of one task, bytes.
     pub max_input: u64,
@@ -170,7 +171,7 @@ impl DaemonConfig {
             spin: isola_runtime::DEFAULT_SPIN,
             pin_threads: false,
             realtime: false,
-            realtime_duty_cycle: false,
+            realtime_duty_cycle: true,
             max_input: DEFAULT_MAX_INPUT,
             engines: Vec::new(),
             tenants: Vec::new(),
@@ -209,8 +210,13 @@ struct RawDaemon {
     pin_threads: bool,
     #[serde(default)]
     realtime: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
     realtime_duty_cycle: bool,
+}
+
+/// The default of a setting that is on unless turned off.
+fn on() -> bool {
+    true
 }
 
 #[derive(Deserialize)]

@@ -46,7 +46,6 @@ pub(crate) fn run_delivery(shared: Arc<Shared>, rx: crossbeam_channel::Receiver<
         let result = take_result(&mut task);
         let now = shared.epoch.elapsed().as_nanos() as Nanos;
         complete(&shared, task, result, now, d.budget);
-        crate::threads::worked();
     }
 }
 
