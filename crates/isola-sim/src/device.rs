@@ -36,7 +36,12 @@ impl ServiceModel {
     /// One service time; `unit_exp` is the task's draw from Exp(1), used by
     /// the exponential model (drawn per task so every policy sees the same).
     pub fn sample(&self, bytes: u64, unit_exp: f64) -> Nanos {
-        let mean = self.mean(bytes);
+        self.sample_of_mean(self.mean(bytes), unit_exp)
+    }
+
+    /// [`ServiceModel::sample`] of a task whose mean, `mean`, is known.
+    #[inline]
+    pub fn sample_of_mean(&self, mean: f64, unit_exp: f64) -> Nanos {
         let ns = if self.exponential { mean * unit_exp } else { mean };
         crate::round_ns(ns)
     }

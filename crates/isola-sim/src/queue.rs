@@ -1,64 +1,52 @@
 //! The event queue: events by time, simultaneous ones in the order they
 //! were pushed, so that a scenario and a seed give the same run every time.
 //!
-//! A binary heap keyed by one `u128`, time then push sequence, so that a
-//! comparison is a single integer compare. A radix heap over the times
+//! A binary heap of `Copy` entries keyed by one `u128`, time then push
+//! sequence, so that a comparison is a single integer compare. Keys are
+//! unique, so any heap pops the same sequence. A radix heap over the times
 //! (monotone in a simulator) was measured against it (issue 17,
 //! docs/perf.md): 4-6% slower on the M/M/1 queue and at 128 tenants, where
 //! a handful to a few hundred events are pending, and 6% faster only at
 //! 1,024 tenants; the heap stays.
+//!
+//! Written here rather than taken from `std`'s `BinaryHeap` (issue 34):
+//! its `pop` swaps the last entry into the root with 8-byte stores and
+//! reads the root straight back with 16-byte loads, and its `push` reads
+//! back the entry it has just stored; both stall on store forwarding
+//! (`perf annotate` put ~10% of `isola sim scenarios/mm1.toml` on those
+//! loads). Here an entry being placed stays in registers: `push` moves
+//! parents down into a hole and `pop` moves children up into one, and each
+//! writes the entry once, where it ends.
 
 use isola_core::Nanos;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// A pending event and its key: time in the high 64 bits, push sequence in
 /// the low ones.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Pending<E> {
     key: u128,
     event: E,
-}
-
-impl<E> PartialEq for Pending<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-
-impl<E> Eq for Pending<E> {}
-
-impl<E> PartialOrd for Pending<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<E> Ord for Pending<E> {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.key.cmp(&self.key)
-    }
 }
 
 /// Events by time, simultaneous ones in push order (see the module
 /// documentation).
 #[derive(Debug, Clone)]
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Pending<E>>,
+    /// A binary min-heap on `key`: each entry's key is below its children's.
+    heap: Vec<Pending<E>>,
     pushed: u64,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            heap: BinaryHeap::new(),
+            heap: Vec::new(),
             pushed: 0,
         }
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
         Self::default()
@@ -78,17 +66,56 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn push(&mut self, at: Nanos, event: E) {
         self.pushed += 1;
-        self.heap.push(Pending {
+        let entry = Pending {
             key: u128::from(at) << 64 | u128::from(self.pushed),
             event,
-        });
+        };
+        // Grows the heap by one; the entry's final place is found below,
+        // moving each later parent down into the hole it leaves.
+        let mut hole = self.heap.len();
+        self.heap.push(entry);
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if self.heap[parent].key < entry.key {
+                break;
+            }
+            self.heap[hole] = self.heap[parent];
+            hole = parent;
+        }
+        self.heap[hole] = entry;
     }
 
     /// Takes the earliest event (the first pushed among simultaneous ones)
     /// with its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        self.heap.pop().map(|p| ((p.key >> 64) as Nanos, p.event))
+        let last = self.heap.pop()?;
+        let Some(&first) = self.heap.first() else {
+            return Some(((last.key >> 64) as Nanos, last.event));
+        };
+        // `last` takes the root's place: the smaller child moves up into
+        // the hole while it is earlier than `last`.
+        let n = self.heap.len();
+        let mut hole = 0;
+        loop {
+            let left = 2 * hole + 1;
+            if left >= n {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < n && self.heap[right].key < self.heap[left].key {
+                right
+            } else {
+                left
+            };
+            if self.heap[child].key > last.key {
+                break;
+            }
+            self.heap[hole] = self.heap[child];
+            hole = child;
+        }
+        self.heap[hole] = last;
+        Some(((first.key >> 64) as Nanos, first.event))
     }
 }
 

@@ -89,6 +89,23 @@ impl StageModel {
         }
     }
 
+    /// [`StageModel::sample`] for `bytes` whose prediction,
+    /// [`StageModel::predict`], is known to be `predicted`: a compute
+    /// model's mean is its prediction, and is not computed again.
+    #[inline]
+    pub(crate) fn sample_predicted(
+        &self,
+        predicted: f64,
+        bytes: u64,
+        unit_exp: f64,
+        direction: Direction,
+    ) -> Nanos {
+        match self {
+            StageModel::Compute(m) => m.sample_of_mean(predicted, unit_exp),
+            other => other.sample(bytes, unit_exp, direction),
+        }
+    }
+
     pub(crate) fn sample(&self, bytes: u64, unit_exp: f64, direction: Direction) -> Nanos {
         match self {
             StageModel::Compute(m) => m.sample(bytes, unit_exp),

@@ -8,6 +8,7 @@ mod recorder;
 mod sla;
 mod spread;
 mod sweep;
+mod window_sums;
 
 pub use flows::FlowResult;
 pub use recorder::{EngineTime, Outcome, RecordedEngine, RecordedTenant, RunEnd, RunRecorder, TaskRecord};

@@ -22,6 +22,7 @@
 //! kept counts everywhere but in that window's p99).
 
 use super::sla::SlaRule;
+use super::window_sums::WindowSums;
 use super::{LatencyStats, PolicyResult, SeriesPoint, TenantResult};
 use crate::scenario::Scenario;
 use isola_core::metrics::{fair1, jain_normalized, LatencySamples, WindowIndex, WindowedService};
@@ -148,6 +149,9 @@ pub struct RunRecorder {
     tally: Vec<TenantTally>,
     /// Per engine: service per tenant per window, and the backlogs.
     engine_service: Vec<WindowedService>,
+    /// Per engine: its service in the current window, not yet in
+    /// `engine_service` (added once per window, to the same figures).
+    window_sums: Vec<WindowSums>,
     /// When the next metrics window ends (backlogs are due from then on).
     next_window_end: Nanos,
     /// Whether the driver recorded backlogs (else the run has no Jain's
@@ -196,6 +200,7 @@ impl RunRecorder {
             completion_window: WindowIndex::new(window),
             tally: vec![tally; n],
             engine_service: vec![WindowedService::new(window, n); e],
+            window_sums: vec![WindowSums::new(window, n); e],
             next_window_end: 0,
             backlogs: false,
             bytes_done: Vec::new(),
@@ -236,14 +241,19 @@ impl RunRecorder {
 
     /// Records engine time (ignored for a tenant or engine the recorder
     /// does not know).
+    #[inline]
     pub fn engine_time(&mut self, t: EngineTime) {
         let (tenant, engine) = (t.tenant.index(), t.engine.index());
-        let (Some(tally), Some(service)) = (self.tally.get_mut(tenant), self.engine_service.get_mut(engine))
-        else {
+        let (Some(tally), Some(service), Some(sums)) = (
+            self.tally.get_mut(tenant),
+            self.engine_service.get_mut(engine),
+            self.window_sums.get_mut(engine),
+        ) else {
             return;
         };
-        tally.busy[engine] += t.service;
-        service.add_service(tenant, t.start, t.start.saturating_add(t.service));
+        let busy = &mut tally.busy[engine];
+        *busy += t.service;
+        sums.add(service, tenant, t.start, t.start.saturating_add(t.service), *busy);
     }
 
     /// Records engine time served in pieces among other work between
@@ -259,6 +269,7 @@ impl RunRecorder {
             return;
         };
         tally.busy[engine] += t.service;
+        self.window_sums[engine].stop_summing(service);
         service.add_spread(tenant, t.service as f64, t.start, end.max(t.start));
     }
 
@@ -372,7 +383,8 @@ impl RunRecorder {
         let served: f64 = self
             .engine_service
             .iter()
-            .map(|s| s.service_between(tenant.index(), from, to))
+            .zip(&self.window_sums)
+            .map(|(s, sums)| sums.with_sums(s).service_between(tenant.index(), from, to))
             .sum();
         let slots: u64 = self.engines.iter().map(|e| u64::from(e.slots)).sum();
         served / (slots.max(1) as f64 * to.saturating_sub(from).max(1) as f64)
@@ -398,6 +410,9 @@ impl RunRecorder {
     /// The run's result.
     pub fn finish(mut self, end: RunEnd) -> PolicyResult {
         self.keep_latency_window();
+        for (sums, service) in self.window_sums.iter_mut().zip(&mut self.engine_service) {
+            sums.flush(service);
+        }
         let interval = end.duration.unwrap_or(self.last_completion).max(1);
         let secs = interval as f64 / NANOS_PER_SEC as f64;
         let n = self.tenants.len();
