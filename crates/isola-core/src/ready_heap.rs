@@ -111,6 +111,7 @@ impl IndexedHeap {
     }
 
     /// Inserts `item` with `key`, or changes its key if it is already there.
+    #[inline]
     pub fn set(&mut self, item: usize, key: HeapKey) {
         match self.pos[item] {
             ABSENT => {
@@ -120,6 +121,11 @@ impl IndexedHeap {
             p => {
                 let p = p as usize;
                 let old = std::mem::replace(&mut self.heap[p].0, key);
+                // Alone in the heap (one tenant ready, the common case of
+                // a lightly loaded engine), it stays where it is: no call.
+                if self.heap.len() == 1 {
+                    return;
+                }
                 if key < old {
                     self.sift_up(p);
                 } else {

@@ -25,7 +25,7 @@ impl EngineState {
     #[inline]
     pub(super) fn gathers_until(&self, now: Nanos, t: usize) -> Option<Nanos> {
         let rule = self.spec.batch.filter(|r| r.wait > 0)?;
-        let q = self.channels[t].head()?;
+        let q = self.head_of(t)?;
         let until = q.task.arrival.saturating_add(rule.wait);
         let gathers = until > now
             && q.index == 0
@@ -46,7 +46,7 @@ impl EngineState {
         if self.state[t] != ChannelState::Ready || count >= rule.tasks {
             return false;
         }
-        self.channels[t].head().is_some_and(|q| {
+        self.head_of(t).is_some_and(|q| {
             q.index == 0
                 && q.plan.count() == 1
                 && q.group.is_none()
@@ -71,7 +71,7 @@ impl Scheduler {
         };
         let e = &self.engines[engine.index()];
         // A batch is one operator's tasks: the first one's.
-        let op = e.spec.batch.and_then(|_| e.channels[t].head().map(|q| q.task.op));
+        let op = e.spec.batch.and_then(|_| e.head_of(t).map(|q| q.task.op));
         let first = self.take(now, engine, t, reason, None);
         batch.push(first);
         // A subtask goes alone: a task is split to bound how long others
@@ -96,9 +96,7 @@ impl Scheduler {
         }
         if let Some(key) = key {
             // The first dispatch holds the slot for the batch.
-            let slot = first.id.slot as usize;
-            debug_assert!(self.in_service[slot].batch.is_none());
-            self.in_service[slot].batch = Some(key);
+            self.engines[engine.index()].set_batch(first.id, key);
         }
         count as usize
     }

@@ -9,7 +9,6 @@ use crate::engine::{EngineId, EngineKind, EngineSpec};
 use crate::policy::registry::{check_unique, find_policy_in, PolicyInfo, PolicySetup};
 use crate::policy::TenantShare;
 use crate::tenant::{EngineSelector, Slo, SloOverride, Tenant, TenantId};
-use slab::Slab;
 use std::collections::BTreeMap;
 
 /// A policy for some engines instead of the scheduler's default.
@@ -215,8 +214,7 @@ impl SchedulerBuilder {
             held: vec![0; tenants.len()],
             tenants,
             engines,
-            in_service: Slab::new(),
-            in_service_op: Vec::new(),
+            in_service: 0,
             next_seq: 0,
             next_generation: 0,
             closed: false,

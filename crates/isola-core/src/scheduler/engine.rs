@@ -2,20 +2,20 @@
 //! policy instance, the decision to split, and the ready/throttled/blocked
 //! bookkeeping.
 
+use super::entry::{split_key, Entries, PieceInService, Queued};
 use super::plan::{Plan, TaskCost};
 use super::{ChannelStats, DispatchReason};
 use crate::cost_fit::LearnedCosts;
 use crate::engine::{EngineSpec, SplitWhen};
 use crate::flow_queues::FlowQueues;
-use crate::policy::{AtLimit, HeadInfo, Policy, TenantShare};
+use crate::policy::{AtLimit, Policy, TenantShare};
 
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::shaper::RateShaper;
-use crate::task::{Subtask, Task};
+use crate::task::Task;
 use crate::tenant::Slo;
 use crate::units::{Bytes, Nanos};
 use slab::Slab;
-use std::num::NonZeroU64;
 
 /// Where a tenant's channel on an engine stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,74 +31,6 @@ pub(super) enum ChannelState {
     Blocked,
 }
 
-/// A queued task. When its engine splits it, the first `index` subtasks
-/// (`sent` bytes of the task) have been dispatched and `next` describes the
-/// next one.
-///
-/// Kept small (192 bytes, was 232): the channels hold these by value and
-/// every decision reads the next head, usually from a cache line not
-/// touched since its submission (issue 17). What the policy sees of the
-/// head ([`Queued::head`]) is rebuilt from `next` and the task.
-#[derive(Debug, Clone)]
-pub(super) struct Queued {
-    pub(super) task: Task,
-    pub(super) next: NextPiece,
-    pub(super) sent: Bytes,
-    /// Index of the next dispatch (of `plan.count()`).
-    pub(super) index: u32,
-    /// How the task is cut into dispatches, and the subtask size it was
-    /// planned with (`None`: whole).
-    pub(super) plan: Plan,
-    pub(super) split: Option<NonZeroU64>,
-    /// Key of the task's outstanding-subtask counter, once one is
-    /// dispatched (a slab key; kept in 32 bits to keep the entry small).
-    pub(super) group: Option<u32>,
-}
-
-/// The parts of a queued task's next dispatch that are not the task's own
-/// (see [`HeadInfo`]).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct NextPiece {
-    pub(super) seq: u64,
-    pub(super) bytes: Bytes,
-    pub(super) cost: Nanos,
-    pub(super) remaining_cost: Nanos,
-}
-
-impl From<HeadInfo> for NextPiece {
-    #[inline]
-    fn from(h: HeadInfo) -> Self {
-        NextPiece {
-            seq: h.seq,
-            bytes: h.bytes,
-            cost: h.cost,
-            remaining_cost: h.remaining_cost,
-        }
-    }
-}
-
-impl Queued {
-    /// What a policy sees of the next dispatch of this task.
-    #[inline]
-    pub(super) fn head(&self) -> HeadInfo {
-        HeadInfo {
-            seq: self.next.seq,
-            arrival: self.task.arrival,
-            bytes: self.next.bytes,
-            cost: self.next.cost,
-            remaining_cost: self.next.remaining_cost,
-            task_cost: self.task.predicted_cost.unwrap_or(0),
-            deadline: self.task.deadline,
-        }
-    }
-}
-
-/// A subtask size as the queue keeps it (a split size is at least 1).
-#[inline]
-pub(super) fn split_key(split: Option<Bytes>) -> Option<NonZeroU64> {
-    split.and_then(NonZeroU64::new)
-}
-
 pub(super) struct EngineState {
     pub(super) spec: EngineSpec,
     /// Called statically for the built-in `fcfs` and `sfq` (issue 34).
@@ -106,8 +38,15 @@ pub(super) struct EngineState {
     /// How the policy was built: a live SLO change builds it anew.
     pub(super) recipe: super::live::PolicyRecipe,
     pub(super) shares: Vec<TenantShare>,
-    /// Each tenant's flow queues (one, unless it declares flows).
-    pub(super) channels: Vec<FlowQueues<Queued>>,
+    /// Each tenant's flow queues (one, unless it declares flows), of
+    /// `entries` keys.
+    pub(super) channels: Vec<FlowQueues<u32>>,
+    /// Every task queued here, and every one whose last dispatch is in
+    /// service (issue 34: kept in place, the channels hold their keys).
+    pub(super) entries: Entries,
+    /// A split task's subtasks in service but its last (its entry stays
+    /// queued meanwhile).
+    pub(super) pieces: Slab<PieceInService>,
     pub(super) state: Vec<ChannelState>,
     pub(super) limit: Vec<Option<RateShaper>>,
     pub(super) reservation: Vec<Option<RateShaper>>,
@@ -179,16 +118,6 @@ enum Held {
     Batch,
 }
 
-/// What `take_head` took off a channel: a whole task or one subtask of it.
-pub(super) struct Taken {
-    pub(super) task: super::DispatchedTask,
-    pub(super) head: HeadInfo,
-    pub(super) subtask: Option<Subtask>,
-    pub(super) group: Option<usize>,
-    /// The task's operator, where the engine learns costs.
-    pub(super) op: Option<crate::task::OpRef>,
-}
-
 impl EngineState {
     pub(super) fn new(
         spec: EngineSpec,
@@ -203,6 +132,8 @@ impl EngineState {
                 .iter()
                 .map(|s| FlowQueues::new(s.queue_cap, &s.flows))
                 .collect(),
+            entries: Entries::new(),
+            pieces: Slab::new(),
             state: vec![ChannelState::Empty; n],
             limit: slos.iter().map(|s| s.limit.map(RateShaper::new)).collect(),
             reservation: slos.iter().map(|s| s.reservation.map(RateShaper::new)).collect(),
@@ -302,7 +233,7 @@ impl EngineState {
             };
             return;
         }
-        let Some((head, continues)) = self.channels[t].head().map(|q| (q.head(), q.index > 0)) else {
+        let Some((head, continues)) = self.head_of(t).map(|q| (q.head(), q.index > 0)) else {
             unreachable!("a selected flow queue has a head");
         };
         match &self.limit[t] {
@@ -337,7 +268,7 @@ impl EngineState {
         if self.channels[t].current() == before || reason == DispatchReason::LimitBreak {
             return;
         }
-        let continues = self.channels[t].head().is_some_and(|q| q.index > 0);
+        let continues = self.head_of(t).is_some_and(|q| q.index > 0);
         if self.limit[t]
             .as_ref()
             .is_some_and(|l| !l.admits_piece(now, continues))
@@ -412,7 +343,7 @@ impl EngineState {
             if let Some((t, _)) = self.throttled.pop() {
                 // Serve it as if it were ready: the policy sees it arrive and leave.
                 self.state[t] = ChannelState::Ready;
-                let head = self.channels[t].head().map(Queued::head)?;
+                let head = self.head_of(t).map(Queued::head)?;
                 self.policy.on_ready(now, t, &head, &cx!(self));
                 return Some((t, DispatchReason::LimitBreak));
             }
@@ -507,13 +438,19 @@ impl EngineState {
     /// possibly long before, when the engine may have been uncontended or
     /// the policy wanted another size. Called when a task becomes its
     /// channel's head and again right before it is dispatched.
-    #[inline]
+    #[inline(always)]
     pub(super) fn replan_head(&mut self, now: Nanos, t: usize) {
-        if self.spec.split.is_none() {
-            // Never split here: every task was planned whole and stays so.
-            return;
+        // Never split here: every task was planned whole and stays so
+        // (checked inline: the call alone was 2% of the core's cycle).
+        if self.spec.split.is_some() {
+            self.replan_split_head(now, t);
         }
-        let Some(q) = self.channels[t].head() else {
+    }
+
+    /// [`EngineState::replan_head`] on an engine with a split rule.
+    #[inline(never)]
+    fn replan_split_head(&mut self, now: Nanos, t: usize) {
+        let Some(q) = self.head_of(t) else {
             return;
         };
         if q.index != 0 || q.group.is_some() {
@@ -526,7 +463,7 @@ impl EngineState {
         let plan = Plan::new(&q.task, split, &self.cost());
         let head = plan.head(&q.task, q.next.seq, 0, 0);
         let (old_count, old_cost, count) = (q.plan.count(), q.next.remaining_cost, plan.count());
-        let Some(q) = self.channels[t].head_mut() else {
+        let Some(q) = self.head_of_mut(t) else {
             unreachable!("the head was just read");
         };
         q.plan = plan;
@@ -538,127 +475,6 @@ impl EngineState {
         );
         self.queued[t] = self.queued[t] - old_count as u64 + count as u64;
         self.queued_cost[t] = self.queued_cost[t] - old_cost + head.remaining_cost;
-    }
-
-    /// Takes the head of ready tenant `t` (a whole task or its next
-    /// subtask) and updates shapers, state and policy. `holds_slot`: the
-    /// dispatch takes a slot of its own (else it joins the batch of the
-    /// one taken before it).
-    #[inline]
-    pub(super) fn take_head(
-        &mut self,
-        now: Nanos,
-        t: usize,
-        reason: DispatchReason,
-        holds_slot: bool,
-    ) -> Taken {
-        debug_assert_eq!(
-            self.state[t],
-            ChannelState::Ready,
-            "only a ready tenant's head is taken"
-        );
-        let q = self.channels[t]
-            .head_mut()
-            .expect("a ready tenant's channel has a head");
-        let head = q.head();
-        let first = q.index == 0;
-        let count = q.plan.count();
-        let subtask = q.plan.piece(&q.task, q.index, q.sent).subtask;
-        // An ordered task's next subtask waits for this one to complete.
-        let blocks = q.plan.ordered() && q.index + 1 < count;
-        // Kept only where costs are learned: the completion feeds the fit.
-        let op = self.learned.is_some().then_some(q.task.op);
-        let taken = if q.index + 1 >= count {
-            debug_assert_eq!(q.sent + head.bytes, q.task.bytes, "subtasks tile their task");
-            let group = q.group.map(|g| g as usize);
-            let task = super::DispatchedTask::of(&q.task);
-            // The entry is dropped where it lies, not moved out (issue 17).
-            self.channels[t].charge(head.cost);
-            self.channels[t].discard_head();
-            Taken {
-                task,
-                head,
-                subtask,
-                group,
-                op,
-            }
-        } else {
-            let group = *q.group.get_or_insert_with(|| {
-                let key = self.subtasks_left.insert(count);
-                assert!(key < u32::MAX as usize, "split tasks in service fit 32-bit keys");
-                key as u32
-            }) as usize;
-            q.sent += head.bytes;
-            q.index += 1;
-            q.next = q.plan.head(&q.task, head.seq, q.index, q.sent).into();
-            let task = super::DispatchedTask::of(&q.task);
-            self.channels[t].charge(head.cost);
-            if blocks {
-                self.channels[t].block_current();
-            }
-            Taken {
-                task,
-                head,
-                subtask,
-                group: Some(group),
-                op,
-            }
-        };
-        // A limit break uses capacity nobody else wanted; it is not held
-        // against the tenant by pushing its limit further into the future.
-        if reason != DispatchReason::LimitBreak {
-            if let Some(l) = &mut self.limit[t] {
-                l.charge_piece(now, head.bytes, first);
-            }
-        }
-        if reason == DispatchReason::Reservation {
-            if let Some(r) = &mut self.reservation[t] {
-                r.charge_piece(self.backlogged_since[t], head.bytes, first);
-            }
-            self.stats[t].reserved_dispatches += 1;
-        }
-        debug_assert!(
-            self.queued[t] > 0 && self.queued_cost[t] >= head.cost,
-            "tenant {t}: a dispatch taken was counted as queued"
-        );
-        if holds_slot {
-            debug_assert!(
-                self.busy < self.spec.slots,
-                "a dispatch taken without a free slot"
-            );
-            self.in_flight[t] += 1;
-            self.busy += 1;
-        }
-        self.queued[t] -= 1;
-        self.queued_cost[t] -= head.cost;
-        self.stats[t].dispatched += 1;
-        // The new head (from whichever flow queue goes next), and whether
-        // it continues a task already started.
-        let any = self.channels[t].select();
-        if any {
-            self.replan_head(now, t);
-        }
-        let (next, continues) = match self.channels[t].head() {
-            Some(q) if any => (Some(q.head()), q.index > 0),
-            _ => (None, false),
-        };
-        let stays_ready = match (&next, &self.limit[t]) {
-            (None, _) => false,
-            (Some(_), Some(l)) => l.admits_piece(now, continues),
-            (Some(_), None) => true,
-        };
-        if stays_ready {
-            self.policy.on_dispatch(now, t, &head, next.as_ref(), &cx!(self));
-            if let Some(n) = next {
-                self.key_reservation(t, n.seq);
-            }
-        } else {
-            self.policy.on_dispatch(now, t, &head, None, &cx!(self));
-            self.reservation_due.remove(t);
-            self.state[t] = ChannelState::Empty;
-            self.admit_head(now, t);
-        }
-        taken
     }
 
     /// An ordered subtask of tenant `t` from its flow queue `flow`
@@ -692,65 +508,5 @@ impl EngineState {
         .into_iter()
         .flatten()
         .min()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cost::AffineCost;
-    use crate::engine::EngineId;
-    use crate::task::{OpSpec, TaskId};
-    use crate::tenant::TenantId;
-
-    /// What a policy sees of a queued task's head, rebuilt from the queue
-    /// entry, is what the plan says of that dispatch, at every step of a
-    /// split task and for a whole one.
-    #[test]
-    fn the_rebuilt_head_is_the_plans() {
-        let task = Task {
-            id: TaskId(3),
-            tenant: TenantId(1),
-            engine: EngineId(0),
-            op: OpSpec::named("generic"),
-            bytes: 10_000,
-            arrival: 1_234,
-            deadline: Some(99_000),
-            predicted_cost: Some(20_000),
-            planner: None,
-            flow: 0,
-        };
-        let model = AffineCost::new(100.0, 2.0).unwrap();
-        for split in [None, Some(3_000)] {
-            let plan = Plan::new(&task, split, &model);
-            let mut q = Queued {
-                task: task.clone(),
-                next: plan.head(&task, 42, 0, 0).into(),
-                sent: 0,
-                index: 0,
-                plan: plan.clone(),
-                split: split_key(split),
-                group: None,
-            };
-            for index in 0..plan.count() {
-                let want = plan.head(&task, 42, index, q.sent);
-                assert_eq!(q.head(), want, "dispatch {index} of split {split:?}");
-                q.sent += want.bytes;
-                q.index += 1;
-                if q.index < plan.count() {
-                    q.next = plan.head(&task, 42, q.index, q.sent).into();
-                }
-            }
-            assert_eq!(q.sent, task.bytes);
-        }
-    }
-
-    /// The queue entry stays small: every decision reads one, and the
-    /// channels hold them by value (232 bytes before issue 17's pass).
-    #[test]
-    fn a_queue_entry_stays_small() {
-        let size = std::mem::size_of::<Queued>();
-        println!("Queued: {size} bytes");
-        assert!(size <= 192, "{size}");
     }
 }

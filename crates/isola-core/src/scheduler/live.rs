@@ -158,10 +158,15 @@ impl Scheduler {
             }) else {
                 continue;
             };
-            let head_before = e.channels[t].head().map(|q| q.task.id);
+            let head_before = e.head_of(t).map(|q| q.task.id);
             // A task partly dispatched (only ever a flow queue's head) stays.
-            let withdrawn = e.channels[t].take_where(|q| q.group.is_none() && which(q.task.id));
-            for q in withdrawn {
+            let entries = &e.entries;
+            let withdrawn = e.channels[t].take_where(|&key| {
+                let q = &entries[key as usize].queued;
+                q.group.is_none() && which(q.task.id)
+            });
+            for key in withdrawn {
+                let q = e.entries.remove(key as usize);
                 // Nothing of a withdrawn task was dispatched: all of its
                 // dispatches and bytes are counted as queued and held.
                 assert!(q.group.is_none(), "only the head may be partly dispatched");
@@ -176,7 +181,7 @@ impl Scheduler {
                 self.held[t] -= u128::from(q.task.bytes);
                 out.push(q.task);
             }
-            if e.channels[t].head().map(|q| q.task.id) == head_before {
+            if e.head_of(t).map(|q| q.task.id) == head_before {
                 // Its head is the same: nothing the policy knows changed.
                 e.debug_check(t);
                 continue;
@@ -240,7 +245,7 @@ impl EngineState {
             if self.state[u] != ChannelState::Ready {
                 continue;
             }
-            if let Some(head) = self.channels[u].head().map(super::engine::Queued::head) {
+            if let Some(head) = self.head_of(u).map(super::entry::Queued::head) {
                 self.policy.on_ready(now, u, &head, &cx!(self));
             }
         }

@@ -35,6 +35,7 @@ macro_rules! cx {
 mod batch;
 mod builder;
 mod engine;
+mod entry;
 mod live;
 pub use live::SloChangeError;
 mod plan;
@@ -50,39 +51,22 @@ pub use types::{
 
 use crate::engine::{EngineId, EngineSpec};
 use crate::flow_queues::{FlowQueues, Refusal};
-use crate::policy::{HeadInfo, Policy};
+use crate::policy::Policy;
 use crate::ready_heap::IndexedHeap;
-use crate::task::{Subtask, Task};
+use crate::task::Task;
 use crate::tenant::{Tenant, TenantId};
 use crate::units::{Bytes, Nanos};
-use engine::{ChannelState, EngineState, Queued};
-use slab::Slab;
-
-#[derive(Debug, Clone, Copy)]
-struct InService {
-    generation: u32,
-    engine: EngineId,
-    /// The task; its size is held against the memory quota until it is done.
-    task: DispatchedTask,
-    head: HeadInfo,
-    dispatched: Nanos,
-    subtask: Option<Subtask>,
-    group: Option<usize>,
-    /// The batch it went in, if it shares its slot (an
-    /// `EngineState::batches` key).
-    batch: Option<u32>,
-}
+use engine::{ChannelState, EngineState};
+use entry::Queued;
 
 /// Channels + policy + shapers + accounting for a set of engines and tenants.
 /// See the module documentation for how a driver uses it.
 pub struct Scheduler {
     tenants: Vec<Tenant>,
     engines: Vec<EngineState>,
-    in_service: Slab<InService>,
-    /// The operator of each dispatch in service (by slot) on an engine that
-    /// learns costs: its completion feeds the fit. Apart from `in_service`,
-    /// which stays `Copy` and small for the decision path.
-    in_service_op: Vec<Option<crate::task::OpRef>>,
+    /// Dispatches in service, on every engine (each engine keeps their
+    /// records: a task's last dispatch in its queue entry, issue 34).
+    in_service: usize,
     next_seq: u64,
     next_generation: u32,
     closed: bool,
@@ -98,7 +82,7 @@ impl std::fmt::Debug for Scheduler {
         f.debug_struct("Scheduler")
             .field("tenants", &self.tenants.len())
             .field("engines", &self.engines.len())
-            .field("in_service", &self.in_service.len())
+            .field("in_service", &self.in_service)
             .finish()
     }
 }
@@ -201,18 +185,16 @@ impl Scheduler {
                 return reject(RejectReason::UnknownFlow { tenant, flow }, task);
             }
         }
-        e.channels[t].push_admitted(
-            flow as usize,
-            Queued {
-                task,
-                next: head.into(),
-                sent: 0,
-                index: 0,
-                plan,
-                split: engine::split_key(split),
-                group: None,
-            },
-        );
+        let key = e.store(Queued {
+            task,
+            next: head.into(),
+            sent: 0,
+            index: 0,
+            plan,
+            split: entry::split_key(split),
+            group: None,
+        });
+        e.channels[t].push_admitted(flow as usize, key);
         e.last_active[t] = Some(now);
         self.next_seq += 1;
         self.held[t] += u128::from(bytes);
@@ -250,6 +232,7 @@ impl Scheduler {
     /// engine is full, nothing is ready, or the policy holds back. On an
     /// engine that batches, [`Scheduler::next_batch`] is what fills a slot
     /// with a batch; `next` hands out one task a slot.
+    #[inline]
     pub fn next(&mut self, now: Nanos, engine: EngineId) -> Option<Dispatch> {
         let (t, reason) = self.choose_for_slot(now, engine)?;
         Some(self.take(now, engine, t, reason, None))
@@ -289,51 +272,20 @@ impl Scheduler {
         reason: DispatchReason,
         batch: Option<u32>,
     ) -> Dispatch {
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1);
         let e = &mut self.engines[engine.index()];
-        let taken = e.take_head(now, t, reason, batch.is_none());
+        let dispatch = e.take_head(now, engine, t, reason, batch, generation);
         // Postconditions: the dispatch is of an existing tenant's task on
         // this engine, within its slots, and the tenant's bookkeeping holds.
         debug_assert!(
-            taken.task.tenant.index() == t && t < self.tenants.len(),
+            dispatch.task.tenant.index() == t && t < self.tenants.len(),
             "a dispatch serves the tenant chosen"
         );
         debug_assert!(e.busy <= e.spec.slots && e.in_flight[t] > 0);
-        debug_assert!(
-            taken.head.bytes <= taken.task.bytes,
-            "a dispatch serves at most its task's bytes"
-        );
         e.debug_check(t);
-        let generation = self.next_generation;
-        self.next_generation = self.next_generation.wrapping_add(1);
-        debug_assert!(
-            self.in_service.len() < u32::MAX as usize,
-            "a dispatch id's slot fits in 32 bits"
-        );
-        let slot = self.in_service.insert(InService {
-            generation,
-            engine,
-            task: taken.task,
-            head: taken.head,
-            dispatched: now,
-            subtask: taken.subtask,
-            group: taken.group,
-            batch,
-        }) as u32;
-        if let Some(op) = taken.op {
-            let i = slot as usize;
-            if self.in_service_op.len() <= i {
-                self.in_service_op.resize(i + 1, None);
-            }
-            self.in_service_op[i] = Some(op);
-        }
-        Dispatch {
-            id: DispatchId { slot, generation },
-            engine,
-            task: taken.task,
-            subtask: taken.subtask,
-            predicted: taken.head.cost,
-            reason,
-        }
+        self.in_service += 1;
+        dispatch
     }
 
     /// Records that dispatch `id` finished at `now` after `measured` ns of service.
@@ -343,15 +295,16 @@ impl Scheduler {
         id: DispatchId,
         measured: Nanos,
     ) -> Result<Completed, SchedulerError> {
-        let slot = id.slot as usize;
         // Read in place and freed at the end: moving the entry out first
         // copied it to the stack and stalled on reading it back (issue 17).
-        let s = match self.in_service.get(slot) {
-            Some(s) if s.generation == id.generation => s,
-            _ => return Err(SchedulerError::UnknownDispatch(id)),
+        let Some(e) = self.engines.get_mut(id.engine as usize) else {
+            return Err(SchedulerError::UnknownDispatch(id));
         };
+        let Some(s) = e.served(id) else {
+            return Err(SchedulerError::UnknownDispatch(id));
+        };
+        let engine = EngineId(id.engine);
         let t = s.task.tenant.index();
-        let e = &mut self.engines[s.engine.index()];
         debug_assert!(
             e.busy > 0 && e.in_flight[t] > 0,
             "a dispatch in service holds a slot"
@@ -379,9 +332,7 @@ impl Scheduler {
         e.last_active[t] = Some(now);
         e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
         if let Some(learned) = &mut e.learned {
-            if let Some(op) = self.in_service_op.get_mut(slot).and_then(Option::take) {
-                learned.record(&op, s.head.bytes, s.head.cost, measured);
-            }
+            learned.record(&s.op, s.head.bytes, s.head.cost, measured);
         }
         let over_budget = e.budgets[t].is_some_and(|b| measured > b);
         let task_done = match s.group {
@@ -421,7 +372,7 @@ impl Scheduler {
             task: s.task.id,
             tenant: s.task.tenant,
             flow: s.task.flow,
-            engine: s.engine,
+            engine,
             bytes: s.head.bytes,
             arrival: s.head.arrival,
             dispatched: s.dispatched,
@@ -434,7 +385,8 @@ impl Scheduler {
             task_done,
         };
         e.debug_check(t);
-        self.in_service.remove(slot);
+        e.release(id);
+        self.in_service -= 1;
         Ok(completed)
     }
 
@@ -523,7 +475,7 @@ impl Scheduler {
 
     /// Dispatches in service on every engine.
     pub fn in_service(&self) -> usize {
-        self.in_service.len()
+        self.in_service
     }
 
     /// Stops accepting and dispatching work and returns every queued task,
@@ -534,7 +486,8 @@ impl Scheduler {
         let mut out = Vec::new();
         for e in &mut self.engines {
             for (t, c) in e.channels.iter_mut().enumerate() {
-                for q in c.drain() {
+                for key in c.drain() {
+                    let q = e.entries.remove(key as usize);
                     // A partly dispatched task is handed back whole; its
                     // subtasks in service will not report it done.
                     if let Some(g) = q.group {

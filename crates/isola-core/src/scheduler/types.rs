@@ -10,8 +10,14 @@ use crate::units::{Bytes, Nanos};
 /// Identifies one dispatch until it is completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DispatchId {
+    /// Its record's key in its engine's slab of entries (or of pieces).
     pub(super) slot: u32,
     pub(super) generation: u32,
+    /// The engine that keeps its record.
+    pub(super) engine: u32,
+    /// Whether the record is a split task's earlier subtask's
+    /// (`EngineState::pieces`) rather than a task's entry.
+    pub(super) piece: bool,
 }
 
 /// Why a task was served when it was.
