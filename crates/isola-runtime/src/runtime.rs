@@ -231,6 +231,7 @@ impl Runtime {
             threads: Mutex::new(Vec::new()),
             learned_costs: LearnedCosts::default(),
         });
+        let owner: crate::threads::RuntimeId = Arc::as_ptr(&shared) as usize;
         let cores = if b.pin {
             core_affinity::get_core_ids().unwrap_or_default()
         } else {
@@ -270,6 +271,7 @@ impl Runtime {
                     core,
                     b.realtime,
                     worker_regime,
+                    owner,
                     move || crate::worker::run_worker(q, done, place),
                 )
                 .map_err(spawn_error)?;
@@ -285,6 +287,7 @@ impl Runtime {
                 None,
                 b.realtime,
                 steady_regime,
+                owner,
                 move || crate::dispatcher::run_delivery(shared, delivery_rx),
             )
             .map_err(spawn_error)?;
@@ -303,6 +306,7 @@ impl Runtime {
             cores.first().copied(),
             dispatcher_realtime,
             steady_regime,
+            owner,
             move || dispatcher.run(),
         )
         .map_err(spawn_error)?;
@@ -373,6 +377,9 @@ impl Runtime {
     /// Stops: new submissions are refused, tasks still queued complete with
     /// `Cancelled`, running ones finish within [`DEFAULT_SHUTDOWN_GRACE`]
     /// (see [`Runtime::shutdown_within`]); returns the final counters.
+    /// Called on one of the runtime's own threads (a task's reply), it
+    /// cannot wait for them: it asks for the shutdown and returns the
+    /// counters as they stand.
     pub fn shutdown(self) -> Vec<TenantStats> {
         self.shutdown_within(DEFAULT_SHUTDOWN_GRACE)
     }
@@ -464,6 +471,11 @@ impl Runtime {
         answer.recv().unwrap_or(Err(crate::ControlError::ShutDown))
     }
 
+    /// This runtime's identity among its threads ([`crate::threads::RuntimeId`]).
+    fn id(&self) -> crate::threads::RuntimeId {
+        Arc::as_ptr(&self.shared) as usize
+    }
+
     fn stop(&mut self, grace: Duration) {
         let deadline = Instant::now() + grace;
         if let Ok(mut closed) = self.shared.closed.write() {
@@ -471,11 +483,12 @@ impl Runtime {
         }
         let (ack_tx, ack_rx) = crossbeam_channel::bounded(1);
         let asked = self.shared.tx.send(Msg::Shutdown(ack_tx, grace)).is_ok();
-        if crate::threads::on_runtime_thread() {
-            // Dropped on one of a runtime's own threads (the last reference
-            // to it went with a task's reply, say): waiting would wait for
-            // this very thread. It shuts down as asked, and its threads end
-            // on their own.
+        if crate::threads::on_thread_of(self.id()) {
+            // Stopped on one of its own threads (the last reference to it
+            // went with a task's reply, say): waiting would wait for this
+            // very thread. It shuts down as asked, and its threads end on
+            // their own (so `shutdown` called there returns the counters
+            // as they stand, not final ones).
             self.dispatcher = None;
             self.delivery = None;
             self.workers.clear();

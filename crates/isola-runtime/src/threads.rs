@@ -19,9 +19,12 @@
 //! default), which would stop every real-time thread of the CPU for the
 //! rest of the second.
 //!
-//! Only a task's own run leaves the class: a worker is back in it before
-//! it reports to the dispatcher and before it waits, and the dispatcher
-//! and the delivery thread never leave it. The runtime's threads talk
+//! Only a worker's operator runs out of the class: the worker is back in
+//! it as the operator returns, before the task's completion (which may
+//! submit more work), its report and its next look at its queue; the
+//! dispatcher and the delivery thread never leave it (and so keep no duty
+//! cycle: an engine run on the dispatcher can keep it in its class into
+//! the throttling). The runtime's threads talk
 //! through lock-free channels whose receivers and senders spin, yielding,
 //! while another thread is half-way through a send (crossbeam's), and a
 //! real-time thread's yield gives its core to no thread below its own
@@ -127,20 +130,26 @@ impl RuntimeThread {
     }
 }
 
-/// Starts thread `name` running `f`, pinned to `core` and in class
-/// `realtime` where possible (keeping `regime` there); returns once the
-/// thread has set itself up, with its handle and its description.
+/// Which runtime a thread belongs to: the address of its shared state,
+/// unique while the runtime lives (its threads hold that state).
+pub(crate) type RuntimeId = usize;
+
+/// Starts thread `name` of runtime `owner` running `f`, pinned to `core`
+/// and in class `realtime` where possible (keeping `regime` there);
+/// returns once the thread has set itself up, with its handle and its
+/// description.
 pub(crate) fn spawn(
     name: String,
     core: Option<core_affinity::CoreId>,
     realtime: Option<Realtime>,
     regime: Regime,
+    owner: RuntimeId,
     f: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<(JoinHandle<()>, RuntimeThread)> {
     let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
     let thread_name = name.clone();
     let handle = std::thread::Builder::new().name(name).spawn(move || {
-        RUNTIME_THREAD.with(|r| r.set(true));
+        RUNTIME_THREAD.with(|r| r.set(Some(owner)));
         let pinned = core.filter(|&c| core_affinity::set_for_current(c)).map(|c| c.id);
         let me = RuntimeThread {
             name: thread_name,
@@ -249,15 +258,15 @@ thread_local! {
     /// The calling thread's regime, if it is a runtime thread granted a
     /// real-time class.
     static DUTY: Cell<Option<Duty>> = const { Cell::new(None) };
-    /// The calling thread is one of a runtime's own (started by [`spawn`]).
-    static RUNTIME_THREAD: Cell<bool> = const { Cell::new(false) };
+    /// The runtime the calling thread belongs to (started by [`spawn`]).
+    static RUNTIME_THREAD: Cell<Option<RuntimeId>> = const { Cell::new(None) };
 }
 
-/// Whether the calling thread is one of a runtime's own (its dispatcher,
-/// a worker, its delivery thread): such a thread must never wait for a
-/// runtime to stop, since stopping waits for it.
-pub(crate) fn on_runtime_thread() -> bool {
-    RUNTIME_THREAD.with(|r| r.get())
+/// Whether the calling thread is one of runtime `id`'s own (its
+/// dispatcher, a worker, its delivery thread): such a thread must never
+/// wait for that runtime to stop, since stopping waits for it.
+pub(crate) fn on_thread_of(id: RuntimeId) -> bool {
+    RUNTIME_THREAD.with(|r| r.get() == Some(id))
 }
 
 /// Whether the calling thread is a runtime thread in a real-time class
@@ -278,15 +287,19 @@ fn with_budget(f: impl FnOnce(&mut Duty, Instant) -> bool) {
         if f(&mut duty, Instant::now()) {
             d.set(Some(duty));
         } else {
+            // Said once: the thread keeps no duty cycle from now on.
+            eprintln!(
+                "isola-runtime: {} could not return to its real-time class; it runs in the normal class from now on",
+                std::thread::current().name().unwrap_or("a runtime thread")
+            );
             d.set(None);
         }
     });
 }
 
-/// The calling worker is about to run a task: in debt, it runs it in the
-/// normal class (and the tasks after it, until it reports or waits);
-/// whole again, back in its class. Costs nothing but a thread-local read
-/// on a thread that keeps no duty cycle.
+/// The calling worker is about to run a task's operator: in debt, it runs
+/// it in the normal class, until [`task_ends`]. Costs nothing but a
+/// thread-local read on a thread that keeps no duty cycle.
 pub(crate) fn task_starts() {
     with_budget(|duty, now| {
         let demoted = duty.demoted;
@@ -299,6 +312,13 @@ pub(crate) fn task_starts() {
         }
         true
     });
+}
+
+/// The calling worker's operator has returned: back in its class before
+/// anything else (the task's completion, which may submit more work, its
+/// report, its next look at its queue: the module's comment says why).
+pub(crate) fn task_ends() {
+    talks();
 }
 
 /// The calling worker is about to talk to the dispatcher (a report) or to

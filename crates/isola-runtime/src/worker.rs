@@ -280,10 +280,15 @@ fn run_timed(
         Ran::Output(Err(TaskError::Cancelled))
     } else {
         if !place.dispatcher {
-            // A worker in debt runs it in the normal class (`threads.rs`).
+            // A worker in debt runs the operator, and only the operator,
+            // in the normal class (`threads.rs`).
             crate::threads::task_starts();
+            let ran = execute(&mut item, started, limit);
+            crate::threads::task_ends();
+            ran
+        } else {
+            execute(&mut item, started, limit)
         }
-        execute(&mut item, started, limit)
     };
     let ended = Instant::now();
     let measured_ns = ended.duration_since(started).as_nanos() as u64;
