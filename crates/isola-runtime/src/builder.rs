@@ -456,12 +456,6 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The dispatcher's real-time class: the workers' (`threads.rs` says
-    /// why they share one priority).
-    pub(crate) fn dispatcher_realtime(&self) -> Option<crate::Realtime> {
-        self.realtime
-    }
-
     /// What a runtime thread in `role` keeps in its real-time class: that
     /// role's regime under the duty cycle, [`crate::threads::Regime::Plain`]
     /// without it.

@@ -202,7 +202,8 @@ impl Runtime {
                 *slot = Some(Arc::clone(r));
             }
         }
-        let dispatcher_realtime = b.dispatcher_realtime();
+        // The workers' class: `threads.rs` says why they share one priority.
+        let dispatcher_realtime = b.realtime;
         let (worker_regime, steady_regime) = (
             b.regime(crate::threads::Regime::Budgeted),
             b.regime(crate::threads::Regime::Steady),
@@ -231,7 +232,7 @@ impl Runtime {
             threads: Mutex::new(Vec::new()),
             learned_costs: LearnedCosts::default(),
         });
-        let owner: crate::threads::RuntimeId = Arc::as_ptr(&shared) as usize;
+        let owner = runtime_id(&shared);
         let cores = if b.pin {
             core_affinity::get_core_ids().unwrap_or_default()
         } else {
@@ -473,7 +474,7 @@ impl Runtime {
 
     /// This runtime's identity among its threads ([`crate::threads::RuntimeId`]).
     fn id(&self) -> crate::threads::RuntimeId {
-        Arc::as_ptr(&self.shared) as usize
+        runtime_id(&self.shared)
     }
 
     fn stop(&mut self, grace: Duration) {
@@ -524,6 +525,12 @@ impl Drop for Runtime {
             self.stop(DEFAULT_SHUTDOWN_GRACE);
         }
     }
+}
+
+/// A runtime's identity among threads: the address of its shared state,
+/// which its threads hold while they run.
+fn runtime_id(shared: &Arc<Shared>) -> crate::threads::RuntimeId {
+    Arc::as_ptr(shared) as usize
 }
 
 /// How long [`Runtime::shutdown`] lets running tasks finish: 10 s.

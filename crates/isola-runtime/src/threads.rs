@@ -302,13 +302,11 @@ fn with_budget(f: impl FnOnce(&mut Duty, Instant) -> bool) {
 /// thread-local read on a thread that keeps no duty cycle.
 pub(crate) fn task_starts() {
     with_budget(|duty, now| {
-        let demoted = duty.demoted;
-        duty.account(now, demoted);
-        if duty.in_debt && !duty.demoted {
+        debug_assert!(!duty.demoted, "a worker is in its class between operators");
+        duty.account(now, false);
+        if duty.in_debt {
             enter_normal();
             duty.demoted = true;
-        } else if !duty.in_debt && duty.demoted {
-            return duty.promote();
         }
         true
     });
@@ -316,26 +314,24 @@ pub(crate) fn task_starts() {
 
 /// The calling worker's operator has returned: back in its class before
 /// anything else (the task's completion, which may submit more work, its
-/// report, its next look at its queue: the module's comment says why).
+/// report, its next look at its queue: the module's comment says why), so
+/// that it also always waits there, to be woken ahead of normal threads.
 pub(crate) fn task_ends() {
-    talks();
-}
-
-/// The calling worker is about to talk to the dispatcher (a report) or to
-/// wait: back in its class first (the module's comment says why).
-pub(crate) fn talks() {
     with_budget(|duty, now| {
         let demoted = duty.demoted;
         duty.account(now, demoted);
-        !duty.demoted || duty.promote()
+        !demoted || duty.promote()
     });
 }
 
-/// The calling thread is about to wait for work: what it ran since it last
-/// looked is counted, and a worker out of its class returns to it, so that
-/// it is woken ahead of normal threads.
+/// The calling thread is about to wait for work: what it ran in its class
+/// since it last looked is counted.
 pub(crate) fn waits() {
-    talks();
+    with_budget(|duty, now| {
+        debug_assert!(!duty.demoted, "a worker waits in its class");
+        duty.account(now, false);
+        true
+    });
 }
 
 /// The calling thread has waited and has work again: the wait earned

@@ -383,9 +383,9 @@ fn report(done: &DoneSender, reports: &mut Vec<WorkDone>) -> bool {
         1 => crate::dispatcher::Msg::Done(reports.pop().expect("one report")),
         _ => crate::dispatcher::Msg::DoneBatch(std::mem::take(reports)),
     };
-    // Never from the normal class: the dispatcher may spin on a send
-    // half done (`threads.rs`).
-    crate::threads::talks();
+    // Never from the normal class (the dispatcher may spin on a send half
+    // done, `threads.rs`): the worker is back in its class as each
+    // operator returns.
     done.send(msg).is_ok()
 }
 
