@@ -46,8 +46,8 @@ pub struct Args {
     #[arg(long)]
     no_calibrate: bool,
     /// `isola run`: which live runs put the runtime's workers and
-    /// dispatcher in a real-time class (SCHED_FIFO at 10 and 11, where the
-    /// system permits it; they then never poll), so that a worker that
+    /// dispatcher in a real-time class (SCHED_FIFO at 10, where the system
+    /// permits it), so that a worker that
     /// blocks between tasks is not left waiting behind the machine's other
     /// work for a time slice (the simulator's engines never wait for a
     /// CPU; docs/perf.md, "Simulation against live, tails"): `packets`
