@@ -449,8 +449,10 @@ impl RuntimeBuilder {
     /// has run [`crate::REALTIME_RUN`] of a [`crate::REALTIME_PERIOD`] on
     /// average in its class, so that a backlogged worker neither holds
     /// its core against every normal thread nor runs into the kernel's
-    /// real-time throttling. Off: real-time threads poll as the spin says
-    /// and never leave their class.
+    /// real-time throttling. Threads that do not poll are woken for each
+    /// piece of work, so the runtime also asks, while it runs, that idle
+    /// cores stay quick to wake ([`crate::Runtime::idle_latency`]). Off:
+    /// real-time threads poll as the spin says and never leave their class.
     pub fn realtime_duty_cycle(&mut self, on: bool) -> &mut Self {
         self.realtime_duty_cycle = on;
         self

@@ -175,6 +175,9 @@ pub struct Runtime {
     /// The thread that delivers split tasks (`dispatcher/delivery.rs`).
     delivery: Option<JoinHandle<()>>,
     workers: Vec<JoinHandle<()>>,
+    /// The request that idle cores stay quick to wake (`idle_latency.rs`),
+    /// held while the runtime runs, and what became of it.
+    idle_latency: (crate::idle_latency::IdleLatencyRequest, crate::IdleLatency),
 }
 
 impl std::fmt::Debug for Runtime {
@@ -233,6 +236,12 @@ impl Runtime {
             learned_costs: LearnedCosts::default(),
         });
         let owner = runtime_id(&shared);
+        // Threads that sleep at once are woken for each piece of work: idle
+        // cores should be quick to leave their idle state.
+        let idle_latency = match (b.realtime, steady_regime) {
+            (Some(_), crate::threads::Regime::Steady) => crate::idle_latency::IdleLatencyRequest::hold(),
+            _ => Default::default(),
+        };
         let cores = if b.pin {
             core_affinity::get_core_ids().unwrap_or_default()
         } else {
@@ -320,6 +329,7 @@ impl Runtime {
             dispatcher: Some(dispatcher),
             delivery: Some(delivery),
             workers,
+            idle_latency,
         })
     }
 
@@ -345,6 +355,12 @@ impl Runtime {
     /// [`crate::RuntimeThread::times`] what the host has done to them.
     pub fn threads(&self) -> Vec<crate::RuntimeThread> {
         self.shared.threads.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Whether the runtime holds the request that idle cores stay quick to
+    /// wake (a real-time runtime under the regime asks: `idle_latency.rs`).
+    pub fn idle_latency(&self) -> crate::IdleLatency {
+        self.idle_latency.1.clone()
     }
 
     /// The real-time class the dispatcher asked for (the workers', the

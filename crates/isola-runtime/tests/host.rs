@@ -6,7 +6,7 @@
 
 use isola_core::{AffineCost, Slo, TenantId};
 use isola_ops::text_payload;
-use isola_runtime::{EngineConfig, Mode, Realtime, RealtimeOutcome, RuntimeBuilder};
+use isola_runtime::{EngineConfig, IdleLatency, Mode, Realtime, RealtimeOutcome, RuntimeBuilder};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,12 +112,34 @@ fn a_realtime_class_is_granted_or_refused_with_a_reason() {
             RealtimeOutcome::NotAsked => panic!("{} was asked", t.name),
         }
     }
+    // Idle cores asked to stay quick to wake while it runs (the kernel
+    // reads the bound in force back), or the system's reason why not.
+    match rt.idle_latency() {
+        IdleLatency::Held => assert_eq!(idle_exit_bound(), Some(0)),
+        IdleLatency::Refused { reason } => assert!(reason.contains("/dev/cpu_dma_latency"), "{reason}"),
+        IdleLatency::NotAsked => panic!("a real-time runtime asks"),
+    }
     let done = rt
         .tenant(TenantId(1))
         .submit("sha256", &BTreeMap::new(), text_payload(1 << 20, 1))
         .unwrap()
         .wait();
     assert!(done.result.is_ok());
+    rt.shutdown();
+}
+
+/// The bound on idle cores' exit latency in force (us), as the kernel's PM
+/// QoS file reads it back: the smallest any process holds.
+fn idle_exit_bound() -> Option<i32> {
+    let bytes = std::fs::read("/dev/cpu_dma_latency").ok()?;
+    Some(i32::from_ne_bytes(bytes.get(..4)?.try_into().ok()?))
+}
+
+/// A runtime in the normal class leaves idle cores as they are.
+#[test]
+fn a_normal_runtime_asks_nothing_of_idle_cores() {
+    let rt = builder().start().unwrap();
+    assert_eq!(rt.idle_latency(), IdleLatency::NotAsked);
     rt.shutdown();
 }
 
