@@ -127,6 +127,9 @@ pub(super) struct EngineState {
     pub(super) subtasks_left: Slab<u32>,
     /// The operators' costs as measured here, when the engine learns them.
     pub(super) learned: Option<LearnedCosts>,
+    /// Whether the engine takes the plain path ([`EngineState::is_plain`]):
+    /// decided when it is built and again whenever a tenant's SLO changes.
+    pub(super) plain: bool,
 }
 
 /// An engine's predictions: what it learned, else its configured model.
@@ -169,7 +172,7 @@ impl EngineState {
         shares: Vec<TenantShare>,
     ) -> Self {
         let n = slos.len();
-        EngineState {
+        let mut e = EngineState {
             tenants: slos.iter().map(|s| TenantOnEngine::new(s, spec.kind)).collect(),
             entries: Entries::new(),
             pieces: Slab::new(),
@@ -183,11 +186,33 @@ impl EngineState {
             busy: 0,
             subtasks_left: Slab::new(),
             learned: spec.learn.map(LearnedCosts::new),
+            plain: false,
             spec,
             policy,
             recipe,
             shares,
-        }
+        };
+        e.plain = e.is_plain();
+        e
+    }
+
+    /// Whether nothing here needs the general path's steps (issue 34):
+    /// no split or batch rule, and no tenant with a limit, a reservation
+    /// or a flow queue beyond its first. Then no tenant is ever
+    /// throttled, gathering, due a reservation or blocked, and every task
+    /// is one whole dispatch, so the plain path skips releasing waiting
+    /// tenants, the reservations' heap, the limits' checks and charges,
+    /// the choice among flow queues at dispatch and the reading of a
+    /// split task's subtask, group and batch at completion: each of which
+    /// would find nothing to do. Every decision is the general path's (a
+    /// proptest drives both with the same operations).
+    pub(super) fn is_plain(&self) -> bool {
+        self.spec.split.is_none()
+            && self.spec.batch.is_none()
+            && self
+                .tenants
+                .iter()
+                .all(|tn| tn.limit.is_none() && tn.reservation.is_none() && tn.channel.flow_count() == 1)
     }
 
     /// Tenant `t`'s bookkeeping here agrees with itself: its state with
@@ -263,21 +288,23 @@ impl EngineState {
         };
         let q = &self.entries[key as usize].queued;
         let head = q.head();
-        // The rest of a task already started is not held to an ops limit.
-        if let Some(l) = tn.limit.as_ref().filter(|l| !l.admits_piece(now, q.index > 0)) {
-            tn.state = ChannelState::Throttled;
-            self.throttled.set(t, HeapKey::new(l.ready_at() as f64, head.seq));
-            return;
-        }
-        if let Some(until) = gathers_until(self.spec.batch, now, q, tn.channel.len()) {
-            tn.state = ChannelState::Gathering;
-            self.gathering.set(t, HeapKey::new(until as f64, head.seq));
-            return;
+        if !self.plain {
+            // The rest of a task already started is not held to an ops limit.
+            if let Some(l) = tn.limit.as_ref().filter(|l| !l.admits_piece(now, q.index > 0)) {
+                tn.state = ChannelState::Throttled;
+                self.throttled.set(t, HeapKey::new(l.ready_at() as f64, head.seq));
+                return;
+            }
+            if let Some(until) = gathers_until(self.spec.batch, now, q, tn.channel.len()) {
+                tn.state = ChannelState::Gathering;
+                self.gathering.set(t, HeapKey::new(until as f64, head.seq));
+                return;
+            }
+            if let Some(k) = tn.reservation_key(head.seq) {
+                self.reservation_due.set(t, k);
+            }
         }
         tn.state = ChannelState::Ready;
-        if let Some(k) = tn.reservation_key(head.seq) {
-            self.reservation_due.set(t, k);
-        }
         self.policy.on_ready(now, t, &head, &cx!(self));
     }
 
@@ -326,9 +353,24 @@ impl EngineState {
     /// Chooses the tenant a free slot serves at `now`, and why.
     #[inline]
     pub(super) fn choose(&mut self, now: Nanos) -> Option<(usize, DispatchReason)> {
-        self.release_waiting(now);
+        if !self.plain {
+            self.release_waiting(now);
+        }
         if self.policy.next_tick().is_some_and(|t| t <= now) {
             self.policy.on_tick(now, &cx!(self));
+        }
+        if self.plain {
+            // No reservation comes due, no tenant is throttled.
+            debug_assert!(self.reservation_due.is_empty() && self.throttled.is_empty());
+            let t = self.policy.pick(now, &cx!(self))?;
+            debug_assert_eq!(
+                self.tenants[t].state,
+                ChannelState::Ready,
+                "policy picked a tenant that is not ready"
+            );
+            // As below: a pick that is not ready (a policy's error) is
+            // not served.
+            return (self.tenants[t].state == ChannelState::Ready).then_some((t, DispatchReason::Policy));
         }
         if let Some((t, due)) = self.reservation_due.peek() {
             if due.tag() <= now as f64 && self.policy.admits(t, &cx!(self)) {

@@ -142,7 +142,14 @@ impl Entries {
         let e = &mut self.slots[key as usize];
         debug_assert!(!e.occupied, "a slot on the free list is vacant");
         self.free = e.next_free;
-        e.queued = queued;
+        // A vacant slot holds nothing to drop (`release` dropped its
+        // planner and listed plan): overwritten without the drop's checks
+        // (13 instructions a task, issue 34).
+        debug_assert!(
+            e.queued.task.planner.is_none() && matches!(e.queued.plan, Plan::Whole { .. }),
+            "a vacant slot holds plain data"
+        );
+        std::mem::forget(std::mem::replace(&mut e.queued, queued));
         e.service = Service::default();
         e.occupied = true;
         key
@@ -263,25 +270,34 @@ impl EngineState {
         Some(&mut self.entries[key as usize].queued)
     }
 
-    /// What dispatch `id` (of this engine) served, if it is in service.
+    /// What dispatch `id` (of this engine), a split task's earlier
+    /// subtask, served, if it is in service.
     #[inline(always)]
-    pub(super) fn served(&self, id: DispatchId) -> Option<Served> {
-        let slot = id.slot as usize;
-        if id.piece {
-            let p = self.pieces.get(slot).filter(|p| p.generation == id.generation)?;
-            return Some(Served {
-                task: p.task,
-                head: p.head,
-                subtask: p.subtask,
-                group: Some(p.group as usize),
-                op: p.op,
-                dispatched: p.dispatched,
-                batch: None,
-            });
-        }
+    pub(super) fn served_piece(&self, id: DispatchId) -> Option<Served> {
+        debug_assert!(id.piece);
+        let p = self
+            .pieces
+            .get(id.slot as usize)
+            .filter(|p| p.generation == id.generation)?;
+        Some(Served {
+            task: p.task,
+            head: p.head,
+            subtask: p.subtask,
+            group: Some(p.group as usize),
+            op: p.op,
+            dispatched: p.dispatched,
+            batch: None,
+        })
+    }
+
+    /// What dispatch `id` (of this engine), a task's last or only one,
+    /// served, if it is in service.
+    #[inline(always)]
+    pub(super) fn served_entry(&self, id: DispatchId) -> Option<Served> {
+        debug_assert!(!id.piece);
         let entry = self
             .entries
-            .get(slot)
+            .get(id.slot as usize)
             .filter(|e| e.service.in_service && e.service.generation == id.generation)?;
         let q = &entry.queued;
         // The last dispatch of the task: its head and index were left as
@@ -398,18 +414,21 @@ impl EngineState {
             }
             (k as u32, true)
         };
-        // A limit break uses capacity nobody else wanted; it is not held
-        // against the tenant by pushing its limit further into the future.
-        if reason != DispatchReason::LimitBreak {
-            if let Some(l) = &mut tn.limit {
-                l.charge_piece(now, head.bytes, first);
+        if !self.plain {
+            // A limit break uses capacity nobody else wanted; it is not
+            // held against the tenant by pushing its limit further into
+            // the future.
+            if reason != DispatchReason::LimitBreak {
+                if let Some(l) = &mut tn.limit {
+                    l.charge_piece(now, head.bytes, first);
+                }
             }
-        }
-        if reason == DispatchReason::Reservation {
-            if let Some(r) = &mut tn.reservation {
-                r.charge_piece(tn.backlogged_since, head.bytes, first);
+            if reason == DispatchReason::Reservation {
+                if let Some(r) = &mut tn.reservation {
+                    r.charge_piece(tn.backlogged_since, head.bytes, first);
+                }
+                tn.stats.reserved_dispatches += 1;
             }
-            tn.stats.reserved_dispatches += 1;
         }
         debug_assert!(
             self.queued[t] > 0 && self.queued_cost[t] >= head.cost,
@@ -456,7 +475,9 @@ impl EngineState {
                 tn.state = ChannelState::Empty;
                 let refill = !tn.channel.is_empty();
                 self.policy.on_dispatch(now, t, &head, None, &cx!(self));
-                self.reservation_due.remove(t);
+                if !self.plain {
+                    self.reservation_due.remove(t);
+                }
                 // An emptied channel stays empty (what `admit_head` finds
                 // too, without the call).
                 if refill {

@@ -233,6 +233,9 @@ impl EngineState {
         if waits {
             self.tenants[t].state = ChannelState::Empty;
         }
+        // The path is chosen again before the head is judged: a limit or
+        // a reservation takes the general one.
+        self.plain = self.is_plain();
         self.restart_policy(now, policy);
         if waits {
             self.admit_head(now, t);
