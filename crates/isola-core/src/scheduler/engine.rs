@@ -9,7 +9,7 @@ use super::{ChannelStats, DispatchReason};
 use crate::cost_fit::LearnedCosts;
 use crate::engine::{EngineSpec, SplitWhen};
 use crate::flow_queues::FlowQueues;
-use crate::policy::{AtLimit, Policy, TenantShare};
+use crate::policy::{AtLimit, TenantShare};
 
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::shaper::RateShaper;
@@ -305,7 +305,7 @@ impl EngineState {
             }
         }
         tn.state = ChannelState::Ready;
-        self.policy.on_ready(now, t, &head, &cx!(self));
+        self.policy.on_ready(now, t, &head, cx!(self));
     }
 
     /// Chooses ready tenant `t`'s flow queue for the dispatch at `now`
@@ -357,12 +357,12 @@ impl EngineState {
             self.release_waiting(now);
         }
         if self.policy.next_tick().is_some_and(|t| t <= now) {
-            self.policy.on_tick(now, &cx!(self));
+            self.policy.on_tick(now, cx!(self));
         }
         if self.plain {
             // No reservation comes due, no tenant is throttled.
             debug_assert!(self.reservation_due.is_empty() && self.throttled.is_empty());
-            let t = self.policy.pick(now, &cx!(self))?;
+            let t = self.policy.pick(now, cx!(self))?;
             debug_assert_eq!(
                 self.tenants[t].state,
                 ChannelState::Ready,
@@ -373,7 +373,7 @@ impl EngineState {
             return (self.tenants[t].state == ChannelState::Ready).then_some((t, DispatchReason::Policy));
         }
         if let Some((t, due)) = self.reservation_due.peek() {
-            if due.tag() <= now as f64 && self.policy.admits(t, &cx!(self)) {
+            if due.tag() <= now as f64 && self.policy.admits(t, cx!(self)) {
                 debug_assert_eq!(
                     self.tenants[t].state,
                     ChannelState::Ready,
@@ -382,7 +382,7 @@ impl EngineState {
                 return Some((t, DispatchReason::Reservation));
             }
         }
-        if let Some(t) = self.policy.pick(now, &cx!(self)) {
+        if let Some(t) = self.policy.pick(now, cx!(self)) {
             // A policy's pick is a ready head: a tenant of this engine,
             // ready, with a non-empty channel.
             debug_assert!(
@@ -407,7 +407,7 @@ impl EngineState {
                 // Serve it as if it were ready: the policy sees it arrive and leave.
                 self.tenants[t].state = ChannelState::Ready;
                 let head = self.head_of(t).map(Queued::head)?;
-                self.policy.on_ready(now, t, &head, &cx!(self));
+                self.policy.on_ready(now, t, &head, cx!(self));
                 return Some((t, DispatchReason::LimitBreak));
             }
         }

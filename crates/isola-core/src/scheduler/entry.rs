@@ -11,7 +11,7 @@ use super::engine::{ChannelState, EngineState};
 use super::plan::Plan;
 use super::{Dispatch, DispatchId, DispatchReason, DispatchedTask};
 use crate::engine::EngineId;
-use crate::policy::{HeadInfo, Policy};
+use crate::policy::HeadInfo;
 use crate::task::{OpRef, Subtask, Task};
 use crate::units::{Bytes, Nanos};
 use std::num::NonZeroU64;
@@ -469,12 +469,12 @@ impl EngineState {
                 if let Some(k) = tn.reservation_key(n.seq) {
                     self.reservation_due.set(t, k);
                 }
-                self.policy.on_dispatch(now, t, &head, Some(&n), &cx!(self));
+                self.policy.on_dispatch(now, t, &head, Some(&n), cx!(self));
             }
             None => {
                 tn.state = ChannelState::Empty;
                 let refill = !tn.channel.is_empty();
-                self.policy.on_dispatch(now, t, &head, None, &cx!(self));
+                self.policy.on_dispatch(now, t, &head, None, cx!(self));
                 if !self.plain {
                     self.reservation_due.remove(t);
                 }

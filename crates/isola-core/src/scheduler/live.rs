@@ -16,7 +16,7 @@ use super::engine::{latency_sensitive, ChannelState, EngineState};
 use super::static_policy::StaticPolicy;
 use super::Scheduler;
 use crate::policy::registry::{PolicyInfo, PolicySetup};
-use crate::policy::{Params, Policy, PolicyError, TenantShare};
+use crate::policy::{Params, PolicyError, TenantShare};
 use crate::shaper::RateShaper;
 use crate::task::{Task, TaskId};
 use crate::tenant::{EngineSelector, Slo, SloOverride, TenantId};
@@ -250,7 +250,7 @@ impl EngineState {
                 continue;
             }
             if let Some(head) = self.head_of(u).map(super::entry::Queued::head) {
-                self.policy.on_ready(now, u, &head, &cx!(self));
+                self.policy.on_ready(now, u, &head, cx!(self));
             }
         }
     }

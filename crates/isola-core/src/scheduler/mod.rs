@@ -19,11 +19,12 @@
 //! non-empty and its limit shaper lets its head go now; otherwise it is
 //! *throttled* until the shaper's release time.
 
-/// Builds the policy context from an engine's fields (disjoint borrows, so
-/// the policy itself can be borrowed mutably beside it).
+/// A closure that builds the policy context from an engine's fields
+/// (disjoint borrows, so the policy itself can be borrowed mutably beside
+/// it), for the policy's calls to build when the policy may read it.
 macro_rules! cx {
     ($e:expr) => {
-        $crate::policy::PolicyContext {
+        || $crate::policy::PolicyContext {
             tenants: &$e.shares,
             slots: $e.spec.slots,
             in_flight: &$e.in_flight,
@@ -53,7 +54,6 @@ pub use types::{
 
 use crate::engine::{EngineId, EngineSpec};
 use crate::flow_queues::Refusal;
-use crate::policy::Policy;
 use crate::ready_heap::IndexedHeap;
 use crate::task::Task;
 use crate::tenant::{Tenant, TenantId};
@@ -377,7 +377,7 @@ impl Scheduler {
         st.busy_ns = st.busy_ns.saturating_add(measured);
         st.predicted_ns = st.predicted_ns.saturating_add(s.head.cost);
         st.over_budget += over_budget as u64;
-        e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
+        e.policy.on_complete(now, t, &s.head, measured, cx!(e));
         if let Some(learned) = &mut e.learned {
             learned.record(&s.op, s.head.bytes, s.head.cost, measured);
         }
