@@ -41,12 +41,15 @@ pub(super) enum ChannelState {
 pub(super) struct TenantOnEngine {
     /// Its flow queues (one, unless it declares flows), of `entries` keys.
     pub(super) channel: FlowQueues<u32>,
+    /// Where its channel stands.
     pub(super) state: ChannelState,
     /// Whether it is latency-sensitive (for [`SplitWhen::ForLatency`]).
     pub(super) latency_sensitive: bool,
     /// What its over-budget tasks get here.
     pub(super) budget_action: crate::tenant::BudgetAction,
+    /// Its limit's shaper, if it has one.
     pub(super) limit: Option<RateShaper>,
+    /// Its reservation's shaper, if it has one.
     pub(super) reservation: Option<RateShaper>,
     /// Its per-task service budget here.
     pub(super) budget: Option<Nanos>,
@@ -58,6 +61,7 @@ pub(super) struct TenantOnEngine {
     /// When it last submitted here or had a dispatch complete (for
     /// [`SplitWhen::Contended`]).
     pub(super) last_active: Option<Nanos>,
+    /// Its counters here.
     pub(super) stats: ChannelStats,
 }
 
