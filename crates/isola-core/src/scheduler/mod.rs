@@ -259,7 +259,7 @@ impl Scheduler {
         let (t, reason) = e.choose(now)?;
         // Which of the tenant's flow queues goes is decided now, at its
         // turn: work that came to a queue that goes first meanwhile does.
-        // (One flow queue a tenant on the plain path: it is the one.)
+        // (On the plain path a tenant has one flow queue: it is the one.)
         if !e.plain {
             e.select_at_dispatch(now, t, reason);
         }
