@@ -126,8 +126,8 @@ impl<T> FlowQueues<T> {
     }
 
     /// Number of flow queues (those declared, and any kept to drain).
-    #[cfg(test)]
-    fn flow_count(&self) -> usize {
+    #[inline]
+    pub fn flow_count(&self) -> usize {
         self.flows.len()
     }
 

@@ -113,6 +113,20 @@ impl IndexedHeap {
     /// Inserts `item` with `key`, or changes its key if it is already there.
     #[inline]
     pub fn set(&mut self, item: usize, key: HeapKey) {
+        // Alone in the heap (one tenant ready, the common case of a
+        // lightly loaded engine), it stays where it is: inlined, without
+        // the call the general case takes (issue 34: 20 instructions a
+        // task under `fcfs`).
+        if self.heap.len() == 1 && self.pos[item] == 0 {
+            self.heap[0].0 = key;
+            return;
+        }
+        self.set_sifting(item, key);
+    }
+
+    /// [`IndexedHeap::set`] where the item may move.
+    #[inline(never)]
+    fn set_sifting(&mut self, item: usize, key: HeapKey) {
         match self.pos[item] {
             ABSENT => {
                 self.heap.push((key, item as u32));
@@ -121,11 +135,6 @@ impl IndexedHeap {
             p => {
                 let p = p as usize;
                 let old = std::mem::replace(&mut self.heap[p].0, key);
-                // Alone in the heap (one tenant ready, the common case of
-                // a lightly loaded engine), it stays where it is: no call.
-                if self.heap.len() == 1 {
-                    return;
-                }
                 if key < old {
                     self.sift_up(p);
                 } else {

@@ -9,32 +9,34 @@
 //! completes.
 
 use super::engine::{ChannelState, EngineState};
+use super::entry::Queued;
 use super::{Dispatch, DispatchReason, Scheduler};
+use crate::engine::BatchRule;
 use crate::engine::EngineId;
 use crate::task::OpRef;
 use crate::units::{Bytes, Nanos};
 
-impl EngineState {
-    /// When tenant `t`, whose head may go at `now`, stops waiting for a
-    /// batch to fill; `None` when it goes now: the engine batches without
-    /// a wait, its head is a split task's (never batched) or fills the
-    /// rule's `bytes` alone, `tasks` tasks (of any operator) are queued
-    /// already, or its head has waited `wait` since it arrived. Asked when
-    /// the tenant's channel becomes ready; a tenant that stays ready after
-    /// a dispatch does not wait again.
-    #[inline]
-    pub(super) fn gathers_until(&self, now: Nanos, t: usize) -> Option<Nanos> {
-        let rule = self.spec.batch.filter(|r| r.wait > 0)?;
-        let q = self.head_of(t)?;
-        let until = q.task.arrival.saturating_add(rule.wait);
-        let gathers = until > now
-            && q.index == 0
-            && q.plan.count() == 1
-            && self.channels[t].len() < rule.tasks as usize
-            && q.next.bytes < rule.bytes;
-        gathers.then_some(until)
-    }
+/// When a tenant whose head `q` may go at `now`, with `queued` tasks in
+/// its channel, stops waiting for a batch to fill on an engine with
+/// `rule`; `None` when it goes now: the engine does not batch or batches
+/// without a wait, its head is a split task's (never batched) or fills the
+/// rule's `bytes` alone, `tasks` tasks (of any operator) are queued
+/// already, or its head has waited `wait` since it arrived. Asked when the
+/// tenant's channel becomes ready; a tenant that stays ready after a
+/// dispatch does not wait again.
+#[inline]
+pub(super) fn gathers_until(rule: Option<BatchRule>, now: Nanos, q: &Queued, queued: usize) -> Option<Nanos> {
+    let rule = rule.filter(|r| r.wait > 0)?;
+    let until = q.task.arrival.saturating_add(rule.wait);
+    let gathers = until > now
+        && q.index == 0
+        && q.plan.count() == 1
+        && queued < rule.tasks as usize
+        && q.next.bytes < rule.bytes;
+    gathers.then_some(until)
+}
 
+impl EngineState {
     /// Whether tenant `t`'s head joins a batch of `op`'s tasks that has
     /// `count` tasks and `bytes` bytes: the tenant is still ready (its
     /// limit lets the head go), the head is a whole task of the same
@@ -43,7 +45,7 @@ impl EngineState {
         let Some(rule) = self.spec.batch else {
             return false;
         };
-        if self.state[t] != ChannelState::Ready || count >= rule.tasks {
+        if self.tenants[t].state != ChannelState::Ready || count >= rule.tasks {
             return false;
         }
         self.head_of(t).is_some_and(|q| {

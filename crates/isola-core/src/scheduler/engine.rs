@@ -2,13 +2,14 @@
 //! policy instance, the decision to split, and the ready/throttled/blocked
 //! bookkeeping.
 
+use super::batch::gathers_until;
 use super::entry::{split_key, Entries, PieceInService, Queued};
 use super::plan::{Plan, TaskCost};
 use super::{ChannelStats, DispatchReason};
 use crate::cost_fit::LearnedCosts;
 use crate::engine::{EngineSpec, SplitWhen};
 use crate::flow_queues::FlowQueues;
-use crate::policy::{AtLimit, Policy, TenantShare};
+use crate::policy::{AtLimit, TenantShare};
 
 use crate::ready_heap::{HeapKey, IndexedHeap};
 use crate::shaper::RateShaper;
@@ -31,6 +32,68 @@ pub(super) enum ChannelState {
     Blocked,
 }
 
+/// One tenant's state on one engine: its channel, where it stands, its
+/// shapers, budget and counters (issue 34: one record, where each was a
+/// vector of its own indexed per call). What a policy reads per tenant
+/// (`in_flight`, `queued`) and `queued_cost` stay vectors beside it: the
+/// policy's context and [`super::Scheduler::queued_cost`] hand them out
+/// as slices.
+pub(super) struct TenantOnEngine {
+    /// Its flow queues (one, unless it declares flows), of `entries` keys.
+    pub(super) channel: FlowQueues<u32>,
+    /// Where its channel stands.
+    pub(super) state: ChannelState,
+    /// Whether it is latency-sensitive (for [`SplitWhen::ForLatency`]).
+    pub(super) latency_sensitive: bool,
+    /// What its over-budget tasks get here.
+    pub(super) budget_action: crate::tenant::BudgetAction,
+    /// Its limit's shaper, if it has one.
+    pub(super) limit: Option<RateShaper>,
+    /// Its reservation's shaper, if it has one.
+    pub(super) reservation: Option<RateShaper>,
+    /// Its per-task service budget here.
+    pub(super) budget: Option<Nanos>,
+    /// When its channel last went from empty to non-empty: its
+    /// reservation tags start there (mClock's `R = max(R_prev + 1/r,
+    /// arrival)`). Being held by its limit, or an ordered subtask waiting
+    /// for the one before it, is not idling and does not move it.
+    pub(super) backlogged_since: Nanos,
+    /// When it last submitted here or had a dispatch complete (for
+    /// [`SplitWhen::Contended`]).
+    pub(super) last_active: Option<Nanos>,
+    /// Its counters here.
+    pub(super) stats: ChannelStats,
+}
+
+impl TenantOnEngine {
+    /// Its key in the engine's heap of reservations due, for a head of
+    /// sequence number `seq`, when it has a reservation.
+    #[inline]
+    pub(super) fn reservation_key(&self, seq: u64) -> Option<HeapKey> {
+        self.reservation
+            .as_ref()
+            .map(|r| HeapKey::new(r.ready_at() as f64, seq))
+    }
+
+    /// A tenant with `slo` on an engine of `kind`, nothing queued.
+    fn new(slo: &Slo, kind: crate::engine::EngineKind) -> Self {
+        TenantOnEngine {
+            channel: FlowQueues::new(slo.queue_cap, &slo.flows),
+            state: ChannelState::Empty,
+            latency_sensitive: latency_sensitive(slo),
+            budget_action: slo
+                .budget_action
+                .unwrap_or(crate::tenant::BudgetAction::default_for(kind)),
+            limit: slo.limit.map(RateShaper::new),
+            reservation: slo.reservation.map(RateShaper::new),
+            budget: slo.service_budget,
+            backlogged_since: 0,
+            last_active: None,
+            stats: ChannelStats::default(),
+        }
+    }
+}
+
 pub(super) struct EngineState {
     pub(super) spec: EngineSpec,
     /// Called statically for the built-in `fcfs` and `sfq` (issue 34).
@@ -38,22 +101,16 @@ pub(super) struct EngineState {
     /// How the policy was built: a live SLO change builds it anew.
     pub(super) recipe: super::live::PolicyRecipe,
     pub(super) shares: Vec<TenantShare>,
-    /// Each tenant's flow queues (one, unless it declares flows), of
-    /// `entries` keys.
-    pub(super) channels: Vec<FlowQueues<u32>>,
+    /// Each tenant's state here, one record per tenant (issue 34: read
+    /// with one bounds check a call, where some twenty parallel vectors
+    /// each had their own).
+    pub(super) tenants: Vec<TenantOnEngine>,
     /// Every task queued here, and every one whose last dispatch is in
     /// service (issue 34: kept in place, the channels hold their keys).
     pub(super) entries: Entries,
     /// A split task's subtasks in service but its last (its entry stays
     /// queued meanwhile).
     pub(super) pieces: Slab<PieceInService>,
-    pub(super) state: Vec<ChannelState>,
-    pub(super) limit: Vec<Option<RateShaper>>,
-    pub(super) reservation: Vec<Option<RateShaper>>,
-    /// Each tenant's per-task service budget here.
-    pub(super) budgets: Vec<Option<Nanos>>,
-    /// What each tenant's over-budget tasks get here.
-    pub(super) budget_actions: Vec<crate::tenant::BudgetAction>,
     /// Throttled tenants by release time.
     pub(super) throttled: IndexedHeap,
     /// Tenants whose head waits for a batch to fill, by when it stops
@@ -70,21 +127,13 @@ pub(super) struct EngineState {
     /// Predicted cost of the dispatches waiting, per tenant.
     pub(super) queued_cost: Vec<Nanos>,
     pub(super) busy: u32,
-    pub(super) stats: Vec<ChannelStats>,
-    /// When each tenant's channel last went from empty to non-empty: its
-    /// reservation tags start there (mClock's `R = max(R_prev + 1/r,
-    /// arrival)`). Being held by its limit, or an ordered subtask waiting
-    /// for the one before it, is not idling and does not move it.
-    pub(super) backlogged_since: Vec<Nanos>,
     /// Subtasks still in service or queued, per split task in service.
     pub(super) subtasks_left: Slab<u32>,
-    /// When each tenant last submitted here or had a dispatch complete
-    /// (for [`SplitWhen::Contended`]).
-    pub(super) last_active: Vec<Option<Nanos>>,
-    /// Which tenants are latency-sensitive (for [`SplitWhen::ForLatency`]).
-    pub(super) latency_sensitive: Vec<bool>,
     /// The operators' costs as measured here, when the engine learns them.
     pub(super) learned: Option<LearnedCosts>,
+    /// Whether the engine takes the plain path ([`EngineState::is_plain`]):
+    /// decided when it is built and again whenever a tenant's SLO changes.
+    pub(super) plain: bool,
 }
 
 /// An engine's predictions: what it learned, else its configured model.
@@ -127,24 +176,10 @@ impl EngineState {
         shares: Vec<TenantShare>,
     ) -> Self {
         let n = slos.len();
-        EngineState {
-            channels: slos
-                .iter()
-                .map(|s| FlowQueues::new(s.queue_cap, &s.flows))
-                .collect(),
+        let mut e = EngineState {
+            tenants: slos.iter().map(|s| TenantOnEngine::new(s, spec.kind)).collect(),
             entries: Entries::new(),
             pieces: Slab::new(),
-            state: vec![ChannelState::Empty; n],
-            limit: slos.iter().map(|s| s.limit.map(RateShaper::new)).collect(),
-            reservation: slos.iter().map(|s| s.reservation.map(RateShaper::new)).collect(),
-            budgets: slos.iter().map(|s| s.service_budget).collect(),
-            budget_actions: slos
-                .iter()
-                .map(|s| {
-                    s.budget_action
-                        .unwrap_or(crate::tenant::BudgetAction::default_for(spec.kind))
-                })
-                .collect(),
             throttled: IndexedHeap::new(n),
             gathering: IndexedHeap::new(n),
             batches: Slab::new(),
@@ -153,17 +188,35 @@ impl EngineState {
             queued: vec![0; n],
             queued_cost: vec![0; n],
             busy: 0,
-            stats: vec![ChannelStats::default(); n],
             subtasks_left: Slab::new(),
-            backlogged_since: vec![0; n],
-            last_active: vec![None; n],
-            latency_sensitive: slos.iter().map(latency_sensitive).collect(),
             learned: spec.learn.map(LearnedCosts::new),
+            plain: false,
             spec,
             policy,
             recipe,
             shares,
-        }
+        };
+        e.plain = e.is_plain();
+        e
+    }
+
+    /// Whether nothing here needs the general path's steps (issue 34):
+    /// no split or batch rule, and no tenant with a limit, a reservation
+    /// or a flow queue beyond its first. Then no tenant is ever
+    /// throttled, gathering, due a reservation or blocked, and every task
+    /// is one whole dispatch, so the plain path skips releasing waiting
+    /// tenants, the reservations' heap, the limits' checks and charges,
+    /// the choice among flow queues at dispatch and the reading of a
+    /// split task's subtask, group and batch at completion: each of which
+    /// would find nothing to do. Every decision is the general path's (a
+    /// proptest drives both with the same operations).
+    pub(super) fn is_plain(&self) -> bool {
+        self.spec.split.is_none()
+            && self.spec.batch.is_none()
+            && self
+                .tenants
+                .iter()
+                .all(|tn| tn.limit.is_none() && tn.reservation.is_none() && tn.channel.flow_count() == 1)
     }
 
     /// Tenant `t`'s bookkeeping here agrees with itself: its state with
@@ -176,12 +229,12 @@ impl EngineState {
         if !cfg!(debug_assertions) {
             return;
         }
-        let len = self.channels[t].len() as u64;
+        let len = self.tenants[t].channel.len() as u64;
         debug_assert_eq!(
-            self.state[t] == ChannelState::Empty,
+            self.tenants[t].state == ChannelState::Empty,
             len == 0,
             "tenant {t}: a channel is empty exactly when its state says so ({:?})",
-            self.state[t]
+            self.tenants[t].state
         );
         debug_assert!(
             self.queued[t] >= len && (self.queued[t] == 0) == (len == 0),
@@ -189,24 +242,24 @@ impl EngineState {
             self.queued[t]
         );
         debug_assert_eq!(
-            self.state[t] == ChannelState::Throttled,
+            self.tenants[t].state == ChannelState::Throttled,
             self.throttled.contains(t),
             "tenant {t}: throttled exactly while it waits for its release"
         );
         debug_assert_eq!(
-            self.state[t] == ChannelState::Gathering,
+            self.tenants[t].state == ChannelState::Gathering,
             self.gathering.contains(t),
             "tenant {t}: gathering exactly while it waits for its batch"
         );
         debug_assert!(
-            !self.reservation_due.contains(t) || self.state[t] == ChannelState::Ready,
+            !self.reservation_due.contains(t) || self.tenants[t].state == ChannelState::Ready,
             "tenant {t}: only a ready tenant's reservation comes due"
         );
         debug_assert!(
             self.busy <= self.spec.slots,
             "more dispatches in service than slots"
         );
-        let st = &self.stats[t];
+        let st = &self.tenants[t].stats;
         // A batch holds one slot for all of its dispatches.
         let in_service = st.dispatched.checked_sub(st.completed);
         debug_assert!(
@@ -224,36 +277,39 @@ impl EngineState {
     /// limit lets its head go at `now`, else throttle it until it does.
     #[inline]
     pub(super) fn admit_head(&mut self, now: Nanos, t: usize) {
-        if !self.channels[t].select() {
+        let tn = &mut self.tenants[t];
+        if !tn.channel.select() {
             // Empty, or every queue's head waits for its ordered subtask.
-            self.state[t] = if self.channels[t].is_empty() {
+            tn.state = if tn.channel.is_empty() {
                 ChannelState::Empty
             } else {
                 ChannelState::Blocked
             };
             return;
         }
-        let Some((head, continues)) = self.head_of(t).map(|q| (q.head(), q.index > 0)) else {
+        let Some(&key) = tn.channel.head() else {
             unreachable!("a selected flow queue has a head");
         };
-        match &self.limit[t] {
+        let q = &self.entries[key as usize].queued;
+        let head = q.head();
+        if !self.plain {
             // The rest of a task already started is not held to an ops limit.
-            Some(l) if !l.admits_piece(now, continues) => {
-                self.state[t] = ChannelState::Throttled;
+            if let Some(l) = tn.limit.as_ref().filter(|l| !l.admits_piece(now, q.index > 0)) {
+                tn.state = ChannelState::Throttled;
                 self.throttled.set(t, HeapKey::new(l.ready_at() as f64, head.seq));
+                return;
             }
-            _ => match self.gathers_until(now, t) {
-                Some(until) => {
-                    self.state[t] = ChannelState::Gathering;
-                    self.gathering.set(t, HeapKey::new(until as f64, head.seq));
-                }
-                None => {
-                    self.state[t] = ChannelState::Ready;
-                    self.policy.on_ready(now, t, &head, &cx!(self));
-                    self.key_reservation(t, head.seq);
-                }
-            },
+            if let Some(until) = gathers_until(self.spec.batch, now, q, tn.channel.len()) {
+                tn.state = ChannelState::Gathering;
+                self.gathering.set(t, HeapKey::new(until as f64, head.seq));
+                return;
+            }
+            if let Some(k) = tn.reservation_key(head.seq) {
+                self.reservation_due.set(t, k);
+            }
         }
+        tn.state = ChannelState::Ready;
+        self.policy.on_ready(now, t, &head, cx!(self));
     }
 
     /// Chooses ready tenant `t`'s flow queue for the dispatch at `now`
@@ -262,26 +318,19 @@ impl EngineState {
     /// the queue chosen before, which then goes).
     #[inline]
     pub(super) fn select_at_dispatch(&mut self, now: Nanos, t: usize, reason: DispatchReason) {
-        let before = self.channels[t].current();
-        let selected = self.channels[t].select();
+        let before = self.tenants[t].channel.current();
+        let selected = self.tenants[t].channel.select();
         debug_assert!(selected, "a ready tenant has a flow queue whose head may go");
-        if self.channels[t].current() == before || reason == DispatchReason::LimitBreak {
+        if self.tenants[t].channel.current() == before || reason == DispatchReason::LimitBreak {
             return;
         }
         let continues = self.head_of(t).is_some_and(|q| q.index > 0);
-        if self.limit[t]
+        if self.tenants[t]
+            .limit
             .as_ref()
             .is_some_and(|l| !l.admits_piece(now, continues))
         {
-            self.channels[t].reselect(before);
-        }
-    }
-
-    #[inline]
-    pub(super) fn key_reservation(&mut self, t: usize, seq: u64) {
-        if let Some(r) = &self.reservation[t] {
-            self.reservation_due
-                .set(t, HeapKey::new(r.ready_at() as f64, seq));
+            self.tenants[t].channel.reselect(before);
         }
     }
 
@@ -308,43 +357,61 @@ impl EngineState {
     /// Chooses the tenant a free slot serves at `now`, and why.
     #[inline]
     pub(super) fn choose(&mut self, now: Nanos) -> Option<(usize, DispatchReason)> {
-        self.release_waiting(now);
+        if !self.plain {
+            self.release_waiting(now);
+        }
         if self.policy.next_tick().is_some_and(|t| t <= now) {
-            self.policy.on_tick(now, &cx!(self));
+            self.policy.on_tick(now, cx!(self));
+        }
+        if self.plain {
+            // No reservation comes due, no tenant is throttled.
+            debug_assert!(self.reservation_due.is_empty() && self.throttled.is_empty());
+            let t = self.policy.pick(now, cx!(self))?;
+            debug_assert_eq!(
+                self.tenants[t].state,
+                ChannelState::Ready,
+                "policy picked a tenant that is not ready"
+            );
+            // As below: a pick that is not ready (a policy's error) is
+            // not served.
+            return (self.tenants[t].state == ChannelState::Ready).then_some((t, DispatchReason::Policy));
         }
         if let Some((t, due)) = self.reservation_due.peek() {
-            if due.tag() <= now as f64 && self.policy.admits(t, &cx!(self)) {
+            if due.tag() <= now as f64 && self.policy.admits(t, cx!(self)) {
                 debug_assert_eq!(
-                    self.state[t],
+                    self.tenants[t].state,
                     ChannelState::Ready,
                     "a reservation came due for a tenant that is not ready"
                 );
                 return Some((t, DispatchReason::Reservation));
             }
         }
-        if let Some(t) = self.policy.pick(now, &cx!(self)) {
+        if let Some(t) = self.policy.pick(now, cx!(self)) {
             // A policy's pick is a ready head: a tenant of this engine,
             // ready, with a non-empty channel.
             debug_assert!(
-                t < self.state.len(),
+                t < self.tenants.len(),
                 "policy picked tenant {t}, which does not exist"
             );
             debug_assert_eq!(
-                self.state[t],
+                self.tenants[t].state,
                 ChannelState::Ready,
                 "policy picked a tenant that is not ready"
             );
-            debug_assert!(!self.channels[t].is_empty(), "policy picked an empty channel");
-            if self.state[t] == ChannelState::Ready {
+            debug_assert!(
+                !self.tenants[t].channel.is_empty(),
+                "policy picked an empty channel"
+            );
+            if self.tenants[t].state == ChannelState::Ready {
                 return Some((t, DispatchReason::Policy));
             }
         }
         if self.policy.at_limit() == AtLimit::Allow {
             if let Some((t, _)) = self.throttled.pop() {
                 // Serve it as if it were ready: the policy sees it arrive and leave.
-                self.state[t] = ChannelState::Ready;
+                self.tenants[t].state = ChannelState::Ready;
                 let head = self.head_of(t).map(Queued::head)?;
-                self.policy.on_ready(now, t, &head, &cx!(self));
+                self.policy.on_ready(now, t, &head, cx!(self));
                 return Some((t, DispatchReason::LimitBreak));
             }
         }
@@ -355,12 +422,14 @@ impl EngineState {
     /// `latency_only`) is active here at `now`: work queued or in service,
     /// or a submission within `window` ns.
     fn contended(&self, now: Nanos, t: usize, window: Nanos, latency_only: bool) -> bool {
-        (0..self.state.len()).any(|u| {
+        (0..self.tenants.len()).any(|u| {
             u != t
-                && (!latency_only || self.latency_sensitive[u])
+                && (!latency_only || self.tenants[u].latency_sensitive)
                 && (self.queued[u] > 0
                     || self.in_flight[u] > 0
-                    || self.last_active[u].is_some_and(|at| now.saturating_sub(at) <= window))
+                    || self.tenants[u]
+                        .last_active
+                        .is_some_and(|at| now.saturating_sub(at) <= window))
         })
     }
 
@@ -480,9 +549,9 @@ impl EngineState {
     /// An ordered subtask of tenant `t` from its flow queue `flow`
     /// completed: its task's next subtask may go now.
     pub(super) fn unblock(&mut self, now: Nanos, t: usize, flow: usize) {
-        self.channels[t].unblock(flow);
-        if self.state[t] == ChannelState::Blocked {
-            self.state[t] = ChannelState::Empty;
+        self.tenants[t].channel.unblock(flow);
+        if self.tenants[t].state == ChannelState::Blocked {
+            self.tenants[t].state = ChannelState::Empty;
             self.admit_head(now, t);
         }
     }

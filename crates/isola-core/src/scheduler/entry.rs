@@ -11,7 +11,7 @@ use super::engine::{ChannelState, EngineState};
 use super::plan::Plan;
 use super::{Dispatch, DispatchId, DispatchReason, DispatchedTask};
 use crate::engine::EngineId;
-use crate::policy::{HeadInfo, Policy};
+use crate::policy::HeadInfo;
 use crate::task::{OpRef, Subtask, Task};
 use crate::units::{Bytes, Nanos};
 use std::num::NonZeroU64;
@@ -142,7 +142,14 @@ impl Entries {
         let e = &mut self.slots[key as usize];
         debug_assert!(!e.occupied, "a slot on the free list is vacant");
         self.free = e.next_free;
-        e.queued = queued;
+        // A vacant slot holds nothing to drop (`release` dropped its
+        // planner and listed plan): overwritten without the drop's checks
+        // (13 instructions a task, issue 34).
+        debug_assert!(
+            e.queued.task.planner.is_none() && matches!(e.queued.plan, Plan::Whole { .. }),
+            "a vacant slot holds plain data"
+        );
+        std::mem::forget(std::mem::replace(&mut e.queued, queued));
         e.service = Service::default();
         e.occupied = true;
         key
@@ -252,42 +259,45 @@ impl EngineState {
     /// Tenant `t`'s head: the entry its current flow queue's head names.
     #[inline]
     pub(super) fn head_of(&self, t: usize) -> Option<&Queued> {
-        let &key = self.channels[t].head()?;
+        let &key = self.tenants[t].channel.head()?;
         Some(&self.entries[key as usize].queued)
     }
 
     /// Tenant `t`'s head, to update in place.
     #[inline]
     pub(super) fn head_of_mut(&mut self, t: usize) -> Option<&mut Queued> {
-        let &key = self.channels[t].head()?;
+        let &key = self.tenants[t].channel.head()?;
         Some(&mut self.entries[key as usize].queued)
     }
 
-    /// Stores `queued` in the slab and returns its key (for a channel).
+    /// What dispatch `id` (of this engine), a split task's earlier
+    /// subtask, served, if it is in service.
     #[inline(always)]
-    pub(super) fn store(&mut self, queued: Queued) -> u32 {
-        self.entries.insert(queued)
+    pub(super) fn served_piece(&self, id: DispatchId) -> Option<Served> {
+        debug_assert!(id.piece);
+        let p = self
+            .pieces
+            .get(id.slot as usize)
+            .filter(|p| p.generation == id.generation)?;
+        Some(Served {
+            task: p.task,
+            head: p.head,
+            subtask: p.subtask,
+            group: Some(p.group as usize),
+            op: p.op,
+            dispatched: p.dispatched,
+            batch: None,
+        })
     }
 
-    /// What dispatch `id` (of this engine) served, if it is in service.
+    /// What dispatch `id` (of this engine), a task's last or only one,
+    /// served, if it is in service.
     #[inline(always)]
-    pub(super) fn served(&self, id: DispatchId) -> Option<Served> {
-        let slot = id.slot as usize;
-        if id.piece {
-            let p = self.pieces.get(slot).filter(|p| p.generation == id.generation)?;
-            return Some(Served {
-                task: p.task,
-                head: p.head,
-                subtask: p.subtask,
-                group: Some(p.group as usize),
-                op: p.op,
-                dispatched: p.dispatched,
-                batch: None,
-            });
-        }
+    pub(super) fn served_entry(&self, id: DispatchId) -> Option<Served> {
+        debug_assert!(!id.piece);
         let entry = self
             .entries
-            .get(slot)
+            .get(id.slot as usize)
             .filter(|e| e.service.in_service && e.service.generation == id.generation)?;
         let q = &entry.queued;
         // The last dispatch of the task: its head and index were left as
@@ -340,15 +350,14 @@ impl EngineState {
         batch: Option<u32>,
         generation: u32,
     ) -> Dispatch {
+        let tn = &mut self.tenants[t];
         debug_assert_eq!(
-            self.state[t],
+            tn.state,
             ChannelState::Ready,
             "only a ready tenant's head is taken"
         );
         let holds_slot = batch.is_none();
-        let key = *self.channels[t]
-            .head()
-            .expect("a ready tenant's channel has a head") as usize;
+        let key = *tn.channel.head().expect("a ready tenant's channel has a head") as usize;
         let entry = &mut self.entries[key];
         let q = &mut entry.queued;
         let head = q.head();
@@ -375,8 +384,8 @@ impl EngineState {
                 batch,
                 dispatched: now,
             };
-            self.channels[t].charge(head.cost);
-            self.channels[t].discard_head();
+            tn.channel.charge(head.cost);
+            tn.channel.discard_head();
             (key as u32, false)
         } else {
             let group = *q.group.get_or_insert_with(|| {
@@ -399,24 +408,27 @@ impl EngineState {
                 dispatched: now,
             });
             assert!(k < u32::MAX as usize, "subtasks in service fit 32-bit keys");
-            self.channels[t].charge(head.cost);
+            tn.channel.charge(head.cost);
             if blocks {
-                self.channels[t].block_current();
+                tn.channel.block_current();
             }
             (k as u32, true)
         };
-        // A limit break uses capacity nobody else wanted; it is not held
-        // against the tenant by pushing its limit further into the future.
-        if reason != DispatchReason::LimitBreak {
-            if let Some(l) = &mut self.limit[t] {
-                l.charge_piece(now, head.bytes, first);
+        if !self.plain {
+            // A limit break uses capacity nobody else wanted; it is not
+            // held against the tenant by pushing its limit further into
+            // the future.
+            if reason != DispatchReason::LimitBreak {
+                if let Some(l) = &mut tn.limit {
+                    l.charge_piece(now, head.bytes, first);
+                }
             }
-        }
-        if reason == DispatchReason::Reservation {
-            if let Some(r) = &mut self.reservation[t] {
-                r.charge_piece(self.backlogged_since[t], head.bytes, first);
+            if reason == DispatchReason::Reservation {
+                if let Some(r) = &mut tn.reservation {
+                    r.charge_piece(tn.backlogged_since, head.bytes, first);
+                }
+                tn.stats.reserved_dispatches += 1;
             }
-            self.stats[t].reserved_dispatches += 1;
         }
         debug_assert!(
             self.queued[t] > 0 && self.queued_cost[t] >= head.cost,
@@ -432,35 +444,45 @@ impl EngineState {
         }
         self.queued[t] -= 1;
         self.queued_cost[t] -= head.cost;
-        self.stats[t].dispatched += 1;
+        tn.stats.dispatched += 1;
         // The new head (from whichever flow queue goes next), and whether
         // it continues a task already started.
-        let any = self.channels[t].select();
+        let any = tn.channel.select();
         if any {
             self.replan_head(now, t);
         }
-        let (next, continues) = match self.head_of(t) {
-            Some(q) if any => (Some(q.head()), q.index > 0),
-            _ => (None, false),
-        };
-        let stays_ready = match (&next, &self.limit[t]) {
-            (None, _) => false,
-            (Some(_), Some(l)) => l.admits_piece(now, continues),
-            (Some(_), None) => true,
-        };
-        if stays_ready {
-            self.policy.on_dispatch(now, t, &head, next.as_ref(), &cx!(self));
-            if let Some(n) = next {
-                self.key_reservation(t, n.seq);
+        let tn = &mut self.tenants[t];
+        let next = match tn.channel.head() {
+            Some(&k) if any => {
+                let q = &self.entries[k as usize].queued;
+                // A limit lets it go, unless it holds the tenant now.
+                let held = tn
+                    .limit
+                    .as_ref()
+                    .is_some_and(|l| !l.admits_piece(now, q.index > 0));
+                (!held).then(|| q.head())
             }
-        } else {
-            self.policy.on_dispatch(now, t, &head, None, &cx!(self));
-            self.reservation_due.remove(t);
-            self.state[t] = ChannelState::Empty;
-            // An emptied channel stays empty (what `admit_head` finds too,
-            // without the call).
-            if !self.channels[t].is_empty() {
-                self.admit_head(now, t);
+            _ => None,
+        };
+        match next {
+            Some(n) => {
+                if let Some(k) = tn.reservation_key(n.seq) {
+                    self.reservation_due.set(t, k);
+                }
+                self.policy.on_dispatch(now, t, &head, Some(&n), cx!(self));
+            }
+            None => {
+                tn.state = ChannelState::Empty;
+                let refill = !tn.channel.is_empty();
+                self.policy.on_dispatch(now, t, &head, None, cx!(self));
+                if !self.plain {
+                    self.reservation_due.remove(t);
+                }
+                // An emptied channel stays empty (what `admit_head` finds
+                // too, without the call).
+                if refill {
+                    self.admit_head(now, t);
+                }
             }
         }
         Dispatch {

@@ -16,7 +16,7 @@ use super::engine::{latency_sensitive, ChannelState, EngineState};
 use super::static_policy::StaticPolicy;
 use super::Scheduler;
 use crate::policy::registry::{PolicyInfo, PolicySetup};
-use crate::policy::{Params, Policy, PolicyError, TenantShare};
+use crate::policy::{Params, PolicyError, TenantShare};
 use crate::shaper::RateShaper;
 use crate::task::{Task, TaskId};
 use crate::tenant::{EngineSelector, Slo, SloOverride, TenantId};
@@ -146,7 +146,7 @@ impl Scheduler {
         }
         let mut out = Vec::new();
         for e in &mut self.engines {
-            if e.channels[t].is_empty() {
+            if e.tenants[t].channel.is_empty() {
                 continue;
             }
             // Built before anything is taken: should it fail (a
@@ -161,7 +161,7 @@ impl Scheduler {
             let head_before = e.head_of(t).map(|q| q.task.id);
             // A task partly dispatched (only ever a flow queue's head) stays.
             let entries = &e.entries;
-            let withdrawn = e.channels[t].take_where(|&key| {
+            let withdrawn = e.tenants[t].channel.take_where(|&key| {
                 let q = &entries[key as usize].queued;
                 q.group.is_none() && which(q.task.id)
             });
@@ -191,13 +191,13 @@ impl Scheduler {
             e.throttled.remove(t);
             e.gathering.remove(t);
             e.reservation_due.remove(t);
-            let blocked = e.state[t] == ChannelState::Blocked;
+            let blocked = e.tenants[t].state == ChannelState::Blocked;
             if !blocked {
-                e.state[t] = ChannelState::Empty;
+                e.tenants[t].state = ChannelState::Empty;
             }
             e.restart_policy(now, policy);
-            if !blocked && !e.channels[t].is_empty() {
-                e.channels[t].select();
+            if !blocked && !e.tenants[t].channel.is_empty() {
+                e.tenants[t].channel.select();
                 e.replan_head(now, t);
                 e.admit_head(now, t);
             }
@@ -212,26 +212,30 @@ impl EngineState {
     /// checked), with the shares and the policy built for them.
     fn apply_slo(&mut self, now: Nanos, t: usize, slo: &Slo, shares: Vec<TenantShare>, policy: StaticPolicy) {
         self.shares = shares;
-        self.limit[t] = slo.limit.map(RateShaper::new);
-        self.reservation[t] = slo.reservation.map(RateShaper::new);
-        self.budgets[t] = slo.service_budget;
-        self.budget_actions[t] = slo
+        let tn = &mut self.tenants[t];
+        tn.limit = slo.limit.map(RateShaper::new);
+        tn.reservation = slo.reservation.map(RateShaper::new);
+        tn.budget = slo.service_budget;
+        tn.budget_action = slo
             .budget_action
             .unwrap_or(crate::tenant::BudgetAction::default_for(self.spec.kind));
-        self.channels[t].configure(slo.queue_cap, &slo.flows);
-        self.latency_sensitive[t] = latency_sensitive(slo);
+        tn.channel.configure(slo.queue_cap, &slo.flows);
+        tn.latency_sensitive = latency_sensitive(slo);
         // Its head is judged again under its new limit.
         self.throttled.remove(t);
         self.gathering.remove(t);
         self.reservation_due.remove(t);
-        let was = self.state[t];
+        let was = self.tenants[t].state;
         let waits = matches!(
             was,
             ChannelState::Ready | ChannelState::Throttled | ChannelState::Gathering
         );
         if waits {
-            self.state[t] = ChannelState::Empty;
+            self.tenants[t].state = ChannelState::Empty;
         }
+        // The path is chosen again before the head is judged: a limit or
+        // a reservation takes the general one.
+        self.plain = self.is_plain();
         self.restart_policy(now, policy);
         if waits {
             self.admit_head(now, t);
@@ -241,12 +245,12 @@ impl EngineState {
     /// Replaces the policy with `policy`, told of every ready tenant's head.
     fn restart_policy(&mut self, now: Nanos, policy: StaticPolicy) {
         self.policy = policy;
-        for u in 0..self.state.len() {
-            if self.state[u] != ChannelState::Ready {
+        for u in 0..self.tenants.len() {
+            if self.tenants[u].state != ChannelState::Ready {
                 continue;
             }
             if let Some(head) = self.head_of(u).map(super::entry::Queued::head) {
-                self.policy.on_ready(now, u, &head, &cx!(self));
+                self.policy.on_ready(now, u, &head, cx!(self));
             }
         }
     }

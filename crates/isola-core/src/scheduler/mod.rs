@@ -19,11 +19,12 @@
 //! non-empty and its limit shaper lets its head go now; otherwise it is
 //! *throttled* until the shaper's release time.
 
-/// Builds the policy context from an engine's fields (disjoint borrows, so
-/// the policy itself can be borrowed mutably beside it).
+/// A closure that builds the policy context from an engine's fields
+/// (disjoint borrows, so the policy itself can be borrowed mutably beside
+/// it), for the policy's calls to build when the policy may read it.
 macro_rules! cx {
     ($e:expr) => {
-        $crate::policy::PolicyContext {
+        || $crate::policy::PolicyContext {
             tenants: &$e.shares,
             slots: $e.spec.slots,
             in_flight: &$e.in_flight,
@@ -38,6 +39,8 @@ mod engine;
 mod entry;
 mod live;
 pub use live::SloChangeError;
+#[cfg(test)]
+mod plain_tests;
 mod plan;
 mod static_policy;
 pub use plan::MAX_SUBTASKS_PER_TASK;
@@ -50,8 +53,7 @@ pub use types::{
 };
 
 use crate::engine::{EngineId, EngineSpec};
-use crate::flow_queues::{FlowQueues, Refusal};
-use crate::policy::Policy;
+use crate::flow_queues::Refusal;
 use crate::ready_heap::IndexedHeap;
 use crate::task::Task;
 use crate::tenant::{Tenant, TenantId};
@@ -150,7 +152,7 @@ impl Scheduler {
         if let Some(quota) = self.tenants[t].slo.memory_quota {
             let held = self.held[t];
             if held + u128::from(bytes) > u128::from(quota) {
-                e.stats[t].over_quota += 1;
+                e.tenants[t].stats.over_quota += 1;
                 let tenant = task.tenant;
                 return reject(
                     RejectReason::OverQuota {
@@ -167,12 +169,13 @@ impl Scheduler {
         let head = plan.head(&task, self.next_seq, 0, 0);
         let count = plan.count();
         let flow = task.flow;
+        let tn = &mut e.tenants[t];
         // Checked before the entry is built, so that it is written once,
         // into the channel (issue 34).
-        match e.channels[t].refuses(flow as usize) {
+        match tn.channel.refuses(flow as usize) {
             None => {}
             Some(Refusal::Full { cap }) => {
-                e.stats[t].rejected += 1;
+                tn.stats.rejected += 1;
                 let reason = RejectReason::ChannelFull {
                     tenant: task.tenant,
                     engine: task.engine,
@@ -185,7 +188,7 @@ impl Scheduler {
                 return reject(RejectReason::UnknownFlow { tenant, flow }, task);
             }
         }
-        let key = e.store(Queued {
+        let key = e.entries.insert(Queued {
             task,
             next: head.into(),
             sent: 0,
@@ -194,17 +197,17 @@ impl Scheduler {
             split: entry::split_key(split),
             group: None,
         });
-        e.channels[t].push_admitted(flow as usize, key);
-        e.last_active[t] = Some(now);
+        tn.channel.push_admitted(flow as usize, key);
+        tn.last_active = Some(now);
+        tn.stats.submitted += 1;
         self.next_seq += 1;
         self.held[t] += u128::from(bytes);
         e.queued[t] += count as u64;
         e.queued_cost[t] += head.remaining_cost;
-        e.stats[t].submitted += 1;
-        match e.state[t] {
+        match tn.state {
             ChannelState::Empty => {
                 // The channel was empty: the tenant was idle until now.
-                e.backlogged_since[t] = now;
+                tn.backlogged_since = now;
                 e.admit_head(now, t);
             }
             // Its other flow queues wait for ordered subtasks; this one
@@ -220,7 +223,10 @@ impl Scheduler {
         // Postconditions: the task is queued within the channel's cap, its
         // cost bounded, and the tenant's bookkeeping consistent.
         debug_assert!(
-            e.channels[t].len() <= e.channels[t].cap() && e.state[t] != ChannelState::Empty,
+            {
+                let tn = &e.tenants[t];
+                tn.channel.len() <= tn.channel.cap() && tn.state != ChannelState::Empty
+            },
             "an accepted task is queued within its channel's cap"
         );
         debug_assert!(cost <= crate::MAX_TASK_COST_NS);
@@ -253,7 +259,10 @@ impl Scheduler {
         let (t, reason) = e.choose(now)?;
         // Which of the tenant's flow queues goes is decided now, at its
         // turn: work that came to a queue that goes first meanwhile does.
-        e.select_at_dispatch(now, t, reason);
+        // (On the plain path a tenant has one flow queue: it is the one.)
+        if !e.plain {
+            e.select_at_dispatch(now, t, reason);
+        }
         // Whether and how finely a task is split is decided now, at its
         // dispatch: a task that became its channel's head while its tenant
         // was alone is split if another tenant has arrived since.
@@ -295,14 +304,27 @@ impl Scheduler {
         id: DispatchId,
         measured: Nanos,
     ) -> Result<Completed, SchedulerError> {
+        let Some(e) = self.engines.get(id.engine as usize) else {
+            return Err(SchedulerError::UnknownDispatch(id));
+        };
+        // Each kind of record is read in place, and each in its own copy
+        // of the rest (`finish`, inlined twice): where one copy took
+        // either, what it read was merged through memory, 40 instructions
+        // a completion (issue 34).
+        let served = if id.piece {
+            e.served_piece(id).map(|s| self.finish(now, id, measured, s))
+        } else {
+            e.served_entry(id).map(|s| self.finish(now, id, measured, s))
+        };
+        served.ok_or(SchedulerError::UnknownDispatch(id))
+    }
+
+    /// [`Scheduler::complete`] of dispatch `id`, in service, which served `s`.
+    #[inline(always)]
+    fn finish(&mut self, now: Nanos, id: DispatchId, measured: Nanos, s: entry::Served) -> Completed {
         // Read in place and freed at the end: moving the entry out first
         // copied it to the stack and stalled on reading it back (issue 17).
-        let Some(e) = self.engines.get_mut(id.engine as usize) else {
-            return Err(SchedulerError::UnknownDispatch(id));
-        };
-        let Some(s) = e.served(id) else {
-            return Err(SchedulerError::UnknownDispatch(id));
-        };
+        let e = &mut self.engines[id.engine as usize];
         let engine = EngineId(id.engine);
         let t = s.task.tenant.index();
         debug_assert!(
@@ -327,14 +349,6 @@ impl Scheduler {
             e.busy -= 1;
             e.in_flight[t] -= 1;
         }
-        // A tenant whose work just ended is still active (for
-        // `SplitWhen`'s window): a closed loop submits again right after.
-        e.last_active[t] = Some(now);
-        e.policy.on_complete(now, t, &s.head, measured, &cx!(e));
-        if let Some(learned) = &mut e.learned {
-            learned.record(&s.op, s.head.bytes, s.head.cost, measured);
-        }
-        let over_budget = e.budgets[t].is_some_and(|b| measured > b);
         let task_done = match s.group {
             None => true,
             // A group missing after `close` means the rest was handed back.
@@ -351,6 +365,22 @@ impl Scheduler {
                 None => false,
             },
         };
+        let tn = &mut e.tenants[t];
+        // A tenant whose work just ended is still active (for
+        // `SplitWhen`'s window): a closed loop submits again right after.
+        tn.last_active = Some(now);
+        let over_budget = tn.budget.is_some_and(|b| measured > b);
+        let st = &mut tn.stats;
+        st.completed += 1;
+        st.tasks_completed += task_done as u64;
+        st.bytes_completed += s.head.bytes;
+        st.busy_ns = st.busy_ns.saturating_add(measured);
+        st.predicted_ns = st.predicted_ns.saturating_add(s.head.cost);
+        st.over_budget += over_budget as u64;
+        e.policy.on_complete(now, t, &s.head, measured, cx!(e));
+        if let Some(learned) = &mut e.learned {
+            learned.record(&s.op, s.head.bytes, s.head.cost, measured);
+        }
         if task_done {
             debug_assert!(
                 self.held[t] >= u128::from(s.task.bytes),
@@ -361,13 +391,6 @@ impl Scheduler {
         if !task_done && s.subtask.is_some_and(|st| st.ordered) {
             e.unblock(now, t, s.task.flow as usize);
         }
-        let st = &mut e.stats[t];
-        st.completed += 1;
-        st.tasks_completed += task_done as u64;
-        st.bytes_completed += s.head.bytes;
-        st.busy_ns = st.busy_ns.saturating_add(measured);
-        st.predicted_ns = st.predicted_ns.saturating_add(s.head.cost);
-        st.over_budget += over_budget as u64;
         let completed = Completed {
             task: s.task.id,
             tenant: s.task.tenant,
@@ -387,7 +410,7 @@ impl Scheduler {
         e.debug_check(t);
         e.release(id);
         self.in_service -= 1;
-        Ok(completed)
+        completed
     }
 
     /// The earliest time `next` may return work although nothing was
@@ -405,7 +428,11 @@ impl Scheduler {
 
     /// Counters of `tenant` on `engine`.
     pub fn stats(&self, engine: EngineId, tenant: TenantId) -> Option<&ChannelStats> {
-        self.engines.get(engine.index())?.stats.get(tenant.index())
+        self.engines
+            .get(engine.index())?
+            .tenants
+            .get(tenant.index())
+            .map(|tn| &tn.stats)
     }
 
     /// Predicted cost of the dispatches waiting on `engine`, per tenant
@@ -418,8 +445,8 @@ impl Scheduler {
     pub fn queued(&self, engine: EngineId, tenant: TenantId) -> usize {
         self.engines
             .get(engine.index())
-            .and_then(|e| e.channels.get(tenant.index()))
-            .map_or(0, FlowQueues::len)
+            .and_then(|e| e.tenants.get(tenant.index()))
+            .map_or(0, |tn| tn.channel.len())
     }
 
     /// The subtask size `engine`'s policy wants now for `tenant`'s tasks
@@ -448,14 +475,18 @@ impl Scheduler {
     /// `tenant`'s per-task service budget on `engine` (its SLO there, with
     /// its per-engine overrides), if it has one.
     pub fn service_budget(&self, engine: EngineId, tenant: TenantId) -> Option<Nanos> {
-        *self.engines.get(engine.index())?.budgets.get(tenant.index())?
+        self.engines
+            .get(engine.index())?
+            .tenants
+            .get(tenant.index())?
+            .budget
     }
 
     /// What `tenant`'s tasks that reach their budget on `engine` get.
     pub fn budget_action(&self, engine: EngineId, tenant: TenantId) -> crate::tenant::BudgetAction {
         self.engines
             .get(engine.index())
-            .and_then(|e| e.budget_actions.get(tenant.index()).copied())
+            .and_then(|e| e.tenants.get(tenant.index()).map(|tn| tn.budget_action))
             .unwrap_or_default()
     }
 
@@ -485,8 +516,8 @@ impl Scheduler {
         self.closed = true;
         let mut out = Vec::new();
         for e in &mut self.engines {
-            for (t, c) in e.channels.iter_mut().enumerate() {
-                for key in c.drain() {
+            for (t, tn) in e.tenants.iter_mut().enumerate() {
+                for key in tn.channel.drain() {
                     let q = e.entries.remove(key as usize);
                     // A partly dispatched task is handed back whole; its
                     // subtasks in service will not report it done.
@@ -500,14 +531,14 @@ impl Scheduler {
                     self.held[t] -= u128::from(q.task.bytes);
                     out.push(q.task);
                 }
-                e.state[t] = ChannelState::Empty;
+                tn.state = ChannelState::Empty;
                 e.queued[t] = 0;
                 e.queued_cost[t] = 0;
             }
-            e.throttled = IndexedHeap::new(e.state.len());
-            e.gathering = IndexedHeap::new(e.state.len());
-            e.reservation_due = IndexedHeap::new(e.state.len());
-            for t in 0..e.state.len() {
+            e.throttled = IndexedHeap::new(e.tenants.len());
+            e.gathering = IndexedHeap::new(e.tenants.len());
+            e.reservation_due = IndexedHeap::new(e.tenants.len());
+            for t in 0..e.tenants.len() {
                 e.debug_check(t);
             }
         }
