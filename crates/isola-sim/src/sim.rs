@@ -94,6 +94,11 @@ struct Sim<'a> {
     now: Nanos,
     horizon: Option<Nanos>,
     wakeup_at: Option<Nanos>,
+    /// Whether what [`Sim::arm_wakeup`] reads (the core's next wake-up,
+    /// `wakeup_at`) may have changed since it last ran: false only while
+    /// the core has since taken nothing but tasks for engines with every
+    /// slot busy, which have no wake-up (issue 34).
+    wakeup_stale: bool,
     /// What each tenant got, for the run's result.
     results: RunRecorder,
     /// Ingress rules (OSMOSIS' matching engine), if any tenant declares one.
@@ -188,6 +193,7 @@ impl<'a> Sim<'a> {
             now: 0,
             horizon: scenario.run.duration,
             wakeup_at: None,
+            wakeup_stale: true,
             guard: RunGuard::new(scenario, scenario.run.duration),
             timers: Vec::new(),
             finished: Vec::new(),
@@ -370,6 +376,7 @@ impl<'a> Sim<'a> {
             flow: served_as.flow,
         };
         if let Err(rejection) = self.sched.submit(self.now, task) {
+            self.wakeup_stale = true;
             if let RejectReason::CostTooLarge { cost, .. } = rejection.reason {
                 self.guard.too_costly(t, engine, cost);
             }
@@ -394,6 +401,13 @@ impl<'a> Sim<'a> {
 
     /// Hands dispatches to engine `e`'s device while the scheduler has them.
     fn dispatch(&mut self, e: usize) {
+        // With every slot busy the core is not asked (`next`'s own first
+        // check); nor is its next wake-up, when nothing it depends on
+        // changed since it was last asked: a task queued on a busy engine
+        // leaves it at none for that engine, and the others' as they were.
+        if !self.batching[e] && !self.wakeup_stale && self.sched.busy(EngineId(e as u32)) >= self.slots[e] {
+            return;
+        }
         while let Some(Served { id, key, bytes }) = self.next_for(e) {
             let request = &self.requests[key];
             let t = request.tenant;
@@ -478,6 +492,7 @@ impl<'a> Sim<'a> {
 
     /// Dispatch `id` of request `key` ends unserved, as rejected.
     fn drop_dispatch(&mut self, id: isola_core::DispatchId, key: usize) {
+        self.wakeup_stale = true;
         if let Err(e) = self.sched.complete(self.now, id, 0) {
             unreachable!("the core just handed out this dispatch: {e}");
         }
@@ -508,6 +523,7 @@ impl<'a> Sim<'a> {
     /// may have work without another event (a throttled tenant released, a
     /// policy period).
     fn arm_wakeup(&mut self) {
+        self.wakeup_stale = false;
         if let Some(w) = self.sched.next_wakeup() {
             let w = w.max(self.now);
             if self.wakeup_at.is_none_or(|p| w < p || p < self.now) {
@@ -541,6 +557,7 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(&mut self, e: usize, f: &Finished) {
+        self.wakeup_stale = true;
         let c = match self.sched.complete(self.now, f.dispatch, f.service) {
             Ok(c) => c,
             // Every device work item is a dispatch the core handed out and
@@ -641,6 +658,7 @@ impl<'a> Sim<'a> {
                 Event::Migrate { group } => self.migration_check(group as usize),
                 Event::Wakeup => {
                     self.wakeup_at = None;
+                    self.wakeup_stale = true;
                     for e in 0..self.devices.len() {
                         self.dispatch(e);
                     }
