@@ -406,6 +406,11 @@ impl<'a> Sim<'a> {
         // changed since it was last asked: a task queued on a busy engine
         // leaves it at none for that engine, and the others' as they were.
         if !self.batching[e] && !self.wakeup_stale && self.sched.busy(EngineId(e as u32)) >= self.slots[e] {
+            debug_assert_eq!(
+                self.wakeup_due(),
+                None,
+                "a wake-up not asked for would have been scheduled"
+            );
             return;
         }
         while let Some(Served { id, key, bytes }) = self.next_for(e) {
@@ -524,13 +529,17 @@ impl<'a> Sim<'a> {
     /// policy period).
     fn arm_wakeup(&mut self) {
         self.wakeup_stale = false;
-        if let Some(w) = self.sched.next_wakeup() {
-            let w = w.max(self.now);
-            if self.wakeup_at.is_none_or(|p| w < p || p < self.now) {
-                self.wakeup_at = Some(w);
-                self.schedule(w, Event::Wakeup);
-            }
+        if let Some(w) = self.wakeup_due() {
+            self.wakeup_at = Some(w);
+            self.schedule(w, Event::Wakeup);
         }
+    }
+
+    /// The wake-up [`Sim::arm_wakeup`] would schedule now, if any: the
+    /// core's next one (not before now), unless one as early is pending.
+    fn wakeup_due(&self) -> Option<Nanos> {
+        let w = self.sched.next_wakeup()?.max(self.now);
+        self.wakeup_at.is_none_or(|p| w < p || p < self.now).then_some(w)
     }
 
     fn device_event(&mut self, e: usize, token: u64) {
