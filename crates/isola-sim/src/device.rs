@@ -101,7 +101,17 @@ pub struct FifoLanes {
     busy: u32,
     overhead: Nanos,
     waiting: VecDeque<DeviceWork>,
-    serving: Slab<(DeviceWork, Nanos)>,
+    serving: Slab<InLane>,
+}
+
+/// What [`FifoLanes`] keeps of work in a lane until it ends: a third of
+/// the [`DeviceWork`], written once when its service begins (issue 34).
+#[derive(Debug, Clone, Copy)]
+struct InLane {
+    dispatch: DispatchId,
+    started: Nanos,
+    /// Whether the watchdog stops it (its budget is below its service).
+    aborted: bool,
 }
 
 impl FifoLanes {
@@ -121,7 +131,11 @@ impl FifoLanes {
         self.busy += 1;
         let run = work.budget.map_or(work.service, |b| work.service.min(b));
         let started = now.saturating_add(self.overhead);
-        let token = self.serving.insert((work, started)) as u64;
+        let token = self.serving.insert(InLane {
+            dispatch: work.dispatch,
+            started,
+            aborted: work.budget.is_some_and(|b| work.service > b),
+        }) as u64;
         timers.push((started.saturating_add(run), token));
     }
 
@@ -134,15 +148,20 @@ impl FifoLanes {
     }
 
     fn fire(&mut self, now: Nanos, token: u64, done: &mut Vec<Finished>, timers: &mut Vec<Timer>) {
-        let Some((work, started)) = self.serving.try_remove(token as usize) else {
+        let Some(InLane {
+            dispatch,
+            started,
+            aborted,
+        }) = self.serving.try_remove(token as usize)
+        else {
             return;
         };
         self.busy -= 1;
         done.push(Finished {
-            dispatch: work.dispatch,
+            dispatch,
             started,
             service: now - started,
-            aborted: work.budget.is_some_and(|b| work.service > b),
+            aborted,
         });
         if let Some(next) = self.waiting.pop_front() {
             self.begin(now, next, timers);

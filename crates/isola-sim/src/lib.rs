@@ -28,6 +28,7 @@ pub mod rss;
 pub mod sim;
 pub mod speed;
 mod stage;
+mod state;
 pub mod workload;
 
 use isola_model::scenario::PolicyRun;

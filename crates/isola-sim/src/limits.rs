@@ -71,13 +71,22 @@ pub(crate) fn check_arrival_budget(
 }
 
 /// What a run has done that its limits judge.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct RunGuard {
     /// Events processed.
     pub(crate) events: u64,
     /// The current instant and the events processed at it.
     now: Nanos,
     at_this_instant: u64,
+    /// The run's limits, read from its scenario once (issue 34): its
+    /// event budget, and the time its windows end (`window x
+    /// max_windows`; never reached by a run with a duration, which its
+    /// horizon ends instead).
+    max_events: u64,
+    windows_end: Nanos,
+    /// Whether one of the two notes below was taken (the check's one
+    /// comparison for both).
+    noted: bool,
     /// The first event time past [`MAX_SIMULATED_NS`] (runs without a
     /// duration).
     overrun: Option<Nanos>,
@@ -87,7 +96,26 @@ pub(crate) struct RunGuard {
 }
 
 impl RunGuard {
+    /// The guard of a run of `scenario` lasting `horizon`, if it has one.
+    pub(crate) fn new(scenario: &Scenario, horizon: Option<Nanos>) -> Self {
+        let run = &scenario.run;
+        RunGuard {
+            events: 0,
+            now: 0,
+            at_this_instant: 0,
+            max_events: run.max_events,
+            windows_end: match horizon {
+                Some(_) => Nanos::MAX,
+                None => run.window.saturating_mul(run.max_windows),
+            },
+            noted: false,
+            overrun: None,
+            too_costly: None,
+        }
+    }
+
     /// Counts an event at `at`.
+    #[inline]
     pub(crate) fn event(&mut self, at: Nanos) {
         self.at_this_instant = if at == self.now {
             self.at_this_instant + 1
@@ -101,26 +129,27 @@ impl RunGuard {
     /// Notes an event that would fall at `at`, past [`MAX_SIMULATED_NS`].
     pub(crate) fn overran(&mut self, at: Nanos) {
         self.overrun.get_or_insert(at);
+        self.noted = true;
     }
 
     /// Notes a task of tenant `t` on engine `e` the core refused as
     /// predicted to take `cost` ns.
     pub(crate) fn too_costly(&mut self, t: usize, e: usize, cost: Nanos) {
         self.too_costly.get_or_insert((t, e, cost));
+        self.noted = true;
     }
 
-    /// Whether the run of `scenario` (lasting `horizon`, if it has one)
+    /// Whether the run of `scenario` (the one the guard was made for)
     /// stays within its limits. Asked at every event: the comparisons
     /// inline, the error apart.
     #[inline]
-    pub(crate) fn check(&self, scenario: &Scenario, horizon: Option<Nanos>) -> Result<(), SimError> {
-        let run = &scenario.run;
-        // `now / window < max_windows`, without a division per event.
-        let within = self.events <= run.max_events
+    pub(crate) fn check(&self, scenario: &Scenario) -> Result<(), SimError> {
+        // `now / window < max_windows`, without a division per event
+        // (`Nanos::MAX` for a run with a duration: no time is at or past it).
+        let within = self.events <= self.max_events
             && self.at_this_instant <= MAX_EVENTS_AT_ONE_INSTANT
-            && self.too_costly.is_none()
-            && self.overrun.is_none()
-            && (horizon.is_some() || self.now < run.window.saturating_mul(run.max_windows));
+            && !self.noted
+            && self.now < self.windows_end;
         if within {
             return Ok(());
         }

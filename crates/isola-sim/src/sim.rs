@@ -8,23 +8,21 @@
 //! engines of its workload's pipeline one after another; it counts as
 //! completed when the last stage finishes.
 
-use crate::device::{Device, DeviceWork, DmaLink, FifoLanes, Finished, Timer};
+use crate::device::{Device, DeviceWork, Finished, Timer};
 pub use crate::error::SimError;
 pub use crate::hooks::RunHooks;
 use crate::limits::{check_arrival_budget, RunGuard, MAX_SIMULATED_NS};
 use crate::migrate::Migrations;
 use crate::queue::EventQueue;
-use crate::rng::{stream, Purpose};
-use crate::rss::{rss_hash, RssCores};
-use crate::stage::StageModel;
+use crate::rss::rss_hash;
 pub use crate::stage::{scheduler_for, scheduler_with};
-use crate::workload::{flow_seq, packet_tuple, ArrivalProcess, NextArrival, SizeSampler};
-use isola_core::{EngineId, Nanos, OpRef, OpSpec, RejectReason, Task, TaskId, TenantId};
+use crate::state::{devices_for, stop_budgets, Request, WorkloadState};
+use crate::workload::{flow_seq, packet_tuple};
+use isola_core::{EngineId, Nanos, RejectReason, Task, TaskId, TenantId};
 use isola_model::ingress::{ingress_rules, RuleSet};
 use isola_model::results::{EngineTime, Outcome, PolicyResult, RunEnd, RunRecorder, TaskRecord};
-use isola_model::scenario::{ArrivalSpec, DeviceSpec, PolicyRun, Scenario, Steering};
+use isola_model::scenario::{ArrivalSpec, PolicyRun, Scenario, Steering};
 use rand_distr::{Distribution, Exp1};
-use rand_pcg::Pcg64Mcg;
 use slab::Slab;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,75 +41,13 @@ enum Event {
     },
 }
 
-#[derive(Debug, Clone)]
-struct Request {
-    /// The tenant whose channels serve it.
-    tenant: usize,
-    /// The workload that generated it (its tenant differs from `tenant`
-    /// when ingress rules say so).
-    source: usize,
-    /// The workload whose stages serve it and the flow queue it waits in:
-    /// `source` when its tenant serves it, else the serving tenant's first.
-    served_as: usize,
-    arrival: Nanos,
+/// What a free slot of an engine serves: the core's dispatch, its
+/// request's key and the bytes its device work moves.
+#[derive(Debug, Clone, Copy)]
+struct Served {
+    id: isola_core::DispatchId,
+    key: usize,
     bytes: u64,
-    stage: usize,
-    stage_bytes: u64,
-    /// The current stage's predicted service time.
-    stage_predicted: f64,
-    /// Its operator when not its workload's (a trace row's); the workload's
-    /// is shared from [`WorkloadState::op`] at each submission.
-    op: Option<OpRef>,
-    /// Exp(1) draw per stage for exponential service models.
-    unit_exp: f64,
-    /// The RSS hash of its 5-tuple (what an RSS-steered engine hashes).
-    flow_hash: u64,
-    predicted_total: f64,
-    /// Whether it runs on its workload's moved stages (host migration).
-    moved: bool,
-}
-
-struct WorkloadState {
-    /// Its tenant, and its index among the tenant's workloads (its flow
-    /// queue).
-    tenant: usize,
-    flow: u32,
-    arrivals: ArrivalProcess,
-    /// The scheduled open-loop arrival (a trace row fixes its size and op).
-    pending: Option<NextArrival>,
-    /// The workload's operator, shared by its tasks.
-    op: OpRef,
-    sizes: SizeSampler,
-    service_rng: Pcg64Mcg,
-    stages: Vec<StageModel>,
-    /// With `migrate`: the engines and models of a moved request's stages.
-    moved_engines: Vec<usize>,
-    moved_stages: Vec<StageModel>,
-    /// Whether its new requests go to the moved stages now.
-    on_host: bool,
-    /// Its spec's fields that every request reads, copied here: the spec
-    /// is large and cold, read through two vectors (issue 34). Its
-    /// stages' engines, DMA direction, service scaling, flows and flow
-    /// life.
-    engines: Vec<usize>,
-    direction: isola_model::scenario::Direction,
-    measured_over_predicted: f64,
-    flows: Option<u32>,
-    flow_life: Option<Nanos>,
-    issued: u64,
-    limit: Option<u64>,
-    closed: bool,
-}
-
-impl WorkloadState {
-    /// Its stages' models: the moved ones for a request that moved.
-    fn models(&self, moved: bool) -> &[StageModel] {
-        if moved {
-            &self.moved_stages
-        } else {
-            &self.stages
-        }
-    }
 }
 
 /// What to report while a run goes: fraction of the run done, from 0 to 1.
@@ -158,6 +94,11 @@ struct Sim<'a> {
     now: Nanos,
     horizon: Option<Nanos>,
     wakeup_at: Option<Nanos>,
+    /// Whether what [`Sim::arm_wakeup`] reads (the core's next wake-up,
+    /// `wakeup_at`) may have changed since it last ran: false only while
+    /// the core has since taken nothing but tasks for engines with every
+    /// slot busy, which have no wake-up (issue 34).
+    wakeup_stale: bool,
     /// What each tenant got, for the run's result.
     results: RunRecorder,
     /// Ingress rules (OSMOSIS' matching engine), if any tenant declares one.
@@ -174,6 +115,11 @@ struct Sim<'a> {
     batching: Vec<bool>,
     /// Each engine's slots in the core (all busy: the core is not asked).
     slots: Vec<u32>,
+    /// Per engine, per tenant (`e x tenants + t`): the service budget at
+    /// which the device stops the tenant's task, where its action is
+    /// `stop` (OSMOSIS' watchdog). Read from the core once: the simulator
+    /// never changes a tenant's objectives during a run (issue 34).
+    stop_budgets: Vec<Option<Nanos>>,
     batches: crate::batch::Batches,
     /// What the core hands out for one slot (reused).
     batch: Vec<isola_core::Dispatch>,
@@ -195,28 +141,7 @@ impl<'a> Sim<'a> {
         registered: &[isola_core::PolicyInfo],
     ) -> Result<Self, SimError> {
         let sched = scheduler_with(scenario, policy, registered)?;
-        let devices = scenario
-            .engines
-            .iter()
-            .map(|e| match (&e.device, e.steering) {
-                (DeviceSpec::Dma(spec), _) => match spec.pcie {
-                    Some(pcie) => Device::Pcie(crate::pcie::PcieLink::new(*spec, pcie)),
-                    None => Device::Dma(DmaLink::new(*spec)),
-                },
-                (device, steering) => {
-                    let overhead = match device {
-                        DeviceSpec::Compute {
-                            dispatch_overhead, ..
-                        } => *dispatch_overhead,
-                        _ => 0,
-                    };
-                    match steering {
-                        Steering::Rss { ring } => Device::Rss(RssCores::new(e.slots, ring, overhead)),
-                        Steering::Scheduler => Device::Lanes(FifoLanes::new(e.slots, overhead)),
-                    }
-                }
-            })
-            .collect();
+        let devices = devices_for(scenario);
         let mut workloads = Vec::new();
         let mut first_workload = Vec::new();
         let mut total_requests = Some(0u64);
@@ -229,10 +154,6 @@ impl<'a> Sim<'a> {
             if k == 0 {
                 first_workload.push(workloads.len());
             }
-            // A tenant's first workload keeps the random streams of the
-            // tenant's index (so a scenario's results do not change with
-            // how its workloads are written); the others take their own.
-            let streams = i | (k << 20);
             let active = solo.is_none_or(|s| s == i);
             let limit = match (&w.arrival, w.count) {
                 (ArrivalSpec::Trace(rows), c) => {
@@ -245,41 +166,7 @@ impl<'a> Sim<'a> {
                 (Some(a), Some(l)) => Some(a + l),
                 _ => None,
             };
-            workloads.push(WorkloadState {
-                tenant: i,
-                flow: k as u32,
-                arrivals: ArrivalProcess::new(&w.arrival, w.start, seed, streams),
-                pending: None,
-                op: OpSpec::named(&w.op),
-                sizes: SizeSampler::new(&w.size, seed, streams),
-                service_rng: stream(seed, streams, Purpose::Service),
-                stages: w
-                    .stages
-                    .iter()
-                    .map(|&s| StageModel::for_stage(&scenario.engines[s], w.service.as_ref()))
-                    .collect(),
-                moved_engines: w.migrate.map_or(Vec::new(), |m| m.moved_stages(&w.stages)),
-                moved_stages: w.migrate.map_or(Vec::new(), |m| {
-                    let model = |(k, &s): (usize, &usize)| {
-                        let full = StageModel::for_stage(&scenario.engines[s], w.service.as_ref());
-                        if m.kept_stage() == Some(k) {
-                            full.share(m.keep)
-                        } else {
-                            full
-                        }
-                    };
-                    m.moved_stages(&w.stages).iter().enumerate().map(model).collect()
-                }),
-                on_host: false,
-                engines: w.stages.clone(),
-                direction: w.direction,
-                measured_over_predicted: w.measured_over_predicted,
-                flows: w.flows,
-                flow_life: w.flow_life,
-                issued: 0,
-                limit,
-                closed: matches!(w.arrival, ArrivalSpec::Closed(_)),
-            });
+            workloads.push(WorkloadState::new(scenario, w, (i, k), seed, limit));
         }
         let migrations = Migrations::new(
             workloads
@@ -298,7 +185,6 @@ impl<'a> Sim<'a> {
                 .engines
                 .iter()
                 .any(|e| matches!(e.steering, Steering::Rss { .. })),
-            sched,
             devices,
             workloads,
             first_workload,
@@ -307,14 +193,17 @@ impl<'a> Sim<'a> {
             now: 0,
             horizon: scenario.run.duration,
             wakeup_at: None,
-            guard: RunGuard::default(),
+            wakeup_stale: true,
+            guard: RunGuard::new(scenario, scenario.run.duration),
             timers: Vec::new(),
             finished: Vec::new(),
             batching: scenario.engines.iter().map(|e| e.batch.is_some()).collect(),
             slots: scenario.engines.iter().map(|e| e.core_slots()).collect(),
+            stop_budgets: stop_budgets(&sched, scenario.engines.len(), scenario.tenants.len()),
             batches: crate::batch::Batches::default(),
             batch: Vec::new(),
             batch_done: Vec::new(),
+            sched,
             total_requests,
             requests_done: 0,
             migrations,
@@ -487,6 +376,7 @@ impl<'a> Sim<'a> {
             flow: served_as.flow,
         };
         if let Err(rejection) = self.sched.submit(self.now, task) {
+            self.wakeup_stale = true;
             if let RejectReason::CostTooLarge { cost, .. } = rejection.reason {
                 self.guard.too_costly(t, engine, cost);
             }
@@ -511,8 +401,19 @@ impl<'a> Sim<'a> {
 
     /// Hands dispatches to engine `e`'s device while the scheduler has them.
     fn dispatch(&mut self, e: usize) {
-        while let Some((d, bytes)) = self.next_for(e) {
-            let key = d.task.id.0 as usize;
+        // With every slot busy the core is not asked (`next`'s own first
+        // check); nor is its next wake-up, when nothing it depends on
+        // changed since it was last asked: a task queued on a busy engine
+        // leaves it at none for that engine, and the others' as they were.
+        if !self.batching[e] && !self.wakeup_stale && self.sched.busy(EngineId(e as u32)) >= self.slots[e] {
+            debug_assert_eq!(
+                self.wakeup_due(),
+                None,
+                "a wake-up not asked for would have been scheduled"
+            );
+            return;
+        }
+        while let Some(Served { id, key, bytes }) = self.next_for(e) {
             let request = &self.requests[key];
             let t = request.tenant;
             let w = &self.workloads[request.served_as];
@@ -526,25 +427,24 @@ impl<'a> Sim<'a> {
             if w.measured_over_predicted != 1.0 {
                 service = crate::round_ns(service as f64 * w.measured_over_predicted);
             }
-            let (engine, tenant) = (EngineId(e as u32), TenantId(t as u32));
             // The device stops a task at its budget only where the tenant
             // says `stop` (OSMOSIS' watchdog); `flag` runs it to its end,
             // and the completion is reported over budget. A batch runs
             // unwatched: each task's share of its service is judged
             // against the budget when the core completes it.
-            let stops = self.sched.budget_action(engine, tenant) == isola_core::BudgetAction::Stop
-                && !(self.batching[e] && self.batches.holds(d.id));
+            let budget = self.stop_budgets[e * self.scenario.tenants.len() + t]
+                .filter(|_| !(self.batching[e] && self.batches.holds(id)));
             let work = DeviceWork {
-                dispatch: d.id,
+                dispatch: id,
                 bytes,
                 service,
-                budget: self.sched.service_budget(engine, tenant).filter(|_| stops),
+                budget,
                 direction: self.workloads[request.served_as].direction,
                 queue: t as u32,
                 flow_hash: request.flow_hash,
             };
             if !self.devices[e].admits(&work) {
-                self.drop_at_device(d.id, key);
+                self.drop_at_device(id, key);
                 continue;
             }
             self.devices[e].start(self.now, work, &mut self.timers);
@@ -556,8 +456,9 @@ impl<'a> Sim<'a> {
     /// What engine `e`'s next free slot serves: a dispatch and the bytes
     /// its device work moves, or, on an engine that batches, the first
     /// dispatch of a batch (which stands for it) and all of its tasks'
-    /// bytes; `None` when nothing may go.
-    fn next_for(&mut self, e: usize) -> Option<(isola_core::Dispatch, u64)> {
+    /// bytes; `None` when nothing may go. Only the fields read are taken
+    /// from the core's `Dispatch` (inlined, the rest is not written).
+    fn next_for(&mut self, e: usize) -> Option<Served> {
         let engine = EngineId(e as u32);
         if !self.batching[e] {
             // `next`'s own first check, without the call (issue 34).
@@ -565,13 +466,22 @@ impl<'a> Sim<'a> {
                 return None;
             }
             let d = self.sched.next(self.now, engine)?;
-            return Some((d, d.subtask.map_or(d.task.bytes, |f| f.bytes)));
+            return Some(Served {
+                id: d.id,
+                key: d.task.id.0 as usize,
+                bytes: d.subtask.map_or(d.task.bytes, |f| f.bytes),
+            });
         }
         self.batch.clear();
         if self.sched.next_batch(self.now, engine, &mut self.batch) == 0 {
             return None;
         }
-        Some(self.batches.hold(&self.batch))
+        let (first, bytes) = self.batches.hold(&self.batch);
+        Some(Served {
+            id: first.id,
+            key: first.task.id.0 as usize,
+            bytes,
+        })
     }
 
     /// The device refused dispatch `id` of request `key` (an RSS core's full
@@ -587,6 +497,7 @@ impl<'a> Sim<'a> {
 
     /// Dispatch `id` of request `key` ends unserved, as rejected.
     fn drop_dispatch(&mut self, id: isola_core::DispatchId, key: usize) {
+        self.wakeup_stale = true;
         if let Err(e) = self.sched.complete(self.now, id, 0) {
             unreachable!("the core just handed out this dispatch: {e}");
         }
@@ -596,9 +507,12 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Schedules the timers engine `e`'s device asked for, in the order
+    /// it asked (each a copy out of the vector, which is then cleared).
+    #[inline(always)]
     fn flush_timers(&mut self, e: usize) {
-        let timers = std::mem::take(&mut self.timers);
-        for &(at, token) in &timers {
+        for i in 0..self.timers.len() {
+            let (at, token) = self.timers[i];
             self.schedule(
                 at,
                 Event::Device {
@@ -607,7 +521,6 @@ impl<'a> Sim<'a> {
                 },
             );
         }
-        self.timers = timers;
         self.timers.clear();
     }
 
@@ -615,13 +528,18 @@ impl<'a> Sim<'a> {
     /// may have work without another event (a throttled tenant released, a
     /// policy period).
     fn arm_wakeup(&mut self) {
-        if let Some(w) = self.sched.next_wakeup() {
-            let w = w.max(self.now);
-            if self.wakeup_at.is_none_or(|p| w < p || p < self.now) {
-                self.wakeup_at = Some(w);
-                self.schedule(w, Event::Wakeup);
-            }
+        self.wakeup_stale = false;
+        if let Some(w) = self.wakeup_due() {
+            self.wakeup_at = Some(w);
+            self.schedule(w, Event::Wakeup);
         }
+    }
+
+    /// The wake-up [`Sim::arm_wakeup`] would schedule now, if any: the
+    /// core's next one (not before now), unless one as early is pending.
+    fn wakeup_due(&self) -> Option<Nanos> {
+        let w = self.sched.next_wakeup()?.max(self.now);
+        self.wakeup_at.is_none_or(|p| w < p || p < self.now).then_some(w)
     }
 
     fn device_event(&mut self, e: usize, token: u64) {
@@ -648,6 +566,7 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(&mut self, e: usize, f: &Finished) {
+        self.wakeup_stale = true;
         let c = match self.sched.complete(self.now, f.dispatch, f.service) {
             Ok(c) => c,
             // Every device work item is a dispatch the core handed out and
@@ -741,13 +660,14 @@ impl<'a> Sim<'a> {
             }
             self.now = at;
             self.guard.event(at);
-            self.guard.check(self.scenario, self.horizon)?;
+            self.guard.check(self.scenario)?;
             match ev {
                 Event::Arrival { workload } => self.arrive(workload as usize),
                 Event::Device { engine, token } => self.device_event(engine as usize, token),
                 Event::Migrate { group } => self.migration_check(group as usize),
                 Event::Wakeup => {
                     self.wakeup_at = None;
+                    self.wakeup_stale = true;
                     for e in 0..self.devices.len() {
                         self.dispatch(e);
                     }
@@ -770,7 +690,7 @@ impl<'a> Sim<'a> {
         if hooks.stopped() {
             return Err(SimError::Stopped);
         }
-        self.guard.check(self.scenario, self.horizon)?;
+        self.guard.check(self.scenario)?;
         if let Some(h) = self.horizon {
             self.now = self.now.max(h);
             self.record_backlogs(h);

@@ -54,6 +54,7 @@ impl SizeSampler {
     }
 
     /// The next size.
+    #[inline]
     pub fn sample(&mut self) -> u64 {
         match &self.dist {
             SizeKind::Fixed(b) => *b,
