@@ -324,7 +324,8 @@ impl Daemon {
                 "isolad: realtime = true, but the system refused a real-time class ({reason}): \
                  the runtime's threads run in the normal class"
             );
-        } else if let isola_runtime::IdleLatency::Refused { reason } = runtime.idle_latency() {
+        }
+        if let isola_runtime::IdleLatency::Refused { reason } = runtime.idle_latency() {
             eprintln!(
                 "isolad: realtime = true, but the system refused to keep idle cores quick to wake \
                  ({reason}): each request's wake-ups take longer"

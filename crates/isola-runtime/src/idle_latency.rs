@@ -28,8 +28,8 @@ const REQUEST_FILE: &str = "/dev/cpu_dma_latency";
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum IdleLatency {
-    /// Not asked for: the runtime runs in the normal class, or without the
-    /// real-time regime.
+    /// Not asked for: no real-time class was asked for or granted, or the
+    /// runtime runs without the real-time regime.
     #[default]
     NotAsked,
     /// Held for as long as the runtime runs.

@@ -236,12 +236,6 @@ impl Runtime {
             learned_costs: LearnedCosts::default(),
         });
         let owner = runtime_id(&shared);
-        // Threads that sleep at once are woken for each piece of work: idle
-        // cores should be quick to leave their idle state.
-        let idle_latency = match (b.realtime, steady_regime) {
-            (Some(_), crate::threads::Regime::Steady) => crate::idle_latency::IdleLatencyRequest::hold(),
-            _ => Default::default(),
-        };
         let cores = if b.pin {
             core_affinity::get_core_ids().unwrap_or_default()
         } else {
@@ -321,6 +315,18 @@ impl Runtime {
         )
         .map_err(spawn_error)?;
         threads.insert(0, me);
+        // Threads granted the class under the regime sleep at once and are
+        // woken for each piece of work: idle cores should be quick to leave
+        // their idle state. (Threads refused the class poll as normal ones.)
+        let sleep_at_once = steady_regime == crate::threads::Regime::Steady
+            && threads
+                .iter()
+                .any(|t| matches!(t.realtime, crate::RealtimeOutcome::Granted { .. }));
+        let idle_latency = if sleep_at_once {
+            crate::idle_latency::IdleLatencyRequest::hold()
+        } else {
+            Default::default()
+        };
         if let Ok(mut t) = shared.threads.lock() {
             *t = threads;
         }

@@ -22,9 +22,13 @@ pub(crate) struct Request {
     /// The workload whose stages serve it and the flow queue it waits in:
     /// `source` when its tenant serves it, else the serving tenant's first.
     pub(crate) served_as: usize,
+    /// When it arrived.
     pub(crate) arrival: Nanos,
+    /// Its size.
     pub(crate) bytes: u64,
+    /// The stage it is in (an index into its workload's stages).
     pub(crate) stage: usize,
+    /// What the current stage moves or works on.
     pub(crate) stage_bytes: u64,
     /// The current stage's predicted service time.
     pub(crate) stage_predicted: f64,
@@ -35,6 +39,7 @@ pub(crate) struct Request {
     pub(crate) unit_exp: f64,
     /// The RSS hash of its 5-tuple (what an RSS-steered engine hashes).
     pub(crate) flow_hash: u64,
+    /// The predicted service of its stages so far, summed.
     pub(crate) predicted_total: f64,
     /// Whether it runs on its workload's moved stages (host migration).
     pub(crate) moved: bool,
@@ -46,17 +51,23 @@ pub(crate) struct WorkloadState {
     /// Its tenant, and its index among the tenant's workloads (its flow
     /// queue).
     pub(crate) tenant: usize,
+    /// Its index among the tenant's workloads.
     pub(crate) flow: u32,
+    /// When its next requests arrive.
     pub(crate) arrivals: ArrivalProcess,
     /// The scheduled open-loop arrival (a trace row fixes its size and op).
     pub(crate) pending: Option<NextArrival>,
     /// The workload's operator, shared by its tasks.
     pub(crate) op: OpRef,
+    /// Its requests' sizes.
     pub(crate) sizes: SizeSampler,
+    /// The stream its requests' service draws come from.
     pub(crate) service_rng: Pcg64Mcg,
+    /// Its stages' service models, in order.
     pub(crate) stages: Vec<StageModel>,
     /// With `migrate`: the engines and models of a moved request's stages.
     pub(crate) moved_engines: Vec<usize>,
+    /// With `migrate`: the models of a moved request's stages.
     pub(crate) moved_stages: Vec<StageModel>,
     /// Whether its new requests go to the moved stages now.
     pub(crate) on_host: bool,
@@ -65,12 +76,19 @@ pub(crate) struct WorkloadState {
     /// stages' engines, DMA direction, service scaling, flows and flow
     /// life.
     pub(crate) engines: Vec<usize>,
+    /// Its DMA direction.
     pub(crate) direction: isola_model::scenario::Direction,
+    /// Its service scaling: measured over predicted service.
     pub(crate) measured_over_predicted: f64,
+    /// How many flows its packets cycle through (a new one a packet without).
     pub(crate) flows: Option<u32>,
+    /// How long a flow lives before it is renewed.
     pub(crate) flow_life: Option<Nanos>,
+    /// Requests issued so far.
     pub(crate) issued: u64,
+    /// The most requests it issues.
     pub(crate) limit: Option<u64>,
+    /// Closed loop: its next request arrives as one ends.
     pub(crate) closed: bool,
 }
 

@@ -134,6 +134,10 @@ pub(super) struct EngineState {
     /// Whether the engine takes the plain path ([`EngineState::is_plain`]):
     /// decided when it is built and again whenever a tenant's SLO changes.
     pub(super) plain: bool,
+    /// Held to the general path whatever it is given (the differential
+    /// test's reference, `plain_tests.rs`).
+    #[cfg(test)]
+    pub(super) force_general: bool,
 }
 
 /// An engine's predictions: what it learned, else its configured model.
@@ -191,6 +195,8 @@ impl EngineState {
             subtasks_left: Slab::new(),
             learned: spec.learn.map(LearnedCosts::new),
             plain: false,
+            #[cfg(test)]
+            force_general: false,
             spec,
             policy,
             recipe,
@@ -211,6 +217,10 @@ impl EngineState {
     /// would find nothing to do. Every decision is the general path's (a
     /// proptest drives both with the same operations).
     pub(super) fn is_plain(&self) -> bool {
+        #[cfg(test)]
+        if self.force_general {
+            return false;
+        }
         self.spec.split.is_none()
             && self.spec.batch.is_none()
             && self
@@ -258,6 +268,19 @@ impl EngineState {
         debug_assert!(
             self.busy <= self.spec.slots,
             "more dispatches in service than slots"
+        );
+        let tn = &self.tenants[t];
+        debug_assert!(
+            !self.plain
+                || (tn.limit.is_none()
+                    && tn.reservation.is_none()
+                    && tn.channel.flow_count() == 1
+                    && !matches!(
+                        tn.state,
+                        ChannelState::Throttled | ChannelState::Gathering | ChannelState::Blocked
+                    )),
+            "tenant {t}: an engine on the plain path has nothing the plain path skips ({:?})",
+            tn.state
         );
         let st = &self.tenants[t].stats;
         // A batch holds one slot for all of its dispatches.

@@ -108,11 +108,18 @@ const NO_SLOT: u32 = u32::MAX;
 /// `callgrind`, issue 34), where a slot here is recycled where it lies:
 /// what it holds beyond plain data (a planner, a listed plan) is dropped
 /// when it is freed, the rest is overwritten by the next task.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Entries {
     slots: Vec<Entry>,
     /// The most recently freed slot (reused first, as `slab` does).
     free: u32,
+}
+
+impl Default for Entries {
+    /// An empty slab, its free list ended ([`Entries::new`]).
+    fn default() -> Self {
+        Entries::new()
+    }
 }
 
 impl Entries {

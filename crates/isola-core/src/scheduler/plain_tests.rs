@@ -99,6 +99,8 @@ proptest! {
             let mut plain = build(info.name, slots, &slos);
             let mut general = build(info.name, slots, &slos);
             prop_assert!(engine(&mut plain).plain, "{}: a plain engine takes the plain path", info.name);
+            // Held to the general path, in `set_slo`'s own re-admission too.
+            engine(&mut general).force_general = true;
             engine(&mut general).plain = false;
             let (mut now, mut id, mut serving) = (0u64, 0u64, Vec::new());
             for o in &ops {
@@ -150,8 +152,7 @@ proptest! {
                         prop_assert_eq!(&a, &b, "{}: set_slo", info.name);
                         let e = engine(&mut plain);
                         prop_assert_eq!(e.plain, e.is_plain(), "the path is chosen again");
-                        // The general one stays general.
-                        engine(&mut general).plain = false;
+                        prop_assert!(!engine(&mut general).plain, "the general one stays general");
                     }
                     Op::Withdraw { tenant } => {
                         let tenant = TenantId((tenant % slos.len()) as u32);
