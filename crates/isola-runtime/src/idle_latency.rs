@@ -42,29 +42,44 @@ pub enum IdleLatency {
     },
 }
 
-/// A held request (its open file, never read: the kernel keeps the
-/// request while it is open), or nothing.
+/// The runtime's request: its open file while held (never read: the
+/// kernel keeps the request while it is open), else why there is none.
 #[derive(Debug, Default)]
-pub(crate) struct IdleLatencyRequest {
-    _held: Option<std::fs::File>,
+pub(crate) enum IdleLatencyRequest {
+    /// Not asked for.
+    #[default]
+    NotAsked,
+    /// Held while this file is open.
+    Held {
+        /// The request file, open.
+        _file: std::fs::File,
+    },
+    /// Refused, and why.
+    Refused(String),
 }
 
 impl IdleLatencyRequest {
     /// Asks that no idle core take longer than 0 us to wake, for as long as
     /// the request lives.
-    pub(crate) fn hold() -> (IdleLatencyRequest, IdleLatency) {
+    pub(crate) fn hold() -> IdleLatencyRequest {
         let opened = std::fs::OpenOptions::new().write(true).open(REQUEST_FILE);
         // The kernel reads the bound as a binary 32-bit integer (or as
         // hexadecimal text); it holds for as long as the file stays open.
         let written = opened.and_then(|mut f| f.write_all(&0i32.to_ne_bytes()).map(|()| f));
         match written {
-            Ok(file) => (IdleLatencyRequest { _held: Some(file) }, IdleLatency::Held),
-            Err(e) => (
-                IdleLatencyRequest::default(),
-                IdleLatency::Refused {
-                    reason: format!("{REQUEST_FILE}: {e}"),
-                },
-            ),
+            Ok(file) => IdleLatencyRequest::Held { _file: file },
+            Err(e) => IdleLatencyRequest::Refused(format!("{REQUEST_FILE}: {e}")),
+        }
+    }
+
+    /// What became of it.
+    pub(crate) fn outcome(&self) -> IdleLatency {
+        match self {
+            IdleLatencyRequest::NotAsked => IdleLatency::NotAsked,
+            IdleLatencyRequest::Held { .. } => IdleLatency::Held,
+            IdleLatencyRequest::Refused(reason) => IdleLatency::Refused {
+                reason: reason.clone(),
+            },
         }
     }
 }
@@ -84,8 +99,8 @@ mod tests {
     #[test]
     fn a_held_request_bounds_the_exit_latency_until_dropped() {
         let before = bound_in_force();
-        let (request, outcome) = IdleLatencyRequest::hold();
-        match outcome {
+        let request = IdleLatencyRequest::hold();
+        match request.outcome() {
             IdleLatency::Held => {
                 assert_eq!(bound_in_force(), Some(0), "the kernel holds the request");
                 drop(request);

@@ -177,7 +177,7 @@ pub struct Runtime {
     workers: Vec<JoinHandle<()>>,
     /// The request that idle cores stay quick to wake (`idle_latency.rs`),
     /// held while the runtime runs, and what became of it.
-    idle_latency: (crate::idle_latency::IdleLatencyRequest, crate::IdleLatency),
+    idle_latency: crate::idle_latency::IdleLatencyRequest,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -366,7 +366,7 @@ impl Runtime {
     /// Whether the runtime holds the request that idle cores stay quick to
     /// wake (a real-time runtime under the regime asks: `idle_latency.rs`).
     pub fn idle_latency(&self) -> crate::IdleLatency {
-        self.idle_latency.1.clone()
+        self.idle_latency.outcome()
     }
 
     /// The real-time class the dispatcher asked for (the workers', the
